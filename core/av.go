@@ -1,0 +1,147 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/fabricfs/fabricfs/core/fi"
+)
+
+// MaxAVEntries bounds an address vector.
+const MaxAVEntries = 1 << 16
+
+// AV is an address vector (fi_av_open): fi_addr_t -> address.
+type AV struct {
+	obj *Object
+
+	mu      sync.Mutex
+	typ     fi.AVType
+	entries []*fi.Addr // index = fi_addr; nil where removed
+	count   int
+}
+
+func newAV(o *Object) (Impl, error) { return &AV{obj: o, typ: fi.AV_TABLE}, nil }
+
+// Insert is fi_av_insert: it returns the fi_addr of each address.
+func (a *AV) Insert(addrs []fi.Addr) ([]uint64, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.entries)+len(addrs) > MaxAVEntries {
+		return nil, Errorf(fi.ENOSPC, "%s would exceed %d entries", a.obj, MaxAVEntries)
+	}
+	out := make([]uint64, len(addrs))
+	for i := range addrs {
+		ad := addrs[i]
+		out[i] = uint64(len(a.entries))
+		a.entries = append(a.entries, &ad)
+		a.count++
+	}
+	return out, nil
+}
+
+// Remove is fi_av_remove.
+func (a *AV) Remove(fiAddr uint64) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if fiAddr >= uint64(len(a.entries)) || a.entries[fiAddr] == nil {
+		return Errorf(fi.ENOENT, "%s has no fi_addr %d", a.obj, fiAddr)
+	}
+	a.entries[fiAddr] = nil
+	a.count--
+	return nil
+}
+
+// Lookup is fi_av_lookup.
+func (a *AV) Lookup(fiAddr uint64) (fi.Addr, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if fiAddr >= uint64(len(a.entries)) || a.entries[fiAddr] == nil {
+		return fi.Addr{}, false
+	}
+	return *a.entries[fiAddr], true
+}
+
+// Addrs is the text of av/N/addrs: "FIADDR ADDRESS" per line.
+func (a *AV) Addrs() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var b strings.Builder
+	for i, e := range a.entries {
+		if e != nil {
+			fmt.Fprintf(&b, "%d %s\n", i, e)
+		}
+	}
+	return b.String()
+}
+
+func (a *AV) Status() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return fmt.Sprintf("type=%s count=%d", a.typ, a.count)
+}
+
+func (a *AV) Attrs() []Attr {
+	get := func(f func() string) func() string {
+		return func() string {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			return f()
+		}
+	}
+	return []Attr{
+		{Name: "type", Get: get(func() string { return a.typ.String() }), Set: func(s string) error {
+			v, err := fi.Parse[fi.AVType](strings.TrimSpace(s))
+			if err != nil {
+				return Errorf(fi.EINVAL, "%v", err)
+			}
+			if v != fi.AV_TABLE && v != fi.AV_MAP {
+				return Errorf(fi.EINVAL, "av type must be FI_AV_TABLE or FI_AV_MAP")
+			}
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			if len(a.entries) > 0 {
+				return Errorf(fi.EBUSY, "%s has entries; set its type before inserting", a.obj)
+			}
+			a.typ = v
+			return nil
+		}},
+		{Name: "count", Get: get(func() string { return strconv.Itoa(a.count) })},
+		{Name: "rx_ctx_bits", Get: func() string { return "0" }},
+		{Name: "ep_per_node", Get: func() string { return "0" }},
+		{Name: "name", Get: func() string { return "(null)" }},
+		{Name: "flags", Get: func() string { return "0" }},
+	}
+}
+
+func (a *AV) Close() error { return nil }
+
+// ParseAddr reads an ADDR argument: host:port, [v6]:port, or FI_ADDR_STR
+// (fi_sockaddr_in://127.0.0.1:7000). A host name is resolved.
+func ParseAddr(s string) (fi.Addr, error) {
+	if a, err := fi.ParseAddr(s); err == nil {
+		return a, nil
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fi.Addr{}, Errorf(fi.EINVAL, "bad address %q: want host:port, [v6]:port or fi_sockaddr_in://IP:PORT", s)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return fi.Addr{}, Errorf(fi.EINVAL, "bad port in address %q", s)
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(context.Background(), "ip", host)
+	if err != nil || len(ips) == 0 {
+		return fi.Addr{}, Errorf(fi.EINVAL, "cannot resolve %q", host)
+	}
+	ip := ips[0].Unmap()
+	f := fi.SOCKADDR_IN
+	if ip.Is6() {
+		f = fi.SOCKADDR_IN6
+	}
+	return fi.Addr{Format: f, IP: netip.AddrPortFrom(ip, uint16(p))}, nil
+}

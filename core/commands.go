@@ -1,0 +1,274 @@
+package core
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/fabricfs/fabricfs/core/ctl"
+	"github.com/fabricfs/fabricfs/core/fi"
+)
+
+// command is one verb of a ctl file: for which kind, its usage, and what it
+// does. Every ctl file of every object is served by this one table.
+type command struct {
+	kind Kind
+	ctl.Cmd
+	run func(c *call) error
+}
+
+// call is one command being run: the object, the caller, the arguments.
+type call struct {
+	ctx  context.Context
+	obj  *Object
+	uid  uint32
+	args []string
+}
+
+func (c *call) ep() *EP   { return c.obj.Impl.(*EP) }
+func (c *call) pep() *PEP { return c.obj.Impl.(*PEP) }
+
+// ref resolves argument i as the id of an object of kind k in the domain.
+func (c *call) ref(i int, k Kind) (*Object, error) {
+	return c.obj.Dom.resolve(k, c.args[i], c.uid)
+}
+
+// num parses argument i as a number.
+func (c *call) num(i int) (uint64, error) {
+	v, err := ctl.Uint(c.args[i])
+	if err != nil {
+		return 0, Errorf(fi.EINVAL, "%v", err)
+	}
+	return v, nil
+}
+
+// data parses optional argument i as private data.
+func (c *call) data(i int) ([]byte, error) {
+	if i >= len(c.args) {
+		return nil, nil
+	}
+	return ParseData(c.args[i])
+}
+
+var commands = []command{
+	{KindEP, ctl.Cmd{Verb: "bind cq", Args: "ID FLAGS", Min: 2, Max: 2}, func(c *call) error {
+		o, err := c.ref(0, KindCQ)
+		if err != nil {
+			return err
+		}
+		f, err := bindFlags(c.args[1], fi.SEND|fi.RECV|fi.Caps(fi.SELECTIVE_COMPLETION))
+		if err != nil {
+			return err
+		}
+		return c.ep().BindCQ(o.Impl.(*CQ), f&fi.SEND != 0, f&fi.RECV != 0, f&fi.Caps(fi.SELECTIVE_COMPLETION) != 0)
+	}},
+	{KindEP, ctl.Cmd{Verb: "bind eq", Args: "ID", Min: 1, Max: 1}, func(c *call) error {
+		o, err := c.ref(0, KindEQ)
+		if err != nil {
+			return err
+		}
+		return c.ep().BindEQ(o.Impl.(*EQ))
+	}},
+	{KindEP, ctl.Cmd{Verb: "bind av", Args: "ID", Min: 1, Max: 1}, func(c *call) error {
+		o, err := c.ref(0, KindAV)
+		if err != nil {
+			return err
+		}
+		return c.ep().BindAV(o.Impl.(*AV))
+	}},
+	{KindEP, ctl.Cmd{Verb: "enable"}, func(c *call) error { return c.ep().Enable() }},
+	{KindEP, ctl.Cmd{Verb: "connect", Args: "ADDR [DATA]", Min: 1, Max: 2}, func(c *call) error {
+		a, err := ParseAddr(c.args[0])
+		if err != nil {
+			return err
+		}
+		d, err := c.data(1)
+		if err != nil {
+			return err
+		}
+		return c.ep().Connect(a, d)
+	}},
+	{KindEP, ctl.Cmd{Verb: "accept", Args: "[DATA]", Max: 1}, func(c *call) error {
+		d, err := c.data(0)
+		if err != nil {
+			return err
+		}
+		return c.ep().Accept(d)
+	}},
+	{KindEP, ctl.Cmd{Verb: "reject", Args: "[DATA]", Max: 1}, func(c *call) error {
+		d, err := c.data(0)
+		if err != nil {
+			return err
+		}
+		return c.ep().Reject(d)
+	}},
+	{KindEP, ctl.Cmd{Verb: "shutdown"}, func(c *call) error { return c.ep().Shutdown() }},
+	{KindEP, ctl.Cmd{Verb: "cancel", Args: "CONTEXT", Min: 1, Max: 1}, func(c *call) error {
+		v, err := c.num(0)
+		if err != nil {
+			return err
+		}
+		return c.ep().Cancel(v)
+	}},
+	{KindEP, ctl.Cmd{Verb: "setopt", Args: "NAME VALUE", Min: 2, Max: 2}, func(c *call) error {
+		v, err := c.num(1)
+		if err != nil {
+			return err
+		}
+		return c.ep().SetOpt(c.args[0], v)
+	}},
+	{KindPEP, ctl.Cmd{Verb: "bind eq", Args: "ID", Min: 1, Max: 1}, func(c *call) error {
+		o, err := c.ref(0, KindEQ)
+		if err != nil {
+			return err
+		}
+		return c.pep().BindEQ(o.Impl.(*EQ))
+	}},
+	{KindPEP, ctl.Cmd{Verb: "listen", Args: "[ADDR]", Max: 1}, func(c *call) error {
+		if len(c.args) == 0 {
+			return c.pep().Listen(nil)
+		}
+		a, err := ParseAddr(c.args[0])
+		if err != nil {
+			return err
+		}
+		return c.pep().Listen(&a)
+	}},
+	{KindCQ, ctl.Cmd{Verb: "signal"}, func(c *call) error {
+		c.obj.Impl.(*CQ).Signal()
+		return nil
+	}},
+	{KindAV, ctl.Cmd{Verb: "insert", Args: "ADDR...", Min: 1, Max: -1}, func(c *call) error {
+		addrs := make([]fi.Addr, len(c.args))
+		for i, s := range c.args {
+			a, err := ParseAddr(s)
+			if err != nil {
+				return err
+			}
+			addrs[i] = a
+		}
+		_, err := c.obj.Impl.(*AV).Insert(addrs)
+		return err
+	}},
+	{KindAV, ctl.Cmd{Verb: "remove", Args: "FIADDR...", Min: 1, Max: -1}, func(c *call) error {
+		for i := range c.args {
+			v, err := c.num(i)
+			if err != nil {
+				return err
+			}
+			if err := c.obj.Impl.(*AV).Remove(v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}},
+	{KindMR, ctl.Cmd{Verb: "reg"}, func(c *call) error { return c.obj.Impl.(*MR).Register() }},
+	{KindCntr, ctl.Cmd{Verb: "add", Args: "N", Min: 1, Max: 1}, cntrOp((*Cntr).Add)},
+	{KindCntr, ctl.Cmd{Verb: "set", Args: "N", Min: 1, Max: 1}, cntrOp((*Cntr).Set)},
+	{KindCntr, ctl.Cmd{Verb: "adderr", Args: "N", Min: 1, Max: 1}, cntrOp((*Cntr).AddErr)},
+	{KindCntr, ctl.Cmd{Verb: "seterr", Args: "N", Min: 1, Max: 1}, cntrOp((*Cntr).SetErr)},
+	{KindCntr, ctl.Cmd{Verb: "wait", Args: "N [MILLISECONDS]", Min: 1, Max: 2}, func(c *call) error {
+		n, err := c.num(0)
+		if err != nil {
+			return err
+		}
+		var timeout time.Duration
+		if len(c.args) > 1 {
+			ms, err := c.num(1)
+			if err != nil {
+				return err
+			}
+			timeout = time.Duration(min(ms, 1<<40)) * time.Millisecond
+		}
+		return c.obj.Impl.(*Cntr).Wait(c.ctx, n, timeout)
+	}},
+}
+
+func cntrOp(f func(*Cntr, uint64)) func(c *call) error {
+	return func(c *call) error {
+		v, err := c.num(0)
+		if err != nil {
+			return err
+		}
+		f(c.obj.Impl.(*Cntr), v)
+		return nil
+	}
+}
+
+// tables are the ctl.Cmd tables per kind; Index points into commands.
+var tables [NumKinds][]ctl.Cmd
+
+func init() {
+	for i, c := range commands {
+		c.Cmd.Index = i
+		tables[c.kind] = append(tables[c.kind], c.Cmd)
+	}
+}
+
+// Usage lists the commands of kind k, one usage line each.
+func Usage(k Kind) []string {
+	var out []string
+	for _, c := range tables[k] {
+		out = append(out, c.Usage())
+	}
+	return out
+}
+
+// Ctl runs one control message written to the object's ctl file by uid. On
+// failure the error, an *Error whose Op is the message, is also kept as the
+// object's err text.
+func (o *Object) Ctl(ctx context.Context, uid uint32, line string) error {
+	err := o.ctl(ctx, uid, line)
+	if err != nil {
+		err = WithOp(strings.TrimSpace(line), err)
+		o.SetErr(err)
+	}
+	return err
+}
+
+func (o *Object) ctl(ctx context.Context, uid uint32, line string) error {
+	words, err := ctl.Tokenize(line)
+	if err != nil {
+		return Errorf(fi.EINVAL, "%v", err)
+	}
+	cmd, args, err := ctl.Lookup(tables[o.Kind], words)
+	if err != nil {
+		return Errorf(fi.EINVAL, "%v", err)
+	}
+	return commands[cmd.Index].run(&call{ctx: ctx, obj: o, uid: uid, args: args})
+}
+
+// bindFlags parses the FLAGS of a bind command: libfabric names with or
+// without FI_, any case, joined by ',' or '|'; "transmit" is FI_SEND and
+// "selective" FI_SELECTIVE_COMPLETION. Only bits in allowed are accepted.
+func bindFlags(s string, allowed fi.Caps) (fi.Caps, error) {
+	var v fi.Caps
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '|' }) {
+		name := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(w)), "FI_")
+		var bit fi.Caps
+		switch name {
+		case "SEND", "TRANSMIT":
+			bit = fi.SEND
+		case "RECV":
+			bit = fi.RECV
+		case "SELECTIVE", "SELECTIVE_COMPLETION":
+			bit = fi.Caps(fi.SELECTIVE_COMPLETION)
+		case "READ":
+			bit = fi.READ
+		case "WRITE":
+			bit = fi.WRITE
+		case "REMOTE_READ":
+			bit = fi.REMOTE_READ
+		case "REMOTE_WRITE":
+			bit = fi.REMOTE_WRITE
+		}
+		if bit == 0 || bit&allowed == 0 {
+			return 0, Errorf(fi.EINVAL, "bad bind flag %q", w)
+		}
+		v |= bit
+	}
+	if v == 0 {
+		return 0, Errorf(fi.EINVAL, "no bind flags in %q", s)
+	}
+	return v, nil
+}

@@ -1,0 +1,571 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/fabricfs/fabricfs/core/fi"
+)
+
+// Endpoint states, as shown in status.
+const (
+	stateIdle       = "idle"       // created, attributes still writable
+	stateEnabled    = "enabled"    // fi_enable done
+	stateConnecting = "connecting" // fi_connect or fi_accept sent, waiting for FI_CONNECTED
+	stateConnected  = "connected"
+	stateShutdown   = "shutdown" // fi_shutdown, or the peer shut down
+	stateRejected   = "rejected"
+	stateError      = "error"
+)
+
+// EP is an active endpoint (fi_endpoint): its fi_info, bindings and state,
+// over a provider's Endpoint.
+type EP struct {
+	obj *Object
+
+	mu       sync.Mutex
+	info     *fi.Info
+	prov     Endpoint // made at enable, or when rejecting a request
+	req      ConnReq  // the connection request it was made from, if any
+	state    string
+	txcq     *CQ
+	rxcq     *CQ
+	txSel    bool // FI_SELECTIVE_COMPLETION on the transmit binding
+	rxSel    bool
+	eq       *EQ
+	av       *AV
+	opts     map[string]uint64
+	inflight map[*Op]struct{}
+
+	dataMu  sync.Mutex // serialises readers of the data file
+	pending []byte     // the rest of a message a data-file read did not take
+}
+
+func newEP(o *Object) (Impl, error) {
+	info := bestInfo(o.Dom, fi.EP_MSG)
+	if info == nil {
+		return nil, Errorf(fi.ENODATA, "domain %s offers no endpoint", o.Dom.Name)
+	}
+	return &EP{obj: o, info: info, state: stateIdle, opts: map[string]uint64{}, inflight: map[*Op]struct{}{}}, nil
+}
+
+// bestInfo returns a copy of the domain's first entry of type t, or of its
+// first entry when t is fi.EP_UNSPEC or none has that type.
+func bestInfo(d *Domain, t fi.EPType) *fi.Info {
+	infos := d.Infos()
+	for _, in := range infos {
+		if in.EPAttr != nil && in.EPAttr.Type == t {
+			return in.Clone()
+		}
+	}
+	if len(infos) > 0 && t == fi.EP_UNSPEC {
+		return infos[0].Clone()
+	}
+	return nil
+}
+
+// Info returns a copy of the endpoint's fi_info.
+func (e *EP) Info() *fi.Info {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.info.Clone()
+}
+
+// BindCQ is fi_ep_bind of a CQ with flags fi.SEND, fi.RECV and
+// fi.SELECTIVE_COMPLETION: "FI_SELECTIVE_COMPLETION ... only operations
+// that specify the FI_COMPLETION flag ... will generate a completion".
+func (e *EP) BindCQ(cq *CQ, send, recv, selective bool) error {
+	if !send && !recv {
+		return Errorf(fi.EINVAL, "bind cq needs send, recv or both")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.idleLocked("bind"); err != nil {
+		return err
+	}
+	if (send && e.txcq != nil) || (recv && e.rxcq != nil) {
+		return Errorf(fi.EINVAL, "a cq is already bound for %s", map[bool]string{true: "send", false: "recv"}[send && e.txcq != nil])
+	}
+	if send {
+		if err := cq.bind(); err != nil {
+			return err
+		}
+		e.txcq, e.txSel = cq, selective
+	}
+	if recv {
+		if err := cq.bind(); err != nil {
+			return err
+		}
+		e.rxcq, e.rxSel = cq, selective
+	}
+	return nil
+}
+
+// BindEQ is fi_ep_bind of an event queue.
+func (e *EP) BindEQ(eq *EQ) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.idleLocked("bind"); err != nil {
+		return err
+	}
+	if e.eq != nil {
+		return Errorf(fi.EINVAL, "an eq is already bound")
+	}
+	if err := eq.obj.hold(); err != nil {
+		return err
+	}
+	e.eq = eq
+	return nil
+}
+
+// BindAV is fi_ep_bind of an address vector.
+func (e *EP) BindAV(av *AV) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.idleLocked("bind"); err != nil {
+		return err
+	}
+	if e.av != nil {
+		return Errorf(fi.EINVAL, "an av is already bound")
+	}
+	if err := av.obj.hold(); err != nil {
+		return err
+	}
+	e.av = av
+	return nil
+}
+
+func (e *EP) idleLocked(what string) error {
+	if e.state != stateIdle {
+		return Errorf(fi.EOPBADSTATE, "endpoint is %s; %s must come before enable", e.state, what)
+	}
+	return nil
+}
+
+// Enable is fi_enable. A connection-oriented endpoint needs an EQ, and a
+// CQ for each direction its capabilities use (FI_ENOEQ, FI_ENOCQ).
+func (e *EP) Enable() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.idleLocked("enable"); err != nil {
+		return err
+	}
+	if e.info.EPAttr.Type == fi.EP_MSG && e.eq == nil {
+		return Errorf(fi.ENOEQ, "no eq bound; write 'bind eq ID' first")
+	}
+	caps := e.info.Caps
+	if caps&(fi.MSG|fi.TAGGED) != 0 && caps&fi.RECV != 0 && e.rxcq == nil {
+		return Errorf(fi.ENOCQ, "no cq bound for recv; write 'bind cq ID recv' first")
+	}
+	if caps&(fi.MSG|fi.TAGGED) != 0 && caps&fi.SEND != 0 && e.txcq == nil {
+		return Errorf(fi.ENOCQ, "no cq bound for send; write 'bind cq ID send' first")
+	}
+	if err := e.makeProvLocked(); err != nil {
+		return err
+	}
+	if err := e.prov.Enable(); err != nil {
+		return err
+	}
+	e.state = stateEnabled
+	return nil
+}
+
+func (e *EP) makeProvLocked() error {
+	if e.prov != nil {
+		return nil
+	}
+	p, err := e.obj.Dom.prov.NewEndpoint(e.info, e.req, epEvents{e})
+	if err != nil {
+		return err
+	}
+	e.prov = p
+	return nil
+}
+
+// Connect is fi_connect; FI_CONNECTED or an error event follows on the EQ.
+func (e *EP) Connect(addr fi.Addr, data []byte) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.state != stateEnabled || e.req != nil {
+		return Errorf(fi.EOPBADSTATE, "endpoint is %s; connect needs an enabled endpoint that was not made from a request", e.state)
+	}
+	if err := e.prov.Connect(addr, data); err != nil {
+		return err
+	}
+	e.state = stateConnecting
+	return nil
+}
+
+// Accept is fi_accept on an endpoint made from a connection request.
+func (e *EP) Accept(data []byte) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.req == nil {
+		return Errorf(fi.EOPBADSTATE, "endpoint was not made from a connection request; read a pep's listen file for one")
+	}
+	if e.state != stateEnabled {
+		return Errorf(fi.EOPBADSTATE, "endpoint is %s; bind an eq and cq and enable it before accept", e.state)
+	}
+	if err := e.prov.Accept(data); err != nil {
+		return err
+	}
+	e.state = stateConnecting
+	return nil
+}
+
+// Reject is fi_reject of the connection request the endpoint was made from.
+func (e *EP) Reject(data []byte) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.req == nil {
+		return Errorf(fi.EOPBADSTATE, "endpoint was not made from a connection request")
+	}
+	if e.state != stateIdle && e.state != stateEnabled {
+		return Errorf(fi.EOPBADSTATE, "endpoint is %s; only a pending request can be rejected", e.state)
+	}
+	if err := e.makeProvLocked(); err != nil {
+		return err
+	}
+	if err := e.prov.Reject(data); err != nil {
+		return err
+	}
+	e.state = stateRejected
+	return nil
+}
+
+// Shutdown is fi_shutdown.
+func (e *EP) Shutdown() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.state != stateConnected && e.state != stateConnecting {
+		return Errorf(fi.ENOTCONN, "endpoint is %s, not connected", e.state)
+	}
+	if err := e.prov.Shutdown(); err != nil {
+		return err
+	}
+	e.state = stateShutdown
+	return nil
+}
+
+// SetOpt is fi_setopt at level FI_OPT_ENDPOINT.
+func (e *EP) SetOpt(name string, value uint64) error {
+	n := strings.ToLower(strings.TrimPrefix(strings.ToUpper(name), "FI_OPT_"))
+	switch n {
+	case "min_multi_recv", "buffered_min", "buffered_limit":
+	case "cm_data_size":
+		return Errorf(fi.ENOPROTOOPT, "option %s is read-only (fi_getopt only)", name)
+	default:
+		return Errorf(fi.ENOPROTOOPT, "unknown option %q; options: min_multi_recv, buffered_min, buffered_limit", name)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.opts[n] = value
+	return nil
+}
+
+// post starts op on the endpoint; wait, if not nil, gets the completion too.
+func (e *EP) post(op *Op, wait func(Completion)) error {
+	e.mu.Lock()
+	if e.state != stateConnected {
+		st := e.state
+		e.mu.Unlock()
+		return Errorf(fi.ENOTCONN, "endpoint is %s, not connected", st)
+	}
+	prov := e.prov
+	e.inflight[op] = struct{}{}
+	e.mu.Unlock()
+	op.done = func(op *Op, c Completion) {
+		e.mu.Lock()
+		delete(e.inflight, op)
+		cq, sel := e.txcq, e.txSel
+		if op.Kind == OpRecv {
+			cq, sel = e.rxcq, e.rxSel
+		}
+		e.mu.Unlock()
+		if cq != nil && (c.Err != 0 || !sel || op.Flags&fi.COMPLETION != 0) {
+			cq.post(CQEntry{Context: op.Context, Flags: fi.CQFlags(c.Flags), Len: c.Len, Data: c.Data,
+				Src: uint64(fi.ADDR_NOTAVAIL), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen})
+		}
+		if wait != nil {
+			wait(c)
+		}
+	}
+	if err := prov.Post(op); err != nil {
+		e.mu.Lock()
+		delete(e.inflight, op)
+		e.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// Cancel is fi_cancel of the posted operations with this context.
+func (e *EP) Cancel(context uint64) error {
+	e.mu.Lock()
+	var ops []*Op
+	for op := range e.inflight {
+		if op.Context == context {
+			ops = append(ops, op)
+		}
+	}
+	prov := e.prov
+	e.mu.Unlock()
+	n := 0
+	for _, op := range ops {
+		if prov.Cancel(op) {
+			n++
+		}
+	}
+	if n == 0 {
+		return Errorf(fi.ENOENT, "no cancelable operation with context %#x", context)
+	}
+	return nil
+}
+
+// WriteData sends b as one message: a write to the data file. The message
+// is an fi_send with no flags, so it is reported on the send CQ unless that
+// binding is selective.
+func (e *EP) WriteData(ctx context.Context, b []byte) error {
+	done := make(chan Completion, 1)
+	op := &Op{Kind: OpSend, Buf: b}
+	if err := e.post(op, func(c Completion) { done <- c }); err != nil {
+		return err
+	}
+	select {
+	case c := <-done:
+		if c.Err != 0 {
+			return Errorf(c.Err, "send: %v", c.Err)
+		}
+		return nil
+	case <-ctx.Done():
+		// The send is under way; its completion still reaches the CQ.
+		return Errorf(fi.EINTR, "interrupted; the message may still be sent")
+	}
+}
+
+// ReadData is a read of the data file. It returns the rest of the current
+// message if a previous read left some; otherwise, at offset 0, it receives
+// the next message (blocking), and at any other offset it returns 0 (end of
+// file). So `cat data` prints one message and a program reads message after
+// message with pread at offset 0.
+func (e *EP) ReadData(ctx context.Context, p []byte, off int64) (int, error) {
+	e.dataMu.Lock()
+	defer e.dataMu.Unlock()
+	if len(e.pending) == 0 {
+		if off != 0 {
+			return 0, nil
+		}
+		msg, err := e.recvMessage(ctx)
+		if err != nil {
+			return 0, err
+		}
+		e.pending = msg
+		if len(msg) == 0 {
+			return 0, nil
+		}
+	}
+	n := copy(p, e.pending)
+	e.pending = e.pending[n:]
+	return n, nil
+}
+
+// recvMessage posts a receive with a buffer the provider sizes to the
+// message and waits for it. If ctx ends first the receive is cancelled; if
+// it had already started, the message is kept for the next read.
+func (e *EP) recvMessage(ctx context.Context) ([]byte, error) {
+	done := make(chan Completion, 1)
+	op := &Op{Kind: OpRecv}
+	if err := e.post(op, func(c Completion) { done <- c }); err != nil {
+		return nil, err
+	}
+	var c Completion
+	select {
+	case c = <-done:
+	case <-ctx.Done():
+		e.mu.Lock()
+		prov := e.prov
+		e.mu.Unlock()
+		prov.Cancel(op)
+		c = <-done
+		if c.Err == fi.ECANCELED {
+			return nil, Errorf(fi.EINTR, "interrupted")
+		}
+	}
+	if c.Err != 0 {
+		return nil, Errorf(c.Err, "receive: %v", c.Err)
+	}
+	return op.Buf[:c.Len], nil
+}
+
+// Name is fi_getname.
+func (e *EP) Name() (fi.Addr, error) {
+	e.mu.Lock()
+	p := e.prov
+	e.mu.Unlock()
+	if p == nil {
+		return fi.Addr{}, Errorf(fi.EOPBADSTATE, "endpoint has no address before enable")
+	}
+	return p.Name()
+}
+
+// Peer is fi_getpeer.
+func (e *EP) Peer() (fi.Addr, error) {
+	e.mu.Lock()
+	p := e.prov
+	e.mu.Unlock()
+	if p == nil {
+		return fi.Addr{}, Errorf(fi.ENOTCONN, "endpoint is not connected")
+	}
+	return p.Peer()
+}
+
+func addrText(a fi.Addr, err error) string {
+	if err != nil {
+		return "-"
+	}
+	return a.String()
+}
+
+func (e *EP) Status() string {
+	local, remote := addrText(e.Name()), addrText(e.Peer())
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	typ := strings.ToLower(strings.TrimPrefix(e.info.EPAttr.Type.String(), "FI_EP_"))
+	state := e.state
+	if e.req != nil && state == stateIdle {
+		state = "connreq"
+	}
+	return fmt.Sprintf("%s %s cq=%s/%s eq=%s av=%s local=%s remote=%s", typ, state,
+		objID(e.txcq), objID(e.rxcq), objID(e.eq), objID(e.av), local, remote)
+}
+
+// objID is the id of a bound object, or "-".
+func objID(x interface{ object() *Object }) string {
+	if o := x.object(); o != nil {
+		return o.ID
+	}
+	return "-"
+}
+
+func (c *CQ) object() *Object {
+	if c == nil {
+		return nil
+	}
+	return c.obj
+}
+
+func (e *EQ) object() *Object {
+	if e == nil {
+		return nil
+	}
+	return e.obj
+}
+
+func (a *AV) object() *Object {
+	if a == nil {
+		return nil
+	}
+	return a.obj
+}
+
+// Links shows the bindings: txcq, rxcq, eq, av.
+func (e *EP) Links() []Link {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var l []Link
+	if e.txcq != nil {
+		l = append(l, Link{"txcq", e.txcq.obj})
+	}
+	if e.rxcq != nil {
+		l = append(l, Link{"rxcq", e.rxcq.obj})
+	}
+	if e.eq != nil {
+		l = append(l, Link{"eq", e.eq.obj})
+	}
+	if e.av != nil {
+		l = append(l, Link{"av", e.av.obj})
+	}
+	return l
+}
+
+func (e *EP) Attrs() []Attr {
+	attrs := infoAttrs(&e.mu, func() *fi.Info { return e.info }, func() error { return e.idleLocked("setting attributes") })
+	for _, name := range []string{"min_multi_recv", "buffered_min", "buffered_limit"} {
+		attrs = append(attrs, Attr{Name: "opt_" + name, Get: func() string {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			return strconv.FormatUint(e.opts[name], 10)
+		}})
+	}
+	return attrs
+}
+
+// Close is fi_close: the provider endpoint goes first, then the bindings.
+func (e *EP) Close() error {
+	e.mu.Lock()
+	p := e.prov
+	e.mu.Unlock()
+	var err error
+	if p != nil {
+		err = p.Close()
+	}
+	e.mu.Lock()
+	txcq, rxcq, eq, av := e.txcq, e.rxcq, e.eq, e.av
+	e.txcq, e.rxcq, e.eq, e.av = nil, nil, nil, nil
+	e.state = "closed"
+	e.mu.Unlock()
+	if txcq != nil {
+		txcq.unbind()
+	}
+	if rxcq != nil {
+		rxcq.unbind()
+	}
+	if eq != nil {
+		eq.obj.drop()
+	}
+	if av != nil {
+		av.obj.drop()
+	}
+	return err
+}
+
+// epEvents turns the provider's connection events into state changes and
+// EQ entries.
+type epEvents struct{ e *EP }
+
+func (ev epEvents) Connected(data []byte) {
+	e := ev.e
+	e.mu.Lock()
+	e.state = stateConnected
+	eq := e.eq
+	e.mu.Unlock()
+	if eq != nil {
+		eq.post(EQEvent{Event: fi.CONNECTED, FID: e.obj.Path(), Data: data})
+	}
+}
+
+func (ev epEvents) Shutdown() {
+	e := ev.e
+	e.mu.Lock()
+	e.state = stateShutdown
+	eq := e.eq
+	e.mu.Unlock()
+	if eq != nil {
+		eq.post(EQEvent{Event: fi.SHUTDOWN, FID: e.obj.Path()})
+	}
+}
+
+func (ev epEvents) Failed(err error, data []byte) {
+	e := ev.e
+	e.mu.Lock()
+	e.state = stateError
+	eq := e.eq
+	e.mu.Unlock()
+	e.obj.SetErr(WithOp("connection", err))
+	if eq != nil {
+		eq.post(EQEvent{FID: e.obj.Path(), Err: Code(err), ProvErrno: provErrno(err), Data: data})
+	}
+}

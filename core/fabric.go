@@ -1,0 +1,153 @@
+package core
+
+import (
+	"log"
+	"sync"
+
+	"github.com/fabricfs/fabricfs/core/fi"
+)
+
+// APIVersion is the libfabric API version fabricfs implements.
+var APIVersion = fi.MakeVersion(1, 17)
+
+// DefaultObjectLimit is how many objects one uid may hold at once.
+const DefaultObjectLimit = 4096
+
+// Fabric is the root of the model: the providers, their domains, and the
+// per-user limits. It is what the tree at /fabric shows.
+type Fabric struct {
+	provs   []Provider
+	domains map[string][]*Domain // by provider name, in the provider's order
+
+	// ObjectLimit is the most objects one uid other than root may hold.
+	ObjectLimit int
+	// Logf logs daemon-side events; nil logs with the log package.
+	Logf func(format string, a ...any)
+
+	mu      sync.Mutex
+	perUID  map[uint32]int
+	closing bool
+}
+
+// New opens every domain of every provider.
+func New(provs ...Provider) (*Fabric, error) {
+	f := &Fabric{provs: provs, domains: map[string][]*Domain{}, ObjectLimit: DefaultObjectLimit, perUID: map[uint32]int{}}
+	for _, p := range provs {
+		seen := map[string]bool{}
+		for _, in := range p.Infos() {
+			name := in.DomainAttr.Name
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			pd, err := p.OpenDomain(name)
+			if err != nil {
+				f.Close()
+				return nil, WithOp("fi_domain "+p.Name()+"/"+name, err)
+			}
+			d := &Domain{Prov: p, Name: name, prov: pd, fab: f}
+			for k := range d.objs {
+				d.objs[k] = map[string]*Object{}
+			}
+			f.domains[p.Name()] = append(f.domains[p.Name()], d)
+		}
+	}
+	return f, nil
+}
+
+// Providers returns the providers in registration order.
+func (f *Fabric) Providers() []Provider { return f.provs }
+
+// Domains returns the domains of provider prov.
+func (f *Fabric) Domains(prov string) []*Domain { return f.domains[prov] }
+
+// Domain finds one domain.
+func (f *Fabric) Domain(prov, name string) (*Domain, bool) {
+	for _, d := range f.domains[prov] {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return nil, false
+}
+
+// Infos returns every fi_info entry of every provider, best first.
+func (f *Fabric) Infos() []*fi.Info {
+	var out []*fi.Info
+	for _, p := range f.provs {
+		out = append(out, p.Infos()...)
+	}
+	return out
+}
+
+// GetInfo is fi_getinfo(3) over all providers.
+func (f *Fabric) GetInfo(version fi.Version, node, service string, flags uint64, hints *fi.Info) ([]*fi.Info, error) {
+	return fi.GetInfo(version, node, service, flags, hints, f.Infos())
+}
+
+// Close closes every object and domain. Blocked readers return.
+func (f *Fabric) Close() {
+	f.mu.Lock()
+	f.closing = true
+	f.mu.Unlock()
+	for _, p := range f.provs {
+		for _, d := range f.domains[p.Name()] {
+			d.closeObjects()
+			if err := d.prov.Close(); err != nil {
+				f.logf("close domain %s: %v", d, err)
+			}
+		}
+	}
+}
+
+// closeObjects forcibly releases every object of the domain: endpoints
+// first, so that the queues they are bound to can go.
+func (d *Domain) closeObjects() {
+	for _, k := range []Kind{KindEP, KindPEP, KindMR, KindAV, KindCntr, KindCQ, KindEQ} {
+		d.mu.Lock()
+		var dead []*Object
+		for _, o := range d.objs[k] {
+			if !o.dead {
+				o.dead = true
+				delete(d.objs[k], o.ID)
+				d.fab.uncount(o.Owner)
+				dead = append(dead, o)
+			}
+		}
+		d.mu.Unlock()
+		d.closeAll(dead)
+	}
+}
+
+func (f *Fabric) count(uid uint32) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closing {
+		return Errorf(fi.ESHUTDOWN, "fabricfs is shutting down")
+	}
+	if uid != 0 && f.perUID[uid] >= f.ObjectLimit {
+		return Errorf(fi.ENOSPC, "uid %d holds %d objects, the limit", uid, f.ObjectLimit)
+	}
+	f.perUID[uid]++
+	return nil
+}
+
+func (f *Fabric) uncount(uid uint32) {
+	f.mu.Lock()
+	f.uncountLocked(uid)
+	f.mu.Unlock()
+}
+
+func (f *Fabric) uncountLocked(uid uint32) {
+	if f.perUID[uid]--; f.perUID[uid] <= 0 {
+		delete(f.perUID, uid)
+	}
+}
+
+func (f *Fabric) logf(format string, a ...any) {
+	if f.Logf != nil {
+		f.Logf(format, a...)
+		return
+	}
+	log.Printf(format, a...)
+}

@@ -1,0 +1,134 @@
+package fi
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// Sizes of the C socket addresses the socket formats stand for.
+const (
+	sizeofSockaddrIn  = 16 // struct sockaddr_in
+	sizeofSockaddrIn6 = 28 // struct sockaddr_in6
+)
+
+// is4 reports whether a prints as IPv4: an IPv4 address, or with Format
+// SOCKADDR_IN an IPv4-mapped IPv6 one.
+func (a Addr) is4() bool {
+	ip := a.IP.Addr()
+	return ip.Is4() || a.Format == SOCKADDR_IN && ip.Is4In6()
+}
+
+// String prints a in libfabric's FI_ADDR_STR form, as fi_tostr prints
+// src_addr and dest_addr: fi_sockaddr_in://127.0.0.1:7000 or
+// fi_sockaddr_in6://[::1]:7000. The IP's family decides the form, whatever
+// the Format. Like libfabric it leaves out an IPv6 zone (sin6_scope_id).
+// An Addr without an IP prints as "".
+func (a Addr) String() string {
+	ip := a.IP.Addr()
+	if !ip.IsValid() {
+		return ""
+	}
+	port := strconv.FormatUint(uint64(a.IP.Port()), 10)
+	if a.is4() {
+		return "fi_sockaddr_in://" + ip.Unmap().String() + ":" + port
+	}
+	return "fi_sockaddr_in6://[" + ip.WithZone("").String() + "]:" + port
+}
+
+// Len is the length libfabric gives the address (src_addrlen,
+// dest_addrlen): sizeof(struct sockaddr_in), 16, or sizeof(struct
+// sockaddr_in6), 28, by the IP's family; with Format ADDR_STR, the length
+// of String with its terminating NUL. An Addr without an IP has length 0.
+func (a Addr) Len() int {
+	switch {
+	case !a.IP.Addr().IsValid():
+		return 0
+	case a.Format == ADDR_STR:
+		return len(a.String()) + 1
+	case a.is4():
+		return sizeofSockaddrIn
+	}
+	return sizeofSockaddrIn6
+}
+
+// ParseAddr reads an address in any of the forms fabricfs accepts:
+//
+//	127.0.0.1:7000   [::1]:7000
+//	fi_sockaddr_in://127.0.0.1:7000   fi_sockaddr_in6://[::1]:7000
+//	fi_sockaddr://127.0.0.1:7000      fi_sockaddr://[::1]:7000
+//
+// Hosts must be numeric (names are resolved elsewhere); the port is
+// required, in decimal. An IPv6 address may carry a zone ("[fe80::1%eth0]:7").
+// The result's Format is SOCKADDR_IN or SOCKADDR_IN6, by the address's
+// family.
+func ParseAddr(s string) (Addr, error) {
+	rest, want := s, FORMAT_UNSPEC
+	if scheme, r, ok := strings.Cut(s, "://"); ok {
+		switch strings.ToLower(scheme) {
+		case "fi_sockaddr_in":
+			want = SOCKADDR_IN
+		case "fi_sockaddr_in6":
+			want = SOCKADDR_IN6
+		case "fi_sockaddr":
+			want = SOCKADDR
+		default:
+			return Addr{}, fmt.Errorf("address %q: unsupported format %q; use host:port, [v6]:port, fi_sockaddr_in://, fi_sockaddr_in6:// or fi_sockaddr://", s, scheme+"://")
+		}
+		rest = r
+	}
+	host, port, err := splitHostPort(rest)
+	if err != nil {
+		return Addr{}, fmt.Errorf("address %q: %v", s, err)
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return Addr{}, fmt.Errorf("address %q: host %q is not a numeric IP address (names are resolved elsewhere)", s, host)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || port[0] == '+' {
+		return Addr{}, fmt.Errorf("address %q: bad port %q: want a number from 0 to 65535", s, port)
+	}
+	f := SOCKADDR_IN6
+	if ip.Is4() {
+		f = SOCKADDR_IN
+	}
+	switch {
+	case want == SOCKADDR_IN && f != SOCKADDR_IN:
+		return Addr{}, fmt.Errorf("address %q: fi_sockaddr_in:// needs an IPv4 address", s)
+	case want == SOCKADDR_IN6 && f != SOCKADDR_IN6:
+		return Addr{}, fmt.Errorf("address %q: fi_sockaddr_in6:// needs an IPv6 address in brackets", s)
+	}
+	return Addr{Format: f, IP: netip.AddrPortFrom(ip, uint16(p))}, nil
+}
+
+// splitHostPort splits host:port or [host]:port, the brackets being
+// required for IPv6.
+func splitHostPort(s string) (host, port string, err error) {
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
+		return "", "", fmt.Errorf("missing port")
+	}
+	host, port = s[:i], s[i+1:]
+	if port == "" {
+		return "", "", fmt.Errorf("missing port")
+	}
+	if strings.HasPrefix(host, "[") {
+		if !strings.HasSuffix(host, "]") {
+			return "", "", fmt.Errorf("missing ']'")
+		}
+		host = host[1 : len(host)-1]
+		if !strings.Contains(host, ":") {
+			return "", "", fmt.Errorf("brackets are for IPv6 addresses only")
+		}
+		return host, port, nil
+	}
+	if strings.ContainsAny(host, ":[]") {
+		return "", "", fmt.Errorf("an IPv6 address needs brackets: [addr]:port")
+	}
+	if host == "" {
+		return "", "", fmt.Errorf("missing host")
+	}
+	return host, port, nil
+}

@@ -1,0 +1,116 @@
+package core
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/fabricfs/fabricfs/core/fi"
+)
+
+// MaxMRLen bounds one memory region.
+const MaxMRLen = 1 << 30
+
+// MR is a memory region (fi_mr_reg). Its length, access and requested key
+// are set through attr/ before the `reg` command registers it; registration
+// gives it a key, random and unguessable unless one was requested.
+type MR struct {
+	obj *Object
+
+	mu           sync.Mutex
+	length       uint64
+	access       fi.Caps
+	requestedKey uint64
+	key          uint64
+	registered   bool
+}
+
+func newMR(o *Object) (Impl, error) {
+	return &MR{obj: o, access: fi.SEND | fi.RECV | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.REMOTE_WRITE, requestedKey: uint64(fi.KEY_NOTAVAIL)}, nil
+}
+
+// Register is fi_mr_reg for the region's attributes.
+func (m *MR) Register() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.registered {
+		return Errorf(fi.EBUSY, "%s is already registered", m.obj)
+	}
+	if m.length == 0 {
+		return Errorf(fi.EINVAL, "%s has length 0; write attr/len first", m.obj)
+	}
+	if m.requestedKey != uint64(fi.KEY_NOTAVAIL) {
+		m.key = m.requestedKey
+	} else {
+		var b [8]byte
+		rand.Read(b[:])
+		m.key = binary.LittleEndian.Uint64(b[:])
+	}
+	m.registered = true
+	return nil
+}
+
+// Key is fi_mr_key: the key, or fi.KEY_NOTAVAIL before registration.
+func (m *MR) Key() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.registered {
+		return uint64(fi.KEY_NOTAVAIL)
+	}
+	return m.key
+}
+
+func (m *MR) Status() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	state := "unregistered"
+	if m.registered {
+		state = "registered"
+	}
+	return fmt.Sprintf("%s len=%d access=%s", state, m.length, FlagText(m.access.String()))
+}
+
+func (m *MR) Attrs() []Attr {
+	return []Attr{
+		guarded(&m.mu, "len", m.frozen, func() string { return strconv.FormatUint(m.length, 10) }, func(s string) error {
+			v, err := parseSize(s, 1, MaxMRLen)
+			if err == nil {
+				m.length = v
+			}
+			return err
+		}),
+		guarded(&m.mu, "access", m.frozen, func() string { return m.access.String() }, func(s string) error {
+			v, err := fi.Parse[fi.Caps](s)
+			if err != nil {
+				return Errorf(fi.EINVAL, "%v", err)
+			}
+			const valid = fi.SEND | fi.RECV | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.REMOTE_WRITE
+			if v&^valid != 0 {
+				return Errorf(fi.EINVAL, "access takes FI_SEND, FI_RECV, FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE")
+			}
+			m.access = v
+			return nil
+		}),
+		guarded(&m.mu, "requested_key", m.frozen, func() string { return fmt.Sprintf("%#x", m.requestedKey) }, func(s string) error {
+			v, err := ParseUint(s)
+			if err == nil {
+				m.requestedKey = v
+			}
+			return err
+		}),
+		{Name: "key", Get: func() string { return fmt.Sprintf("%#x", m.Key()) }},
+		{Name: "offset", Get: func() string { return "0" }},
+		{Name: "iface", Get: func() string { return "FI_HMEM_SYSTEM" }},
+	}
+}
+
+func (m *MR) frozen() error {
+	if m.registered {
+		return Errorf(fi.EBUSY, "%s is registered; set its attributes before reg", m.obj)
+	}
+	return nil
+}
+
+func (m *MR) Close() error { return nil }

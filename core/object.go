@@ -1,0 +1,398 @@
+package core
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/fabricfs/fabricfs/core/fi"
+)
+
+// Kind is the kind of a domain object; its String is the directory name.
+type Kind int
+
+const (
+	KindEP   Kind = iota // active endpoint
+	KindPEP              // passive endpoint
+	KindCQ               // completion queue
+	KindEQ               // event queue
+	KindAV               // address vector
+	KindMR               // memory region
+	KindCntr             // counter
+	NumKinds
+)
+
+var kindNames = [NumKinds]string{"ep", "pep", "cq", "eq", "av", "mr", "cntr"}
+
+func (k Kind) String() string {
+	if k < 0 || k >= NumKinds {
+		return "kind" + strconv.Itoa(int(k))
+	}
+	return kindNames[k]
+}
+
+// ParseKind returns the kind named s ("ep", "cq"...).
+func ParseKind(s string) (Kind, bool) {
+	for k, n := range kindNames {
+		if n == s {
+			return Kind(k), true
+		}
+	}
+	return 0, false
+}
+
+// Impl is the kind-specific part of an object: *EP, *PEP, *CQ, *EQ, *AV, *MR
+// or *Cntr.
+type Impl interface {
+	// Status is the object's one-line summary after "kind id ".
+	Status() string
+	// Attrs lists the object's attributes, each one file in attr/.
+	Attrs() []Attr
+	// Close releases the object. It is called once, when the last reference
+	// is gone, without any lock held.
+	Close() error
+}
+
+// Link is a binding shown in the tree: ep/0/txcq -> cq 3.
+type Link struct {
+	Name   string
+	Target *Object
+}
+
+// Linker is implemented by objects that hold bindings to other objects.
+type Linker interface {
+	Links() []Link
+}
+
+// Attr is one attribute of an object or domain: one value, one file.
+type Attr struct {
+	Name string
+	Get  func() string
+	// Set changes the value; nil for read-only attributes. It returns an
+	// error, for example when the object is already enabled.
+	Set func(string) error
+}
+
+// Object is one object of a domain: a directory in the tree.
+//
+// An object lives while anything references it: each open file of it, a
+// pin (made by mkdir, or by the passive endpoint that accepted it), and each
+// object bound to it. When the count drops to zero it is closed and leaves
+// its domain. Remove (rmdir) drops the pin, and fails with fi.EBUSY while
+// another object is bound to this one, as fi_close(3) does.
+type Object struct {
+	Kind   Kind
+	ID     string // directory name: a number for clone objects, else the mkdir name
+	Serial uint64 // unique for the life of the daemon; fs derives inode numbers from it
+	Owner  uint32 // uid of the creator
+	Dom    *Domain
+	Impl   Impl
+
+	// guarded by Dom.mu
+	opens    int
+	pinned   bool
+	boundBy  int
+	dead     bool
+	children []*Object // objects this one pins (endpoints accepted by a pep)
+
+	errMu   sync.Mutex
+	lastErr string
+}
+
+var serial atomic.Uint64
+
+// Path is the object's name within its domain: "ep/3".
+func (o *Object) Path() string { return o.Kind.String() + "/" + o.ID }
+
+func (o *Object) String() string { return o.Kind.String() + " " + o.ID }
+
+// Status is the one-line status: "ep 0 msg connected ...".
+func (o *Object) Status() string { return o.String() + " " + o.Impl.Status() }
+
+// Err is the text of the last failed command or asynchronous error.
+func (o *Object) Err() string {
+	o.errMu.Lock()
+	defer o.errMu.Unlock()
+	return o.lastErr
+}
+
+// SetErr records err as the object's last error; nil clears nothing.
+func (o *Object) SetErr(err error) {
+	if err == nil {
+		return
+	}
+	o.errMu.Lock()
+	o.lastErr = err.Error()
+	o.errMu.Unlock()
+}
+
+// Open takes a reference for an open file. It fails with fi.ENOENT once the
+// object is gone.
+func (o *Object) Open() error {
+	d := o.Dom
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if o.dead {
+		return Errorf(fi.ENOENT, "%s is gone", o)
+	}
+	o.opens++
+	return nil
+}
+
+// Release drops the reference of an open file.
+func (o *Object) Release() {
+	d := o.Dom
+	d.mu.Lock()
+	o.opens--
+	dead := d.reapLocked(o)
+	d.mu.Unlock()
+	d.closeAll(dead)
+}
+
+// Remove drops the object's pin (rmdir). It fails with fi.EBUSY while
+// another object is bound to it or when it has no pin (a clone object,
+// which lives while its files are open).
+func (o *Object) Remove() error {
+	d := o.Dom
+	d.mu.Lock()
+	switch {
+	case o.dead:
+		d.mu.Unlock()
+		return Errorf(fi.ENOENT, "%s is gone", o)
+	case o.boundBy > 0:
+		d.mu.Unlock()
+		return Errorf(fi.EBUSY, "%s is bound to %d other object(s); close or unbind them first", o, o.boundBy)
+	case !o.pinned:
+		d.mu.Unlock()
+		return Errorf(fi.EBUSY, "%s lives while its files are open; close them instead", o)
+	}
+	o.pinned = false
+	dead := d.reapLocked(o)
+	d.mu.Unlock()
+	d.closeAll(dead)
+	return nil
+}
+
+// Alive reports whether the object is still in its domain.
+func (o *Object) Alive() bool {
+	o.Dom.mu.Lock()
+	defer o.Dom.mu.Unlock()
+	return !o.dead
+}
+
+// hold records that another object is bound to o.
+func (o *Object) hold() error {
+	d := o.Dom
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if o.dead {
+		return Errorf(fi.ENOENT, "%s is gone", o)
+	}
+	o.boundBy++
+	return nil
+}
+
+// drop undoes hold.
+func (o *Object) drop() {
+	d := o.Dom
+	d.mu.Lock()
+	o.boundBy--
+	dead := d.reapLocked(o)
+	d.mu.Unlock()
+	d.closeAll(dead)
+}
+
+// adoptIfAlive pins child for as long as o lives; it returns false if o is
+// already gone.
+func (o *Object) adoptIfAlive(child *Object) bool {
+	d := o.Dom
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if o.dead {
+		return false
+	}
+	child.pinned = true
+	o.children = append(o.children, child)
+	return true
+}
+
+// reapLocked marks o dead if nothing references it and returns the objects
+// that died (o, and the children it pinned that nothing else holds).
+func (d *Domain) reapLocked(o *Object) []*Object {
+	if o.dead || o.opens > 0 || o.pinned || o.boundBy > 0 {
+		return nil
+	}
+	o.dead = true
+	delete(d.objs[o.Kind], o.ID)
+	d.fab.uncount(o.Owner)
+	dead := []*Object{o}
+	for _, c := range o.children {
+		if c.pinned && !c.dead {
+			c.pinned = false
+			dead = append(dead, d.reapLocked(c)...)
+		}
+	}
+	o.children = nil
+	return dead
+}
+
+// closeAll closes objects that died, outside the domain lock.
+func (d *Domain) closeAll(dead []*Object) {
+	for _, o := range dead {
+		if err := o.Impl.Close(); err != nil {
+			d.fab.logf("close %s/%s: %v", d.Name, o.Path(), err)
+		}
+	}
+}
+
+// Domain is one domain of a provider (fi_domain): its attributes and the
+// objects created in it.
+type Domain struct {
+	Prov Provider
+	Name string
+	prov ProviderDomain
+	fab  *Fabric
+
+	mu   sync.Mutex
+	objs [NumKinds]map[string]*Object
+	next [NumKinds]uint64
+}
+
+// Infos returns the fi_info entries of this domain, best first.
+func (d *Domain) Infos() []*fi.Info {
+	var out []*fi.Info
+	for _, in := range d.Prov.Infos() {
+		if in.DomainAttr != nil && in.DomainAttr.Name == d.Name {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// Lookup finds the object of kind k called id.
+func (d *Domain) Lookup(k Kind, id string) (*Object, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	o, ok := d.objs[k][id]
+	return o, ok
+}
+
+// List returns the objects of kind k, clone ids in numeric order first.
+func (d *Domain) List(k Kind) []*Object {
+	d.mu.Lock()
+	out := make([]*Object, 0, len(d.objs[k]))
+	for _, o := range d.objs[k] {
+		out = append(out, o)
+	}
+	d.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Serial < out[j].Serial })
+	return out
+}
+
+// Create makes a new object of kind k owned by uid. With name "" it gets the
+// next number and lives while its files are open (clone); with a name it is
+// pinned until Remove (mkdir).
+func (d *Domain) Create(k Kind, name string, uid uint32) (*Object, error) {
+	if k < 0 || k >= NumKinds {
+		return nil, Errorf(fi.EINVAL, "no object kind %d", k)
+	}
+	if name != "" {
+		if err := checkName(name); err != nil {
+			return nil, err
+		}
+	}
+	if err := d.fab.count(uid); err != nil {
+		return nil, err
+	}
+	o := &Object{Kind: k, Owner: uid, Dom: d, Serial: serial.Add(1)}
+	impl, err := newImpl[k](o)
+	if err != nil {
+		d.fab.uncount(uid)
+		return nil, err
+	}
+	o.Impl = impl
+	d.mu.Lock()
+	if name == "" {
+		name = strconv.FormatUint(d.next[k], 10)
+		d.next[k]++
+		o.opens = 1 // the creator's open file
+	} else {
+		if _, dup := d.objs[k][name]; dup {
+			d.mu.Unlock()
+			d.fab.uncount(uid)
+			impl.Close()
+			return nil, Errorf(fi.EEXIST, "%s %s already exists", k, name)
+		}
+		o.pinned = true
+	}
+	o.ID = name
+	d.objs[k][name] = o
+	d.mu.Unlock()
+	return o, nil
+}
+
+// newImpl builds the kind-specific part of a new object.
+var newImpl [NumKinds]func(*Object) (Impl, error)
+
+func init() {
+	newImpl = [NumKinds]func(*Object) (Impl, error){
+		KindEP:   newEP,
+		KindPEP:  newPEP,
+		KindCQ:   newCQ,
+		KindEQ:   newEQ,
+		KindAV:   newAV,
+		KindMR:   newMR,
+		KindCntr: newCntr,
+	}
+}
+
+// checkName validates a mkdir name: letters, digits, '.', '_', '-', not all
+// digits (those are clone ids), at most 64 bytes.
+func checkName(name string) error {
+	if len(name) > 64 {
+		return Errorf(fi.EINVAL, "name %q is longer than 64 bytes", name)
+	}
+	digits := true
+	for _, c := range name {
+		switch {
+		case c >= '0' && c <= '9':
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '.', c == '_', c == '-':
+			digits = false
+		default:
+			return Errorf(fi.EINVAL, "name %q: use letters, digits, '.', '_' and '-'", name)
+		}
+	}
+	if digits {
+		return Errorf(fi.EINVAL, "name %q: all-digit names are reserved for clone objects", name)
+	}
+	if name == "clone" || name[0] == '.' {
+		return Errorf(fi.EINVAL, "name %q is reserved", name)
+	}
+	return nil
+}
+
+// resolve finds the object of kind k named id for a command run by uid.
+func (d *Domain) resolve(k Kind, id string, uid uint32) (*Object, error) {
+	o, ok := d.Lookup(k, id)
+	if !ok {
+		return nil, Errorf(fi.ENOENT, "no such %s in domain %s", k, d.Name)
+	}
+	if uid != 0 && o.Owner != uid {
+		return nil, Errorf(fi.EACCES, "%s belongs to another user", o)
+	}
+	return o, nil
+}
+
+// Attrs are the domain's fabric and domain attributes (fi_domain(3)), from
+// its best fi_info entry.
+func (d *Domain) Attrs() []Attr {
+	infos := d.Infos()
+	if len(infos) == 0 {
+		return nil
+	}
+	return domainAttrs(infos[0])
+}
+
+func (d *Domain) String() string { return fmt.Sprintf("%s/%s", d.Prov.Name(), d.Name) }

@@ -1,0 +1,228 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/fabricfs/fabricfs/core/fi"
+)
+
+// listenBacklog bounds the requests waiting for a reader of the listen file;
+// beyond it requests are still made into endpoints and reported on the EQ.
+const listenBacklog = 1024
+
+// PEP is a passive endpoint (fi_passive_ep): it listens, and turns each
+// connection request into a new endpoint that the application accepts or
+// rejects.
+type PEP struct {
+	obj      *Object
+	accepted *queue[*Object] // endpoints made from requests, for listen readers
+
+	mu    sync.Mutex
+	info  *fi.Info
+	prov  PassiveEndpoint
+	eq    *EQ
+	state string // idle, listening, error
+}
+
+func newPEP(o *Object) (Impl, error) {
+	info := bestInfo(o.Dom, fi.EP_MSG)
+	if info == nil {
+		return nil, Errorf(fi.ENODATA, "domain %s offers no FI_EP_MSG endpoint", o.Dom.Name)
+	}
+	return &PEP{obj: o, info: info, state: stateIdle, accepted: newQueue[*Object]()}, nil
+}
+
+// BindEQ is fi_pep_bind of an event queue.
+func (p *PEP) BindEQ(eq *EQ) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.eq != nil {
+		return Errorf(fi.EINVAL, "an eq is already bound")
+	}
+	if p.state != stateIdle {
+		return Errorf(fi.EOPBADSTATE, "passive endpoint is %s; bind before listen", p.state)
+	}
+	if err := eq.obj.hold(); err != nil {
+		return err
+	}
+	p.eq = eq
+	return nil
+}
+
+// Listen is fi_listen on addr, or on the domain's address with port 0 (a
+// free port) when addr is nil.
+func (p *PEP) Listen(addr *fi.Addr) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state != stateIdle {
+		return Errorf(fi.EOPBADSTATE, "passive endpoint is %s", p.state)
+	}
+	if p.eq == nil {
+		return Errorf(fi.ENOEQ, "no eq bound; write 'bind eq ID' first")
+	}
+	a := fi.Addr{}
+	switch {
+	case addr != nil:
+		a = *addr
+	case p.info.SrcAddr != nil:
+		a = *p.info.SrcAddr
+	default:
+		return Errorf(fi.EINVAL, "no address to listen on; write 'listen ADDR'")
+	}
+	prov, err := p.obj.Dom.prov.NewPassiveEndpoint(p.info, pepEvents{p})
+	if err != nil {
+		return err
+	}
+	if err := prov.Listen(a); err != nil {
+		prov.Close()
+		return err
+	}
+	p.prov, p.state = prov, "listening"
+	return nil
+}
+
+// Next waits for the next connection request that nobody has taken and
+// returns the endpoint made from it: a read of the listen file.
+func (p *PEP) Next(ctx context.Context) (*Object, error) {
+	p.mu.Lock()
+	listening := p.state == "listening"
+	p.mu.Unlock()
+	if !listening {
+		return nil, Errorf(fi.EOPBADSTATE, "passive endpoint is not listening; write 'listen' first")
+	}
+	for {
+		objs, err := p.accepted.pop(ctx, 1, true)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			if ep := o.Impl.(*EP); o.Alive() && ep.untaken() {
+				return o, nil
+			}
+		}
+	}
+}
+
+// untaken reports whether nobody has enabled, accepted or rejected the
+// endpoint made from a request.
+func (e *EP) untaken() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.state == stateIdle
+}
+
+// Name is fi_getname: the listening address.
+func (p *PEP) Name() (fi.Addr, error) {
+	p.mu.Lock()
+	prov := p.prov
+	p.mu.Unlock()
+	if prov == nil {
+		return fi.Addr{}, Errorf(fi.EOPBADSTATE, "passive endpoint is not listening")
+	}
+	return prov.Name()
+}
+
+func (p *PEP) Status() string {
+	local := addrText(p.Name())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return fmt.Sprintf("%s eq=%s local=%s pending=%d", p.state, objID(p.eq), local, p.accepted.len())
+}
+
+func (p *PEP) Attrs() []Attr {
+	return infoAttrs(&p.mu, func() *fi.Info { return p.info }, func() error {
+		if p.state != stateIdle {
+			return Errorf(fi.EOPBADSTATE, "passive endpoint is %s; set attributes before listen", p.state)
+		}
+		return nil
+	})
+}
+
+// Links shows the bound EQ.
+func (p *PEP) Links() []Link {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.eq == nil {
+		return nil
+	}
+	return []Link{{"eq", p.eq.obj}}
+}
+
+func (p *PEP) Close() error {
+	p.mu.Lock()
+	prov, eq := p.prov, p.eq
+	p.prov, p.eq, p.state = nil, nil, "closed"
+	p.mu.Unlock()
+	p.accepted.close()
+	var err error
+	if prov != nil {
+		err = prov.Close()
+	}
+	if eq != nil {
+		eq.obj.drop()
+	}
+	return err
+}
+
+type pepEvents struct{ p *PEP }
+
+// ConnReq makes an endpoint for the request, pinned by the passive
+// endpoint, reports FI_CONNREQ naming it, and queues it for the listen file.
+func (ev pepEvents) ConnReq(req ConnReq) {
+	p := ev.p
+	d := p.obj.Dom
+	o, err := d.Create(KindEP, "", p.obj.Owner)
+	if err == nil && !p.obj.adoptIfAlive(o) {
+		o.Release()
+		err = Errorf(fi.ESHUTDOWN, "%s is closed", p.obj)
+	}
+	if err != nil {
+		p.obj.SetErr(WithOp("connection request", err))
+		rejectRequest(d, req)
+		return
+	}
+	ep := o.Impl.(*EP)
+	ep.mu.Lock()
+	ep.req, ep.info = req, req.Info().Clone()
+	ep.mu.Unlock()
+	o.Release() // the pin alone holds it now
+	p.mu.Lock()
+	eq := p.eq
+	p.mu.Unlock()
+	if eq != nil {
+		eq.post(EQEvent{Event: fi.CONNREQ, FID: p.obj.Path(), EP: o.ID, Data: req.Data()})
+	}
+	if p.accepted.len() < listenBacklog {
+		p.accepted.push(o)
+	}
+}
+
+func (ev pepEvents) Failed(err error) {
+	p := ev.p
+	p.mu.Lock()
+	p.state = stateError
+	eq := p.eq
+	p.mu.Unlock()
+	p.obj.SetErr(WithOp("listen", err))
+	if eq != nil {
+		eq.post(EQEvent{FID: p.obj.Path(), Err: Code(err), ProvErrno: provErrno(err)})
+	}
+}
+
+// rejectRequest refuses a request no endpoint object could be made for.
+func rejectRequest(d *Domain, req ConnReq) {
+	ep, err := d.prov.NewEndpoint(req.Info(), req, nopEvents{})
+	if err != nil {
+		return
+	}
+	ep.Reject(nil)
+	ep.Close()
+}
+
+type nopEvents struct{}
+
+func (nopEvents) Connected([]byte)     {}
+func (nopEvents) Shutdown()            {}
+func (nopEvents) Failed(error, []byte) {}

@@ -1,0 +1,151 @@
+package core
+
+import (
+	"github.com/fabricfs/fabricfs/core/fi"
+)
+
+// A Provider offers a set of domains, each described by fi_info entries.
+// cmd/fabricfs registers the providers it links in with New.
+//
+// Providers are called concurrently; every method must be safe for that.
+type Provider interface {
+	// Name is the provider's name as in fabric_attr.prov_name: "tcp", "verbs".
+	Name() string
+	// Infos returns every fi_info entry the provider offers, best-performing
+	// first. Each entry names its domain in DomainAttr.Name and has SrcAddr
+	// set to the domain's address with port 0.
+	Infos() []*fi.Info
+	// OpenDomain opens the domain called name (fi_domain).
+	OpenDomain(name string) (ProviderDomain, error)
+}
+
+// ProviderDomain is one opened domain of a provider.
+type ProviderDomain interface {
+	// NewEndpoint creates an active endpoint (fi_endpoint). info is the
+	// endpoint's fi_info, with attributes the application may have changed
+	// before enable. req is nil for an endpoint that will connect, or the
+	// connection request it will accept or reject. ev receives the
+	// endpoint's connection-management events.
+	NewEndpoint(info *fi.Info, req ConnReq, ev EndpointEvents) (Endpoint, error)
+	// NewPassiveEndpoint creates a passive endpoint (fi_passive_ep).
+	NewPassiveEndpoint(info *fi.Info, ev PassiveEvents) (PassiveEndpoint, error)
+	// Close releases the domain; every endpoint has been closed before.
+	Close() error
+}
+
+// Endpoint is a provider's active endpoint. Operations are posted with Post
+// and complete, in any goroutine, through Op.Complete.
+type Endpoint interface {
+	// Enable makes the endpoint ready for use (fi_enable).
+	Enable() error
+	// Connect starts a connection to addr with private data (fi_connect).
+	// The outcome arrives later as EndpointEvents.Connected or Failed.
+	Connect(addr fi.Addr, data []byte) error
+	// Accept accepts the connection request the endpoint was made from
+	// (fi_accept); EndpointEvents.Connected follows.
+	Accept(data []byte) error
+	// Reject refuses the connection request the endpoint was made from
+	// (fi_reject), sending private data to the requester.
+	Reject(data []byte) error
+	// Shutdown closes the connection (fi_shutdown). The peer sees FI_SHUTDOWN.
+	Shutdown() error
+	// Post starts a data operation. It returns fi.EAGAIN when the queue it
+	// goes to is full.
+	Post(op *Op) error
+	// Cancel removes a posted operation that has not started (fi_cancel):
+	// it completes with fi.ECANCELED and Cancel returns true. If the
+	// operation is already under way Cancel returns false and the operation
+	// completes normally.
+	Cancel(op *Op) bool
+	// Name is the endpoint's local address (fi_getname).
+	Name() (fi.Addr, error)
+	// Peer is the connected peer's address (fi_getpeer).
+	Peer() (fi.Addr, error)
+	// Close releases the endpoint (fi_close). Posted operations that have not
+	// completed complete with fi.ECANCELED before Close returns.
+	Close() error
+}
+
+// PassiveEndpoint is a provider's listening endpoint.
+type PassiveEndpoint interface {
+	// Listen starts listening on addr (fi_listen; port 0 picks a free port).
+	// Each connection request arrives as PassiveEvents.ConnReq.
+	Listen(addr fi.Addr) error
+	// Name is the listening address (fi_getname), with the chosen port.
+	Name() (fi.Addr, error)
+	// Close stops listening; pending requests that were not accepted are
+	// rejected.
+	Close() error
+}
+
+// ConnReq is a connection request received by a passive endpoint, pending
+// until an endpoint made from it accepts or rejects it.
+type ConnReq interface {
+	// Info describes the requested connection: the passive endpoint's
+	// attributes with DestAddr set to the requester's address.
+	Info() *fi.Info
+	// Data is the private data sent with the request.
+	Data() []byte
+}
+
+// EndpointEvents receives an active endpoint's connection events. The
+// provider calls them from any goroutine, never while holding its locks.
+type EndpointEvents interface {
+	// Connected reports FI_CONNECTED, with the peer's private data if any.
+	Connected(data []byte)
+	// Shutdown reports FI_SHUTDOWN: the peer closed the connection.
+	Shutdown()
+	// Failed reports an asynchronous error, such as fi.ECONNREFUSED with the
+	// private data of a reject. The endpoint cannot be used afterwards.
+	Failed(err error, data []byte)
+}
+
+// PassiveEvents receives a passive endpoint's events.
+type PassiveEvents interface {
+	// ConnReq reports FI_CONNREQ.
+	ConnReq(req ConnReq)
+	// Failed reports an asynchronous error of the listener.
+	Failed(err error)
+}
+
+// OpKind says what a data operation does.
+type OpKind uint8
+
+const (
+	OpSend OpKind = iota // fi_send and fi_inject
+	OpRecv               // fi_recv
+)
+
+// Op is one data operation posted to an endpoint. The poster fills the
+// fields; the provider reads them, places data, and calls Complete exactly
+// once.
+type Op struct {
+	Kind    OpKind
+	Flags   fi.OpFlags // per-operation flags, e.g. fi.COMPLETION, fi.INJECT
+	Context uint64     // the application's op_context, returned in the completion
+	// Buf is the payload of a send, or the buffer of a receive. A receive
+	// with a nil Buf asks the provider for a buffer that fits the message;
+	// the provider sets Buf to it.
+	Buf  []byte
+	Data uint64 // remote CQ data of a send with fi.REMOTE_CQ_DATA
+
+	done func(*Op, Completion)
+}
+
+// Completion is the outcome of an Op, as fi_cq_tagged_entry and
+// fi_cq_err_entry describe it.
+type Completion struct {
+	Flags     fi.OpFlags // e.g. fi.MSG|fi.RECV, plus fi.REMOTE_CQ_DATA
+	Len       uint64     // bytes placed (receive) or sent
+	Data      uint64     // remote CQ data
+	Err       fi.Errno   // 0, or the error, e.g. fi.ETRUNC, fi.ECANCELED
+	ProvErrno int        // the provider's own error number, 0 if none
+	OLen      uint64     // with fi.ETRUNC: bytes that did not fit
+}
+
+// Complete reports the operation's outcome. It must be called exactly once.
+func (op *Op) Complete(c Completion) {
+	if op.done != nil {
+		op.done(op, c)
+	}
+}

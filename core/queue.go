@@ -1,0 +1,107 @@
+package core
+
+import (
+	"context"
+	"sync"
+
+	"github.com/fabricfs/fabricfs/core/fi"
+)
+
+// queue is a FIFO that readers can block on: the one mechanism behind CQ and
+// EQ events and a passive endpoint's accepted connections.
+type queue[T any] struct {
+	mu     sync.Mutex
+	items  []T
+	head   int
+	signal chan struct{} // closed and replaced when items arrive or the queue closes
+	closed bool
+}
+
+func newQueue[T any]() *queue[T] { return &queue[T]{signal: make(chan struct{})} }
+
+// push appends v and wakes readers. It returns false once the queue is closed.
+func (q *queue[T]) push(v T) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return false
+	}
+	q.items = append(q.items, v)
+	q.wakeLocked()
+	return true
+}
+
+func (q *queue[T]) wakeLocked() {
+	close(q.signal)
+	q.signal = make(chan struct{})
+}
+
+// wake wakes blocked readers without adding anything (fi_cq_signal).
+func (q *queue[T]) wake() {
+	q.mu.Lock()
+	q.wakeLocked()
+	q.mu.Unlock()
+}
+
+// len is the number of queued items.
+func (q *queue[T]) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items) - q.head
+}
+
+// pop removes up to max items. With block it waits until at least one is
+// there, ctx is done (fi.EINTR... as fi.ECANCELED) or the queue closes
+// (fi.ESHUTDOWN); without, an empty queue gives fi.EAGAIN. A wake without
+// items returns no items and no error.
+func (q *queue[T]) pop(ctx context.Context, max int, block bool) ([]T, error) {
+	q.mu.Lock()
+	for len(q.items) == q.head {
+		if q.closed {
+			q.mu.Unlock()
+			return nil, Errorf(fi.ESHUTDOWN, "closed")
+		}
+		if !block {
+			q.mu.Unlock()
+			return nil, Errorf(fi.EAGAIN, "nothing to read")
+		}
+		sig := q.signal
+		q.mu.Unlock()
+		select {
+		case <-sig:
+		case <-ctx.Done():
+			return nil, Errorf(fi.EINTR, "interrupted")
+		}
+		q.mu.Lock()
+		if len(q.items) == q.head && !q.closed {
+			q.mu.Unlock()
+			return nil, nil // woken by wake
+		}
+	}
+	n := min(max, len(q.items)-q.head)
+	out := make([]T, n)
+	copy(out, q.items[q.head:q.head+n])
+	var zero T
+	for i := q.head; i < q.head+n; i++ {
+		q.items[i] = zero
+	}
+	q.head += n
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	} else if q.head > 1024 && q.head*2 > len(q.items) {
+		q.items = append(q.items[:0], q.items[q.head:]...)
+		q.head = 0
+	}
+	q.mu.Unlock()
+	return out, nil
+}
+
+// close wakes every reader; later pushes are refused.
+func (q *queue[T]) close() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.closed {
+		q.closed = true
+		q.wakeLocked()
+	}
+}

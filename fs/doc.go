@@ -1,0 +1,39 @@
+// Package fs serves the fabricfs file tree with go-fuse: one directory per
+// provider, domain and object, over the model in package core.
+//
+// # The tree
+//
+// docs/tree.md lists every file; the names are fixed by DESIGN.md. The
+// root holds abi_version, info and getinfo and one directory per provider;
+// a provider directory holds info and its domains; a domain directory holds
+// info, attr/ and one directory per object kind (ep, pep, cq, eq, av, mr,
+// cntr). A kind directory holds clone and one directory per object.
+//
+// # Lifetimes
+//
+// Opening any file of an object takes a reference on it (core.Object.Open)
+// and releasing the file drops it, so an object made by opening clone lives
+// exactly as long as some file of it is open. mkdir pins an object until
+// rmdir. Both are the same core object underneath.
+//
+// # Reads and writes
+//
+// Every file is opened with FOPEN_DIRECT_IO: the kernel caches nothing, and
+// every read is answered fresh. Generated files (status, info, attr values)
+// are rendered when opened and read from that snapshot by offset. Queue
+// files (cq and eq events, pep listen, ep data) block when read at offset
+// 0 and return end of file at a later offset when nothing is pending, so
+// that `cat` shows what arrived and ends; with O_NONBLOCK an empty read at
+// offset 0 fails with EAGAIN. A blocked read returns EINTR when the reading
+// process is interrupted.
+//
+// A write to a ctl file is one command. Errors become an errno in exactly
+// one place (errno.go); the full sentence goes to the object's err file.
+//
+// # Permissions
+//
+// The mount uses allow_other and default_permissions, so the kernel checks
+// modes: object directories are 0700 and their files 0600 or 0400, owned by
+// the uid that created the object; kind directories are 01777 like /tmp;
+// everything else is world-readable.
+package fs

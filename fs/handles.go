@@ -1,0 +1,159 @@
+package fs
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"syscall"
+
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
+)
+
+// ref is the reference an open file holds on its object.
+type ref struct{ obj *core.Object }
+
+func (r *ref) setRef(o *core.Object) { r.obj = o }
+
+func (r *ref) Release(ctx context.Context) syscall.Errno {
+	if r.obj != nil {
+		r.obj.Release()
+		r.obj = nil
+	}
+	return 0
+}
+
+// textHandle serves text rendered at open; a write, if allowed, goes to
+// write as one unit (a command, an attribute value).
+type textHandle struct {
+	ref
+	text  []byte
+	write func(ctx context.Context, data []byte) error
+}
+
+var (
+	_ = (fusefs.FileReader)((*textHandle)(nil))
+	_ = (fusefs.FileWriter)((*textHandle)(nil))
+	_ = (fusefs.FileReleaser)((*textHandle)(nil))
+)
+
+func (h *textHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if off >= int64(len(h.text)) {
+		return fuse.ReadResultData(nil), 0
+	}
+	return fuse.ReadResultData(h.text[off:min(int64(len(h.text)), off+int64(len(dest)))]), 0
+}
+
+func (h *textHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	if h.write == nil {
+		return 0, syscall.EBADF
+	}
+	if err := h.write(ctx, data); err != nil {
+		return 0, errno(err)
+	}
+	return uint32(len(data)), 0
+}
+
+func text(s string) func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
+	return func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
+		return &textHandle{text: []byte(s)}, nil
+	}
+}
+
+// rendered opens a file whose text render makes at open time; set, if not
+// nil, takes writes.
+func rendered(render func() string, set func(ctx context.Context, data []byte) error) func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
+	return func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
+		return &textHandle{text: []byte(render()), write: set}, nil
+	}
+}
+
+// line terminates s with a newline unless empty.
+func line(s string) string {
+	if s == "" || strings.HasSuffix(s, "\n") {
+		return s
+	}
+	return s + "\n"
+}
+
+// queueHandle reads text lines from a queue: CQ and EQ events, a passive
+// endpoint's accepted connections. A read at offset 0 blocks until there is
+// something (unless the file is O_NONBLOCK); a read at a later offset
+// returns what is pending or end of file. Lines that do not fit the read
+// wait in rest for the next one, so nothing is lost.
+type queueHandle struct {
+	ref
+	nonblock bool
+	pop      func(ctx context.Context, max int, block bool) ([]string, error)
+
+	mu   sync.Mutex
+	rest []byte
+}
+
+var (
+	_ = (fusefs.FileReader)((*queueHandle)(nil))
+	_ = (fusefs.FileReleaser)((*queueHandle)(nil))
+)
+
+// lineBudget estimates how many lines fit a read of n bytes.
+const lineBudget = 160
+
+func (h *queueHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.rest) == 0 {
+		block := off == 0 && !h.nonblock
+		lines, err := h.pop(ctx, max(1, len(dest)/lineBudget), block)
+		if err != nil {
+			if core.Code(err) == fi.EAGAIN && off != 0 {
+				return fuse.ReadResultData(nil), 0
+			}
+			return nil, errno(err)
+		}
+		for _, l := range lines {
+			h.rest = append(h.rest, l...)
+			h.rest = append(h.rest, '\n')
+		}
+	}
+	n := copy(dest, h.rest)
+	h.rest = h.rest[n:]
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
+func queue(pop func(ctx context.Context, max int, block bool) ([]string, error)) func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
+	return func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
+		return &queueHandle{nonblock: openFlagsNonblock(flags), pop: pop}, nil
+	}
+}
+
+// dataHandle is ep/N/data: one write sends one message; reads receive.
+type dataHandle struct {
+	ref
+	ep *core.EP
+}
+
+var (
+	_ = (fusefs.FileReader)((*dataHandle)(nil))
+	_ = (fusefs.FileWriter)((*dataHandle)(nil))
+	_ = (fusefs.FileReleaser)((*dataHandle)(nil))
+)
+
+func (h *dataHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	n, err := h.ep.ReadData(ctx, dest, off)
+	if err != nil {
+		h.obj.SetErr(core.WithOp("read data", err))
+		return nil, errno(err)
+	}
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
+func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	if err := h.ep.WriteData(ctx, data); err != nil {
+		h.obj.SetErr(core.WithOp("write data", err))
+		return 0, errno(err)
+	}
+	return uint32(len(data)), 0
+}

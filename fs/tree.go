@@ -1,0 +1,356 @@
+package fs
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
+)
+
+// ABIVersion is the content of /abi_version: bumped on any incompatible
+// change of the tree or the ring ABI.
+const ABIVersion = 1
+
+// Options configure a mount.
+type Options struct {
+	// AllowOther lets every user use the tree (needs root or
+	// user_allow_other in /etc/fuse.conf).
+	AllowOther bool
+	// Debug logs every FUSE request.
+	Debug bool
+}
+
+// Mount serves fab at dir until the returned server is unmounted.
+func Mount(fab *core.Fabric, dir string, o Options) (*fuse.Server, error) {
+	t := &tree{fab: fab, inos: map[string]uint64{}, next: 2}
+	zero := time.Duration(0)
+	opts := &fusefs.Options{
+		MountOptions: fuse.MountOptions{
+			AllowOther:    o.AllowOther,
+			Options:       []string{"default_permissions"},
+			FsName:        "fabricfs",
+			Name:          "fabricfs",
+			MaxWrite:      1 << 20,
+			DirectMount:   syscall.Geteuid() == 0,
+			Debug:         o.Debug,
+			DisableXAttrs: true,
+		},
+		EntryTimeout:    &zero,
+		AttrTimeout:     &zero,
+		NegativeTimeout: &zero,
+		RootStableAttr:  &fusefs.StableAttr{Ino: 1, Mode: syscall.S_IFDIR},
+	}
+	return fusefs.Mount(dir, t.root(), opts)
+}
+
+// tree builds the nodes of one mount.
+type tree struct {
+	fab *core.Fabric
+
+	mu   sync.Mutex
+	inos map[string]uint64 // inode numbers of the fixed part of the tree, by path
+	next uint64
+}
+
+// ino returns the inode number of a fixed path.
+func (t *tree) ino(path string) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, ok := t.inos[path]
+	if !ok {
+		n = t.next
+		t.next++
+		t.inos[path] = n
+	}
+	return n
+}
+
+// Inode numbers of objects are derived from the object's serial, like the
+// QIDs of Plan 9's devip: objBase + serial<<12 + slot.
+const (
+	objBase  = 1 << 40
+	slotAttr = 1 << 11 // attribute files start here; links at 1<<10
+	slotLink = 1 << 10
+)
+
+func objIno(o *core.Object, slot int) uint64 { return objBase + o.Serial<<12 + uint64(slot) }
+
+var (
+	dirRO  = meta{mode: syscall.S_IFDIR | 0o555}
+	fileRO = meta{mode: syscall.S_IFREG | 0o444}
+)
+
+func (t *tree) dirEntry(path, name string, m meta, d func() *dir) entry {
+	return entry{name: name, ino: t.ino(path), meta: m, node: func() fusefs.InodeEmbedder { return d() }}
+}
+
+func fileEntry(name string, ino uint64, m meta, obj *core.Object, open func(context.Context, uint32) (fusefs.FileHandle, error)) entry {
+	return entry{name: name, ino: ino, meta: m, node: func() fusefs.InodeEmbedder {
+		return &file{meta: m, obj: obj, open: open}
+	}}
+}
+
+func (t *tree) root() *dir {
+	return &dir{meta: dirRO, entries: func() []entry {
+		es := []entry{
+			fileEntry("abi_version", t.ino("/abi_version"), fileRO, nil, text(fmt.Sprintf("%d\n", ABIVersion))),
+			fileEntry("info", t.ino("/info"), fileRO, nil, rendered(func() string { return infoText(t.fab.Infos()) }, nil)),
+			fileEntry("getinfo", t.ino("/getinfo"), meta{mode: syscall.S_IFREG | 0o666}, nil, t.openGetinfo),
+		}
+		for _, p := range t.fab.Providers() {
+			p := p
+			es = append(es, t.dirEntry("/"+p.Name(), p.Name(), dirRO, func() *dir { return t.providerDir(p) }))
+		}
+		return es
+	}}
+}
+
+// infoText renders entries as `fi_info -v` does: "---" then fi_tostr's text.
+func infoText(infos []*fi.Info) string {
+	var b strings.Builder
+	for _, in := range infos {
+		b.WriteString("---\n")
+		b.WriteString(in.String())
+	}
+	return b.String()
+}
+
+func (t *tree) providerDir(p core.Provider) *dir {
+	base := "/" + p.Name()
+	return &dir{meta: dirRO, entries: func() []entry {
+		es := []entry{fileEntry("info", t.ino(base+"/info"), fileRO, nil, rendered(func() string { return infoText(p.Infos()) }, nil))}
+		for _, d := range t.fab.Domains(p.Name()) {
+			d := d
+			es = append(es, t.dirEntry(base+"/"+d.Name, d.Name, dirRO, func() *dir { return t.domainDir(d, base+"/"+d.Name) }))
+		}
+		return es
+	}}
+}
+
+func (t *tree) domainDir(d *core.Domain, base string) *dir {
+	return &dir{meta: dirRO, entries: func() []entry {
+		es := []entry{
+			fileEntry("info", t.ino(base+"/info"), fileRO, nil, rendered(func() string { return infoText(d.Infos()) }, nil)),
+			t.dirEntry(base+"/attr", "attr", dirRO, func() *dir {
+				return &dir{meta: dirRO, entries: func() []entry { return t.attrEntries(nil, d.Attrs(), base+"/attr") }}
+			}),
+		}
+		for k := core.Kind(0); k < core.NumKinds; k++ {
+			k := k
+			es = append(es, t.dirEntry(base+"/"+k.String(), k.String(), meta{mode: syscall.S_IFDIR | 0o1777}, func() *dir { return t.kindDir(d, k, base+"/"+k.String()) }))
+		}
+		return es
+	}}
+}
+
+// attrEntries makes one file per attribute. Attributes of an object (obj
+// set) are owned by it; domain attributes (base set) are world-readable.
+func (t *tree) attrEntries(obj *core.Object, attrs []core.Attr, base string) []entry {
+	es := make([]entry, len(attrs))
+	for i, a := range attrs {
+		a := a
+		m, ino := fileRO, uint64(0)
+		if obj != nil {
+			m, ino = meta{mode: syscall.S_IFREG | 0o400, uid: obj.Owner}, objIno(obj, slotAttr+i)
+			if a.Set != nil {
+				m.mode = syscall.S_IFREG | 0o600
+			}
+		} else {
+			ino = t.ino(base + "/" + a.Name)
+		}
+		var set func(context.Context, []byte) error
+		if a.Set != nil {
+			set = func(ctx context.Context, data []byte) error {
+				err := a.Set(string(data))
+				if err != nil && obj != nil {
+					err = core.WithOp(fmt.Sprintf("attr/%s %s", a.Name, strings.TrimSpace(string(data))), err)
+					obj.SetErr(err)
+				}
+				return err
+			}
+		}
+		es[i] = fileEntry(a.Name, ino, m, obj, rendered(func() string { return line(a.Get()) }, set))
+	}
+	return es
+}
+
+func (t *tree) kindDir(d *core.Domain, k core.Kind, base string) *dir {
+	objEntry := func(o *core.Object) entry {
+		return entry{name: o.ID, ino: objIno(o, 0), meta: meta{mode: syscall.S_IFDIR | 0o700, uid: o.Owner},
+			node: func() fusefs.InodeEmbedder { return t.objectDir(o) }}
+	}
+	return &dir{
+		meta: meta{mode: syscall.S_IFDIR | 0o1777},
+		entries: func() []entry {
+			es := []entry{fileEntry("clone", t.ino(base+"/clone"), meta{mode: syscall.S_IFREG | 0o666}, nil,
+				func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
+					uid := callerUID(ctx)
+					o, err := d.Create(k, "", uid)
+					if err != nil {
+						return nil, err
+					}
+					return &textHandle{ref: ref{o}, text: []byte(o.ID + "\n"), write: ctlWriter(o, uid)}, nil
+				})}
+			for _, o := range d.List(k) {
+				es = append(es, objEntry(o))
+			}
+			return es
+		},
+		mkdir: func(ctx context.Context, uid uint32, name string) (entry, error) {
+			o, err := d.Create(k, name, uid)
+			if err != nil {
+				return entry{}, err
+			}
+			return objEntry(o), nil
+		},
+		rmdir: func(ctx context.Context, uid uint32, name string) error {
+			o, ok := d.Lookup(k, name)
+			if !ok {
+				return core.Errorf(fi.ENOENT, "no %s %s", k, name)
+			}
+			if uid != 0 && uid != o.Owner {
+				return core.Errorf(fi.EACCES, "%s belongs to another user", o)
+			}
+			return o.Remove()
+		},
+	}
+}
+
+func ctlWriter(o *core.Object, uid uint32) func(context.Context, []byte) error {
+	return func(ctx context.Context, data []byte) error { return o.Ctl(ctx, uid, string(data)) }
+}
+
+// Slots of the files of an object directory, for inode numbers.
+const (
+	slotCtl = 1 + iota
+	slotStatus
+	slotErr
+	slotAttrDir
+	slotLocal
+	slotRemote
+	slotData
+	slotListen
+	slotEvents
+	slotAddrs
+	slotValue
+	slotErrors
+)
+
+func (t *tree) objectDir(o *core.Object) *dir {
+	rw := meta{mode: syscall.S_IFREG | 0o600, uid: o.Owner}
+	ro := meta{mode: syscall.S_IFREG | 0o400, uid: o.Owner}
+	f := func(name string, slot int, m meta, open func(context.Context, uint32) (fusefs.FileHandle, error)) entry {
+		return fileEntry(name, objIno(o, slot), m, o, open)
+	}
+	return &dir{meta: meta{mode: syscall.S_IFDIR | 0o700, uid: o.Owner}, entries: func() []entry {
+		if !o.Alive() {
+			return nil
+		}
+		es := []entry{
+			f("ctl", slotCtl, rw, func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
+				return &textHandle{text: []byte(o.ID + "\n"), write: ctlWriter(o, callerUID(ctx))}, nil
+			}),
+			f("status", slotStatus, ro, rendered(func() string { return line(o.Status()) }, nil)),
+			f("err", slotErr, ro, rendered(func() string { return line(o.Err()) }, nil)),
+			{name: "attr", ino: objIno(o, slotAttrDir), meta: meta{mode: syscall.S_IFDIR | 0o700, uid: o.Owner}, node: func() fusefs.InodeEmbedder {
+				return &dir{meta: meta{mode: syscall.S_IFDIR | 0o700, uid: o.Owner}, entries: func() []entry { return t.attrEntries(o, o.Impl.Attrs(), "") }}
+			}},
+		}
+		es = append(es, kindFiles(o, f, rw, ro)...)
+		if l, ok := o.Impl.(core.Linker); ok {
+			for i, ln := range l.Links() {
+				target := "../../" + ln.Target.Path()
+				es = append(es, entry{name: ln.Name, ino: objIno(o, slotLink+i), meta: meta{mode: syscall.S_IFLNK | 0o777, uid: o.Owner},
+					node: func() fusefs.InodeEmbedder {
+						return &link{meta: meta{mode: syscall.S_IFLNK | 0o777, uid: o.Owner}, target: target}
+					}})
+			}
+		}
+		return es
+	}}
+}
+
+type fileMaker func(name string, slot int, m meta, open func(context.Context, uint32) (fusefs.FileHandle, error)) entry
+
+// kindFiles are the files only some kinds have (DESIGN.md, "Kind-specific files").
+func kindFiles(o *core.Object, f fileMaker, rw, ro meta) []entry {
+	addr := func(get func() (fi.Addr, error)) func() string {
+		return func() string {
+			a, err := get()
+			if err != nil {
+				return ""
+			}
+			return a.String() + "\n"
+		}
+	}
+	switch impl := o.Impl.(type) {
+	case *core.EP:
+		return []entry{
+			f("local", slotLocal, ro, rendered(addr(impl.Name), nil)),
+			f("remote", slotRemote, ro, rendered(addr(impl.Peer), nil)),
+			f("data", slotData, rw, func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
+				return &dataHandle{ep: impl}, nil
+			}),
+		}
+	case *core.PEP:
+		return []entry{
+			f("local", slotLocal, ro, rendered(addr(impl.Name), nil)),
+			f("listen", slotListen, ro, queue(func(ctx context.Context, max int, block bool) ([]string, error) {
+				if !block {
+					return nil, core.Errorf(fi.EAGAIN, "no pending request")
+				}
+				ep, err := impl.Next(ctx)
+				if err != nil {
+					o.SetErr(core.WithOp("read listen", err))
+					return nil, err
+				}
+				return []string{ep.ID}, nil
+			})),
+		}
+	case *core.CQ:
+		return []entry{f("events", slotEvents, ro, queue(func(ctx context.Context, max int, block bool) ([]string, error) {
+			es, err := impl.Read(ctx, max, block)
+			return lines(es), err
+		}))}
+	case *core.EQ:
+		return []entry{f("events", slotEvents, ro, queue(func(ctx context.Context, max int, block bool) ([]string, error) {
+			es, err := impl.Read(ctx, max, block)
+			return lines(es), err
+		}))}
+	case *core.AV:
+		return []entry{f("addrs", slotAddrs, ro, rendered(impl.Addrs, nil))}
+	case *core.Cntr:
+		setter := func(set func(uint64)) func(context.Context, []byte) error {
+			return func(ctx context.Context, data []byte) error {
+				v, err := core.ParseUint(strings.TrimSpace(string(data)))
+				if err != nil {
+					return err
+				}
+				set(v)
+				return nil
+			}
+		}
+		return []entry{
+			f("value", slotValue, rw, rendered(func() string { return strconv.FormatUint(impl.Value(), 10) + "\n" }, setter(impl.Set))),
+			f("errors", slotErrors, rw, rendered(func() string { return strconv.FormatUint(impl.Errors(), 10) + "\n" }, setter(impl.SetErr))),
+		}
+	}
+	return nil
+}
+
+func lines[T fmt.Stringer](es []T) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.String()
+	}
+	return out
+}

@@ -1,0 +1,490 @@
+package tcp
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/providers/tcp/wire"
+)
+
+// epState is where an endpoint is in its life.
+type epState uint8
+
+const (
+	stIdle       epState = iota // not connected; or made from a request not yet answered
+	stConnecting                // Connect or Accept under way
+	stConnected
+	stDown   // shut down, failed or rejected: no more data transfers
+	stClosed // Close was called
+)
+
+// txItem is a send waiting for, or in, the writer.
+type txItem struct {
+	op    *core.Op
+	inj   *[InjectSize]byte // the copied payload of an FI_INJECT send
+	flags wire.Flags        // FlagDeliveryComplete, FlagCommitComplete: completes on the peer's ACK
+}
+
+// needsAck reports whether the send completes on the peer's ACK.
+func (it *txItem) needsAck() bool {
+	return it.flags&(wire.FlagDeliveryComplete|wire.FlagCommitComplete) != 0
+}
+
+var injectPool = sync.Pool{New: func() any { return new([InjectSize]byte) }}
+
+// errDown ends the reader or writer when the endpoint goes down locally.
+var errDown = errors.New("tcp: endpoint is going down")
+
+// endpoint is an FI_EP_MSG endpoint over one TCP connection.
+//
+// Its connection goroutine dials or answers, reports FI_CONNECTED, then
+// reads the connection until it ends, and reports how it ended: it alone
+// delivers EndpointEvents, so each endpoint gets at most one Connected and
+// then exactly one Shutdown or Failed. A writer goroutine sends what Post
+// queues. Both park in the netpoller or on channels when idle.
+type endpoint struct {
+	dom     *domain
+	info    *fi.Info
+	ev      core.EndpointEvents
+	txSize  int
+	rxSize  int
+	fromReq bool // made from a connection request: Accept or Reject, not Connect
+
+	// complete, if set, replaces Op.Complete (tests watch completions).
+	complete func(*core.Op, core.Completion)
+
+	mu      sync.Mutex
+	state   epState
+	enabled bool
+	// conn is set before the connection goroutine starts reading or
+	// writing it, and never changes after: the reader and writer use it
+	// without the lock.
+	conn     *net.TCPConn
+	cancel   context.CancelFunc // aborts a dial under way
+	shutdown bool               // Shutdown was called: the connection ends cleanly
+	failure  error              // why the writer stopped; the connection goroutine reports it
+	rxq      ring[*core.Op]     // posted receives
+	rxBusy   bool               // the reader holds a receive
+	txq      ring[txItem]       // sends not yet taken by the writer
+	txBusy   int                // sends the writer holds that complete when written
+	ackq     ring[txItem]       // sends waiting for the peer's ACK, oldest first
+	acks     int                // ACKs the writer owes the peer
+
+	rxKick   chan struct{} // a receive was posted
+	txKick   chan struct{} // a send or an ACK was queued
+	down     chan struct{} // closed when the endpoint stops transferring data
+	downOnce sync.Once
+	wg       sync.WaitGroup // the connection goroutine and the writer
+}
+
+var _ core.Endpoint = (*endpoint)(nil)
+
+func newEndpoint(d *domain, info *fi.Info, txSize, rxSize int, ev core.EndpointEvents) *endpoint {
+	return &endpoint{
+		dom: d, info: info, ev: ev, txSize: txSize, rxSize: rxSize,
+		rxq:    newRing[*core.Op](rxSize),
+		txq:    newRing[txItem](txSize),
+		ackq:   newRing[txItem](txSize),
+		rxKick: make(chan struct{}, 1),
+		txKick: make(chan struct{}, 1),
+		down:   make(chan struct{}),
+	}
+}
+
+// Enable allows posting receives; Connect and Accept enable too.
+func (e *endpoint) Enable() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.state == stClosed {
+		return core.Errorf(fi.EOPBADSTATE, "tcp: endpoint is closed")
+	}
+	e.enabled = true
+	return nil
+}
+
+// Connect dials addr and sends a connreq with data; the outcome arrives as
+// Connected, or Failed (wrapping fi.ECONNREFUSED, with the peer's data, for
+// a reject).
+func (e *endpoint) Connect(addr fi.Addr, data []byte) error {
+	msg, err := wire.AppendCM(nil, wire.CMConnReq, data)
+	if err != nil {
+		return core.Errorf(fi.EINVAL, "tcp: connect: %v", err)
+	}
+	raddr, err := e.dom.tcpAddr(addr)
+	if err != nil {
+		return err
+	}
+	if raddr.Port == 0 {
+		return core.Errorf(fi.EINVAL, "tcp: connect: %v has no port", addr)
+	}
+	laddr := e.bindAddr(raddr)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.fromReq || e.state != stIdle {
+		return core.Errorf(fi.EOPBADSTATE, "tcp: connect: endpoint is not idle")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.state, e.enabled, e.cancel = stConnecting, true, cancel
+	e.wg.Add(1)
+	go e.run(func() ([]byte, error) { return e.dial(ctx, laddr, raddr, msg) })
+	return nil
+}
+
+// bindAddr is the local address to dial from: the fi_info's source address
+// when it names an IP or a port of raddr's family, as libfabric binds to
+// src_addr; nil lets the kernel choose.
+func (e *endpoint) bindAddr(raddr *net.TCPAddr) *net.TCPAddr {
+	src := e.info.SrcAddr
+	if src == nil || !src.IP.Addr().IsValid() {
+		return nil
+	}
+	ip := src.IP.Addr().Unmap()
+	if ip.Is4() != (raddr.IP.To4() != nil) || (ip.IsUnspecified() && src.IP.Port() == 0) {
+		return nil
+	}
+	a, err := e.dom.tcpAddr(*src)
+	if err != nil {
+		return nil
+	}
+	return a
+}
+
+// dial connects, sends the connreq and reads the answer.
+func (e *endpoint) dial(ctx context.Context, laddr, raddr *net.TCPAddr, msg []byte) ([]byte, error) {
+	d := net.Dialer{LocalAddr: laddr}
+	c, err := d.DialContext(ctx, "tcp", raddr.String())
+	if err != nil {
+		return nil, netError("connect to "+raddr.String(), err)
+	}
+	conn := c.(*net.TCPConn)
+	e.mu.Lock()
+	if e.state != stConnecting || e.shutdown {
+		e.mu.Unlock()
+		conn.Close()
+		return nil, errDown
+	}
+	e.conn = conn
+	e.mu.Unlock()
+	if err := writeCM(conn, msg); err != nil {
+		return nil, err
+	}
+	return readCM(conn, noDeadline, wire.CMConnResp)
+}
+
+// Accept answers the request the endpoint was made from with a connresp
+// and data; Connected follows.
+func (e *endpoint) Accept(data []byte) error {
+	msg, err := wire.AppendCM(nil, wire.CMConnResp, data)
+	if err != nil {
+		return core.Errorf(fi.EINVAL, "tcp: accept: %v", err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.fromReq || e.state != stIdle {
+		return core.Errorf(fi.EOPBADSTATE, "tcp: accept: endpoint has no connection request to accept")
+	}
+	e.state, e.enabled = stConnecting, true
+	conn := e.conn
+	e.wg.Add(1)
+	go e.run(func() ([]byte, error) { return nil, writeCM(conn, msg) })
+	return nil
+}
+
+// Reject answers the request the endpoint was made from with a reject and
+// data, then shuts the connection down and closes it.
+func (e *endpoint) Reject(data []byte) error {
+	msg, err := wire.AppendCM(nil, wire.CMReject, data)
+	if err != nil {
+		return core.Errorf(fi.EINVAL, "tcp: reject: %v", err)
+	}
+	e.mu.Lock()
+	if !e.fromReq || e.state != stIdle {
+		e.mu.Unlock()
+		return core.Errorf(fi.EOPBADSTATE, "tcp: reject: endpoint has no connection request to reject")
+	}
+	e.state = stDown
+	conn := e.conn
+	e.mu.Unlock()
+	rejectConn(conn, msg)
+	return nil
+}
+
+// Shutdown is shutdown(SHUT_RDWR). Queued operations complete with
+// fi.ECANCELED, and the Shutdown event follows, here as on the peer.
+func (e *endpoint) Shutdown() error {
+	e.mu.Lock()
+	if e.state != stConnecting && e.state != stConnected {
+		e.mu.Unlock()
+		return core.Errorf(fi.ENOTCONN, "tcp: shutdown: endpoint is not connected")
+	}
+	e.shutdown = true
+	conn, cancel := e.conn, e.cancel
+	e.mu.Unlock()
+	e.signalDown()
+	if cancel != nil {
+		cancel()
+	}
+	if conn != nil {
+		shutdownConn(conn)
+	}
+	return nil
+}
+
+// Close closes the socket, waits for the endpoint's goroutines, and
+// completes every operation still posted with fi.ECANCELED. It sends no
+// event. It must not be called from the endpoint's own event or completion
+// callbacks.
+func (e *endpoint) Close() error {
+	e.mu.Lock()
+	if e.state == stClosed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.state = stClosed
+	conn, cancel := e.conn, e.cancel
+	e.mu.Unlock()
+	e.signalDown()
+	if cancel != nil {
+		cancel()
+	}
+	if conn != nil && !e.fromReq {
+		conn.Close()
+	}
+	e.wg.Wait()
+	e.flush()
+	e.dom.release()
+	return nil
+}
+
+// Name is the socket's local address, or before there is one the fi_info's
+// source address.
+func (e *endpoint) Name() (fi.Addr, error) {
+	e.mu.Lock()
+	c := e.conn
+	e.mu.Unlock()
+	switch {
+	case c != nil:
+		return sockAddr(c.LocalAddr()), nil
+	case e.info.SrcAddr != nil:
+		return *e.info.SrcAddr, nil
+	}
+	return fi.Addr{}, core.Errorf(fi.EADDRNOTAVAIL, "tcp: endpoint has no address yet")
+}
+
+// Peer is the connected peer's address.
+func (e *endpoint) Peer() (fi.Addr, error) {
+	e.mu.Lock()
+	c := e.conn
+	e.mu.Unlock()
+	if c == nil {
+		return fi.Addr{}, core.Errorf(fi.ENOTCONN, "tcp: endpoint is not connected")
+	}
+	return sockAddr(c.RemoteAddr()), nil
+}
+
+// Post queues a send or a receive. A send needs a connected endpoint; a
+// receive may be posted as soon as the endpoint is enabled. Beyond tx_size
+// sends or rx_size receives outstanding, Post returns fi.EAGAIN.
+func (e *endpoint) Post(op *core.Op) error {
+	if op == nil {
+		return core.Errorf(fi.EINVAL, "tcp: post: no operation")
+	}
+	switch op.Kind {
+	case core.OpSend:
+		return e.postSend(op)
+	case core.OpRecv:
+		return e.postRecv(op)
+	}
+	return core.Errorf(fi.EINVAL, "tcp: post: unknown operation kind %d", op.Kind)
+}
+
+func (e *endpoint) postSend(op *core.Op) error {
+	it := txItem{op: op}
+	if op.Flags&(fi.TRANSMIT_COMPLETE|fi.DELIVERY_COMPLETE) != 0 {
+		it.flags |= wire.FlagDeliveryComplete
+	}
+	if op.Flags&fi.COMMIT_COMPLETE != 0 {
+		it.flags |= wire.FlagCommitComplete
+	}
+	if op.Flags&fi.INJECT != 0 {
+		if len(op.Buf) > InjectSize {
+			return core.Errorf(fi.EINVAL, "tcp: inject of %d bytes; inject_size is %d", len(op.Buf), InjectSize)
+		}
+		it.inj = injectPool.Get().(*[InjectSize]byte)
+		copy(it.inj[:], op.Buf)
+	}
+	e.mu.Lock()
+	var err error
+	switch {
+	case e.state == stClosed:
+		err = core.Errorf(fi.EOPBADSTATE, "tcp: send: endpoint is closed")
+	case e.state != stConnected || e.shutdown:
+		err = core.Errorf(fi.ENOTCONN, "tcp: send: endpoint is not connected")
+	case e.txq.len()+e.txBusy+e.ackq.len() >= e.txSize:
+		err = fi.EAGAIN
+	default:
+		e.txq.push(it)
+	}
+	e.mu.Unlock()
+	if err != nil {
+		if it.inj != nil {
+			injectPool.Put(it.inj)
+		}
+		return err
+	}
+	kick(e.txKick)
+	return nil
+}
+
+func (e *endpoint) postRecv(op *core.Op) error {
+	e.mu.Lock()
+	var err error
+	switch {
+	case e.state == stClosed:
+		err = core.Errorf(fi.EOPBADSTATE, "tcp: recv: endpoint is closed")
+	case e.state == stDown || e.shutdown:
+		err = core.Errorf(fi.ENOTCONN, "tcp: recv: connection is down")
+	case !e.enabled:
+		err = core.Errorf(fi.EOPBADSTATE, "tcp: recv: endpoint is not enabled")
+	case e.rxOutstandingLocked() >= e.rxSize:
+		err = fi.EAGAIN
+	default:
+		e.rxq.push(op)
+	}
+	e.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	kick(e.rxKick)
+	return nil
+}
+
+func (e *endpoint) rxOutstandingLocked() int {
+	if e.rxBusy {
+		return e.rxq.len() + 1
+	}
+	return e.rxq.len()
+}
+
+// Cancel removes op if it is still queued and completes it with
+// fi.ECANCELED. A receive being filled or a send being written or waiting
+// for its ACK is under way: Cancel returns false.
+func (e *endpoint) Cancel(op *core.Op) bool {
+	e.mu.Lock()
+	_, found := e.rxq.remove(func(o *core.Op) bool { return o == op })
+	var it txItem
+	if !found {
+		it, found = e.txq.remove(func(t txItem) bool { return t.op == op })
+	}
+	e.mu.Unlock()
+	if !found {
+		return false
+	}
+	if it.inj != nil {
+		injectPool.Put(it.inj)
+	}
+	e.completeOp(op, core.Completion{Err: fi.ECANCELED})
+	return true
+}
+
+// run is the connection goroutine: it completes the handshake, reports
+// Connected, starts the writer, reads until the connection ends, and
+// reports the end.
+func (e *endpoint) run(handshake func() ([]byte, error)) {
+	defer e.wg.Done()
+	peerData, err := handshake()
+	if err != nil {
+		e.finish(err, peerData) // a reject's data goes with its error
+		return
+	}
+	e.mu.Lock()
+	if e.state != stConnecting || e.shutdown {
+		e.mu.Unlock()
+		e.finish(errDown, nil)
+		return
+	}
+	e.state = stConnected
+	e.wg.Add(1)
+	e.mu.Unlock()
+	go e.writeLoop()
+	e.ev.Connected(peerData)
+	e.finish(e.readLoop(), nil)
+}
+
+// finish takes the endpoint down after its connection ended with err (nil:
+// cleanly) and reports it, unless the endpoint was closed: Shutdown after a
+// local Shutdown or the peer's EOF, else Failed.
+func (e *endpoint) finish(err error, data []byte) {
+	e.mu.Lock()
+	closed := e.state == stClosed
+	if !closed {
+		e.state = stDown
+	}
+	switch {
+	case e.shutdown:
+		err = nil
+	case e.failure != nil:
+		err = e.failure
+	}
+	conn := e.conn
+	e.mu.Unlock()
+	e.signalDown()
+	if conn != nil {
+		shutdownConn(conn)
+	}
+	e.flush()
+	if closed {
+		return
+	}
+	if err == nil {
+		e.ev.Shutdown()
+	} else {
+		e.ev.Failed(err, data)
+	}
+}
+
+// flush completes every queued operation with fi.ECANCELED. Operations the
+// reader or writer hold are theirs to complete.
+func (e *endpoint) flush() {
+	e.mu.Lock()
+	recvs := e.rxq.drain(nil)
+	sends := e.ackq.drain(e.txq.drain(nil))
+	e.mu.Unlock()
+	for _, op := range recvs {
+		e.completeOp(op, core.Completion{Err: fi.ECANCELED})
+	}
+	for _, it := range sends {
+		if it.inj != nil {
+			injectPool.Put(it.inj)
+		}
+		e.completeOp(it.op, core.Completion{Err: fi.ECANCELED})
+	}
+}
+
+// completeOp delivers op's completion, with the flags of its kind.
+func (e *endpoint) completeOp(op *core.Op, c core.Completion) {
+	if op.Kind == core.OpSend {
+		c.Flags |= fi.OpFlags(fi.MSG | fi.SEND)
+	} else {
+		c.Flags |= fi.OpFlags(fi.MSG | fi.RECV)
+	}
+	if e.complete != nil {
+		e.complete(op, c)
+		return
+	}
+	op.Complete(c)
+}
+
+func (e *endpoint) signalDown() { e.downOnce.Do(func() { close(e.down) }) }
+
+// kick wakes the goroutine waiting on ch, if any, without blocking.
+func kick(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}

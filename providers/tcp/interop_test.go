@@ -1,0 +1,172 @@
+package tcp
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
+)
+
+// buildInterop compiles testdata/interop.c against libfabric. Without gcc
+// or libfabric-dev the test is skipped, unless CI is set.
+func buildInterop(t *testing.T) string {
+	t.Helper()
+	skip := func(format string, a ...any) {
+		t.Helper()
+		if os.Getenv("CI") != "" {
+			t.Fatalf("interop test needs gcc and libfabric-dev (CI is set): "+format, a...)
+		}
+		t.Skipf("interop test skipped: "+format, a...)
+	}
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		skip("no gcc: %v", err)
+	}
+	if _, err := os.Stat("/usr/include/rdma/fabric.h"); err != nil {
+		skip("no libfabric headers (install libfabric-dev): %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "interop")
+	out, err := exec.Command(gcc, "-O1", "-Wall", "-o", bin, "testdata/interop.c", "-lfabric").CombinedOutput()
+	if err != nil {
+		skip("cannot build testdata/interop.c: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startC runs the C peer; its exit status arrives on the channel.
+func startC(t *testing.T, bin string, args ...string) (*exec.Cmd, *bufio.Reader, chan error) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exit := make(chan error, 1)
+	br := bufio.NewReader(stdout)
+	go func() {
+		err := cmd.Wait()
+		if err != nil {
+			err = fmt.Errorf("%v: %s", err, stderr.String())
+		}
+		exit <- err
+	}()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return cmd, br, exit
+}
+
+func waitExit(t *testing.T, exit chan error) {
+	t.Helper()
+	select {
+	case err := <-exit:
+		if err != nil {
+			t.Fatalf("C peer failed: %v", err)
+		}
+	case <-time.After(waitTime):
+		t.Fatalf("C peer did not exit")
+	}
+}
+
+// TestInterop runs testdata/interop.c, a C program linked with libfabric
+// 1.17, against fabricfs endpoints in both roles. Each side sends one
+// message with remote CQ data asking for delivery complete, so each also
+// checks the other's ACK.
+func TestInterop(t *testing.T) {
+	bin := buildInterop(t)
+	t.Run("CClient", func(t *testing.T) { interopCClient(t, bin) })
+	t.Run("CServer", func(t *testing.T) { interopCServer(t, bin) })
+}
+
+// interopCClient: the C program connects to a fabricfs passive endpoint.
+func interopCClient(t *testing.T, bin string) {
+	d, info := loDomain()
+	pep, pev := listen(t, d, info)
+	defer pep.Close()
+	addr, _ := pep.Name()
+	_, _, exit := startC(t, bin, "client", "127.0.0.1", fmt.Sprint(addr.IP.Port()))
+
+	var req core.ConnReq
+	select {
+	case req = <-pev.reqs:
+	case err := <-exit:
+		t.Fatalf("C client exited before connecting: %v", err)
+	case <-time.After(waitTime):
+		t.Fatal("no connection request from the C client")
+	}
+	if string(req.Data()) != "hello from C" {
+		t.Errorf("connreq data %q", req.Data())
+	}
+	ev := newEPEvents()
+	e, err := d.NewEndpoint(req.Info(), req, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	dones := completions(e, 16)
+	e.Enable()
+	rbuf := make([]byte, 64)
+	post(t, e, &core.Op{Kind: core.OpRecv, Buf: rbuf})
+	if err := e.Accept([]byte("hello from Go")); err != nil {
+		t.Fatal(err)
+	}
+	ev.waitConnected(t)
+	dn := waitDone(t, dones)
+	if dn.c.Err != 0 || string(rbuf[:dn.c.Len]) != "ping from C" || dn.c.Data != 0x1234 || dn.c.Flags&fi.OpFlags(fi.REMOTE_CQ_DATA) == 0 {
+		t.Errorf("received %+v %q", dn.c, rbuf[:dn.c.Len])
+	}
+	post(t, e, &core.Op{Kind: core.OpSend, Buf: []byte("pong from Go"), Data: 0x5678,
+		Flags: fi.DELIVERY_COMPLETE | fi.OpFlags(fi.REMOTE_CQ_DATA)})
+	if dn := waitDone(t, dones); dn.c.Err != 0 || dn.c.Flags != fi.OpFlags(fi.MSG|fi.SEND) {
+		t.Errorf("send completion (the C side's ACK) %+v", dn.c)
+	}
+	ev.waitShutdown(t) // the C client's fi_shutdown
+	waitExit(t, exit)
+}
+
+// interopCServer: fabricfs connects to the C program's passive endpoint.
+func interopCServer(t *testing.T, bin string) {
+	_, out, exit := startC(t, bin, "server")
+	line, err := out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("C server: %v; %v", err, <-exit)
+	}
+	var port int
+	if _, err := fmt.Sscanf(line, "port %d", &port); err != nil {
+		t.Fatalf("C server said %q", line)
+	}
+	d, info := loDomain()
+	cli := dial(t, d, info, addrOf(fmt.Sprintf("127.0.0.1:%d", port)), []byte("hello from Go"))
+	defer cli.ep.Close()
+	rbuf := make([]byte, 64)
+	post(t, cli.ep, &core.Op{Kind: core.OpRecv, Buf: rbuf})
+	if got := cli.ev.waitConnected(t); string(got) != "hello from C" {
+		t.Errorf("accept data %q", got)
+	}
+	post(t, cli.ep, &core.Op{Kind: core.OpSend, Buf: []byte("ping from Go"), Data: 0x5678,
+		Flags: fi.TRANSMIT_COMPLETE | fi.OpFlags(fi.REMOTE_CQ_DATA)})
+	for range 2 {
+		dn := waitDone(t, cli.done)
+		switch {
+		case dn.c.Err != 0:
+			t.Errorf("completion %+v", dn.c)
+		case dn.op.Kind == core.OpRecv && (string(rbuf[:dn.c.Len]) != "pong from C" || dn.c.Data != 0x9abc):
+			t.Errorf("received %+v %q", dn.c, rbuf[:dn.c.Len])
+		}
+	}
+	if err := cli.ep.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	cli.ev.waitShutdown(t)
+	waitExit(t, exit)
+}

@@ -1,0 +1,310 @@
+package tcp
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/providers/tcp/wire"
+)
+
+// HandshakeTimeout bounds how long a passive endpoint waits for a new
+// connection's request, and how long sending a CM answer may take.
+const HandshakeTimeout = 10 * time.Second
+
+// handshakeTimeout is HandshakeTimeout; tests shorten it.
+var handshakeTimeout = HandshakeTimeout
+
+// passiveEndpoint listens and turns each well-formed connreq into a
+// connReq. One goroutine accepts; each new connection gets a goroutine that
+// reads its connreq with a deadline and then ends.
+type passiveEndpoint struct {
+	dom  *domain
+	info *fi.Info
+	ev   core.PassiveEvents
+	done chan struct{} // closed by Close
+
+	mu      sync.Mutex
+	ln      *net.TCPListener
+	closed  bool
+	shaking map[*net.TCPConn]struct{} // connections whose connreq is being read
+	pending map[*connReq]struct{}     // requests reported and not yet taken
+	wg      sync.WaitGroup
+}
+
+var _ core.PassiveEndpoint = (*passiveEndpoint)(nil)
+
+func newPassiveEndpoint(d *domain, info *fi.Info, ev core.PassiveEvents) *passiveEndpoint {
+	return &passiveEndpoint{
+		dom: d, info: info, ev: ev, done: make(chan struct{}),
+		shaking: map[*net.TCPConn]struct{}{},
+		pending: map[*connReq]struct{}{},
+	}
+}
+
+// Listen starts listening on addr, or on the fi_info's source address when
+// addr has no IP. Port 0 picks a free port; Name shows it.
+func (p *passiveEndpoint) Listen(addr fi.Addr) error {
+	if !addr.IP.Addr().IsValid() {
+		if p.info.SrcAddr == nil {
+			return core.Errorf(fi.EINVAL, "tcp: listen: no address")
+		}
+		addr = *p.info.SrcAddr
+	}
+	ta, err := p.dom.tcpAddr(addr)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.closed:
+		return core.Errorf(fi.EOPBADSTATE, "tcp: listen: passive endpoint is closed")
+	case p.ln != nil:
+		return core.Errorf(fi.EOPBADSTATE, "tcp: listen: already listening on %v", p.ln.Addr())
+	}
+	ln, err := net.ListenTCP("tcp", ta)
+	if err != nil {
+		return netError("listen on "+ta.String(), err)
+	}
+	p.ln = ln
+	p.wg.Add(1)
+	go p.acceptLoop(ln)
+	return nil
+}
+
+// Name is the listening address.
+func (p *passiveEndpoint) Name() (fi.Addr, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln == nil {
+		return fi.Addr{}, core.Errorf(fi.EOPBADSTATE, "tcp: passive endpoint is not listening")
+	}
+	return sockAddr(p.ln.Addr()), nil
+}
+
+// Close stops listening, drops connections whose request has not arrived,
+// rejects the requests nobody took, and waits for its goroutines.
+func (p *passiveEndpoint) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	close(p.done)
+	ln, shaking, pending := p.ln, p.shaking, p.pending
+	p.shaking, p.pending = nil, nil
+	p.mu.Unlock()
+	if ln != nil {
+		ln.Close()
+	}
+	for c := range shaking {
+		c.Close()
+	}
+	reject, _ := wire.AppendCM(nil, wire.CMReject, nil)
+	for r := range pending {
+		rejectConn(r.conn, reject)
+	}
+	p.wg.Wait()
+	p.dom.release()
+	return nil
+}
+
+func (p *passiveEndpoint) acceptLoop(ln *net.TCPListener) {
+	defer p.wg.Done()
+	var delay time.Duration
+	for {
+		c, err := ln.AcceptTCP()
+		if err != nil {
+			select {
+			case <-p.done:
+				return
+			default:
+			}
+			if !temporary(err) {
+				p.ev.Failed(netError("accept", err))
+				return
+			}
+			// Out of file descriptors or memory: back off, as net/http does.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			select {
+			case <-time.After(delay):
+			case <-p.done:
+				return
+			}
+			continue
+		}
+		delay = 0
+		p.mu.Lock()
+		if p.closed || len(p.shaking) >= MaxHandshakes {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		p.shaking[c] = struct{}{}
+		p.wg.Add(1)
+		p.mu.Unlock()
+		go p.handshake(c)
+	}
+}
+
+// handshake reads the connreq of a new connection and reports it. A
+// malformed, over-long or late request closes that connection only.
+func (p *passiveEndpoint) handshake(c *net.TCPConn) {
+	defer p.wg.Done()
+	data, err := readCM(c, time.Now().Add(handshakeTimeout), wire.CMConnReq)
+	var req *connReq
+	if err == nil {
+		info := p.info.Clone()
+		peer := sockAddr(c.RemoteAddr())
+		info.DestAddr = &peer
+		req = &connReq{pep: p, conn: c, info: info, data: data}
+	}
+	p.mu.Lock()
+	delete(p.shaking, c)
+	if err != nil || p.closed || len(p.pending) >= MaxPendingReqs {
+		p.mu.Unlock()
+		if err == nil {
+			reject, _ := wire.AppendCM(nil, wire.CMReject, nil)
+			rejectConn(c, reject)
+		} else {
+			c.Close()
+		}
+		return
+	}
+	p.pending[req] = struct{}{}
+	p.mu.Unlock()
+	p.ev.ConnReq(req)
+}
+
+// connReq is a connection request waiting for an endpoint to accept or
+// reject it. NewEndpoint takes its connection.
+type connReq struct {
+	pep  *passiveEndpoint
+	conn *net.TCPConn
+	info *fi.Info
+	data []byte
+}
+
+var _ core.ConnReq = (*connReq)(nil)
+
+// Info is the passive endpoint's fi_info with DestAddr set to the
+// requester's address.
+func (r *connReq) Info() *fi.Info { return r.info.Clone() }
+
+// Data is the private data of the request.
+func (r *connReq) Data() []byte { return slices.Clone(r.data) }
+
+// take hands the request's connection to a new endpoint, once.
+func (r *connReq) take() (*net.TCPConn, error) {
+	p := r.pep
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.pending[r]; !ok {
+		return nil, core.Errorf(fi.EINVAL, "tcp: connection request already taken, or its passive endpoint closed")
+	}
+	delete(p.pending, r)
+	return r.conn, nil
+}
+
+// readCM reads one CM message of type want, or a reject when want is a
+// connresp, before deadline (zero: none). It returns the private data; a
+// reject returns its data and an error wrapping fi.ECONNREFUSED.
+func readCM(c *net.TCPConn, deadline time.Time, want wire.CMType) ([]byte, error) {
+	c.SetReadDeadline(deadline)
+	var hb [wire.CMHeaderSize]byte
+	if _, err := io.ReadFull(c, hb[:]); err != nil {
+		if errors.Is(err, io.EOF) && want == wire.CMConnResp {
+			return nil, core.Errorf(fi.ECONNREFUSED, "tcp: %v closed the connection without answering", c.RemoteAddr())
+		}
+		return nil, netError("reading connection message", err)
+	}
+	h, err := wire.DecodeCMHeader(hb[:])
+	if err != nil {
+		return nil, core.Errorf(fi.EIO, "tcp: malformed connection message from %v: %v", c.RemoteAddr(), err)
+	}
+	if h.Type != want && !(want == wire.CMConnResp && h.Type == wire.CMReject) {
+		return nil, core.Errorf(fi.EIO, "tcp: %v sent a %v, want a %v", c.RemoteAddr(), h.Type, want)
+	}
+	var data []byte
+	if h.DataLen > 0 {
+		data = make([]byte, h.DataLen)
+	}
+	if _, err := io.ReadFull(c, data); err != nil {
+		return nil, netError("reading connection data", err)
+	}
+	c.SetReadDeadline(time.Time{})
+	if h.Type == wire.CMReject {
+		return data, core.Errorf(fi.ECONNREFUSED, "tcp: connection rejected by %v", c.RemoteAddr())
+	}
+	return data, nil
+}
+
+// writeCM sends a whole CM message in one write.
+func writeCM(c *net.TCPConn, msg []byte) error {
+	c.SetWriteDeadline(time.Now().Add(handshakeTimeout))
+	defer c.SetWriteDeadline(time.Time{})
+	if _, err := c.Write(msg); err != nil {
+		return netError("sending connection message", err)
+	}
+	return nil
+}
+
+// rejectConn sends a reject, then shuts the connection down and closes it,
+// as tcpx_pep_reject does; like it, it ignores a peer that is gone.
+func rejectConn(c *net.TCPConn, msg []byte) {
+	writeCM(c, msg)
+	shutdownConn(c)
+	c.Close()
+}
+
+// shutdownConn is shutdown(SHUT_RDWR): the peer reads EOF, and this side's
+// blocked reads and writes return.
+func shutdownConn(c *net.TCPConn) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Control(func(fd uintptr) { syscall.Shutdown(int(fd), syscall.SHUT_RDWR) })
+}
+
+// netError wraps a socket error with its libfabric code: the errno it
+// carries, fi.ETIMEDOUT for a deadline, else fi.EIO.
+func netError(what string, err error) error {
+	code := core.Code(err)
+	if code == fi.EOTHER {
+		code = fi.EIO
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			code = fi.ETIMEDOUT
+		}
+	}
+	return &causeError{core.Errorf(code, "tcp: %s: %v", what, err), err}
+}
+
+// causeError is a *core.Error that also unwraps to the socket error behind
+// it, so that the errno shows as the provider errno of the event.
+type causeError struct {
+	err   error // the *core.Error
+	cause error
+}
+
+func (e *causeError) Error() string   { return e.err.Error() }
+func (e *causeError) Unwrap() []error { return []error{e.err, e.cause} }
+
+// temporary reports whether an accept error may go away by itself.
+func temporary(err error) bool {
+	for _, e := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}

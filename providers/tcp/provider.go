@@ -1,0 +1,453 @@
+package tcp
+
+import (
+	"math"
+	"math/bits"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
+)
+
+// Limits and attribute values. Where fabricfs behaves as libfabric 1.17's
+// tcp provider does, the values are those `fi_info -v -p tcp -t FI_EP_MSG`
+// prints.
+const (
+	ProvName       = "tcp"
+	InjectSize     = 128   // tx_attr.inject_size: FI_INJECT payloads are copied
+	DefaultTxSize  = 256   // tx_attr.size: outstanding sends per endpoint
+	DefaultRxSize  = 256   // rx_attr.size: posted receives per endpoint
+	MaxQueueSize   = 65536 // largest tx or rx size an application may choose
+	IovLimit       = 1     // tx/rx iov_limit: a core.Op carries one buffer
+	CQDataSize     = 8     // domain_attr.cq_data_size
+	MRKeySize      = 8     // domain_attr.mr_key_size
+	CQCnt          = 256   // domain_attr.cq_cnt
+	EPCnt          = 8192  // domain_attr.ep_cnt: endpoints, active and passive, per domain
+	MaxPendingReqs = 1024  // connection requests a passive endpoint holds unanswered
+	MaxHandshakes  = 1024  // connections a passive endpoint reads connreqs from at once
+	// MaxDynamicRecv bounds the buffer the provider allocates for a receive
+	// posted without one. A larger message fails that receive and closes
+	// the connection, so that no peer can make the daemon allocate at will.
+	MaxDynamicRecv = 64 << 20
+)
+
+var (
+	provVersion = fi.MakeVersion(1, 0)
+	apiVersion  = fi.MakeVersion(fi.MAJOR_VERSION, fi.MINOR_VERSION)
+)
+
+// Capabilities implemented now. The domain capabilities are libfabric's;
+// the loopback entries drop FI_REMOTE_COMM, as libfabric's do.
+const (
+	epCaps     = fi.MSG | fi.SEND | fi.RECV
+	domainCaps = fi.LOCAL_COMM | fi.REMOTE_COMM
+	txCaps     = fi.MSG | fi.SEND
+	rxCaps     = fi.MSG | fi.RECV
+	// msgOrder is libfabric's TCPX_MSG_ORDER. One TCP stream carries every
+	// operation of a connection and the receiver handles them in stream
+	// order, so the guarantees hold for every operation fabricfs implements.
+	msgOrder = fi.ORDER_RAR | fi.ORDER_RMA_RAR | fi.ORDER_ATOMIC_RAR |
+		fi.ORDER_RAW | fi.ORDER_RMA_RAW | fi.ORDER_ATOMIC_RAW |
+		fi.ORDER_RAS |
+		fi.ORDER_WAW | fi.ORDER_RMA_WAW | fi.ORDER_ATOMIC_WAW |
+		fi.ORDER_WAS | fi.ORDER_SAW | fi.ORDER_SAS
+)
+
+// Provider is the tcp provider: one domain per network interface with an
+// IP address, plus "lo".
+type Provider struct {
+	infos []*fi.Info // best first
+}
+
+var _ core.Provider = (*Provider)(nil)
+
+// New returns the tcp provider for the host's interfaces as they are now;
+// interfaces that come up later are not seen.
+func New() (*Provider, error) {
+	addrs, err := hostAddrs()
+	if err != nil {
+		return nil, core.Errorf(fi.ENODEV, "tcp: listing network interfaces: %v", err)
+	}
+	return newProvider(addrs), nil
+}
+
+func newProvider(addrs []ifAddr) *Provider {
+	p := &Provider{}
+	for _, a := range addrs {
+		p.infos = append(p.infos, msgInfo(a))
+	}
+	return p
+}
+
+// Name is "tcp".
+func (p *Provider) Name() string { return ProvName }
+
+// Infos returns a copy of every fi_info entry, in fi_info's order.
+func (p *Provider) Infos() []*fi.Info {
+	out := make([]*fi.Info, len(p.infos))
+	for i, in := range p.infos {
+		out[i] = in.Clone()
+	}
+	return out
+}
+
+// OpenDomain opens the domain of interface name.
+func (p *Provider) OpenDomain(name string) (core.ProviderDomain, error) {
+	for _, in := range p.infos {
+		if in.DomainAttr.Name == name {
+			return &domain{name: name}, nil
+		}
+	}
+	return nil, core.Errorf(fi.ENODEV, "tcp: no domain %q", name)
+}
+
+// msgInfo is the FI_EP_MSG fi_info entry of one interface address.
+func msgInfo(a ifAddr) *fi.Info {
+	caps := epCaps | domainCaps
+	if a.loopback {
+		caps = epCaps | fi.LOCAL_COMM
+	}
+	src := fiAddr(netip.AddrPortFrom(a.ip, 0))
+	return &fi.Info{
+		Caps:       caps,
+		AddrFormat: src.Format,
+		SrcAddr:    &src,
+		TxAttr: &fi.TxAttr{
+			Caps:       txCaps,
+			MsgOrder:   msgOrder,
+			CompOrder:  fi.ORDER_STRICT,
+			InjectSize: InjectSize,
+			Size:       DefaultTxSize,
+			IovLimit:   IovLimit,
+		},
+		RxAttr: &fi.RxAttr{
+			Caps:      rxCaps,
+			MsgOrder:  msgOrder,
+			CompOrder: fi.ORDER_STRICT,
+			Size:      DefaultRxSize,
+			IovLimit:  IovLimit,
+		},
+		EPAttr: &fi.EPAttr{
+			Type:            fi.EP_MSG,
+			Protocol:        fi.PROTO_SOCK_TCP,
+			MaxMsgSize:      math.MaxUint64,
+			MaxOrderRAWSize: math.MaxUint64,
+			MaxOrderWAWSize: math.MaxUint64,
+			TxCtxCnt:        1,
+			RxCtxCnt:        1,
+		},
+		DomainAttr: &fi.DomainAttr{
+			Name:            a.ifName,
+			Threading:       fi.THREAD_SAFE,
+			ControlProgress: fi.PROGRESS_AUTO,
+			DataProgress:    fi.PROGRESS_AUTO,
+			ResourceMgmt:    fi.RM_ENABLED,
+			AVType:          fi.AV_UNSPEC,
+			MRKeySize:       MRKeySize,
+			CQDataSize:      CQDataSize,
+			CQCnt:           CQCnt,
+			EPCnt:           EPCnt,
+			TxCtxCnt:        EPCnt,
+			RxCtxCnt:        EPCnt,
+			MaxEPTxCtx:      1,
+			MaxEPRxCtx:      1,
+			MRIovLimit:      1,
+			Caps:            domainCaps,
+		},
+		FabricAttr: &fi.FabricAttr{
+			Name:        a.network,
+			ProvName:    ProvName,
+			ProvVersion: provVersion,
+			APIVersion:  apiVersion,
+		},
+	}
+}
+
+// ifAddr is one usable address of an interface: an entry of libfabric's
+// ofi_get_list_of_addr (src/common.c).
+type ifAddr struct {
+	ifName   string
+	ip       netip.Addr
+	network  string // fabric name: "192.0.2.0/24", "127.0.0.1/32"
+	speed    uint64 // Mb/s, as libfabric's ofi_ifaddr_get_speed
+	loopback bool
+}
+
+// hostAddrs lists the addresses libfabric 1.17 would offer, in its order:
+//
+//   - interfaces that are up and running, not loopback, with IPv4 or IPv6
+//     addresses; the fabric name is the address masked with its netmask,
+//     "/", and the netmask's bit count (ofi_set_netmask_str);
+//   - sorted by link speed (fastest first), then IPv4 before IPv6; within
+//     that, each address is inserted before the first one that differs, so
+//     equal ones come out in the reverse of the kernel's order
+//     (slist_insert_before_first_match with ofi_compare_addr_entry);
+//   - then, always, "lo" with 127.0.0.1 on fabric "127.0.0.1/32" and ::1 on
+//     "::1/128" (ofi_insert_loopback_addr), whatever lo's real netmask.
+func hostAddrs() ([]ifAddr, error) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil, err
+	}
+	// getifaddrs lists IPv4 addresses of every interface before IPv6 ones.
+	var v4, v6 []ifAddr
+	for _, ifi := range ifs {
+		if ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagRunning == 0 || ifi.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, err := ifi.Addrs()
+		if err != nil {
+			continue
+		}
+		speed := linkSpeed(ifi.Name)
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok {
+				continue
+			}
+			ia, ok := netAddr(ifi.Name, ipn, speed)
+			if !ok {
+				continue
+			}
+			if ia.ip.Is4() {
+				v4 = append(v4, ia)
+			} else {
+				v6 = append(v6, ia)
+			}
+		}
+	}
+	return sortAddrs(append(v4, v6...)), nil
+}
+
+// netAddr makes the entry of address ipn of interface name.
+func netAddr(name string, ipn *net.IPNet, speed uint64) (ifAddr, bool) {
+	ip, ok := netip.AddrFromSlice(ipn.IP)
+	if !ok {
+		return ifAddr{}, false
+	}
+	ip = ip.Unmap()
+	mask := ipn.Mask
+	if ip.Is4() && len(mask) == net.IPv6len {
+		mask = mask[12:]
+	}
+	if (ip.Is4() && len(mask) != net.IPv4len) || (ip.Is6() && len(mask) != net.IPv6len) {
+		return ifAddr{}, false
+	}
+	// Mask byte by byte and count the mask's bits, as ofi_mask_addr does.
+	raw := ip.AsSlice()
+	ones := 0
+	for i := range raw {
+		raw[i] &= mask[i]
+		ones += bits.OnesCount8(mask[i])
+	}
+	masked, _ := netip.AddrFromSlice(raw)
+	return ifAddr{
+		ifName:  name,
+		ip:      ip,
+		network: masked.String() + "/" + strconv.Itoa(ones),
+		speed:   speed,
+	}, true
+}
+
+// sortAddrs orders addrs (in getifaddrs order) as libfabric does and
+// appends the loopback entries.
+func sortAddrs(addrs []ifAddr) []ifAddr {
+	var out []ifAddr
+	for _, a := range addrs {
+		i := 0
+		for i < len(out) && !insertBefore(a, out[i]) {
+			i++
+		}
+		out = append(out[:i], append([]ifAddr{a}, out[i:]...)...)
+	}
+	return append(out,
+		ifAddr{ifName: "lo", ip: netip.MustParseAddr("127.0.0.1"), network: "127.0.0.1/32", loopback: true},
+		ifAddr{ifName: "lo", ip: netip.IPv6Loopback(), network: "::1/128", loopback: true})
+}
+
+// insertBefore is ofi_compare_addr_entry: whether a goes before cur.
+func insertBefore(a, cur ifAddr) bool {
+	if a.speed != cur.speed {
+		return a.speed > cur.speed
+	}
+	if a.ip.Is4() != cur.ip.Is4() {
+		return a.ip.Is4() // AF_INET < AF_INET6
+	}
+	return a.ip != cur.ip // memcmp != 0, either sign
+}
+
+// linkSpeed is ofi_ifaddr_get_speed: the link speed in Mb/s from ethtool
+// (here its sysfs view), 100 when the driver does not know it, 0 when the
+// interface has none.
+func linkSpeed(name string) uint64 {
+	b, err := os.ReadFile("/sys/class/net/" + name + "/speed")
+	if err != nil {
+		return 0
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	switch {
+	case err != nil:
+		return 0
+	case v <= 0 || v == math.MaxUint32:
+		return 100 // SPEED_UNKNOWN
+	}
+	return uint64(v)
+}
+
+// domain is one opened domain: an interface.
+type domain struct {
+	name string // interface name; the zone of its link-local addresses
+
+	mu  sync.Mutex
+	eps int // endpoints and passive endpoints open
+}
+
+var _ core.ProviderDomain = (*domain)(nil)
+
+// NewEndpoint creates an FI_EP_MSG endpoint; with req, the endpoint that
+// will accept or reject that connection request.
+func (d *domain) NewEndpoint(info *fi.Info, req core.ConnReq, ev core.EndpointEvents) (core.Endpoint, error) {
+	if err := checkInfo(info); err != nil {
+		return nil, err
+	}
+	if ev == nil {
+		return nil, core.Errorf(fi.EINVAL, "tcp: endpoint without event handler")
+	}
+	txSize, rxSize, err := queueSizes(info)
+	if err != nil {
+		return nil, err
+	}
+	var cr *connReq
+	if req != nil {
+		var ok bool
+		if cr, ok = req.(*connReq); !ok {
+			return nil, core.Errorf(fi.EINVAL, "tcp: connection request of another provider")
+		}
+	}
+	if err := d.hold(); err != nil {
+		return nil, err
+	}
+	e := newEndpoint(d, info.Clone(), txSize, rxSize, ev)
+	if cr != nil {
+		conn, err := cr.take()
+		if err != nil {
+			d.release()
+			return nil, err
+		}
+		e.conn, e.fromReq = conn, true
+	}
+	return e, nil
+}
+
+// NewPassiveEndpoint creates a passive endpoint.
+func (d *domain) NewPassiveEndpoint(info *fi.Info, ev core.PassiveEvents) (core.PassiveEndpoint, error) {
+	if err := checkInfo(info); err != nil {
+		return nil, err
+	}
+	if ev == nil {
+		return nil, core.Errorf(fi.EINVAL, "tcp: passive endpoint without event handler")
+	}
+	if _, _, err := queueSizes(info); err != nil {
+		return nil, err
+	}
+	if err := d.hold(); err != nil {
+		return nil, err
+	}
+	return newPassiveEndpoint(d, info.Clone(), ev), nil
+}
+
+// Close releases the domain. Every endpoint must have been closed.
+func (d *domain) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.eps > 0 {
+		return core.Errorf(fi.EBUSY, "tcp: domain %s has %d endpoints open", d.name, d.eps)
+	}
+	return nil
+}
+
+func (d *domain) hold() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.eps >= EPCnt {
+		return core.Errorf(fi.ENOSPC, "tcp: domain %s has its %d endpoints (ep_cnt)", d.name, EPCnt)
+	}
+	d.eps++
+	return nil
+}
+
+func (d *domain) release() {
+	d.mu.Lock()
+	d.eps--
+	d.mu.Unlock()
+}
+
+// checkInfo accepts the fi_info of an FI_EP_MSG endpoint asking only for
+// what the provider implements.
+func checkInfo(info *fi.Info) error {
+	switch {
+	case info == nil || info.EPAttr == nil:
+		return core.Errorf(fi.EINVAL, "tcp: endpoint without fi_info or ep_attr")
+	case info.EPAttr.Type != fi.EP_MSG:
+		return core.Errorf(fi.EOPNOTSUPP, "tcp: endpoint type %v not supported; FI_EP_MSG is", info.EPAttr.Type)
+	case info.Caps&^(epCaps|domainCaps) != 0:
+		return core.Errorf(fi.EOPNOTSUPP, "tcp: capabilities %v not supported", info.Caps&^(epCaps|domainCaps))
+	}
+	return nil
+}
+
+// queueSizes returns the endpoint's tx and rx sizes, defaults for zero.
+func queueSizes(info *fi.Info) (tx, rx int, err error) {
+	tx, rx = DefaultTxSize, DefaultRxSize
+	if info.TxAttr != nil && info.TxAttr.Size != 0 {
+		tx = int(min(info.TxAttr.Size, MaxQueueSize+1))
+	}
+	if info.RxAttr != nil && info.RxAttr.Size != 0 {
+		rx = int(min(info.RxAttr.Size, MaxQueueSize+1))
+	}
+	if tx > MaxQueueSize || rx > MaxQueueSize {
+		return 0, 0, core.Errorf(fi.EINVAL, "tcp: tx_size %d, rx_size %d: at most %d", tx, rx, MaxQueueSize)
+	}
+	return tx, rx, nil
+}
+
+// fiAddr is ap as an fi.Addr, IPv4 (also IPv4-mapped) as SOCKADDR_IN.
+func fiAddr(ap netip.AddrPort) fi.Addr {
+	ip := ap.Addr().Unmap()
+	f := fi.SOCKADDR_IN6
+	if ip.Is4() {
+		f = fi.SOCKADDR_IN
+	}
+	return fi.Addr{Format: f, IP: netip.AddrPortFrom(ip, ap.Port())}
+}
+
+// sockAddr turns a socket's address into an fi.Addr.
+func sockAddr(a net.Addr) fi.Addr {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return fiAddr(t.AddrPort())
+	}
+	return fi.Addr{}
+}
+
+// tcpAddr turns a into a socket address. A link-local IPv6 address without
+// a zone gets the domain's interface.
+func (d *domain) tcpAddr(a fi.Addr) (*net.TCPAddr, error) {
+	ip := a.IP.Addr()
+	switch {
+	case !ip.IsValid():
+		return nil, core.Errorf(fi.EINVAL, "tcp: no address")
+	case a.Format == fi.SOCKADDR_IN && !ip.Unmap().Is4():
+		return nil, core.Errorf(fi.EINVAL, "tcp: %v is not an IPv4 address", ip)
+	case a.Format != fi.SOCKADDR_IN && a.Format != fi.SOCKADDR_IN6 && a.Format != fi.SOCKADDR && a.Format != fi.FORMAT_UNSPEC:
+		return nil, core.Errorf(fi.EINVAL, "tcp: address format %v not supported", a.Format)
+	}
+	if ip.Is6() && ip.Zone() == "" && (ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast()) {
+		ip = ip.WithZone(d.name)
+	}
+	return net.TCPAddrFromAddrPort(netip.AddrPortFrom(ip, a.IP.Port())), nil
+}

@@ -1,0 +1,65 @@
+package tcp
+
+// ring is a FIFO of fixed capacity, allocated once: the queues of posted
+// operations never allocate on the data path.
+type ring[T any] struct {
+	buf  []T
+	head int // index of the oldest element
+	n    int
+}
+
+func newRing[T any](capacity int) ring[T] { return ring[T]{buf: make([]T, capacity)} }
+
+func (r *ring[T]) len() int   { return r.n }
+func (r *ring[T]) full() bool { return r.n == len(r.buf) }
+
+// push appends v; the caller checks full first.
+func (r *ring[T]) push(v T) {
+	r.buf[(r.head+r.n)%len(r.buf)] = v
+	r.n++
+}
+
+// pop removes the oldest element.
+func (r *ring[T]) pop() (T, bool) {
+	var zero T
+	if r.n == 0 {
+		return zero, false
+	}
+	v := r.buf[r.head]
+	r.buf[r.head] = zero
+	r.head = (r.head + 1) % len(r.buf)
+	r.n--
+	return v, true
+}
+
+// remove deletes the first element for which match is true, keeping the
+// order of the others.
+func (r *ring[T]) remove(match func(T) bool) (T, bool) {
+	var zero T
+	for i := 0; i < r.n; i++ {
+		j := (r.head + i) % len(r.buf)
+		if !match(r.buf[j]) {
+			continue
+		}
+		v := r.buf[j]
+		for ; i < r.n-1; i++ {
+			next := (r.head + i + 1) % len(r.buf)
+			r.buf[(r.head+i)%len(r.buf)] = r.buf[next]
+		}
+		r.buf[(r.head+r.n-1)%len(r.buf)] = zero
+		r.n--
+		return v, true
+	}
+	return zero, false
+}
+
+// drain removes every element, oldest first, appending them to dst.
+func (r *ring[T]) drain(dst []T) []T {
+	for {
+		v, ok := r.pop()
+		if !ok {
+			return dst
+		}
+		dst = append(dst, v)
+	}
+}

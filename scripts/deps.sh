@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what fabricfs and its tests need on a fresh Debian machine:
+# fuse3 (fusermount3, /etc/fuse.conf), libfabric-bin (the real fi_info and
+# fi_pingpong to compare against) and libfabric-dev (headers for the
+# constant checks and C interop programs), gcc.
+set -euo pipefail
+pkgs=(fuse3 libfabric-bin libfabric-dev gcc)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "deps: installing ${missing[*]}" >&2
+	SUDO=""
+	[ "$(id -u)" -eq 0 ] || SUDO=sudo
+	$SUDO apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+[ -e /dev/fuse ] || { echo "deps: /dev/fuse is missing: load the fuse module (modprobe fuse)" >&2; exit 1; }

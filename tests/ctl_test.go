@@ -1,0 +1,145 @@
+package tests
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/fabricfs/fabricfs/core"
+)
+
+// ctlErrorTests are bad commands for every ctl verb, per kind, with the
+// errno they must fail with. TestCtlErrors checks that every verb in the
+// command table has at least one case here.
+var ctlErrorTests = []struct {
+	kind core.Kind
+	verb string
+	cmd  string
+	want syscall.Errno
+}{
+	{core.KindEP, "bind cq", "bind cq", syscall.EINVAL},
+	{core.KindEP, "bind cq", "bind cq 99 send", syscall.ENOENT},
+	{core.KindEP, "bind cq", "bind cq c bogus", syscall.EINVAL},
+	{core.KindEP, "bind eq", "bind eq", syscall.EINVAL},
+	{core.KindEP, "bind eq", "bind eq nosuch", syscall.ENOENT},
+	{core.KindEP, "bind av", "bind av x y", syscall.EINVAL},
+	{core.KindEP, "bind av", "bind av 99", syscall.ENOENT},
+	{core.KindEP, "enable", "enable now", syscall.EINVAL},
+	{core.KindEP, "connect", "connect", syscall.EINVAL},
+	{core.KindEP, "connect", "connect not-an-address", syscall.EINVAL},
+	{core.KindEP, "accept", "accept a b", syscall.EINVAL},
+	{core.KindEP, "reject", "reject a b", syscall.EINVAL},
+	{core.KindEP, "shutdown", "shutdown now", syscall.EINVAL},
+	{core.KindEP, "cancel", "cancel", syscall.EINVAL},
+	{core.KindEP, "cancel", "cancel zz", syscall.EINVAL},
+	{core.KindEP, "setopt", "setopt min_multi_recv", syscall.EINVAL},
+	{core.KindEP, "setopt", "setopt min_multi_recv x", syscall.EINVAL},
+	{core.KindEP, "", "frobnicate", syscall.EINVAL},
+	{core.KindEP, "", "bind 'unterminated", syscall.EINVAL},
+	{core.KindPEP, "bind eq", "bind eq", syscall.EINVAL},
+	{core.KindPEP, "bind eq", "bind eq 99", syscall.ENOENT},
+	{core.KindPEP, "listen", "listen a b", syscall.EINVAL},
+	{core.KindPEP, "listen", "listen 300.1.1.1:0", syscall.EINVAL},
+	{core.KindCQ, "signal", "signal now", syscall.EINVAL},
+	{core.KindAV, "insert", "insert", syscall.EINVAL},
+	{core.KindAV, "insert", "insert nonsense", syscall.EINVAL},
+	{core.KindAV, "remove", "remove", syscall.EINVAL},
+	{core.KindAV, "remove", "remove 99", syscall.ENOENT},
+	{core.KindMR, "reg", "reg now", syscall.EINVAL},
+	{core.KindCntr, "add", "add", syscall.EINVAL},
+	{core.KindCntr, "add", "add x", syscall.EINVAL},
+	{core.KindCntr, "set", "set 1 2", syscall.EINVAL},
+	{core.KindCntr, "adderr", "adderr", syscall.EINVAL},
+	{core.KindCntr, "seterr", "seterr -1", syscall.EINVAL},
+	{core.KindCntr, "wait", "wait", syscall.EINVAL},
+	{core.KindCntr, "wait", "wait 1 soon", syscall.EINVAL},
+}
+
+func TestCtlErrors(t *testing.T) {
+	// Every verb of the command table has a case.
+	covered := map[string]bool{}
+	for _, tt := range ctlErrorTests {
+		covered[tt.kind.String()+" "+tt.verb] = true
+	}
+	for k := core.Kind(0); k < core.NumKinds; k++ {
+		for _, u := range core.Usage(k) {
+			verb := strings.Join(strings.FieldsFunc(u, func(r rune) bool { return r == ' ' })[:verbWords(u)], " ")
+			if !covered[k.String()+" "+verb] {
+				t.Errorf("no error case for %s verb %q", k, verb)
+			}
+		}
+	}
+
+	d := mount(t)
+	dom := []string{"tcp", "lo"}
+	for _, k := range []string{"ep", "pep", "cq", "av", "mr", "cntr"} {
+		if err := os.Mkdir(d.path(append(dom, k, "x")...), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(d.path(append(dom, "cq", "c")...), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range ctlErrorTests {
+		dir := append(append([]string{}, dom...), tt.kind.String(), "x")
+		err := ctl(d.path(append(dir, "ctl")...), tt.cmd)
+		var errno syscall.Errno
+		if !errors.As(err, &errno) || errno != tt.want {
+			t.Errorf("%s: %q = %v, want %v", tt.kind, tt.cmd, err, tt.want)
+			continue
+		}
+		msg := strings.TrimSpace(d.read(t, append(dir, "err")...))
+		if !strings.HasPrefix(msg, tt.cmd+": ") {
+			t.Errorf("%s: %q: err file %q does not echo the command", tt.kind, tt.cmd, msg)
+		}
+	}
+
+	// Bound objects refuse rmdir with EBUSY, and can go once unbound.
+	if err := os.Mkdir(d.path(append(dom, "eq", "e")...), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d.mustCtl(t, "bind cq c send", append(dom, "ep", "x", "ctl")...)
+	d.mustCtl(t, "bind eq e", append(dom, "ep", "x", "ctl")...)
+	d.mustCtl(t, "bind av x", append(dom, "ep", "x", "ctl")...)
+	for _, p := range [][]string{{"cq", "c"}, {"eq", "e"}, {"av", "x"}} {
+		err := os.Remove(d.path(append(dom, p...)...))
+		if !errors.Is(err, syscall.EBUSY) {
+			t.Errorf("rmdir bound %s = %v, want EBUSY", p, err)
+		}
+	}
+	if target, err := os.Readlink(d.path(append(dom, "ep", "x", "txcq")...)); err != nil || target != "../../cq/c" {
+		t.Errorf("ep/x/txcq -> %q, %v; want ../../cq/c", target, err)
+	}
+	if err := os.Remove(d.path(append(dom, "ep", "x")...)); err != nil {
+		t.Fatalf("rmdir ep/x: %v", err)
+	}
+	for _, p := range [][]string{{"cq", "c"}, {"eq", "e"}, {"av", "x"}} {
+		if err := os.Remove(d.path(append(dom, p...)...)); err != nil {
+			t.Errorf("rmdir %s after unbinding: %v", p, err)
+		}
+	}
+
+	// The daemon keeps serving.
+	if v := d.read(t, "abi_version"); strings.TrimSpace(v) != "1" {
+		t.Errorf("abi_version = %q", v)
+	}
+	d.mustCtl(t, "add 5", append(dom, "cntr", "x", "ctl")...)
+	if v := strings.TrimSpace(d.read(t, append(dom, "cntr", "x", "value")...)); v != "5" {
+		t.Errorf("cntr value after add 5 = %q", v)
+	}
+}
+
+// verbWords is how many words of a usage line are the verb: the words
+// before the first argument placeholder (upper case or [...]).
+func verbWords(usage string) int {
+	n := 0
+	for _, w := range strings.Fields(usage) {
+		if strings.ToUpper(w) == w || strings.HasPrefix(w, "[") {
+			break
+		}
+		n++
+	}
+	return n
+}

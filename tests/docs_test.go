@@ -1,0 +1,129 @@
+package tests
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// docRow is `| `PATH` | MODE | ...` in docs/tree.md.
+var docRow = regexp.MustCompile("^\\| `([^`]+)` \\| (RO|RW|dir|link) \\|")
+
+// treeDocs reads the documented paths and their modes.
+func treeDocs(t *testing.T) map[string]string {
+	b, err := os.ReadFile("../docs/tree.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if m := docRow.FindStringSubmatch(l); m != nil {
+			if _, dup := docs[m[1]]; dup {
+				t.Errorf("docs/tree.md lists %s twice", m[1])
+			}
+			docs[m[1]] = m[2]
+		}
+	}
+	return docs
+}
+
+// generic turns a real path into the documented pattern:
+// /tcp/lo/ep/a/ctl -> /<prov>/<domain>/ep/<id>/ctl.
+func generic(rel string) string {
+	p := strings.Split(strings.TrimPrefix(rel, "/"), "/")
+	if len(p) >= 1 && p[0] == "tcp" {
+		p[0] = "<prov>"
+	}
+	if len(p) >= 2 && p[0] == "<prov>" && p[1] != "info" {
+		p[1] = "<domain>"
+	}
+	if len(p) >= 4 && p[1] == "<domain>" && p[2] != "attr" && p[3] != "clone" {
+		p[3] = "<id>"
+	}
+	return "/" + strings.Join(p, "/")
+}
+
+// TestTreeMatchesDocs builds one object of every kind, with bindings, and
+// checks that every file in the tree is documented in docs/tree.md with the
+// right mode, and that every documented file exists.
+func TestTreeMatchesDocs(t *testing.T) {
+	docs := treeDocs(t)
+	d := mount(t)
+	lo := func(e ...string) []string { return append([]string{"tcp", "lo"}, e...) }
+	for _, k := range []string{"eq", "cq", "pep", "ep", "av", "mr", "cntr"} {
+		if err := os.Mkdir(d.path(lo(k, "x")...), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.mustCtl(t, "bind eq x", lo("pep", "x", "ctl")...)
+	d.mustCtl(t, "bind eq x", lo("ep", "x", "ctl")...)
+	d.mustCtl(t, "bind cq x send,recv", lo("ep", "x", "ctl")...)
+	d.mustCtl(t, "bind av x", lo("ep", "x", "ctl")...)
+
+	seen := map[string]string{}
+	err := filepath.WalkDir(d.mnt, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel := strings.TrimPrefix(path, d.mnt)
+		if rel == "" {
+			return nil
+		}
+		// Walk one domain: the others have the same shape.
+		if p := strings.Split(rel, "/"); len(p) >= 3 && p[1] == "tcp" && p[2] != "lo" && p[2] != "info" {
+			if e.IsDir() {
+				seen[generic(rel)] = "dir"
+				return fs.SkipDir
+			}
+		}
+		info, err := os.Lstat(path)
+		if err != nil {
+			return err
+		}
+		mode := "RO"
+		switch {
+		case info.Mode()&fs.ModeSymlink != 0:
+			mode = "link"
+		case info.IsDir():
+			mode = "dir"
+		case info.Mode().Perm()&0o222 != 0:
+			mode = "RW"
+		}
+		seen[generic(rel)] = mode
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var missing, stale []string
+	for p, m := range seen {
+		if dm, ok := docs[p]; !ok {
+			missing = append(missing, p+" ("+m+")")
+		} else if dm != m {
+			t.Errorf("%s is %s in the tree, %s in docs/tree.md", p, m, dm)
+		}
+	}
+	for p := range docs {
+		if _, ok := seen[p]; !ok {
+			stale = append(stale, p)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(stale)
+	if len(missing) > 0 {
+		t.Errorf("in the tree but not in docs/tree.md:\n%s", strings.Join(missing, "\n"))
+	}
+	if len(stale) > 0 {
+		t.Errorf("in docs/tree.md but not in the tree:\n%s", strings.Join(stale, "\n"))
+	}
+	for _, k := range []string{"ep", "pep", "mr", "av", "cntr", "cq", "eq"} {
+		if err := os.Remove(d.path(lo(k, "x")...)); err != nil && err.(*os.PathError).Err != syscall.ENOENT {
+			t.Errorf("rmdir %s/x: %v", k, err)
+		}
+	}
+}

@@ -1,0 +1,94 @@
+package tests
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// entries splits `fi_info -v` text into its entries.
+func entries(text string) []string {
+	var out []string
+	for _, e := range strings.Split(text, "---\n") {
+		if strings.TrimSpace(e) != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// pick returns the first entry containing every one of the lines.
+func pick(t *testing.T, es []string, lines ...string) string {
+	t.Helper()
+next:
+	for _, e := range es {
+		for _, l := range lines {
+			if !strings.Contains(e, l+"\n") {
+				continue next
+			}
+		}
+		return e
+	}
+	t.Fatalf("no entry with %q among %d", lines, len(es))
+	return ""
+}
+
+var keyRE = regexp.MustCompile(`^(\s*[a-z_0-9]+):`)
+
+// layout is the sequence of indented keys of an entry: its sections and
+// fields in order, without values.
+func layout(entry string) []string {
+	var keys []string
+	for _, l := range strings.Split(entry, "\n") {
+		if m := keyRE.FindStringSubmatch(l); m != nil {
+			keys = append(keys, m[1])
+		}
+	}
+	return keys
+}
+
+// TestInfoMatchesRealFiInfo compares our tcp MSG entry for lo (IPv4) with
+// the one the real fi_info prints (Debian's libfabric-bin): same sections,
+// same keys, same order; and the values that describe the same thing
+// (provider, endpoint type, protocol, address format, domain) are equal.
+func TestInfoMatchesRealFiInfo(t *testing.T) {
+	if _, err := exec.LookPath("fi_info"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("fi_info not installed (scripts/deps.sh installs libfabric-bin)")
+		}
+		t.Skip("fi_info not installed; run scripts/deps.sh")
+	}
+	out, err := exec.Command("fi_info", "-v", "-p", "tcp", "-t", "FI_EP_MSG").Output()
+	if err != nil {
+		t.Fatalf("fi_info: %v", err)
+	}
+	want := []string{"    addr_format: FI_SOCKADDR_IN", "        name: lo"}
+	real := pick(t, entries(string(out)), want...)
+
+	d := mount(t)
+	ours := pick(t, entries(d.read(t, "tcp", "lo", "info")), want...)
+
+	rl, ol := layout(real), layout(ours)
+	if strings.Join(rl, "\n") != strings.Join(ol, "\n") {
+		t.Errorf("layout differs\nreal fi_info:\n%s\n\nfabricfs:\n%s", real, ours)
+	}
+	for _, l := range []string{
+		"        type: FI_EP_MSG",
+		"        protocol: FI_PROTO_SOCK_TCP",
+		"        prov_name: tcp",
+		"    src_addr: fi_sockaddr_in://127.0.0.1:0",
+		"        threading: FI_THREAD_SAFE",
+		"        api_version: 1.17",
+	} {
+		if !strings.Contains(real, l+"\n") || !strings.Contains(ours, l+"\n") {
+			t.Errorf("line %q: in real fi_info %v, in fabricfs %v", l, strings.Contains(real, l+"\n"), strings.Contains(ours, l+"\n"))
+		}
+	}
+	// The fabric name is written the same way.
+	rf := regexp.MustCompile(`fi_fabric_attr:\n\s+name: (\S+)`)
+	if a, b := rf.FindStringSubmatch(real), rf.FindStringSubmatch(ours); a == nil || b == nil || a[1] != b[1] {
+		t.Errorf("fabric name: real %q, fabricfs %q", a, b)
+	}
+}

@@ -1,0 +1,196 @@
+// Package tests holds fabricfs's end-to-end tests: they build the daemon,
+// mount the tree in a temporary directory and drive it from sh and Go
+// through files only.
+package tests
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// daemonBin is the fabricfs binary built once by TestMain.
+var daemonBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "fabricfs-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	daemonBin = filepath.Join(dir, "fabricfs")
+	args := []string{"build", "-o", daemonBin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, "../cmd/fabricfs")...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building fabricfs:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// needFUSE skips a test that cannot mount here, or fails it under CI.
+func needFUSE(t *testing.T) {
+	t.Helper()
+	reason := ""
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		reason = "no /dev/fuse"
+	} else if os.Geteuid() != 0 {
+		if _, err := exec.LookPath("fusermount3"); err != nil {
+			reason = "not root and no fusermount3"
+		}
+	}
+	if reason == "" {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("cannot mount: %s", reason)
+	}
+	t.Skipf("cannot mount: %s", reason)
+}
+
+// daemon is one running fabricfs.
+type daemon struct {
+	mnt string
+	cmd *exec.Cmd
+	log *strings.Builder
+}
+
+// mount starts fabricfs on a new directory under t.TempDir() and registers
+// a cleanup that stops it and makes sure the mount is gone, even when the
+// test fails.
+func mount(t *testing.T) *daemon {
+	t.Helper()
+	needFUSE(t)
+	mnt := filepath.Join(t.TempDir(), "fabric")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{mnt: mnt, log: &strings.Builder{}}
+	d.cmd = exec.Command(daemonBin, mnt)
+	pr, pw, _ := os.Pipe()
+	d.cmd.Stdout, d.cmd.Stderr = pw, pw
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	logDone := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			d.log.WriteString(sc.Text() + "\n")
+		}
+		close(logDone)
+	}()
+	t.Cleanup(func() {
+		d.stop(t)
+		<-logDone
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", d.log.String())
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for !isMounted(mnt) {
+		if time.Now().After(deadline) || d.cmd.ProcessState != nil {
+			t.Fatalf("fabricfs did not mount %s", mnt)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return d
+}
+
+// stop sends SIGTERM to the daemon (by PID) and waits for it to exit and
+// the mount to disappear; as a last resort it detaches the mount.
+func (d *daemon) stop(t *testing.T) {
+	if d.cmd.ProcessState != nil {
+		return
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	exited := make(chan error, 1)
+	go func() { exited <- d.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("fabricfs exited with %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Errorf("fabricfs did not exit after SIGTERM; killing it")
+		d.cmd.Process.Kill()
+		<-exited
+	}
+	if isMounted(d.mnt) {
+		t.Errorf("%s still mounted after fabricfs exited; detaching", d.mnt)
+		syscall.Unmount(d.mnt, syscall.MNT_DETACH)
+	}
+}
+
+func isMounted(dir string) bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 4 && f[4] == dir {
+			return true
+		}
+	}
+	return false
+}
+
+// path joins elements under the mount point.
+func (d *daemon) path(elem ...string) string {
+	return filepath.Join(append([]string{d.mnt}, elem...)...)
+}
+
+// read returns a file's contents.
+func (d *daemon) read(t *testing.T, elem ...string) string {
+	t.Helper()
+	b, err := os.ReadFile(d.path(elem...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// ctl writes one command to a file and returns the write's error.
+func ctl(path, cmd string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.Write([]byte(cmd + "\n"))
+	return err
+}
+
+// mustCtl is ctl that fails the test on error, showing the object's err.
+func (d *daemon) mustCtl(t *testing.T, cmd string, elem ...string) {
+	t.Helper()
+	p := d.path(elem...)
+	if err := ctl(p, cmd); err != nil {
+		e, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "err"))
+		t.Fatalf("%q > %s: %v (err: %s)", cmd, p, err, strings.TrimSpace(string(e)))
+	}
+}
+
+// fdCount counts the open file descriptors of process pid.
+func fdCount(t *testing.T, pid int) int {
+	t.Helper()
+	es, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(es)
+}

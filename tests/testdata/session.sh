@@ -1,0 +1,86 @@
+#!/bin/sh
+# A whole MSG session driven with nothing but sh, cat, echo, mkdir and rmdir.
+# $FABRIC is the mount point. Prints what it does; exits non-zero on failure.
+set -eu
+F=$FABRIC
+D=$F/tcp/lo
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect() { # expect TEXT PATTERN WHAT
+	case "$1" in *$2*) ;; *) fail "$3: want $2 in: $1" ;; esac
+}
+
+echo "== /info shows the tcp provider"
+info=$(cat $F/info)
+expect "$info" "prov_name: tcp" "/info"
+expect "$info" "type: FI_EP_MSG" "/info"
+
+echo "== /getinfo answers a query for tcp MSG"
+exec 3<>$F/getinfo
+echo "-p tcp -t FI_EP_MSG -d lo" >&3
+answer=$(cat <&3)
+exec 3<&-
+expect "$answer" "name: lo" "getinfo"
+expect "$answer" "type: FI_EP_MSG" "getinfo"
+
+echo "== objects in domain lo"
+mkdir $D/eq/ev $D/cq/c $D/pep/l $D/ep/a
+echo bind eq ev > $D/pep/l/ctl
+echo listen 127.0.0.1:0 > $D/pep/l/ctl
+local=$(cat $D/pep/l/local)
+port=${local##*:}
+[ -n "$port" ] && [ "$port" != 0 ] || fail "pep local is '$local'"
+echo "listening on $local"
+
+echo bind eq ev > $D/ep/a/ctl
+echo bind cq c send,recv > $D/ep/a/ctl
+echo enable > $D/ep/a/ctl
+echo connect 127.0.0.1:$port hi > $D/ep/a/ctl
+
+echo "== the listener accepts"
+b=$(cat $D/pep/l/listen)
+echo "request became ep $b"
+echo bind eq ev > $D/ep/$b/ctl
+echo bind cq c FI_SEND\|FI_RECV > $D/ep/$b/ctl
+echo enable > $D/ep/$b/ctl
+echo accept welcome > $D/ep/$b/ctl
+
+events=""
+wait_event() { # wait_event PATTERN: read the EQ until PATTERN shows up
+	while :; do
+		case "$events" in *"$1"*) return 0 ;; esac
+		events="$events
+$(cat $D/eq/ev/events)"
+	done
+}
+wait_event "connreq fid=pep/l ep=$b data=hi"
+wait_event "connected fid=ep/a data=welcome"
+wait_event "connected fid=ep/$b"
+expect "$(cat $D/ep/a/status)" "connected" "ep a status"
+expect "$(cat $D/ep/a/remote)" "127.0.0.1:$port" "ep a remote"
+
+echo "== messages both ways"
+echo hello > $D/ep/a/data
+msg=$(cat $D/ep/$b/data)
+[ "$msg" = hello ] || fail "ep $b received '$msg'"
+echo world > $D/ep/$b/data
+msg=$(cat $D/ep/a/data)
+[ "$msg" = world ] || fail "ep a received '$msg'"
+cq=$(cat $D/cq/c/events)
+expect "$cq" "flags=FI_SEND|FI_MSG len=6" "cq"
+expect "$cq" "flags=FI_RECV|FI_MSG len=6" "cq"
+
+echo "== a bound cq cannot be removed"
+if rmdir $D/cq/c 2>/dev/null; then fail "rmdir of a bound cq succeeded"; fi
+
+echo "== shutdown reaches the other side"
+echo shutdown > $D/ep/a/ctl
+wait_event "shutdown fid=ep/$b"
+
+echo "== everything is removed"
+rmdir $D/ep/a $D/ep/$b $D/pep/l $D/cq/c $D/eq/ev
+for k in ep pep cq eq; do
+	left=$(echo $D/$k/*)
+	[ "$left" = "$D/$k/clone" ] || fail "left in $k: $left"
+done
+echo "== done"
