@@ -251,7 +251,7 @@ func (e *endpoint) Close() error {
 	if cancel != nil {
 		cancel()
 	}
-	if conn != nil && !e.fromReq {
+	if conn != nil {
 		conn.Close()
 	}
 	e.wg.Wait()

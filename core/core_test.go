@@ -1,0 +1,371 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/providers/tcp"
+)
+
+// lo opens a fabric over the real tcp provider and returns its lo domain.
+func lo(t *testing.T) *core.Domain {
+	t.Helper()
+	p, err := tcp.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := core.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	d, ok := f.Domain("tcp", "lo")
+	if !ok {
+		t.Fatal("no tcp/lo domain")
+	}
+	return d
+}
+
+func create(t *testing.T, d *core.Domain, k core.Kind, name string) *core.Object {
+	t.Helper()
+	o, err := d.Create(k, name, 0)
+	if err != nil {
+		t.Fatalf("Create(%s, %q): %v", k, name, err)
+	}
+	return o
+}
+
+func run(t *testing.T, o *core.Object, cmd string) {
+	t.Helper()
+	if err := o.Ctl(context.Background(), 0, cmd); err != nil {
+		t.Fatalf("%s: %v", o, err)
+	}
+}
+
+func present(d *core.Domain, k core.Kind, id string) bool {
+	_, ok := d.Lookup(k, id)
+	return ok
+}
+
+func wantCode(t *testing.T, what string, err error, code fi.Errno) {
+	t.Helper()
+	if !errors.Is(err, code) {
+		t.Errorf("%s = %v, want %s", what, err, code.Name())
+	}
+}
+
+func TestCloneLivesWhileOpen(t *testing.T) {
+	d := lo(t)
+	o := create(t, d, core.KindCQ, "")
+	if o.ID != "0" || !present(d, core.KindCQ, "0") {
+		t.Fatalf("clone cq id %q, present %v", o.ID, present(d, core.KindCQ, "0"))
+	}
+	if err := o.Open(); err != nil { // a second open file
+		t.Fatal(err)
+	}
+	o.Release()
+	if !present(d, core.KindCQ, "0") {
+		t.Fatal("cq went away while its creator's file is open")
+	}
+	wantCode(t, "Remove of a clone object", o.Remove(), fi.EBUSY)
+	o.Release()
+	if present(d, core.KindCQ, "0") {
+		t.Fatal("cq survived its last file")
+	}
+	wantCode(t, "Open after death", o.Open(), fi.ENOENT)
+	if n := create(t, d, core.KindCQ, ""); n.ID != "1" {
+		t.Errorf("next clone id %q, want 1 (ids are not reused)", n.ID)
+	}
+}
+
+func TestMkdirLivesUntilRemove(t *testing.T) {
+	d := lo(t)
+	o := create(t, d, core.KindEQ, "events")
+	if err := o.Open(); err != nil {
+		t.Fatal(err)
+	}
+	o.Release()
+	if !present(d, core.KindEQ, "events") {
+		t.Fatal("mkdir'd eq died when a file closed")
+	}
+	_, err := d.Create(core.KindEQ, "events", 0)
+	wantCode(t, "duplicate mkdir", err, fi.EEXIST)
+	for _, bad := range []string{"12", "a/b", "clone", ".x", strings.Repeat("n", 65), "sp ace"} {
+		_, err := d.Create(core.KindEQ, bad, 0)
+		wantCode(t, "mkdir "+bad, err, fi.EINVAL)
+	}
+	if err := o.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if present(d, core.KindEQ, "events") {
+		t.Fatal("eq survived rmdir")
+	}
+}
+
+func TestBoundObjectsAreBusy(t *testing.T) {
+	d := lo(t)
+	ep := create(t, d, core.KindEP, "a")
+	cq := create(t, d, core.KindCQ, "") // clone: its file is the only reference
+	eq := create(t, d, core.KindEQ, "e")
+	run(t, ep, "bind cq "+cq.ID+" send,recv")
+	run(t, ep, "bind eq e")
+	cq.Release() // the creator closes its file; the binding holds the cq
+	if !present(d, core.KindCQ, cq.ID) {
+		t.Fatal("bound clone cq died when its file closed")
+	}
+	wantCode(t, "Remove of a bound eq", eq.Remove(), fi.EBUSY)
+	if err := ep.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if present(d, core.KindCQ, cq.ID) {
+		t.Error("clone cq outlived the endpoint that held it")
+	}
+	if err := eq.Remove(); err != nil {
+		t.Errorf("Remove of an unbound eq: %v", err)
+	}
+}
+
+func TestLimitsAndOwners(t *testing.T) {
+	p, _ := tcp.New()
+	f, err := core.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.ObjectLimit = 2
+	d, _ := f.Domain("tcp", "lo")
+	for i := 0; i < 2; i++ {
+		if _, err := d.Create(core.KindCntr, "", 1000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = d.Create(core.KindCntr, "", 1000)
+	wantCode(t, "third object of uid 1000", err, fi.ENOSPC)
+	if _, err := d.Create(core.KindCntr, "", 0); err != nil {
+		t.Errorf("root is not limited: %v", err)
+	}
+	ep, _ := d.Create(core.KindEP, "", 1001)
+	wantCode(t, "bind to another user's cntr", ep.Ctl(context.Background(), 1001, "bind eq 0"), fi.ENOENT)
+	eq, _ := d.Create(core.KindEQ, "", 0)
+	wantCode(t, "bind to root's eq", ep.Ctl(context.Background(), 1001, "bind eq "+eq.ID), fi.EACCES)
+}
+
+func TestCtlErrorsEchoTheCommand(t *testing.T) {
+	d := lo(t)
+	ep := create(t, d, core.KindEP, "a")
+	for _, tt := range []struct {
+		cmd  string
+		code fi.Errno
+		want string
+	}{
+		{"bind cq 7 send", fi.ENOENT, "bind cq 7 send: no such cq in domain lo"},
+		{"bind cq", fi.EINVAL, "bind cq: wrong number of arguments; usage: bind cq ID FLAGS"},
+		{"frob", fi.EINVAL, `frob: unknown command "frob"; commands: bind, enable, connect`},
+		{"connect 127.0.0.1:1", fi.EOPBADSTATE, "connect 127.0.0.1:1: endpoint is idle"},
+		{"enable", fi.ENOEQ, "enable: no eq bound"},
+		{"accept", fi.EOPBADSTATE, "accept: endpoint was not made from a connection request"},
+	} {
+		err := ep.Ctl(context.Background(), 0, tt.cmd+"\n")
+		wantCode(t, tt.cmd, err, tt.code)
+		if !strings.HasPrefix(ep.Err(), tt.want) || err.Error() != ep.Err() {
+			t.Errorf("%q: err %q / %q, want prefix %q", tt.cmd, err, ep.Err(), tt.want)
+		}
+	}
+}
+
+// pair connects two endpoints through a passive endpoint and returns them
+// with the shared EQ and CQ.
+func pair(t *testing.T, d *core.Domain) (a, b, pep *core.Object, eq *core.EQ, cq *core.CQ) {
+	t.Helper()
+	eqo := create(t, d, core.KindEQ, "e")
+	cqo := create(t, d, core.KindCQ, "c")
+	pep = create(t, d, core.KindPEP, "l")
+	run(t, pep, "bind eq e")
+	run(t, pep, "listen 127.0.0.1:0")
+	addr, err := pep.Impl.(*core.PEP).Name()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a = create(t, d, core.KindEP, "a")
+	for _, c := range []string{"bind eq e", "bind cq c send,recv", "enable", "connect " + addr.String() + " 'hello there'"} {
+		run(t, a, c)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err = pep.Impl.(*core.PEP).Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"bind eq e", "bind cq c send,recv", "enable", "accept hex:00ff"} {
+		run(t, b, c)
+	}
+	eq, cq = eqo.Impl.(*core.EQ), cqo.Impl.(*core.CQ)
+	want := []string{
+		"connreq fid=pep/l ep=" + b.ID + " data='hello there'",
+		"connected fid=ep/a data=hex:00ff",
+		"connected fid=ep/" + b.ID,
+	}
+	got := events(t, eq, len(want))
+	for _, w := range want {
+		if !strings.Contains(got, w+"\n") {
+			t.Fatalf("EQ events:\n%s\nwant %q", got, w)
+		}
+	}
+	return a, b, pep, eq, cq
+}
+
+// events reads n EQ events as text.
+func events(t *testing.T, eq *core.EQ, n int) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var b strings.Builder
+	for n > 0 {
+		es, err := eq.Read(ctx, n, true)
+		if err != nil {
+			t.Fatalf("EQ read: %v (so far: %s)", err, b.String())
+		}
+		for _, e := range es {
+			b.WriteString(e.String() + "\n")
+		}
+		n -= len(es)
+	}
+	return b.String()
+}
+
+func TestDataStream(t *testing.T) {
+	d := lo(t)
+	a, b, _, eq, cq := pair(t, d)
+	ctx := context.Background()
+	epA, epB := a.Impl.(*core.EP), b.Impl.(*core.EP)
+	if err := epA.WriteData(ctx, []byte("abcdef")); err != nil {
+		t.Fatal(err)
+	}
+	// A small reader gets the message in pieces, then end of file.
+	buf := make([]byte, 4)
+	var got []byte
+	for off := int64(0); ; {
+		n, err := epB.ReadData(ctx, buf, off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		got = append(got, buf[:n]...)
+		off += int64(n)
+	}
+	if string(got) != "abcdef" {
+		t.Errorf("received %q", got)
+	}
+	// Empty messages and large ones cross intact.
+	big := []byte(strings.Repeat("0123456789", 100000))
+	for _, msg := range [][]byte{big, {}} {
+		sent := make(chan error, 1)
+		go func() { sent <- epB.WriteData(ctx, msg) }()
+		rbuf := make([]byte, len(msg)+1)
+		n, err := epA.ReadData(ctx, rbuf, 0)
+		if err != nil || string(rbuf[:n]) != string(msg) {
+			t.Errorf("message of %d bytes: read %d, %v", len(msg), n, err)
+		}
+		if err := <-sent; err != nil {
+			t.Errorf("send of %d bytes: %v", len(msg), err)
+		}
+	}
+	es, err := cq.Read(ctx, 10, false)
+	if err != nil || len(es) != 6 {
+		t.Fatalf("cq: %v, %v; want 6 completions", es, err)
+	}
+	if es[0].Flags != fi.CQFlags(fi.MSG|fi.SEND) || es[0].Len != 6 || es[1].Flags != fi.CQFlags(fi.MSG|fi.RECV) || es[1].Len != 6 {
+		t.Errorf("first completions: %v, %v", es[0], es[1])
+	}
+	// A read interrupted before anything arrives leaves nothing behind.
+	ictx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err = epA.ReadData(ictx, rbufOf(16), 0)
+	cancel()
+	wantCode(t, "interrupted read", err, fi.EINTR)
+	go epB.WriteData(ctx, []byte("after"))
+	rb := rbufOf(16)
+	if n, err := epA.ReadData(ctx, rb, 0); err != nil || string(rb[:n]) != "after" {
+		t.Errorf("read after an interrupted one: %q, %v", rb[:n], err)
+	}
+	run(t, a, "shutdown")
+	// Both sides report FI_SHUTDOWN, as libfabric's tcp provider does.
+	evs := events(t, eq, 2)
+	for _, w := range []string{"shutdown fid=ep/a\n", "shutdown fid=ep/" + b.ID + "\n"} {
+		if !strings.Contains(evs, w) {
+			t.Errorf("after shutdown of a, EQ has %q, want %q", evs, w)
+		}
+	}
+	wantCode(t, "write after shutdown", epA.WriteData(ctx, []byte("x")), fi.ENOTCONN)
+}
+
+func rbufOf(n int) []byte { return make([]byte, n) }
+
+func TestReject(t *testing.T) {
+	d := lo(t)
+	eq := create(t, d, core.KindEQ, "e")
+	cq := create(t, d, core.KindCQ, "c")
+	pep := create(t, d, core.KindPEP, "")
+	run(t, pep, "bind eq e")
+	run(t, pep, "listen 127.0.0.1:0")
+	addr, _ := pep.Impl.(*core.PEP).Name()
+	a := create(t, d, core.KindEP, "a")
+	for _, c := range []string{"bind eq e", "bind cq c send,recv", "enable", "connect " + addr.String()} {
+		run(t, a, c)
+	}
+	b, err := pep.Impl.(*core.PEP).Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, b, "reject 'go away'")
+	got := events(t, eq.Impl.(*core.EQ), 2)
+	if !strings.Contains(got, "error fid=ep/a err=FI_ECONNREFUSED prov_errno=0 data='go away'\n") {
+		t.Errorf("EQ after reject:\n%s", got)
+	}
+	if !strings.Contains(a.Err(), "connection") || !strings.Contains(a.Status(), " error ") {
+		t.Errorf("rejected endpoint: err %q status %q", a.Err(), a.Status())
+	}
+	// The endpoint made for the request dies with its clone pep.
+	pep.Release()
+	if present(d, core.KindEP, b.ID) || present(d, core.KindPEP, pep.ID) {
+		t.Error("pep or its request's endpoint survived the pep's last file")
+	}
+	_ = cq
+}
+
+func TestCounterWait(t *testing.T) {
+	d := lo(t)
+	o := create(t, d, core.KindCntr, "n")
+	c := o.Impl.(*core.Cntr)
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		run(t, o, "add 3")
+	}()
+	run(t, o, "wait 3 5000")
+	if c.Value() != 3 {
+		t.Errorf("value %d", c.Value())
+	}
+	wantCode(t, "wait timeout", o.Ctl(context.Background(), 0, "wait 4 10"), fi.ETIMEDOUT)
+	run(t, o, "seterr 2")
+	if c.Errors() != 2 {
+		t.Errorf("errors %d", c.Errors())
+	}
+}
+
+func TestAV(t *testing.T) {
+	d := lo(t)
+	o := create(t, d, core.KindAV, "v")
+	run(t, o, "insert 127.0.0.1:7000 [::1]:7001 fi_sockaddr_in://10.1.2.3:9")
+	run(t, o, "remove 1")
+	want := "0 fi_sockaddr_in://127.0.0.1:7000\n2 fi_sockaddr_in://10.1.2.3:9\n"
+	if got := o.Impl.(*core.AV).Addrs(); got != want {
+		t.Errorf("addrs %q, want %q", got, want)
+	}
+	wantCode(t, "remove twice", o.Ctl(context.Background(), 0, "remove 1"), fi.ENOENT)
+}
