@@ -1,0 +1,182 @@
+package tests
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSignalUnmountsWithFilesOpen stops the daemon with SIGINT while a clone
+// object is held open and a reader is blocked on its events: the daemon must
+// exit, the blocked read must return, and the mount must be gone.
+func TestSignalUnmountsWithFilesOpen(t *testing.T) {
+	d := mount(t)
+	held, _ := openClone(t, d, "eq")
+	defer held.Close()
+	events, err := os.Open(d.path("tcp", "lo", "eq", "0", "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer events.Close()
+	readDone := make(chan error, 1)
+	go func() {
+		_, err := events.Read(make([]byte, 100))
+		readDone <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // let the read block in the daemon
+
+	d.cmd.Process.Signal(syscall.SIGINT)
+	exited := make(chan error, 1)
+	go func() { exited <- d.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("daemon exit: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("daemon did not exit after SIGINT with files open")
+	}
+	select {
+	case err := <-readDone:
+		if err == nil {
+			t.Error("blocked read returned no error after the daemon stopped")
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("blocked read did not return after the daemon stopped")
+	}
+	if isMounted(d.mnt) {
+		t.Errorf("%s still mounted", d.mnt)
+	}
+}
+
+// asUser runs a shell command as uid/gid and returns its combined output.
+func asUser(uid uint32, script string, env ...string) (string, error) {
+	cmd := exec.Command("sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+const nobody = 65534
+
+// openUp makes dir and its parents up to / traversable by other users, so
+// a test process running as nobody can reach a mount under t.TempDir().
+func openUp(t *testing.T, dir string) {
+	for p := dir; p != "/" && p != "."; p = filepath.Dir(p) {
+		if err := os.Chmod(p, 0o755); err != nil && !errors.Is(err, os.ErrPermission) {
+			st, _ := os.Stat(p)
+			if st != nil && st.Mode().Perm()&0o005 == 0o005 {
+				continue
+			}
+			t.Logf("chmod %s: %v", p, err)
+		}
+	}
+}
+
+// TestOtherUsers checks the security model: objects belong to their
+// creator (others get EACCES), every user can make objects, and the
+// provider and domain files are world-readable.
+func TestOtherUsers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to act as another user")
+	}
+	d := mount(t)
+	openUp(t, filepath.Dir(d.mnt))
+	D := d.path("tcp", "lo")
+	if err := os.Mkdir(filepath.Join(D, "ep", "mine"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	out, err := asUser(nobody, `
+set -u
+cat $D/attr/mr_key_size || exit 10
+cat $D/info >/dev/null || exit 11
+cat $D/ep/mine/status 2>/dev/null && exit 12
+echo enable 2>/dev/null > $D/ep/mine/ctl && exit 13
+rmdir $D/ep/mine 2>/dev/null && exit 14
+mkdir $D/cq/theirs || exit 15
+echo bind cq theirs send > $D/cq/theirs/ctl 2>/dev/null
+cat $D/cq/theirs/status || exit 16
+exit 0`, "D="+D)
+	if err != nil {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+	if !strings.HasPrefix(out, "8\n") || !strings.Contains(out, "cq theirs size=") {
+		t.Errorf("as nobody, output:\n%s", out)
+	}
+	st, err := os.Stat(filepath.Join(D, "cq", "theirs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := st.Sys().(*syscall.Stat_t); s.Uid != nobody || st.Mode().Perm() != 0o700 {
+		t.Errorf("cq made by nobody: uid %d mode %v", s.Uid, st.Mode())
+	}
+	// Root's bind to nobody's cq works (root may use everything); nobody's
+	// objects are counted and freed like anyone's.
+	if err := os.Remove(filepath.Join(D, "cq", "theirs")); err != nil {
+		t.Errorf("root rmdir of nobody's cq: %v", err)
+	}
+}
+
+// TestMountAsOrdinaryUser runs the daemon as nobody: it mounts through
+// fusermount3 without allow_other, serves that user, and unmounts on
+// SIGTERM.
+func TestMountAsOrdinaryUser(t *testing.T) {
+	needFUSE(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to start the daemon as another user")
+	}
+	if _, err := exec.LookPath("fusermount3"); err != nil {
+		t.Skip("no fusermount3 (scripts/deps.sh installs fuse3)")
+	}
+	if st, err := os.Stat("/dev/fuse"); err != nil || st.Mode().Perm()&0o006 != 0o006 {
+		t.Skip("/dev/fuse is not open to other users on this machine (mode 0600), so no ordinary user can mount FUSE here")
+	}
+	base := t.TempDir()
+	mnt := filepath.Join(base, "fabric")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(mnt, nobody, nobody)
+	openUp(t, base)
+	openUp(t, filepath.Dir(daemonBin))
+	cmd := exec.Command(daemonBin, "-allow-other=false", mnt)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	var log strings.Builder
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+		if isMounted(mnt) {
+			syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for !isMounted(mnt) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no mount as nobody; log:\n%s", log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	out, err := asUser(nobody, "cat $M/abi_version && mkdir $M/tcp/lo/eq/e && cat $M/tcp/lo/eq/e/status", "M="+mnt)
+	if err != nil || !strings.HasPrefix(out, "1\neq e ") {
+		t.Errorf("as nobody on nobody's mount: %v\n%s", err, out)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("daemon exit: %v\n%s", err, log.String())
+	}
+	if isMounted(mnt) {
+		t.Errorf("%s still mounted after SIGTERM", mnt)
+	}
+}
