@@ -15,7 +15,7 @@ import (
 // lo opens a fabric over the real tcp provider and returns its lo domain.
 func lo(t *testing.T) *core.Domain {
 	t.Helper()
-	p, err := tcp.New()
+	p, err := newTCP()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,6 +30,8 @@ func lo(t *testing.T) *core.Domain {
 	}
 	return d
 }
+
+func newTCP() (core.Provider, error) { return tcp.New() }
 
 func create(t *testing.T, d *core.Domain, k core.Kind, name string) *core.Object {
 	t.Helper()

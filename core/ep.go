@@ -359,12 +359,9 @@ func (e *EP) ReadData(ctx context.Context, p []byte, off int64) (int, error) {
 			return 0, nil
 		}
 		msg, err := e.recvMessage(ctx)
-		if err != nil {
-			return 0, err
-		}
 		e.pending = msg
-		if len(msg) == 0 {
-			return 0, nil
+		if err != nil || len(msg) == 0 {
+			return 0, err
 		}
 	}
 	n := copy(p, e.pending)
@@ -374,7 +371,8 @@ func (e *EP) ReadData(ctx context.Context, p []byte, off int64) (int, error) {
 
 // recvMessage posts a receive with a buffer the provider sizes to the
 // message and waits for it. If ctx ends first the receive is cancelled; if
-// it had already started, the message is kept for the next read.
+// it had already started, the message is returned with fi.EINTR, to be kept
+// for the next read.
 func (e *EP) recvMessage(ctx context.Context) ([]byte, error) {
 	done := make(chan Completion, 1)
 	op := &Op{Kind: OpRecv}
@@ -390,6 +388,9 @@ func (e *EP) recvMessage(ctx context.Context) ([]byte, error) {
 		e.mu.Unlock()
 		prov.Cancel(op)
 		c = <-done
+		if c.Err == 0 {
+			return op.Buf[:c.Len], Errorf(fi.EINTR, "interrupted; the message is kept for the next read")
+		}
 		if c.Err == fi.ECANCELED {
 			return nil, Errorf(fi.EINTR, "interrupted")
 		}

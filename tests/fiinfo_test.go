@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -54,12 +53,7 @@ func layout(entry string) []string {
 // same keys, same order; and the values that describe the same thing
 // (provider, endpoint type, protocol, address format, domain) are equal.
 func TestInfoMatchesRealFiInfo(t *testing.T) {
-	if _, err := exec.LookPath("fi_info"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("fi_info not installed (scripts/deps.sh installs libfabric-bin)")
-		}
-		t.Skip("fi_info not installed; run scripts/deps.sh")
-	}
+	needCmd(t, "fi_info")
 	out, err := exec.Command("fi_info", "-v", "-p", "tcp", "-t", "FI_EP_MSG").Output()
 	if err != nil {
 		t.Fatalf("fi_info: %v", err)

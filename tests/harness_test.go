@@ -60,6 +60,28 @@ func needFUSE(t *testing.T) {
 	t.Skipf("cannot mount: %s", reason)
 }
 
+// needCmd makes sure a command from the project's dependencies is there:
+// as root it runs scripts/deps.sh (apt-get) when the command is missing;
+// otherwise the test skips, or fails under CI.
+func needCmd(t *testing.T, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err == nil {
+		return
+	}
+	if os.Geteuid() == 0 {
+		if out, err := exec.Command("../scripts/deps.sh").CombinedOutput(); err != nil {
+			t.Logf("scripts/deps.sh: %v\n%s", err, out)
+		}
+		if _, err := exec.LookPath(name); err == nil {
+			return
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is not installed and scripts/deps.sh could not install it", name)
+	}
+	t.Skipf("%s is not installed; run scripts/deps.sh", name)
+}
+
 // daemon is one running fabricfs.
 type daemon struct {
 	mnt string

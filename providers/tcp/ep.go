@@ -29,6 +29,14 @@ type txItem struct {
 	flags wire.Flags        // FlagDeliveryComplete, FlagCommitComplete: completes on the peer's ACK
 }
 
+// rxDone is a filled receive and its completion; ack says the sender asked
+// for an ACK.
+type rxDone struct {
+	op  *core.Op
+	c   core.Completion
+	ack bool
+}
+
 // needsAck reports whether the send completes on the peer's ACK.
 func (it *txItem) needsAck() bool {
 	return it.flags&(wire.FlagDeliveryComplete|wire.FlagCommitComplete) != 0
@@ -67,12 +75,13 @@ type endpoint struct {
 	cancel   context.CancelFunc // aborts a dial under way
 	shutdown bool               // Shutdown was called: the connection ends cleanly
 	failure  error              // why the writer stopped; the connection goroutine reports it
+	rxOut    int                // receives posted and not completed: at most rxSize
+	txOut    int                // sends posted and not completed: at most txSize
 	rxq      ring[*core.Op]     // posted receives
-	rxBusy   bool               // the reader holds a receive
+	rxDone   ring[rxDone]       // filled receives the writer completes, after sending their ACKs
+	rxHeld   int                // filled receives the writer has taken and not yet completed
 	txq      ring[txItem]       // sends not yet taken by the writer
-	txBusy   int                // sends the writer holds that complete when written
 	ackq     ring[txItem]       // sends waiting for the peer's ACK, oldest first
-	acks     int                // ACKs the writer owes the peer
 
 	rxKick   chan struct{} // a receive was posted
 	txKick   chan struct{} // a send or an ACK was queued
@@ -87,6 +96,7 @@ func newEndpoint(d *domain, info *fi.Info, txSize, rxSize int, ev core.EndpointE
 	return &endpoint{
 		dom: d, info: info, ev: ev, txSize: txSize, rxSize: rxSize,
 		rxq:    newRing[*core.Op](rxSize),
+		rxDone: newRing[rxDone](rxSize),
 		txq:    newRing[txItem](txSize),
 		ackq:   newRing[txItem](txSize),
 		rxKick: make(chan struct{}, 1),
@@ -324,10 +334,11 @@ func (e *endpoint) postSend(op *core.Op) error {
 		err = core.Errorf(fi.EOPBADSTATE, "tcp: send: endpoint is closed")
 	case e.state != stConnected || e.shutdown:
 		err = core.Errorf(fi.ENOTCONN, "tcp: send: endpoint is not connected")
-	case e.txq.len()+e.txBusy+e.ackq.len() >= e.txSize:
+	case e.txOut >= e.txSize:
 		err = fi.EAGAIN
 	default:
 		e.txq.push(it)
+		e.txOut++
 	}
 	e.mu.Unlock()
 	if err != nil {
@@ -350,10 +361,11 @@ func (e *endpoint) postRecv(op *core.Op) error {
 		err = core.Errorf(fi.ENOTCONN, "tcp: recv: connection is down")
 	case !e.enabled:
 		err = core.Errorf(fi.EOPBADSTATE, "tcp: recv: endpoint is not enabled")
-	case e.rxOutstandingLocked() >= e.rxSize:
+	case e.rxOut >= e.rxSize:
 		err = fi.EAGAIN
 	default:
 		e.rxq.push(op)
+		e.rxOut++
 	}
 	e.mu.Unlock()
 	if err != nil {
@@ -363,13 +375,6 @@ func (e *endpoint) postRecv(op *core.Op) error {
 	return nil
 }
 
-func (e *endpoint) rxOutstandingLocked() int {
-	if e.rxBusy {
-		return e.rxq.len() + 1
-	}
-	return e.rxq.len()
-}
-
 // Cancel removes op if it is still queued and completes it with
 // fi.ECANCELED. A receive being filled or a send being written or waiting
 // for its ACK is under way: Cancel returns false.
@@ -377,8 +382,10 @@ func (e *endpoint) Cancel(op *core.Op) bool {
 	e.mu.Lock()
 	_, found := e.rxq.remove(func(o *core.Op) bool { return o == op })
 	var it txItem
-	if !found {
-		it, found = e.txq.remove(func(t txItem) bool { return t.op == op })
+	if found {
+		e.rxOut--
+	} else if it, found = e.txq.remove(func(t txItem) bool { return t.op == op }); found {
+		e.txOut--
 	}
 	e.mu.Unlock()
 	if !found {
@@ -447,13 +454,21 @@ func (e *endpoint) finish(err error, data []byte) {
 	}
 }
 
-// flush completes every queued operation with fi.ECANCELED. Operations the
-// reader or writer hold are theirs to complete.
+// flush completes the filled receives the writer did not get to, as they
+// are (their ACKs are lost), then every queued operation with
+// fi.ECANCELED. Operations the reader or writer hold are theirs to
+// complete.
 func (e *endpoint) flush() {
 	e.mu.Lock()
+	filled := e.rxDone.drain(nil)
 	recvs := e.rxq.drain(nil)
 	sends := e.ackq.drain(e.txq.drain(nil))
+	e.rxOut -= len(filled) + len(recvs)
+	e.txOut -= len(sends)
 	e.mu.Unlock()
+	for _, r := range filled {
+		e.completeOp(r.op, r.c)
+	}
 	for _, op := range recvs {
 		e.completeOp(op, core.Completion{Err: fi.ECANCELED})
 	}
@@ -465,7 +480,8 @@ func (e *endpoint) flush() {
 	}
 }
 
-// completeOp delivers op's completion, with the flags of its kind.
+// completeOp delivers op's completion, with the flags of its kind. The
+// caller has already taken op off the rxOut or txOut count.
 func (e *endpoint) completeOp(op *core.Op, c core.Completion) {
 	if op.Kind == core.OpSend {
 		c.Flags |= fi.OpFlags(fi.MSG | fi.SEND)

@@ -62,6 +62,9 @@ func (e *endpoint) readLoop() error {
 func (e *endpoint) handleAck() error {
 	e.mu.Lock()
 	it, ok := e.ackq.pop()
+	if ok {
+		e.txOut--
+	}
 	e.mu.Unlock()
 	if !ok {
 		return e.protocolError(errors.New("ACK for no send"))
@@ -121,7 +124,6 @@ func (e *endpoint) takeRecv() (*core.Op, error) {
 		}
 		e.mu.Lock()
 		op, ok := e.rxq.pop()
-		e.rxBusy = ok
 		e.mu.Unlock()
 		if ok {
 			return op, nil
@@ -133,17 +135,23 @@ func (e *endpoint) takeRecv() (*core.Op, error) {
 	}
 }
 
-// recvDone completes the receive the reader held, after queuing the ACK
-// the sender asked for.
+// recvDone completes the receive the reader held. When the sender asked
+// for an ACK, the writer sends it and then completes the receive, so an
+// application that sees the completion and shuts down at once does not
+// leave the sender waiting; receives filled after it complete behind it,
+// in order. The reader does not wait for the writer.
 func (e *endpoint) recvDone(op *core.Op, c core.Completion, ack bool) {
 	e.mu.Lock()
-	e.rxBusy = false
-	if ack {
-		e.acks++
+	viaWriter := ack || e.rxDone.len() > 0 || e.rxHeld > 0
+	if viaWriter {
+		e.rxDone.push(rxDone{op, c, ack})
+	} else {
+		e.rxOut--
 	}
 	e.mu.Unlock()
-	if ack {
+	if viaWriter {
 		kick(e.txKick)
+		return
 	}
 	e.completeOp(op, c)
 }
@@ -184,34 +192,42 @@ func (e *endpoint) protocolError(err error) error {
 	return core.Errorf(fi.EIO, "tcp: bad message from %v: %v", e.conn.RemoteAddr(), err)
 }
 
-// writer is the writer goroutine's reusable state: one writev sends up to
-// maxBatch messages, headers encoded into hdrs, and the ACKs owed.
+// writer is the writer goroutine's reusable state: one writev sends the
+// ACKs of up to maxBatch filled receives and up to maxBatch messages, with
+// headers encoded into hdrs.
 type writer struct {
-	items [maxBatch]txItem
-	hdrs  [maxBatch][wire.MaxHeaderSize]byte
-	acks  [maxBatch * wire.BaseHeaderSize]byte
-	iov   [][]byte
-	bufs  net.Buffers
-	id    uint8 // the header id of the next message: a per-connection sequence
+	filled [maxBatch]rxDone
+	items  [maxBatch]txItem
+	hdrs   [maxBatch][wire.MaxHeaderSize]byte
+	acks   [maxBatch * wire.BaseHeaderSize]byte
+	iov    [][]byte
+	bufs   net.Buffers
+	acked  int   // sends of the batch that complete on their ACK, not when written
+	id     uint8 // the header id of the next message: a per-connection sequence
 }
 
-// writeLoop sends queued ACKs and sends, ACKs first (like libfabric's
-// priority queue), in batches of one writev each.
+// writeLoop sends the ACKs owed and queued sends, ACKs first (like
+// libfabric's priority queue), in batches of one writev each. Then it
+// completes the batch's filled receives and sends.
 func (e *endpoint) writeLoop() {
 	defer e.wg.Done()
 	w := &writer{iov: make([][]byte, 0, 2*maxBatch+1)}
 	for {
-		nacks, n, ok := e.nextBatch(w)
+		nf, n, ok := e.nextBatch(w)
 		if !ok {
 			return
 		}
 		iov := w.iov[:0]
-		if nacks > 0 {
-			for i := range nacks {
+		nacks := 0
+		for _, r := range w.filled[:nf] {
+			if r.ack {
 				h := wire.Ack(w.id)
 				w.id++
-				h.Encode(w.acks[i*wire.BaseHeaderSize:])
+				h.Encode(w.acks[nacks*wire.BaseHeaderSize:])
+				nacks++
 			}
+		}
+		if nacks > 0 {
 			iov = append(iov, w.acks[:nacks*wire.BaseHeaderSize])
 		}
 		for i := range w.items[:n] {
@@ -237,6 +253,14 @@ func (e *endpoint) writeLoop() {
 		_, err := w.bufs.WriteTo(e.conn)
 		clear(iov)
 		w.iov = iov[:0]
+		e.mu.Lock()
+		e.rxOut -= nf
+		e.txOut -= n - w.acked
+		e.mu.Unlock()
+		for i := range w.filled[:nf] {
+			e.completeOp(w.filled[i].op, w.filled[i].c) // data placed, ACK sent or lost with the connection
+			w.filled[i] = rxDone{}
+		}
 		c := core.Completion{}
 		if err != nil {
 			c.Err = fi.ECANCELED
@@ -259,14 +283,15 @@ func (e *endpoint) writeLoop() {
 	}
 }
 
-// nextBatch waits for work and moves it into w: the number of ACKs to send
-// and of sends taken. Sends that wait for an ACK go to the ACK queue now,
-// before the peer can answer. ok is false when the writer must stop.
-func (e *endpoint) nextBatch(w *writer) (nacks, n int, ok bool) {
+// nextBatch waits for work and moves it into w: nf filled receives (whose
+// ACKs to send) and n sends. Sends that wait for an ACK go to the ACK queue
+// now, before the peer can answer. ok is false when the writer must stop;
+// what it leaves queued, flush completes.
+func (e *endpoint) nextBatch(w *writer) (nf, n int, ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.txBusy = 0
-	for e.acks == 0 && e.txq.len() == 0 {
+	e.rxHeld = 0 // the previous batch is complete
+	for e.rxDone.len() == 0 && e.txq.len() == 0 {
 		e.mu.Unlock()
 		select {
 		case <-e.txKick:
@@ -280,8 +305,16 @@ func (e *endpoint) nextBatch(w *writer) (nacks, n int, ok bool) {
 	if e.state != stConnected || e.shutdown || e.failure != nil {
 		return 0, 0, false
 	}
-	nacks = min(e.acks, maxBatch)
-	e.acks -= nacks
+	for nf < maxBatch {
+		r, ok := e.rxDone.pop()
+		if !ok {
+			break
+		}
+		w.filled[nf] = r
+		nf++
+	}
+	e.rxHeld = nf
+	w.acked = 0
 	for n < maxBatch {
 		it, ok := e.txq.pop()
 		if !ok {
@@ -289,13 +322,12 @@ func (e *endpoint) nextBatch(w *writer) (nacks, n int, ok bool) {
 		}
 		if it.needsAck() {
 			e.ackq.push(it)
-		} else {
-			e.txBusy++
+			w.acked++
 		}
 		w.items[n] = it
 		n++
 	}
-	return nacks, n, true
+	return nf, n, true
 }
 
 // writeFailed records why sending stopped and takes the connection down;

@@ -1,0 +1,54 @@
+package core_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/fabricfs/fabricfs/core"
+)
+
+// FuzzCtl feeds arbitrary control messages to one object of every kind.
+// No EQ or CQ exists in the domain, so no endpoint can be enabled and no
+// input can make the daemon dial out; everything else runs for real. The
+// daemon must never panic, and a failed command must leave its sentence in
+// err.
+func FuzzCtl(f *testing.F) {
+	for _, s := range []string{
+		"bind cq 0 send", "bind eq x", "enable", "connect 127.0.0.1:1 'hi'", "accept hex:00",
+		"reject x", "shutdown", "cancel 0x10", "setopt min_multi_recv 10", "listen 127.0.0.1:0",
+		"signal", "insert 127.0.0.1:1 [::1]:2", "remove 0 1", "reg", "add 1", "set 0x5",
+		"adderr 2", "seterr 3", "wait 0 1", "wait 99 0", "bind 'x", "", "\n", "a\x00b",
+	} {
+		f.Add(s)
+	}
+	p, err := newTCP()
+	if err != nil {
+		f.Fatal(err)
+	}
+	fab, err := core.New(p)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer fab.Close()
+	d, _ := fab.Domain("tcp", "lo")
+	var objs []*core.Object
+	for _, k := range []core.Kind{core.KindEP, core.KindPEP, core.KindAV, core.KindMR, core.KindCntr} {
+		o, err := d.Create(k, "fuzz", 0)
+		if err != nil {
+			f.Fatal(err)
+		}
+		objs = append(objs, o)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		// A wait without a timeout blocks until the caller is interrupted.
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		for _, o := range objs {
+			if err := o.Ctl(ctx, 0, line); err != nil && o.Err() == "" {
+				t.Fatalf("%s: %q failed (%v) but err is empty", o, line, err)
+			}
+			o.Status()
+		}
+	})
+}
