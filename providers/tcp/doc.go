@@ -46,7 +46,11 @@
 // asks the peer to acknowledge, and completes when the ACK arrives; ACKs
 // match pending sends first in, first out. A received message that asks
 // for an ACK gets one once it is placed, and only then: a C peer crashes on
-// an ACK it did not ask for.
+// an ACK it did not ask for. Its receive completes once the writer has
+// handed the ACK to the socket (later receives complete behind it, in
+// order), so an application that sees the message and shuts down or closes
+// at once still acknowledges it, as fi_pingpong's final exchange needs;
+// the reader never waits for the writer.
 //
 // # Goroutines
 //

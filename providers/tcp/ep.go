@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -182,7 +183,7 @@ func (e *endpoint) dial(ctx context.Context, laddr, raddr *net.TCPAddr, msg []by
 	if err := writeCM(conn, msg); err != nil {
 		return nil, err
 	}
-	return readCM(conn, noDeadline, wire.CMConnResp)
+	return readCM(conn, time.Time{}, wire.CMConnResp) // no deadline: the peer may take its time to accept
 }
 
 // Accept answers the request the endpoint was made from with a connresp

@@ -409,3 +409,22 @@ loop:
 		waitDone(t, p.cli.done)
 	}
 }
+
+// TestAckBeforeShutdown checks that a receive asking for delivery complete
+// completes only once its ACK is on the wire: the receiver shuts down as
+// soon as it sees the message, and the sender's send still succeeds (the
+// end of fi_pingpong works this way).
+func TestAckBeforeShutdown(t *testing.T) {
+	for i := 0; i < 50; i++ {
+		p := connect(t)
+		post(t, p.srv.ep, &core.Op{Kind: core.OpRecv, Buf: make([]byte, 8)})
+		post(t, p.cli.ep, &core.Op{Kind: core.OpRecv, Buf: make([]byte, 8)}) // sees the EOF
+		post(t, p.cli.ep, &core.Op{Kind: core.OpSend, Buf: []byte("fin"), Flags: fi.TRANSMIT_COMPLETE})
+		waitDone(t, p.srv.done)
+		p.srv.ep.Shutdown()
+		if d := waitDone(t, p.cli.done); d.op.Kind != core.OpSend || d.c.Err != 0 {
+			t.Fatalf("round %d: first client completion %+v of a %v; want the send, successful", i, d.c, d.op.Kind)
+		}
+		p.cli.ev.waitShutdown(t)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"time"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -17,8 +16,6 @@ const (
 	readBufSize = 16 << 10 // per connection; larger payloads are read straight into the receive buffer
 	maxBatch    = 64       // sends (and ACKs) per writev
 )
-
-var noDeadline time.Time
 
 // readLoop reads messages until the connection ends. It returns nil when
 // the peer closed the stream between two messages.
@@ -261,17 +258,16 @@ func (e *endpoint) writeLoop() {
 			e.completeOp(w.filled[i].op, w.filled[i].c) // data placed, ACK sent or lost with the connection
 			w.filled[i] = rxDone{}
 		}
-		c := core.Completion{}
-		if err != nil {
-			c.Err = fi.ECANCELED
-		}
 		for i := range w.items[:n] {
 			it := &w.items[i]
 			if !it.needsAck() {
 				if it.inj != nil {
 					injectPool.Put(it.inj)
 				}
-				c.Len = uint64(len(it.op.Buf))
+				c := core.Completion{Len: uint64(len(it.op.Buf))}
+				if err != nil {
+					c = core.Completion{Err: fi.ECANCELED}
+				}
 				e.completeOp(it.op, c)
 			}
 			*it = txItem{}
