@@ -286,7 +286,7 @@ func (e *EP) post(op *Op, wait func(Completion)) error {
 		}
 		e.mu.Unlock()
 		if cq != nil && (c.Err != 0 || !sel || op.Flags&fi.COMPLETION != 0) {
-			cq.post(CQEntry{Context: op.Context, Flags: fi.CQFlags(c.Flags), Len: c.Len, Data: c.Data,
+			cq.post(CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Data: c.Data,
 				Src: uint64(fi.ADDR_NOTAVAIL), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen})
 		}
 		if wait != nil {

@@ -135,7 +135,7 @@ type Op struct {
 // Completion is the outcome of an Op, as fi_cq_tagged_entry and
 // fi_cq_err_entry describe it.
 type Completion struct {
-	Flags     fi.OpFlags // e.g. fi.MSG|fi.RECV, plus fi.REMOTE_CQ_DATA
+	Flags     fi.CQFlags // e.g. fi.MSG|fi.RECV, plus fi.REMOTE_CQ_DATA
 	Len       uint64     // bytes placed (receive) or sent
 	Data      uint64     // remote CQ data
 	Err       fi.Errno   // 0, or the error, e.g. fi.ETRUNC, fi.ECANCELED

@@ -485,9 +485,9 @@ func (e *endpoint) flush() {
 // caller has already taken op off the rxOut or txOut count.
 func (e *endpoint) completeOp(op *core.Op, c core.Completion) {
 	if op.Kind == core.OpSend {
-		c.Flags |= fi.OpFlags(fi.MSG | fi.SEND)
+		c.Flags |= fi.CQFlags(fi.MSG | fi.SEND)
 	} else {
-		c.Flags |= fi.OpFlags(fi.MSG | fi.RECV)
+		c.Flags |= fi.CQFlags(fi.MSG | fi.RECV)
 	}
 	if e.complete != nil {
 		e.complete(op, c)

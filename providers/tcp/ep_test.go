@@ -133,11 +133,11 @@ func TestSendRecv(t *testing.T) {
 	send := &core.Op{Kind: core.OpSend, Buf: []byte("hello, world"), Context: 8,
 		Flags: fi.OpFlags(fi.REMOTE_CQ_DATA), Data: 0xfeedface}
 	post(t, p.cli.ep, send)
-	if d := waitDone(t, p.cli.done); d.op != send || d.c.Err != 0 || d.c.Len != 12 || d.c.Flags != fi.OpFlags(fi.MSG|fi.SEND) {
+	if d := waitDone(t, p.cli.done); d.op != send || d.c.Err != 0 || d.c.Len != 12 || d.c.Flags != fi.CQFlags(fi.MSG|fi.SEND) {
 		t.Errorf("send completion %+v", d.c)
 	}
 	d := waitDone(t, p.srv.done)
-	want := core.Completion{Flags: fi.OpFlags(fi.MSG | fi.RECV | fi.REMOTE_CQ_DATA), Len: 12, Data: 0xfeedface}
+	want := core.Completion{Flags: fi.CQFlags(fi.MSG | fi.RECV | fi.REMOTE_CQ_DATA), Len: 12, Data: 0xfeedface}
 	if d.op != recv || d.c != want || string(rbuf[:12]) != "hello, world" {
 		t.Errorf("recv completion %+v %q, want %+v", d.c, rbuf[:d.c.Len], want)
 	}
@@ -147,7 +147,7 @@ func TestSendRecv(t *testing.T) {
 	ibuf := []byte("injected")
 	post(t, p.srv.ep, &core.Op{Kind: core.OpSend, Buf: ibuf, Flags: fi.INJECT})
 	copy(ibuf, "XXXXXXXX")
-	if d := waitDone(t, p.cli.done); d.c.Err != 0 || string(rbuf2[:d.c.Len]) != "injected" || d.c.Flags != fi.OpFlags(fi.MSG|fi.RECV) {
+	if d := waitDone(t, p.cli.done); d.c.Err != 0 || string(rbuf2[:d.c.Len]) != "injected" || d.c.Flags != fi.CQFlags(fi.MSG|fi.RECV) {
 		t.Errorf("recv of inject %+v %q", d.c, rbuf2[:d.c.Len])
 	}
 	waitDone(t, p.srv.done)
@@ -340,7 +340,7 @@ func TestCancel(t *testing.T) {
 	if !p.srv.ep.Cancel(a) {
 		t.Fatalf("Cancel of a posted receive = false")
 	}
-	if d := waitDone(t, p.srv.done); d.op != a || d.c.Err != fi.ECANCELED || d.c.Flags != fi.OpFlags(fi.MSG|fi.RECV) {
+	if d := waitDone(t, p.srv.done); d.op != a || d.c.Err != fi.ECANCELED || d.c.Flags != fi.CQFlags(fi.MSG|fi.RECV) {
 		t.Errorf("cancelled completion %+v", d.c)
 	}
 	if p.srv.ep.Cancel(a) {

@@ -122,12 +122,12 @@ func interopCClient(t *testing.T, bin string) {
 	}
 	ev.waitConnected(t)
 	dn := waitDone(t, dones)
-	if dn.c.Err != 0 || string(rbuf[:dn.c.Len]) != "ping from C" || dn.c.Data != 0x1234 || dn.c.Flags&fi.OpFlags(fi.REMOTE_CQ_DATA) == 0 {
+	if dn.c.Err != 0 || string(rbuf[:dn.c.Len]) != "ping from C" || dn.c.Data != 0x1234 || dn.c.Flags&fi.CQFlags(fi.REMOTE_CQ_DATA) == 0 {
 		t.Errorf("received %+v %q", dn.c, rbuf[:dn.c.Len])
 	}
 	post(t, e, &core.Op{Kind: core.OpSend, Buf: []byte("pong from Go"), Data: 0x5678,
 		Flags: fi.DELIVERY_COMPLETE | fi.OpFlags(fi.REMOTE_CQ_DATA)})
-	if dn := waitDone(t, dones); dn.c.Err != 0 || dn.c.Flags != fi.OpFlags(fi.MSG|fi.SEND) {
+	if dn := waitDone(t, dones); dn.c.Err != 0 || dn.c.Flags != fi.CQFlags(fi.MSG|fi.SEND) {
 		t.Errorf("send completion (the C side's ACK) %+v", dn.c)
 	}
 	ev.waitShutdown(t) // the C client's fi_shutdown

@@ -83,7 +83,7 @@ func (e *endpoint) handleMsg(br *bufio.Reader, h *wire.Header) error {
 	}
 	var c core.Completion
 	if h.Flags&wire.FlagRemoteCQData != 0 {
-		c.Flags, c.Data = fi.OpFlags(fi.REMOTE_CQ_DATA), h.CQData
+		c.Flags, c.Data = fi.CQFlags(fi.REMOTE_CQ_DATA), h.CQData
 	}
 	if op.Buf == nil {
 		if h.Len > MaxDynamicRecv {
