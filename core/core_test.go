@@ -13,7 +13,7 @@ import (
 )
 
 // lo opens a fabric over the real tcp provider and returns its lo domain.
-func lo(t *testing.T) *core.Domain {
+func lo(t testing.TB) *core.Domain {
 	t.Helper()
 	p, err := newTCP()
 	if err != nil {

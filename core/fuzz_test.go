@@ -22,16 +22,7 @@ func FuzzCtl(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	p, err := newTCP()
-	if err != nil {
-		f.Fatal(err)
-	}
-	fab, err := core.New(p)
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer fab.Close()
-	d, _ := fab.Domain("tcp", "lo")
+	d := lo(f)
 	var objs []*core.Object
 	for _, k := range []core.Kind{core.KindEP, core.KindPEP, core.KindAV, core.KindMR, core.KindCntr} {
 		o, err := d.Create(k, "fuzz", 0)

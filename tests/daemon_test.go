@@ -30,17 +30,7 @@ func TestSignalUnmountsWithFilesOpen(t *testing.T) {
 	}()
 	time.Sleep(100 * time.Millisecond) // let the read block in the daemon
 
-	d.cmd.Process.Signal(syscall.SIGINT)
-	exited := make(chan error, 1)
-	go func() { exited <- d.cmd.Wait() }()
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("daemon exit: %v", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("daemon did not exit after SIGINT with files open")
-	}
+	d.stopWith(t, syscall.SIGINT)
 	select {
 	case err := <-readDone:
 		if err == nil {

@@ -134,11 +134,14 @@ func mount(t *testing.T) *daemon {
 
 // stop sends SIGTERM to the daemon (by PID) and waits for it to exit and
 // the mount to disappear; as a last resort it detaches the mount.
-func (d *daemon) stop(t *testing.T) {
+func (d *daemon) stop(t *testing.T) { d.stopWith(t, syscall.SIGTERM) }
+
+// stopWith is stop with another signal.
+func (d *daemon) stopWith(t *testing.T, sig os.Signal) {
 	if d.cmd.ProcessState != nil {
 		return
 	}
-	d.cmd.Process.Signal(syscall.SIGTERM)
+	d.cmd.Process.Signal(sig)
 	exited := make(chan error, 1)
 	go func() { exited <- d.cmd.Wait() }()
 	select {
@@ -147,7 +150,7 @@ func (d *daemon) stop(t *testing.T) {
 			t.Errorf("fabricfs exited with %v", err)
 		}
 	case <-time.After(15 * time.Second):
-		t.Errorf("fabricfs did not exit after SIGTERM; killing it")
+		t.Errorf("fabricfs did not exit after %v; killing it", sig)
 		d.cmd.Process.Kill()
 		<-exited
 	}
