@@ -109,15 +109,15 @@ func ParseQuery(s string) (*Query, error) {
 	return q, nil
 }
 
-// getinfoHandle keeps one open file's query: each write replaces it, each
-// read shows its result (all entries before any write). After a failed
-// write, reads show the error sentence.
+// getinfoHandle keeps one open file's query. It is a stream, like Plan 9's
+// /net/cs: each write replaces the query and rewinds; reads return its
+// answer from where the last read stopped, whatever the file offset (which
+// the write has moved), then end of file. Before any write the answer is
+// every entry; after a failed write it is the error sentence.
 type getinfoHandle struct {
-	t  *tree
-	mu sync.Mutex
-	q  *Query
-	// result of the last query, rendered
-	out []byte
+	t   *tree
+	mu  sync.Mutex
+	out []byte // the answer still to be read
 }
 
 var (
@@ -158,8 +158,7 @@ func (h *getinfoHandle) Write(ctx context.Context, data []byte, off int64) (uint
 func (h *getinfoHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if off >= int64(len(h.out)) {
-		return fuse.ReadResultData(nil), 0
-	}
-	return fuse.ReadResultData(h.out[off:min(int64(len(h.out)), off+int64(len(dest)))]), 0
+	n := copy(dest, h.out)
+	h.out = h.out[n:]
+	return fuse.ReadResultData(dest[:n]), 0
 }

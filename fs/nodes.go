@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"syscall"
+	"time"
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -16,7 +17,11 @@ type meta struct {
 	uid  uint32
 }
 
+// mounted is when the tree was mounted: the time of every file.
+var mounted = time.Now()
+
 func (m *meta) fill(out *fuse.Attr) {
+	out.SetTimes(&mounted, &mounted, &mounted)
 	out.Mode = m.mode
 	out.Owner = fuse.Owner{Uid: m.uid}
 	out.Nlink = 1

@@ -20,6 +20,9 @@ exec 3<>$F/getinfo
 echo "-p tcp -t FI_EP_MSG -d lo" >&3
 answer=$(cat <&3)
 exec 3<&-
+case "$answer" in "---
+fi_info:
+    caps: "*) ;; *) fail "getinfo answer does not start like fi_info -v: $answer" ;; esac
 expect "$answer" "name: lo" "getinfo"
 expect "$answer" "type: FI_EP_MSG" "getinfo"
 
