@@ -6,21 +6,23 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/ring"
 )
 
 // CQ limits.
 const (
 	DefaultCQSize = 1024
 	MaxCQSize     = 1 << 20
-	// CQOverflowFactor: a CQ holds completions beyond its size, up to this
-	// many times its size, before it reports FI_EOVERRUN (fi_cq(3)).
+	// CQOverflowFactor: a CQ holds completions beyond its ring, up to this
+	// many times its size, before it reports FI_EOVERRUN (docs/abi.md).
 	CQOverflowFactor = 16
 )
 
 // CQEntry is one completion: fi_cq_tagged_entry plus fi_cq_err_entry, with
-// the source address of fi_cq_readfrom.
+// the source address of fi_cq_readfrom. In the ring it is a ring.CQE.
 type CQEntry struct {
 	Context   uint64
 	Flags     fi.CQFlags
@@ -32,6 +34,17 @@ type CQEntry struct {
 	Err       fi.Errno
 	ProvErrno int
 	OLen      uint64
+	Desc      uint64 // the request's memory region, 0 for shell operations
+}
+
+func (e CQEntry) cqe() ring.CQE {
+	return ring.CQE{Context: e.Context, Flags: uint64(e.Flags), Len: e.Len, Buf: e.Buf, Data: e.Data, Tag: e.Tag,
+		SrcAddr: e.Src, Err: -int32(e.Err), ProvErrno: int32(e.ProvErrno), OLen: e.OLen, Desc: e.Desc}
+}
+
+func entryOf(c ring.CQE) CQEntry {
+	return CQEntry{Context: c.Context, Flags: fi.CQFlags(c.Flags), Len: c.Len, Buf: c.Buf, Data: c.Data, Tag: c.Tag,
+		Src: c.SrcAddr, Err: fi.Errno(-c.Err), ProvErrno: int(c.ProvErrno), OLen: c.OLen, Desc: c.Desc}
 }
 
 // String is the entry's line in cq/N/events.
@@ -57,63 +70,281 @@ func FlagText(s string) string {
 	return strings.ReplaceAll(s, ", ", "|")
 }
 
-// CQ is a completion queue (fi_cq_open).
+// CQ is a completion queue (fi_cq_open). Its storage is the completion ring
+// of docs/abi.md, which applications map as cq/N/data; the daemon is its
+// producer. The text view (events) and the wait file consume or watch the
+// same ring, so an application uses either the ring or events, not both.
 type CQ struct {
 	obj *Object
-	q   *queue[CQEntry]
 
 	mu       sync.Mutex
 	size     uint64
 	format   fi.CQFormat
-	waitObj  fi.WaitObj
-	bound    int // endpoints bound; attributes are frozen while > 0
+	bound    int          // endpoints bound; attributes are frozen while > 0
+	opened   bool         // the ring was handed out; attributes are frozen
+	shm      *ring.Region // nil until first needed
+	r        *ring.Ring
+	overflow []ring.CQE // completions that did not fit the ring, in order
+	draining bool       // a goroutine moves overflow into the ring
 	overruns uint64
 	total    uint64
+	signal   chan struct{} // closed and replaced when completions arrive
+	signals  uint64        // fi_cq_signal calls, so a woken reader knows why
+	closed   bool
 }
 
 func newCQ(o *Object) (Impl, error) {
-	return &CQ{obj: o, q: newQueue[CQEntry](), size: DefaultCQSize, format: fi.CQ_FORMAT_TAGGED, waitObj: fi.WAIT_UNSPEC}, nil
+	return &CQ{obj: o, size: DefaultCQSize, format: fi.CQ_FORMAT_TAGGED, signal: make(chan struct{})}, nil
 }
 
-// post adds a completion. Beyond CQOverflowFactor times its size the CQ
-// counts an overrun instead, and readers get one FI_EOVERRUN entry.
+// ringLocked makes the ring on first use; from then on its size is fixed.
+func (c *CQ) ringLocked() (*ring.Ring, error) {
+	if c.r != nil {
+		return c.r, nil
+	}
+	if c.closed {
+		return nil, Errorf(fi.ESHUTDOWN, "%s is closed", c.obj)
+	}
+	n, err := ring.RoundUp(c.size)
+	if err != nil {
+		return nil, Errorf(fi.EINVAL, "%s size %d: %v", c.obj, c.size, err)
+	}
+	shm, err := c.obj.Dom.fab.Shm.alloc(c.obj, "cq", ring.Size(n))
+	if err != nil {
+		return nil, err
+	}
+	r, err := ring.Init(shm.Mem, ring.TypeCompletion, n, ring.FeatFutex|ring.FeatWaitFile)
+	if err != nil {
+		shm.Close()
+		return nil, Errorf(fi.EIO, "%s ring: %v", c.obj, err)
+	}
+	c.shm, c.r = shm, r
+	return r, nil
+}
+
+// Region returns the ring's shared memory for cq/N/data; from then on the
+// CQ's attributes are fixed.
+func (c *CQ) Region() (*ring.Region, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.ringLocked(); err != nil {
+		return nil, err
+	}
+	c.opened = true
+	return c.shm, nil
+}
+
+// post adds a completion: into the ring, or behind it while the ring is
+// full, or, past CQOverflowFactor times the size, as an overrun.
 func (c *CQ) post(e CQEntry) {
 	c.mu.Lock()
-	if uint64(c.q.len()) >= c.size*CQOverflowFactor {
-		c.overruns++
+	r, err := c.ringLocked()
+	if err != nil {
 		c.mu.Unlock()
 		return
 	}
 	c.total++
-	c.mu.Unlock()
-	c.q.push(e)
-}
-
-// Read consumes up to max completions, in order, error entries inline. With
-// block it waits for at least one.
-func (c *CQ) Read(ctx context.Context, max int, block bool) ([]CQEntry, error) {
-	c.mu.Lock()
-	if c.overruns > 0 {
-		n := c.overruns
-		c.overruns = 0
-		c.mu.Unlock()
-		return []CQEntry{{Err: fi.EOVERRUN, Src: uint64(fi.ADDR_NOTAVAIL), OLen: n}}, nil
+	c.flushLocked()
+	if len(c.overflow) == 0 {
+		if slot, ok := r.Reserve(); ok {
+			q := e.cqe()
+			q.Encode(slot)
+			r.Publish(1)
+			c.notifyLocked()
+			c.mu.Unlock()
+			return
+		}
+	}
+	if uint64(len(c.overflow)) >= c.size*CQOverflowFactor {
+		c.overruns++
+	} else {
+		c.overflow = append(c.overflow, e.cqe())
+		r.SetFlags(ring.Overflow)
+	}
+	if !c.draining {
+		c.draining = true
+		go c.drain()
 	}
 	c.mu.Unlock()
-	return c.q.pop(ctx, max, block)
 }
 
-// Signal wakes blocked readers (fi_cq_signal).
-func (c *CQ) Signal() { c.q.wake() }
+// flushLocked moves held completions into the ring while it has room, and
+// reports overruns once there is room for the error entry.
+func (c *CQ) flushLocked() {
+	r := c.r
+	n := 0
+	for len(c.overflow) > 0 {
+		slot, ok := r.Reserve()
+		if !ok {
+			break
+		}
+		c.overflow[0].Encode(slot)
+		c.overflow = c.overflow[1:]
+		r.Publish(1)
+		n++
+	}
+	if len(c.overflow) == 0 && c.overruns > 0 {
+		if slot, ok := r.Reserve(); ok {
+			q := ring.CQE{Err: -int32(fi.EOVERRUN), OLen: c.overruns, SrcAddr: uint64(fi.ADDR_NOTAVAIL)}
+			q.Encode(slot)
+			r.Publish(1)
+			c.overruns = 0
+			n++
+		}
+	}
+	if len(c.overflow) == 0 && c.overruns == 0 {
+		c.overflow = nil
+		r.ClearFlags(ring.Overflow)
+	}
+	if n > 0 {
+		c.notifyLocked()
+	}
+}
+
+// drain moves held completions into the ring as the application frees
+// entries; it runs only while there are some.
+func (c *CQ) drain() {
+	for {
+		time.Sleep(200 * time.Microsecond)
+		c.mu.Lock()
+		if c.closed {
+			c.draining = false
+			c.mu.Unlock()
+			return
+		}
+		c.flushLocked()
+		if len(c.overflow) == 0 && c.overruns == 0 {
+			c.draining = false
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (c *CQ) notifyLocked() {
+	close(c.signal)
+	c.signal = make(chan struct{})
+}
+
+// Read consumes up to max completions from the ring, in order, error
+// entries inline. With block it waits for at least one (fi.EINTR when ctx
+// ends); without, an empty queue gives fi.EAGAIN. A Signal wakes a blocked
+// reader with nothing.
+func (c *CQ) Read(ctx context.Context, max int, block bool) ([]CQEntry, error) {
+	for {
+		c.mu.Lock()
+		r, err := c.ringLocked()
+		if err != nil {
+			c.mu.Unlock()
+			return nil, err
+		}
+		c.flushLocked()
+		head, tail := r.Peek()
+		if head != tail {
+			var out []CQEntry
+			for ; head != tail && len(out) < max; head++ {
+				q, err := ring.DecodeCQE(r.Entry(head))
+				if err != nil { // the application wrote into the ring; report, skip
+					q = ring.CQE{Err: -int32(fi.EIO), SrcAddr: uint64(fi.ADDR_NOTAVAIL)}
+				}
+				out = append(out, entryOf(q))
+			}
+			r.Release(head)
+			c.mu.Unlock()
+			return out, nil
+		}
+		if !block {
+			c.mu.Unlock()
+			return nil, Errorf(fi.EAGAIN, "no completions")
+		}
+		if err := c.sleepLocked(ctx); err != nil {
+			if errorsIsSignal(err) {
+				return nil, nil
+			}
+			return nil, err
+		}
+	}
+}
+
+// Wait blocks until the ring holds completions and returns how many: the
+// cq/N/wait file, for applications without futexes.
+func (c *CQ) Wait(ctx context.Context, block bool) (uint32, error) {
+	for {
+		c.mu.Lock()
+		r, err := c.ringLocked()
+		if err != nil {
+			c.mu.Unlock()
+			return 0, err
+		}
+		c.flushLocked()
+		if n := r.Len(); n > 0 || !block {
+			c.mu.Unlock()
+			if n == 0 {
+				return 0, Errorf(fi.EAGAIN, "no completions")
+			}
+			return n, nil
+		}
+		if err := c.sleepLocked(ctx); err != nil {
+			if errorsIsSignal(err) {
+				return 0, nil
+			}
+			return 0, err
+		}
+	}
+}
+
+// errSignalled tells a blocked reader that fi_cq_signal woke it.
+var errSignalled = Errorf(fi.EAGAIN, "woken by signal")
+
+func errorsIsSignal(err error) bool { return err == errSignalled }
+
+// sleepLocked waits, with c.mu held on entry and released on return, until
+// completions may have arrived. It fails when ctx ends, the CQ closes, or
+// with errSignalled after fi_cq_signal.
+func (c *CQ) sleepLocked(ctx context.Context) error {
+	if c.closed {
+		c.mu.Unlock()
+		return Errorf(fi.ESHUTDOWN, "%s is closed", c.obj)
+	}
+	sig, seq := c.signal, c.signals
+	c.mu.Unlock()
+	select {
+	case <-sig:
+	case <-ctx.Done():
+		return Errorf(fi.EINTR, "interrupted")
+	}
+	c.mu.Lock()
+	woken := c.signals != seq
+	c.mu.Unlock()
+	if woken {
+		return errSignalled
+	}
+	return nil
+}
+
+// Signal wakes blocked readers (fi_cq_signal); they return with nothing.
+func (c *CQ) Signal() {
+	c.mu.Lock()
+	c.signals++
+	c.notifyLocked()
+	c.mu.Unlock()
+}
 
 func (c *CQ) bind() error {
 	if err := c.obj.hold(); err != nil {
 		return err
 	}
 	c.mu.Lock()
-	c.bound++
+	_, err := c.ringLocked()
+	if err == nil {
+		c.bound++
+	}
 	c.mu.Unlock()
-	return nil
+	if err != nil {
+		c.obj.drop()
+	}
+	return err
 }
 
 func (c *CQ) unbind() {
@@ -126,7 +357,18 @@ func (c *CQ) unbind() {
 func (c *CQ) Status() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return fmt.Sprintf("size=%d queued=%d total=%d overruns=%d bound=%d", c.size, c.q.len(), c.total, c.overruns, c.bound)
+	queued := uint32(0)
+	if c.r != nil {
+		queued = c.r.Len()
+	}
+	return fmt.Sprintf("size=%d queued=%d overflow=%d total=%d overruns=%d bound=%d", c.size, queued, len(c.overflow), c.total, c.overruns, c.bound)
+}
+
+func (c *CQ) frozen() error {
+	if c.bound > 0 || c.opened || c.r != nil {
+		return Errorf(fi.EBUSY, "%s is bound or mapped; set its attributes before", c.obj)
+	}
+	return nil
 }
 
 func (c *CQ) Attrs() []Attr {
@@ -146,22 +388,25 @@ func (c *CQ) Attrs() []Attr {
 			c.format = v
 			return nil
 		}),
-		{Name: "wait_obj", Get: func() string { return c.waitObj.String() }},
+		{Name: "wait_obj", Get: func() string { return fi.WAIT_UNSPEC.String() }},
 		{Name: "wait_cond", Get: func() string { return fi.CQ_COND_NONE.String() }},
 		{Name: "signaling_vector", Get: func() string { return "0" }},
 		{Name: "flags", Get: func() string { return "0" }},
+		{Name: "mapping", Get: func() string { return c.obj.Dom.fab.Shm.Mode }},
 	}
-}
-
-func (c *CQ) frozen() error {
-	if c.bound > 0 {
-		return Errorf(fi.EBUSY, "%s is bound; set its attributes before binding", c.obj)
-	}
-	return nil
 }
 
 func (c *CQ) Close() error {
-	c.q.close()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	c.notifyLocked()
+	if c.r != nil {
+		c.r.SetFlags(ring.Dead)
+		c.r.Wake()
+		c.r = nil
+		return c.shm.Close()
+	}
 	return nil
 }
 

@@ -39,6 +39,8 @@ type EP struct {
 	av       *AV
 	opts     map[string]uint64
 	inflight map[*Op]struct{}
+	rings    *epRings   // after enable
+	ringMu   sync.Mutex // serialises the engine's consume with closing the rings
 
 	dataMu  sync.Mutex // serialises readers of the data file
 	pending []byte     // the rest of a message a data-file read did not take
@@ -169,6 +171,9 @@ func (e *EP) Enable() error {
 	if err := e.prov.Enable(); err != nil {
 		return err
 	}
+	if err := e.openRingsLocked(); err != nil {
+		return err
+	}
 	e.state = stateEnabled
 	return nil
 }
@@ -269,12 +274,12 @@ func (e *EP) SetOpt(name string, value uint64) error {
 // post starts op on the endpoint; wait, if not nil, gets the completion too.
 func (e *EP) post(op *Op, wait func(Completion)) error {
 	e.mu.Lock()
-	if e.state != stateConnected {
+	if e.prov == nil || e.state == "closed" {
 		st := e.state
 		e.mu.Unlock()
-		return Errorf(fi.ENOTCONN, "endpoint is %s, not connected", st)
+		return Errorf(fi.EOPBADSTATE, "endpoint is %s; enable it first", st)
 	}
-	prov := e.prov
+	prov, rings := e.prov, e.rings
 	e.inflight[op] = struct{}{}
 	e.mu.Unlock()
 	op.done = func(op *Op, c Completion) {
@@ -286,11 +291,18 @@ func (e *EP) post(op *Op, wait func(Completion)) error {
 		}
 		e.mu.Unlock()
 		if cq != nil && (c.Err != 0 || !sel || op.Flags&fi.COMPLETION != 0) {
-			cq.post(CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Data: c.Data,
-				Src: uint64(fi.ADDR_NOTAVAIL), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen})
+			cq.post(CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Buf: op.offset, Data: c.Data,
+				Src: uint64(fi.ADDR_NOTAVAIL), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc})
 		}
 		if wait != nil {
 			wait(c)
+		}
+		if rings != nil {
+			if op.Kind == OpRecv {
+				rings.rx.unblock()
+			} else {
+				rings.tx.unblock()
+			}
 		}
 	}
 	if err := prov.Post(op); err != nil {
@@ -494,6 +506,7 @@ func (e *EP) Links() []Link {
 
 func (e *EP) Attrs() []Attr {
 	attrs := infoAttrs(&e.mu, func() *fi.Info { return e.info }, func() error { return e.idleLocked("setting attributes") })
+	attrs = append(attrs, Attr{Name: "mapping", Get: func() string { return e.obj.Dom.fab.Shm.Mode }})
 	for _, name := range []string{"min_multi_recv", "buffered_min", "buffered_limit"} {
 		attrs = append(attrs, Attr{Name: "opt_" + name, Get: func() string {
 			e.mu.Lock()
@@ -504,8 +517,11 @@ func (e *EP) Attrs() []Attr {
 	return attrs
 }
 
-// Close is fi_close: the provider endpoint goes first, then the bindings.
+// Close is fi_close: the engine stops serving the rings, the provider
+// endpoint closes (completing what was outstanding), then the memory
+// regions and bindings are released.
 func (e *EP) Close() error {
+	e.stopRings()
 	e.mu.Lock()
 	p := e.prov
 	e.mu.Unlock()
@@ -513,6 +529,7 @@ func (e *EP) Close() error {
 	if p != nil {
 		err = p.Close()
 	}
+	e.releaseRegions()
 	e.mu.Lock()
 	txcq, rxcq, eq, av := e.txcq, e.rxcq, e.eq, e.av
 	e.txcq, e.rxcq, e.eq, e.av = nil, nil, nil, nil

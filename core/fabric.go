@@ -1,8 +1,12 @@
 package core
 
 import (
+	"fmt"
 	"log"
+	"os"
 	"sync"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/fabricfs/fabricfs/core/fi"
 )
@@ -23,6 +27,12 @@ type Fabric struct {
 	ObjectLimit int
 	// Logf logs daemon-side events; nil logs with the log package.
 	Logf func(format string, a ...any)
+	// Shm allocates shared memory for rings and regions. New sets it up
+	// for passthrough as root and for symlinks otherwise; replace it
+	// before creating objects to choose.
+	Shm *Shm
+
+	eng engine
 
 	mu      sync.Mutex
 	perUID  map[uint32]int
@@ -32,6 +42,11 @@ type Fabric struct {
 // New opens every domain of every provider.
 func New(provs ...Provider) (*Fabric, error) {
 	f := &Fabric{provs: provs, domains: map[string][]*Domain{}, ObjectLimit: DefaultObjectLimit, perUID: map[uint32]int{}}
+	shm, err := NewShm(DefaultMapping(), "")
+	if err != nil {
+		return nil, err
+	}
+	f.Shm = shm
 	for _, p := range provs {
 		seen := map[string]bool{}
 		for _, in := range p.Infos() {
@@ -45,7 +60,7 @@ func New(provs ...Provider) (*Fabric, error) {
 				f.Close()
 				return nil, WithOp("fi_domain "+p.Name()+"/"+name, err)
 			}
-			d := &Domain{Prov: p, Name: name, prov: pd, fab: f}
+			d := &Domain{Prov: p, Name: name, prov: pd, fab: f, bySerial: map[uint64]*Object{}}
 			for k := range d.objs {
 				d.objs[k] = map[string]*Object{}
 			}
@@ -53,6 +68,35 @@ func New(provs ...Provider) (*Fabric, error) {
 		}
 	}
 	return f, nil
+}
+
+// SetShm replaces the shared-memory allocator (before any object exists).
+func (f *Fabric) SetShm(s *Shm) {
+	f.Shm.Close()
+	f.Shm = s
+}
+
+// DefaultMapping is MapPassthrough where FUSE passthrough works (root, and
+// Linux 6.9 or later), else MapSymlink.
+func DefaultMapping() string {
+	var u unix.Utsname
+	if os.Geteuid() != 0 || unix.Uname(&u) != nil {
+		return MapSymlink
+	}
+	var major, minor int
+	fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor)
+	if major > 6 || major == 6 && minor >= 9 {
+		return MapPassthrough
+	}
+	return MapSymlink
+}
+
+// shmBase is where MapSymlink directories go: /dev/shm when it exists.
+func shmBase() string {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		return "/dev/shm"
+	}
+	return os.TempDir()
 }
 
 // Providers returns the providers in registration order.
@@ -98,6 +142,9 @@ func (f *Fabric) Close() {
 			}
 		}
 	}
+	if err := f.Shm.Close(); err != nil {
+		f.logf("close shared memory: %v", err)
+	}
 }
 
 // closeObjects forcibly releases every object of the domain: endpoints
@@ -108,9 +155,7 @@ func (d *Domain) closeObjects() {
 		var dead []*Object
 		for _, o := range d.objs[k] {
 			if !o.dead {
-				o.dead = true
-				delete(d.objs[k], o.ID)
-				d.fab.uncount(o.Owner)
+				d.forgetLocked(o)
 				dead = append(dead, o)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/ring"
 )
 
 // MaxMRLen bounds one memory region.
@@ -15,7 +16,9 @@ const MaxMRLen = 1 << 30
 
 // MR is a memory region (fi_mr_reg). Its length, access and requested key
 // are set through attr/ before the `reg` command registers it; registration
-// gives it a key, random and unguessable unless one was requested.
+// allocates the region's shared memory (mr/N/data) and gives it a key,
+// random and unguessable unless one was requested. Work requests name it by
+// its desc (attr/desc).
 type MR struct {
 	obj *Object
 
@@ -24,7 +27,7 @@ type MR struct {
 	access       fi.Caps
 	requestedKey uint64
 	key          uint64
-	registered   bool
+	shm          *ring.Region // after reg
 }
 
 func newMR(o *Object) (Impl, error) {
@@ -35,11 +38,15 @@ func newMR(o *Object) (Impl, error) {
 func (m *MR) Register() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.registered {
+	if m.shm != nil {
 		return Errorf(fi.EBUSY, "%s is already registered", m.obj)
 	}
 	if m.length == 0 {
 		return Errorf(fi.EINVAL, "%s has length 0; write attr/len first", m.obj)
+	}
+	shm, err := m.obj.Dom.fab.Shm.alloc(m.obj, "mr", int(m.length))
+	if err != nil {
+		return err
 	}
 	if m.requestedKey != uint64(fi.KEY_NOTAVAIL) {
 		m.key = m.requestedKey
@@ -48,15 +55,38 @@ func (m *MR) Register() error {
 		rand.Read(b[:])
 		m.key = binary.LittleEndian.Uint64(b[:])
 	}
-	m.registered = true
+	m.shm = shm
 	return nil
+}
+
+// Region is the registered memory, for mr/N/data.
+func (m *MR) Region() (*ring.Region, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.shm == nil {
+		return nil, Errorf(fi.EOPBADSTATE, "%s is not registered; write 'reg' to its ctl first", m.obj)
+	}
+	return m.shm, nil
+}
+
+// slice returns [off, off+n) of the registered memory.
+func (m *MR) slice(off, n uint64) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.shm == nil {
+		return nil, Errorf(fi.EINVAL, "memory region %s is not registered", m.obj.ID)
+	}
+	if off > m.length || n > m.length-off {
+		return nil, Errorf(fi.EINVAL, "[%d, %d+%d) is outside memory region %s of %d bytes", off, off, n, m.obj.ID, m.length)
+	}
+	return m.shm.Mem[off : off+n : off+n], nil
 }
 
 // Key is fi_mr_key: the key, or fi.KEY_NOTAVAIL before registration.
 func (m *MR) Key() uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.registered {
+	if m.shm == nil {
 		return uint64(fi.KEY_NOTAVAIL)
 	}
 	return m.key
@@ -66,10 +96,17 @@ func (m *MR) Status() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	state := "unregistered"
-	if m.registered {
+	if m.shm != nil {
 		state = "registered"
 	}
 	return fmt.Sprintf("%s len=%d access=%s", state, m.length, FlagText(m.access.String()))
+}
+
+func (m *MR) frozen() error {
+	if m.shm != nil {
+		return Errorf(fi.EBUSY, "%s is registered; set its attributes before reg", m.obj)
+	}
+	return nil
 }
 
 func (m *MR) Attrs() []Attr {
@@ -101,16 +138,20 @@ func (m *MR) Attrs() []Attr {
 			return err
 		}),
 		{Name: "key", Get: func() string { return fmt.Sprintf("%#x", m.Key()) }},
+		{Name: "desc", Get: func() string { return fmt.Sprintf("%#x", m.obj.Serial) }},
 		{Name: "offset", Get: func() string { return "0" }},
 		{Name: "iface", Get: func() string { return "FI_HMEM_SYSTEM" }},
+		{Name: "mapping", Get: func() string { return m.obj.Dom.fab.Shm.Mode }},
 	}
 }
 
-func (m *MR) frozen() error {
-	if m.registered {
-		return Errorf(fi.EBUSY, "%s is registered; set its attributes before reg", m.obj)
+func (m *MR) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.shm == nil {
+		return nil
 	}
-	return nil
+	err := m.shm.Close()
+	m.shm = nil
+	return err
 }
-
-func (m *MR) Close() error { return nil }

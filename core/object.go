@@ -224,9 +224,7 @@ func (d *Domain) reapLocked(o *Object) []*Object {
 	if o.dead || o.opens > 0 || o.pinned || o.boundBy > 0 {
 		return nil
 	}
-	o.dead = true
-	delete(d.objs[o.Kind], o.ID)
-	d.fab.uncount(o.Owner)
+	d.forgetLocked(o)
 	dead := []*Object{o}
 	for _, c := range o.children {
 		if c.pinned && !c.dead {
@@ -236,6 +234,14 @@ func (d *Domain) reapLocked(o *Object) []*Object {
 	}
 	o.children = nil
 	return dead
+}
+
+// forgetLocked marks o dead and takes it out of the domain's tables.
+func (d *Domain) forgetLocked(o *Object) {
+	o.dead = true
+	delete(d.objs[o.Kind], o.ID)
+	delete(d.bySerial, o.Serial)
+	d.fab.uncount(o.Owner)
 }
 
 // closeAll closes objects that died, outside the domain lock.
@@ -255,9 +261,21 @@ type Domain struct {
 	prov ProviderDomain
 	fab  *Fabric
 
-	mu   sync.Mutex
-	objs [NumKinds]map[string]*Object
-	next [NumKinds]uint64
+	mu       sync.Mutex
+	objs     [NumKinds]map[string]*Object
+	next     [NumKinds]uint64
+	bySerial map[uint64]*Object
+}
+
+// lookupSerial finds a live object of kind k by its serial (an MR's desc).
+func (d *Domain) lookupSerial(k Kind, serial uint64) (*Object, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	o, ok := d.bySerial[serial]
+	if !ok || o.Kind != k {
+		return nil, false
+	}
+	return o, true
 }
 
 // Infos returns the fi_info entries of this domain, best first.
@@ -329,6 +347,7 @@ func (d *Domain) Create(k Kind, name string, uid uint32) (*Object, error) {
 	}
 	o.ID = name
 	d.objs[k][name] = o
+	d.bySerial[o.Serial] = o
 	d.mu.Unlock()
 	return o, nil
 }

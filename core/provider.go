@@ -129,7 +129,9 @@ type Op struct {
 	Buf  []byte
 	Data uint64 // remote CQ data of a send with fi.REMOTE_CQ_DATA
 
-	done func(*Op, Completion)
+	done   func(*Op, Completion)
+	desc   uint64 // the work request's memory region, for its completion
+	offset uint64 // and the offset of Buf in it
 }
 
 // Completion is the outcome of an Op, as fi_cq_tagged_entry and

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/ring"
 )
 
 func TestQueue(t *testing.T) {
@@ -43,17 +44,41 @@ func TestQueue(t *testing.T) {
 	}
 }
 
-func TestCQOverrun(t *testing.T) {
-	c := &CQ{obj: &Object{Kind: KindCQ, ID: "0"}, q: newQueue[CQEntry](), size: 1}
-	for i := 0; i < CQOverflowFactor+3; i++ {
+func TestCQOverflowAndOverrun(t *testing.T) {
+	shm, err := NewShm(MapSymlink, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shm.Close()
+	d := &Domain{Name: "test", fab: &Fabric{Shm: shm}}
+	impl, _ := newCQ(&Object{Kind: KindCQ, ID: "0", Dom: d, Serial: 1})
+	c := impl.(*CQ)
+	c.size = 1
+	defer c.Close()
+	// The ring holds 1; 16 more wait behind it; 3 more are overruns.
+	for i := 0; i < 1+CQOverflowFactor+3; i++ {
 		c.post(CQEntry{Context: uint64(i)})
 	}
-	es, err := c.Read(context.Background(), 100, false)
-	if err != nil || len(es) != 1 || es[0].Err != fi.EOVERRUN || es[0].OLen != 3 {
-		t.Fatalf("first read = %v, %v; want one FI_EOVERRUN entry counting 3", es, err)
+	if c.r.Flags()&ring.Overflow == 0 {
+		t.Error("RING_OVERFLOW not set while completions wait")
 	}
-	es, _ = c.Read(context.Background(), 100, false)
-	if len(es) != CQOverflowFactor || es[0].Context != 0 {
-		t.Fatalf("kept %d entries, want %d in order", len(es), CQOverflowFactor)
+	var got []CQEntry
+	for len(got) < 1+CQOverflowFactor+1 {
+		es, err := c.Read(context.Background(), 100, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, es...)
+	}
+	for i := 0; i <= CQOverflowFactor; i++ {
+		if got[i].Context != uint64(i) || got[i].Err != 0 {
+			t.Fatalf("entry %d = %v, want context %d in order", i, got[i], i)
+		}
+	}
+	if last := got[len(got)-1]; last.Err != fi.EOVERRUN || last.OLen != 3 {
+		t.Errorf("last entry %v, want FI_EOVERRUN counting 3", last)
+	}
+	if c.r.Flags()&ring.Overflow != 0 {
+		t.Error("RING_OVERFLOW still set after draining")
 	}
 }

@@ -88,6 +88,9 @@ type queueHandle struct {
 	ref
 	nonblock bool
 	pop      func(ctx context.Context, max int, block bool) ([]string, error)
+	// peek: pop does not consume (cq/N/wait), so only a read at offset 0
+	// asks it; later offsets are end of file.
+	peek bool
 
 	mu   sync.Mutex
 	rest []byte
@@ -105,6 +108,9 @@ func (h *queueHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Re
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.rest) == 0 {
+		if h.peek && off != 0 {
+			return fuse.ReadResultData(nil), 0
+		}
 		block := off == 0 && !h.nonblock
 		lines, err := h.pop(ctx, max(1, len(dest)/lineBudget), block)
 		if err != nil {
@@ -126,6 +132,13 @@ func (h *queueHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Re
 func queue(pop func(ctx context.Context, max int, block bool) ([]string, error)) func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
 	return func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
 		return &queueHandle{nonblock: openFlagsNonblock(flags), pop: pop}, nil
+	}
+}
+
+// watch is queue for a pop that does not consume.
+func watch(pop func(ctx context.Context, max int, block bool) ([]string, error)) func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
+	return func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
+		return &queueHandle{nonblock: openFlagsNonblock(flags), pop: pop, peek: true}, nil
 	}
 }
 

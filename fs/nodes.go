@@ -110,6 +110,7 @@ type file struct {
 	meta
 	obj  *core.Object
 	open func(ctx context.Context, flags uint32) (fusefs.FileHandle, error)
+	size func() uint64 // nil: 0, as for generated files
 }
 
 var (
@@ -119,13 +120,20 @@ var (
 )
 
 func (f *file) Getattr(ctx context.Context, fh fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	f.fill(&out.Attr)
+	f.fillAttr(&out.Attr)
 	return 0
+}
+
+func (f *file) fillAttr(out *fuse.Attr) {
+	f.fill(out)
+	if f.size != nil {
+		out.Size = f.size()
+	}
 }
 
 // Setattr accepts and ignores truncation, so `echo 64 > attr/tx_size` works.
 func (f *file) Setattr(ctx context.Context, fh fusefs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	f.fill(&out.Attr)
+	f.fillAttr(&out.Attr)
 	return 0
 }
 
@@ -144,6 +152,9 @@ func (f *file) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, uint3
 	}
 	if r, ok := h.(interface{ setRef(*core.Object) }); ok && f.obj != nil {
 		r.setRef(f.obj)
+	}
+	if _, ok := h.(fusefs.FilePassthroughFder); ok {
+		return h, 0, 0 // the kernel serves it from the backing file
 	}
 	return h, fuse.FOPEN_DIRECT_IO, 0
 }

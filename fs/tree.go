@@ -14,6 +14,7 @@ import (
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/ring"
 )
 
 // ABIVersion is the content of /abi_version: bumped on any incompatible
@@ -243,6 +244,9 @@ const (
 	slotAddrs
 	slotValue
 	slotErrors
+	slotTx
+	slotRx
+	slotWait
 )
 
 func (t *tree) objectDir(o *core.Object) *dir {
@@ -265,7 +269,7 @@ func (t *tree) objectDir(o *core.Object) *dir {
 				return &dir{meta: meta{mode: syscall.S_IFDIR | 0o700, uid: o.Owner}, entries: func() []entry { return t.attrEntries(o, o.Impl.Attrs(), "") }}
 			}},
 		}
-		es = append(es, kindFiles(o, f, rw, ro)...)
+		es = append(es, t.kindFiles(o, f, rw, ro)...)
 		if l, ok := o.Impl.(core.Linker); ok {
 			for i, ln := range l.Links() {
 				target := "../../" + ln.Target.Path()
@@ -282,7 +286,7 @@ func (t *tree) objectDir(o *core.Object) *dir {
 type fileMaker func(name string, slot int, m meta, open func(context.Context, uint32) (fusefs.FileHandle, error)) entry
 
 // kindFiles are the files only some kinds have (DESIGN.md, "Kind-specific files").
-func kindFiles(o *core.Object, f fileMaker, rw, ro meta) []entry {
+func (t *tree) kindFiles(o *core.Object, f fileMaker, rw, ro meta) []entry {
 	addr := func(get func() (fi.Addr, error)) func() string {
 		return func() string {
 			a, err := get()
@@ -300,6 +304,8 @@ func kindFiles(o *core.Object, f fileMaker, rw, ro meta) []entry {
 			f("data", slotData, rw, func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
 				return &dataHandle{ep: impl}, nil
 			}),
+			t.shmEntry(o, "tx", slotTx, func() (*ring.Region, error) { return impl.Ring("tx") }),
+			t.shmEntry(o, "rx", slotRx, func() (*ring.Region, error) { return impl.Ring("rx") }),
 		}
 	case *core.PEP:
 		return []entry{
@@ -317,10 +323,20 @@ func kindFiles(o *core.Object, f fileMaker, rw, ro meta) []entry {
 			})),
 		}
 	case *core.CQ:
-		return []entry{f("events", slotEvents, ro, queue(func(ctx context.Context, max int, block bool) ([]string, error) {
-			es, err := impl.Read(ctx, max, block)
-			return lines(es), err
-		}))}
+		return []entry{
+			f("events", slotEvents, ro, queue(func(ctx context.Context, max int, block bool) ([]string, error) {
+				es, err := impl.Read(ctx, max, block)
+				return lines(es), err
+			})),
+			f("wait", slotWait, ro, watch(func(ctx context.Context, max int, block bool) ([]string, error) {
+				n, err := impl.Wait(ctx, block)
+				if err != nil || n == 0 {
+					return nil, err
+				}
+				return []string{strconv.FormatUint(uint64(n), 10)}, nil
+			})),
+			t.shmEntry(o, "data", slotData, impl.Region),
+		}
 	case *core.EQ:
 		return []entry{f("events", slotEvents, ro, queue(func(ctx context.Context, max int, block bool) ([]string, error) {
 			es, err := impl.Read(ctx, max, block)
@@ -328,6 +344,8 @@ func kindFiles(o *core.Object, f fileMaker, rw, ro meta) []entry {
 		}))}
 	case *core.AV:
 		return []entry{f("addrs", slotAddrs, ro, rendered(impl.Addrs, nil))}
+	case *core.MR:
+		return []entry{t.shmEntry(o, "data", slotData, impl.Region)}
 	case *core.Cntr:
 		setter := func(set func(uint64)) func(context.Context, []byte) error {
 			return func(ctx context.Context, data []byte) error {

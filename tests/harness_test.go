@@ -94,13 +94,20 @@ type daemon struct {
 // test fails.
 func mount(t *testing.T) *daemon {
 	t.Helper()
+	return mountWith(t)
+}
+
+// mountWith is mount with extra daemon flags (such as -mapping=symlink),
+// given before the mount point.
+func mountWith(t *testing.T, flags ...string) *daemon {
+	t.Helper()
 	needFUSE(t)
 	mnt := filepath.Join(t.TempDir(), "fabric")
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	d := &daemon{mnt: mnt, log: &strings.Builder{}}
-	d.cmd = exec.Command(daemonBin, mnt)
+	d.cmd = exec.Command(daemonBin, append(append([]string(nil), flags...), mnt)...)
 	pr, pw, _ := os.Pipe()
 	d.cmd.Stdout, d.cmd.Stderr = pw, pw
 	if err := d.cmd.Start(); err != nil {

@@ -31,6 +31,7 @@ func main() {
 	log.SetPrefix("fabricfs: ")
 	debug := flag.Bool("debug", false, "log every FUSE request")
 	allowOther := flag.Bool("allow-other", os.Geteuid() == 0, "let every user use the tree (default as root)")
+	mapping := flag.String("mapping", core.DefaultMapping(), "how clients reach shared memory: passthrough (FUSE passthrough; root, Linux >= 6.9) or symlink (links into a private tmpfs directory)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: fabricfs [flags] MOUNTPOINT\n\nMounts libfabric's object model as a file tree; see docs/tree.md.\n\n")
 		flag.PrintDefaults()
@@ -40,12 +41,12 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(flag.Arg(0), fs.Options{AllowOther: *allowOther, Debug: *debug}); err != nil {
+	if err := run(flag.Arg(0), *mapping, fs.Options{AllowOther: *allowOther, Debug: *debug}); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(mnt string, opts fs.Options) error {
+func run(mnt, mapping string, opts fs.Options) error {
 	tp, err := tcp.New()
 	if err != nil {
 		return fmt.Errorf("tcp provider: %w", err)
@@ -55,6 +56,13 @@ func run(mnt string, opts fs.Options) error {
 		return err
 	}
 	defer fab.Close()
+	if mapping != fab.Shm.Mode {
+		shm, err := core.NewShm(mapping, "")
+		if err != nil {
+			return err
+		}
+		fab.SetShm(shm)
+	}
 	srv, err := fs.Mount(fab, mnt, opts)
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", mnt, err)

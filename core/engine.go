@@ -1,0 +1,197 @@
+package core
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fabricfs/fabricfs/core/ring"
+)
+
+// The engine consumes the work queues (ep/N/tx, ep/N/rx) of every enabled
+// endpoint. Queues are served by groups of at most groupSize; each group is
+// one goroutine that polls its queues without system calls while there is
+// work, and after spinFor idle sets RING_NEED_WAKEUP on all of them and
+// sleeps in one futex_waitv on their wake words and its own control word. So
+// a sleeping daemon costs one blocked thread per groupSize queues, not one
+// per endpoint.
+const (
+	groupSize = 127 // futex_waitv takes 128 words: the queues and the control word
+	spinFor   = 50 * time.Microsecond
+	// sleepMax bounds a sleep, as a safety net: a group wakes at least this
+	// often even if a wake-up were lost.
+	sleepMax = time.Second
+)
+
+// workQueue is one work ring of one endpoint.
+type workQueue struct {
+	ep      *EP
+	r       *ring.Ring
+	kind    OpKind // OpSend for tx, OpRecv for rx
+	g       *group
+	blocked atomic.Bool // the provider's queue is full; wait for a completion
+}
+
+// ready reports whether the queue has requests the provider can take.
+func (q *workQueue) ready() bool { return q.r.Len() > 0 && !q.blocked.Load() }
+
+// unblock lets the queue be served again after a completion freed room.
+func (q *workQueue) unblock() {
+	if q.blocked.CompareAndSwap(true, false) {
+		q.g.kick()
+	}
+}
+
+type engine struct {
+	mu     sync.Mutex
+	groups []*group
+}
+
+type group struct {
+	e *engine
+	// word is the control futex: add, remove and unblock bump it to wake the
+	// worker. It lives in Go memory (never moved, never unmapped), so a late
+	// kick of a stopped group is harmless.
+	word *uint32
+
+	mu     sync.Mutex
+	queues []*workQueue // replaced, never modified in place, so the worker can use a snapshot
+	stop   bool
+
+	// iter is held by the worker whenever it touches the rings of its
+	// snapshot (not while it sleeps); remove waits on it so that a removed
+	// queue's ring is never touched after its endpoint unmaps it.
+	iter sync.Mutex
+}
+
+// add starts serving q.
+func (e *engine) add(q *workQueue) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var g *group
+	for _, c := range e.groups {
+		c.mu.Lock()
+		if len(c.queues) < groupSize {
+			g = c
+		}
+		c.mu.Unlock()
+		if g != nil {
+			break
+		}
+	}
+	if g == nil {
+		g = &group{e: e, word: new(uint32)}
+		e.groups = append(e.groups, g)
+		go g.run()
+	}
+	g.mu.Lock()
+	q.g = g
+	g.queues = append(g.queues[:len(g.queues):len(g.queues)], q)
+	g.mu.Unlock()
+	g.kick()
+}
+
+// remove stops serving q; a group left empty ends.
+func (e *engine) remove(q *workQueue) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	g := q.g
+	g.mu.Lock()
+	qs := make([]*workQueue, 0, len(g.queues))
+	for _, x := range g.queues {
+		if x != q {
+			qs = append(qs, x)
+		}
+	}
+	g.queues = qs
+	if len(qs) == 0 {
+		g.stop = true
+		for i, x := range e.groups {
+			if x == g {
+				e.groups = append(e.groups[:i], e.groups[i+1:]...)
+				break
+			}
+		}
+	}
+	g.mu.Unlock()
+	g.kick()
+	g.iter.Lock() // the worker's current pass, which may use q, ends
+	g.iter.Unlock()
+}
+
+// kick wakes the group's worker.
+func (g *group) kick() {
+	atomic.AddUint32(g.word, 1)
+	ring.FutexWake(g.word)
+}
+
+func (g *group) run() {
+	idle := time.Now()
+	for {
+		g.iter.Lock()
+		g.mu.Lock()
+		qs, stop := g.queues, g.stop
+		g.mu.Unlock()
+		if stop {
+			g.iter.Unlock()
+			return
+		}
+		busy := false
+		for _, q := range qs {
+			if q.ready() && q.ep.consume(q) > 0 {
+				busy = true
+			}
+		}
+		switch {
+		case busy:
+			idle = time.Now()
+			g.iter.Unlock()
+		case time.Since(idle) < spinFor:
+			g.iter.Unlock()
+			runtime.Gosched()
+		default:
+			g.sleep(qs) // unlocks iter while asleep
+			idle = time.Now()
+		}
+	}
+}
+
+// sleep waits until a queue may have work: the protocol of docs/abi.md, on
+// all the group's queues at once. It is called with iter held and returns
+// with it released. It does not hold iter while asleep, so after waking it
+// clears the flag only on the queues the group has then, which are mapped
+// for as long as it holds iter.
+func (g *group) sleep(qs []*workQueue) {
+	words := make([]*uint32, 0, len(qs)+1)
+	vals := make([]uint32, 0, len(qs)+1)
+	words = append(words, g.word)
+	vals = append(vals, atomic.LoadUint32(g.word))
+	for _, q := range qs {
+		w := q.r.WakeWord()
+		words = append(words, w)
+		vals = append(vals, atomic.LoadUint32(w))
+		q.r.SetFlags(ring.NeedWakeup)
+	}
+	ready := false
+	for _, q := range qs {
+		if q.ready() {
+			ready = true
+			break
+		}
+	}
+	g.iter.Unlock()
+	// A change of the queues kicks the control word after our load of it,
+	// so the wait returns at once rather than wait on a removed ring.
+	if !ready {
+		ring.FutexWaitv(words, vals, sleepMax)
+	}
+	g.iter.Lock()
+	g.mu.Lock()
+	qs = g.queues
+	g.mu.Unlock()
+	for _, q := range qs {
+		q.r.ClearFlags(ring.NeedWakeup)
+	}
+	g.iter.Unlock()
+}

@@ -1,0 +1,219 @@
+package core
+
+import (
+	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/ring"
+)
+
+// epRings are an enabled endpoint's work queues (docs/abi.md) and the
+// memory regions its requests have used.
+type epRings struct {
+	tx, rx     *workQueue
+	txShm      *ring.Region
+	rxShm      *ring.Region
+	mrs        map[uint64]*MR // by desc; each held until the endpoint closes
+	closed     bool
+	injectSize uint64
+}
+
+// openRingsLocked makes the endpoint's tx and rx rings and hands them to
+// the engine. Called by Enable with e.mu held.
+func (e *EP) openRingsLocked() error {
+	shm := e.obj.Dom.fab.Shm
+	mk := func(name string, size uint64) (*ring.Region, *ring.Ring, error) {
+		n, err := ring.RoundUp(size)
+		if err != nil {
+			return nil, nil, Errorf(fi.EINVAL, "%s_size %d: %v", name, size, err)
+		}
+		reg, err := shm.alloc(e.obj, name, ring.Size(n))
+		if err != nil {
+			return nil, nil, err
+		}
+		r, err := ring.Init(reg.Mem, ring.TypeWork, n, ring.FeatFutex)
+		if err != nil {
+			reg.Close()
+			return nil, nil, Errorf(fi.EIO, "%s ring: %v", name, err)
+		}
+		return reg, r, nil
+	}
+	txShm, txr, err := mk("tx", e.info.TxAttr.Size)
+	if err != nil {
+		return err
+	}
+	rxShm, rxr, err := mk("rx", e.info.RxAttr.Size)
+	if err != nil {
+		txShm.Close()
+		return err
+	}
+	e.rings = &epRings{
+		tx: &workQueue{ep: e, r: txr, kind: OpSend}, rx: &workQueue{ep: e, r: rxr, kind: OpRecv},
+		txShm: txShm, rxShm: rxShm, mrs: map[uint64]*MR{}, injectSize: e.info.TxAttr.InjectSize,
+	}
+	eng := &e.obj.Dom.fab.eng
+	eng.add(e.rings.tx)
+	eng.add(e.rings.rx)
+	return nil
+}
+
+// stopRings stops the engine serving the rings and unmaps them.
+func (e *EP) stopRings() {
+	e.mu.Lock()
+	rs := e.rings
+	e.mu.Unlock()
+	if rs == nil {
+		return
+	}
+	eng := &e.obj.Dom.fab.eng
+	eng.remove(rs.tx)
+	eng.remove(rs.rx)
+	e.ringMu.Lock()
+	rs.closed = true
+	e.ringMu.Unlock()
+	for _, q := range []*workQueue{rs.tx, rs.rx} {
+		q.r.SetFlags(ring.Dead)
+		q.r.Wake()
+	}
+	rs.txShm.Close()
+	rs.rxShm.Close()
+}
+
+// releaseRegions lets go of the memory regions the endpoint's requests
+// used; the provider endpoint is closed, so none is in use.
+func (e *EP) releaseRegions() {
+	e.mu.Lock()
+	rs := e.rings
+	e.mu.Unlock()
+	if rs == nil {
+		return
+	}
+	e.ringMu.Lock()
+	mrs := rs.mrs
+	rs.mrs = nil
+	e.ringMu.Unlock()
+	for _, m := range mrs {
+		m.obj.drop()
+	}
+}
+
+// Ring returns the shared memory of the tx or rx ring, for ep/N/tx and
+// ep/N/rx.
+func (e *EP) Ring(name string) (*ring.Region, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.rings == nil {
+		return nil, Errorf(fi.EOPBADSTATE, "endpoint is %s; its rings exist once it is enabled", e.state)
+	}
+	if name == "tx" {
+		return e.rings.txShm, nil
+	}
+	return e.rings.rxShm, nil
+}
+
+// consume takes the requests published on q and posts them. It returns how
+// many it took. Called only by q's engine group.
+func (e *EP) consume(q *workQueue) int {
+	e.ringMu.Lock()
+	defer e.ringMu.Unlock()
+	if e.rings == nil || e.rings.closed {
+		return 0
+	}
+	r := q.r
+	head, tail := r.Peek()
+	n := 0
+	for head != tail {
+		w, err := ring.DecodeWR(r.Entry(head))
+		var op *Op
+		if err == nil {
+			op, err = e.opFromWR(&w, q.kind)
+		} else {
+			err = Errorf(fi.EINVAL, "malformed work request: %v", err)
+		}
+		if err == nil {
+			err = e.post(op, nil)
+			if Code(err) == fi.EAGAIN {
+				// The provider's queue is full. Mark the queue blocked
+				// first, so that a completion from now on unblocks it,
+				// then try once more in case one came before.
+				q.blocked.Store(true)
+				if err = e.post(op, nil); Code(err) == fi.EAGAIN {
+					break
+				}
+				q.blocked.Store(false)
+			}
+		}
+		if err != nil {
+			e.requestFailed(&w, q.kind, err)
+		}
+		head++
+		n++
+	}
+	r.Release(head)
+	return n
+}
+
+// opFromWR checks a work request and makes the operation for it.
+func (e *EP) opFromWR(w *ring.WR, kind OpKind) (*Op, error) {
+	switch {
+	case w.Op == ring.OpSend && kind == OpSend, w.Op == ring.OpRecv && kind == OpRecv:
+	case w.Op == ring.OpSend || w.Op == ring.OpRecv:
+		return nil, Errorf(fi.EINVAL, "operation %d belongs on the other ring", w.Op)
+	case w.Op >= ring.OpTSend && w.Op <= ring.OpCompareAtomic:
+		return nil, Errorf(fi.EOPNOTSUPP, "operation %d is not supported yet", w.Op)
+	default:
+		return nil, Errorf(fi.EINVAL, "unknown operation %d", w.Op)
+	}
+	flags := fi.OpFlags(w.Flags)
+	if flags&fi.INJECT != 0 && (kind != OpSend || w.Len > e.rings.injectSize) {
+		return nil, Errorf(fi.EINVAL, "FI_INJECT of %d bytes (inject_size %d)", w.Len, e.rings.injectSize)
+	}
+	m, err := e.regionFor(w.Desc)
+	if err != nil {
+		return nil, err
+	}
+	buf, err := m.slice(w.Offset, w.Len)
+	if err != nil {
+		return nil, err
+	}
+	return &Op{Kind: kind, Flags: flags, Context: w.Context, Buf: buf, Data: w.Data, desc: w.Desc, offset: w.Offset}, nil
+}
+
+// regionFor finds the memory region named by desc for this endpoint, and
+// holds it until the endpoint closes.
+func (e *EP) regionFor(desc uint64) (*MR, error) {
+	if m, ok := e.rings.mrs[desc]; ok {
+		return m, nil
+	}
+	o, ok := e.obj.Dom.lookupSerial(KindMR, desc)
+	if !ok {
+		return nil, Errorf(fi.EINVAL, "no memory region with desc %#x in domain %s", desc, e.obj.Dom.Name)
+	}
+	if o.Owner != e.obj.Owner {
+		return nil, Errorf(fi.EACCES, "memory region %s belongs to another user", o.ID)
+	}
+	if err := o.hold(); err != nil {
+		return nil, err
+	}
+	m := o.Impl.(*MR)
+	e.rings.mrs[desc] = m
+	return m, nil
+}
+
+// requestFailed reports a request that could not be posted as an error
+// completion on the queue's CQ.
+func (e *EP) requestFailed(w *ring.WR, kind OpKind, err error) {
+	e.obj.SetErr(WithOp("work request", err))
+	e.mu.Lock()
+	cq := e.txcq
+	if kind == OpRecv {
+		cq = e.rxcq
+	}
+	e.mu.Unlock()
+	if cq == nil {
+		return
+	}
+	flags := fi.CQFlags(fi.MSG | fi.SEND)
+	if kind == OpRecv {
+		flags = fi.CQFlags(fi.MSG | fi.RECV)
+	}
+	cq.post(CQEntry{Context: w.Context, Flags: flags, Err: Code(err), Src: uint64(fi.ADDR_NOTAVAIL), Desc: w.Desc, Buf: w.Offset})
+}

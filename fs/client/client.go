@@ -1,0 +1,517 @@
+// Package client is a small Go API over a mounted fabricfs tree, for Go
+// programs that want the ring fast path of docs/abi.md without writing the
+// file protocol of docs/tree.md by hand.
+//
+// Objects are made through clone files and live while their *Object is open
+// (Close ends them), so a crashed program leaks nothing:
+//
+//	t, _ := client.Open("/fabric")
+//	d := t.Domain("tcp", "lo")
+//	eq, _ := d.NewEQ()
+//	cq, _ := d.NewCQ(64)
+//	mr, _ := d.NewMR(4096, "FI_SEND,FI_RECV")
+//	...
+//	ep.PostSend(mr, 0, 4096, ctx, 0)
+//	cq.Wait(time.Second)
+//	for _, c := range cq.Poll(16) { ... }
+//
+// The rings are shared with the daemon through package core/ring, which is
+// the one Go implementation of the layout. An EP's rings have one producer
+// and a CQ's ring one consumer: use each from one goroutine at a time.
+package client
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fabricfs/fabricfs/core/ring"
+)
+
+// Tree is a mounted fabricfs.
+type Tree struct{ Dir string }
+
+// Open checks that mountpoint is a fabricfs tree of abi_version 1.
+func Open(mountpoint string) (*Tree, error) {
+	b, err := os.ReadFile(filepath.Join(mountpoint, "abi_version"))
+	if err != nil {
+		return nil, err
+	}
+	if v := strings.TrimSpace(string(b)); v != strconv.Itoa(ring.Version) {
+		return nil, fmt.Errorf("%s: abi_version %s, want %d", mountpoint, v, ring.Version)
+	}
+	return &Tree{Dir: mountpoint}, nil
+}
+
+// Domain is one provider's domain, such as tcp/lo.
+type Domain struct{ Dir string }
+
+// Domain returns the domain prov/name; it is not checked until used.
+func (t *Tree) Domain(prov, name string) *Domain {
+	return &Domain{Dir: filepath.Join(t.Dir, prov, name)}
+}
+
+// Object is one object of a domain: KIND/ID.
+type Object struct {
+	Dir   string // the object's directory
+	kind  string
+	id    string
+	clone *os.File       // keeps a clone object alive; nil for others
+	maps  []*ring.Region // mapped files, unmapped by Close
+}
+
+func (d *Domain) clone(kind string) (*Object, error) {
+	f, err := os.OpenFile(filepath.Join(d.Dir, kind, "clone"), os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 64)
+	n, err := f.Read(b)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: reading the id: %w", f.Name(), err)
+	}
+	id := strings.TrimSpace(string(b[:n]))
+	return &Object{Dir: filepath.Join(d.Dir, kind, id), kind: kind, id: id, clone: f}, nil
+}
+
+// ID is the object's id in its kind directory.
+func (o *Object) ID() string { return o.id }
+
+// Name is KIND/ID, as the EQ's events name objects.
+func (o *Object) Name() string { return o.kind + "/" + o.id }
+
+// Err is the text of the object's err file: the last failure.
+func (o *Object) Err() string {
+	b, err := os.ReadFile(filepath.Join(o.Dir, "err"))
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// write writes s to the object's file name in one write.
+func (o *Object) write(name, s string) error {
+	p := filepath.Join(o.Dir, name)
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write([]byte(s + "\n"))
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %q: %w (err: %s)", p, s, err, o.Err())
+	}
+	return nil
+}
+
+// Ctl writes one command to the object's ctl file; an error carries the
+// object's err text.
+func (o *Object) Ctl(cmd string) error { return o.write("ctl", cmd) }
+
+// Attr reads attr/name, without the newline.
+func (o *Object) Attr(name string) (string, error) { return o.read("attr/" + name) }
+
+// SetAttr writes value to attr/name.
+func (o *Object) SetAttr(name, value string) error { return o.write("attr/"+name, value) }
+
+// read reads a file of the object with one read (queue files block).
+func (o *Object) read(name string) (string, error) {
+	f, err := os.Open(filepath.Join(o.Dir, name))
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b := make([]byte, 4096)
+	n, err := f.Read(b)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w (err: %s)", f.Name(), err, o.Err())
+	}
+	return strings.TrimSpace(string(b[:n])), nil
+}
+
+// mapRing maps the object's ring file name (ring.MapFile, ring.Open).
+func (o *Object) mapRing(name string) (*ring.Ring, error) {
+	reg, err := o.mapFile(name)
+	if err != nil {
+		return nil, err
+	}
+	r, err := ring.Open(reg.Mem)
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s: %w", o.Dir, name, err)
+	}
+	return r, nil
+}
+
+func (o *Object) mapFile(name string) (*ring.Region, error) {
+	reg, err := ring.MapFile(filepath.Join(o.Dir, name))
+	if err != nil {
+		return nil, fmt.Errorf("%w (err: %s)", err, o.Err())
+	}
+	o.maps = append(o.maps, reg)
+	return reg, nil
+}
+
+// Close unmaps the object's files and closes its clone file, which ends a
+// clone object. Rings and memory from it must not be used afterwards.
+func (o *Object) Close() error {
+	for _, m := range o.maps {
+		m.Close()
+	}
+	o.maps = nil
+	if o.clone == nil {
+		return nil
+	}
+	err := o.clone.Close()
+	o.clone = nil
+	return err
+}
+
+// EQ is an event queue.
+type EQ struct{ Object }
+
+// NewEQ makes an event queue.
+func (d *Domain) NewEQ() (*EQ, error) {
+	o, err := d.clone("eq")
+	if err != nil {
+		return nil, err
+	}
+	return &EQ{*o}, nil
+}
+
+// Events blocks until at least one event is pending and returns all that
+// are, one line each.
+func (q *EQ) Events() ([]string, error) {
+	f, err := os.Open(filepath.Join(q.Dir, "events"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var ev []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		ev = append(ev, sc.Text())
+	}
+	return ev, sc.Err()
+}
+
+// WaitConnected reads events until every ep has had "connected"; an error
+// or shutdown event for one of them fails.
+func (q *EQ) WaitConnected(timeout time.Duration, eps ...*EP) error {
+	want := map[string]bool{}
+	for _, ep := range eps {
+		want["ep/"+ep.id] = true
+	}
+	deadline := time.Now().Add(timeout)
+	for len(want) > 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: no connected event for %v after %v", q.Name(), want, timeout)
+		}
+		ev, err := q.Events()
+		if err != nil {
+			return err
+		}
+		for _, e := range ev {
+			f := strings.Fields(e)
+			if len(f) < 2 || !want[strings.TrimPrefix(f[1], "fid=")] {
+				continue
+			}
+			if f[0] != "connected" {
+				return fmt.Errorf("%s: %s", q.Name(), e)
+			}
+			delete(want, strings.TrimPrefix(f[1], "fid="))
+		}
+	}
+	return nil
+}
+
+// CQ is a completion queue with its completion ring.
+type CQ struct {
+	Object
+	r *ring.Ring
+}
+
+// NewCQ makes a completion queue holding size entries (0: the default).
+func (d *Domain) NewCQ(size int) (*CQ, error) {
+	o, err := d.clone("cq")
+	if err != nil {
+		return nil, err
+	}
+	q := &CQ{Object: *o}
+	if size > 0 {
+		if err := q.SetAttr("size", strconv.Itoa(size)); err != nil {
+			q.Close()
+			return nil, err
+		}
+	}
+	return q, nil
+}
+
+// Ring maps cq/N/data on first use. The ring's size is fixed from then on.
+func (q *CQ) Ring() (*ring.Ring, error) {
+	if q.r == nil {
+		r, err := q.mapRing("data")
+		if err != nil {
+			return nil, err
+		}
+		q.r = r
+	}
+	return q.r, nil
+}
+
+// Poll takes up to max completions from the ring (none if it is not mapped).
+func (q *CQ) Poll(max int) []ring.CQE {
+	r, err := q.Ring()
+	if err != nil {
+		return nil
+	}
+	h, t := r.Peek()
+	var out []ring.CQE
+	for ; h != t && len(out) < max; h++ {
+		c, _ := ring.DecodeCQE(r.Entry(h)) // a non-zero reserved byte still decodes
+		out = append(out, c)
+	}
+	r.Release(h)
+	return out
+}
+
+// Wait returns once the ring holds a completion: it spins briefly, then
+// sleeps on the ring's wake word (Ring.Sleep). It fails with
+// ring.ErrTimeout after timeout (<= 0: no limit), or when the CQ is dead.
+func (q *CQ) Wait(timeout time.Duration) error {
+	r, err := q.Ring()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	for i := 0; r.Len() == 0; i++ {
+		if r.Flags()&ring.Dead != 0 {
+			return fmt.Errorf("%s: ring is dead (err: %s)", q.Name(), q.Err())
+		}
+		if i < 1000 {
+			continue
+		}
+		left := time.Duration(0)
+		if timeout > 0 {
+			if left = timeout - time.Since(start); left <= 0 {
+				return ring.ErrTimeout
+			}
+		}
+		if err := r.Sleep(nil, left); err != nil && !errors.Is(err, ring.ErrTimeout) {
+			return err
+		}
+	}
+	return nil
+}
+
+// PEP is a passive endpoint.
+type PEP struct{ Object }
+
+// NewPEP makes a passive endpoint.
+func (d *Domain) NewPEP() (*PEP, error) {
+	o, err := d.clone("pep")
+	if err != nil {
+		return nil, err
+	}
+	return &PEP{*o}, nil
+}
+
+// Listen binds the EQ, listens on addr (e.g. 127.0.0.1:0) and returns the
+// local address with the chosen port.
+func (p *PEP) Listen(eq *EQ, addr string) (string, error) {
+	if err := p.Ctl("bind eq " + eq.id); err != nil {
+		return "", err
+	}
+	if err := p.Ctl("listen " + addr); err != nil {
+		return "", err
+	}
+	return p.read("local")
+}
+
+// Request blocks until a connection request arrives and returns the
+// endpoint made for it (it lives as long as the pep; its Close does not end
+// it). It then takes Setup and "accept [DATA]" or "reject [DATA]".
+func (p *PEP) Request() (*EP, error) {
+	id, err := p.read("listen")
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(filepath.Dir(filepath.Dir(p.Dir)), "ep", id)
+	return &EP{Object: Object{Dir: dir, kind: "ep", id: id}}, nil
+}
+
+// EP is an active endpoint with its work rings.
+type EP struct {
+	Object
+	tx, rx *ring.Ring
+}
+
+// NewEP makes an endpoint.
+func (d *Domain) NewEP() (*EP, error) {
+	o, err := d.clone("ep")
+	if err != nil {
+		return nil, err
+	}
+	return &EP{Object: *o}, nil
+}
+
+// Setup binds the EQ and the CQ (for send and receive) and enables the
+// endpoint.
+func (e *EP) Setup(eq *EQ, cq *CQ) error {
+	for _, c := range []string{"bind eq " + eq.id, "bind cq " + cq.id + " send,recv", "enable"} {
+		if err := e.Ctl(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Tx maps ep/N/tx on first use (the endpoint must be enabled).
+func (e *EP) Tx() (*ring.Ring, error) { return e.ringOf(&e.tx, "tx") }
+
+// Rx maps ep/N/rx on first use.
+func (e *EP) Rx() (*ring.Ring, error) { return e.ringOf(&e.rx, "rx") }
+
+func (e *EP) ringOf(r **ring.Ring, name string) (*ring.Ring, error) {
+	if *r == nil {
+		m, err := e.mapRing(name)
+		if err != nil {
+			return nil, err
+		}
+		*r = m
+	}
+	return *r, nil
+}
+
+// PostSend sends [off, off+n) of mr. It fails with an error wrapping
+// syscall.EAGAIN when the tx ring is full.
+func (e *EP) PostSend(mr *MR, off, n, context, flags uint64) error {
+	return e.post(e.Tx, ring.OpSend, mr, off, n, context, flags)
+}
+
+// PostRecv receives the next message into [off, off+n) of mr; EAGAIN as
+// PostSend.
+func (e *EP) PostRecv(mr *MR, off, n, context, flags uint64) error {
+	return e.post(e.Rx, ring.OpRecv, mr, off, n, context, flags)
+}
+
+func (e *EP) post(get func() (*ring.Ring, error), op uint8, mr *MR, off, n, context, flags uint64) error {
+	r, err := get()
+	if err != nil {
+		return err
+	}
+	if r.Flags()&ring.Dead != 0 {
+		return fmt.Errorf("%s: ring is dead (err: %s)", e.Name(), e.Err())
+	}
+	b, ok := r.Reserve()
+	if !ok {
+		return fmt.Errorf("%s: ring full: %w", e.Name(), syscall.EAGAIN)
+	}
+	w := ring.WR{Op: op, Flags: flags, Context: context, Desc: mr.desc, Offset: off, Len: n}
+	w.Encode(b)
+	r.Publish(1)
+	return nil
+}
+
+// MR is a registered memory region, mapped.
+type MR struct {
+	Object
+	mem  []byte
+	desc uint64
+}
+
+// NewMR makes and registers a region of length bytes with access flags
+// such as "FI_SEND,FI_RECV", and maps it.
+func (d *Domain) NewMR(length int, access string) (*MR, error) {
+	o, err := d.clone("mr")
+	if err != nil {
+		return nil, err
+	}
+	m := &MR{Object: *o}
+	if err := m.setup(length, access); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *MR) setup(length int, access string) error {
+	if err := m.SetAttr("len", strconv.Itoa(length)); err != nil {
+		return err
+	}
+	if err := m.SetAttr("access", access); err != nil {
+		return err
+	}
+	if err := m.Ctl("reg"); err != nil {
+		return err
+	}
+	s, err := m.Attr("desc")
+	if err != nil {
+		return err
+	}
+	if m.desc, err = strconv.ParseUint(s, 0, 64); err != nil {
+		return fmt.Errorf("%s/attr/desc: %w", m.Dir, err)
+	}
+	reg, err := m.mapFile("data")
+	if err != nil {
+		return err
+	}
+	m.mem = reg.Mem
+	return nil
+}
+
+// Mem is the region's memory, shared with the daemon.
+func (m *MR) Mem() []byte { return m.mem }
+
+// Desc is the region's descriptor for work requests (attr/desc).
+func (m *MR) Desc() uint64 { return m.desc }
+
+// Connect makes a connected pair of endpoints in d: a new pep listens on
+// 127.0.0.1:0, a (with cqA) connects to it, the request is accepted as b
+// (with cqB), and both "connected" events arrive on eq. Close the pep after
+// a and b: b lives as long as it.
+func (d *Domain) Connect(eq *EQ, cqA, cqB *CQ) (a, b *EP, pep *PEP, err error) {
+	if pep, err = d.NewPEP(); err != nil {
+		return nil, nil, nil, err
+	}
+	if a, err = d.NewEP(); err != nil {
+		pep.Close()
+		return nil, nil, nil, err
+	}
+	if b, err = connect(pep, a, eq, cqA, cqB); err != nil {
+		a.Close()
+		pep.Close()
+		return nil, nil, nil, err
+	}
+	return a, b, pep, nil
+}
+
+func connect(pep *PEP, a *EP, eq *EQ, cqA, cqB *CQ) (*EP, error) {
+	local, err := pep.Listen(eq, "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Setup(eq, cqA); err != nil {
+		return nil, err
+	}
+	if err := a.Ctl("connect " + local); err != nil {
+		return nil, err
+	}
+	b, err := pep.Request()
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Setup(eq, cqB); err != nil {
+		return nil, err
+	}
+	if err := b.Ctl("accept"); err != nil {
+		return nil, err
+	}
+	return b, eq.WaitConnected(10*time.Second, a, b)
+}

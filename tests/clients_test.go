@@ -1,0 +1,305 @@
+package tests
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fabricfs/fabricfs/core/ring"
+	"github.com/fabricfs/fabricfs/fs/client"
+)
+
+// The ring clients of docs/abi.md: tests/clients/c/pingpong.c,
+// tests/clients/python/pingpong.py and package fs/client, each ping-ponging
+// through the rings in both ways the daemon serves ring files.
+
+const (
+	pingIters = 1000
+	pingSize  = 4096
+)
+
+// okLine is the one line a client prints on success.
+var okLine = regexp.MustCompile(fmt.Sprintf(`^ok %d %d [0-9]+(\.[0-9]+)?\n$`, pingIters, pingSize))
+
+// forEachMapping runs f on a fresh mount in each mapping mode: the default
+// (FUSE passthrough as root) and -mapping=symlink, after checking that an
+// object's attr/mapping and its ring file say which.
+func forEachMapping(t *testing.T, f func(t *testing.T, d *daemon)) {
+	def := "passthrough"
+	if os.Geteuid() != 0 {
+		def = "symlink" // passthrough needs root
+	}
+	modes := []struct {
+		name, want string
+		flags      []string
+	}{
+		{"default", def, nil},
+		{"symlink", "symlink", []string{"-mapping=symlink"}},
+	}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			d := mountWith(t, m.flags...)
+			checkMapping(t, d, m.want)
+			f(t, d)
+		})
+	}
+}
+
+// checkMapping makes a CQ and checks attr/mapping and what cq/N/data is.
+func checkMapping(t *testing.T, d *daemon, want string) {
+	t.Helper()
+	tr, err := client.Open(d.mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := tr.Domain("tcp", "lo").NewCQ(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cq.Close()
+	got, err := cq.Attr("mapping")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Fatalf("%s/attr/mapping = %q, want %q", cq.Dir, got, want)
+	}
+	fi, err := os.Lstat(filepath.Join(cq.Dir, "data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if isLink := fi.Mode()&os.ModeSymlink != 0; isLink != (want == "symlink") {
+		t.Fatalf("%s/data has mode %v with mapping %s", cq.Dir, fi.Mode(), want)
+	}
+}
+
+// runClient runs a client program against d and checks its ok line.
+func runClient(t *testing.T, d *daemon, name string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	args = append(args, d.mnt, fmt.Sprint(pingIters), fmt.Sprint(pingSize))
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	if err != nil || !okLine.Match(out) {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	t.Logf("%s", out)
+}
+
+func TestCClient(t *testing.T) {
+	needFUSE(t)
+	needCmd(t, "gcc")
+	bin := filepath.Join(t.TempDir(), "pingpong")
+	if out, err := exec.Command("gcc", "-O2", "-Wall", "-Werror", "-o", bin, "clients/c/pingpong.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	forEachMapping(t, func(t *testing.T, d *daemon) { runClient(t, d, bin) })
+}
+
+func TestPythonClient(t *testing.T) {
+	needFUSE(t)
+	needCmd(t, "python3")
+	forEachMapping(t, func(t *testing.T, d *daemon) {
+		runClient(t, d, "python3", "clients/python/pingpong.py")
+	})
+}
+
+func TestGoClient(t *testing.T) {
+	needFUSE(t)
+	forEachMapping(t, func(t *testing.T, d *daemon) {
+		usec, err := goPingPong(d.mnt, pingIters, pingSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("ok %d %d %.1f", pingIters, pingSize, usec)
+	})
+}
+
+// side is one endpoint of the Go ping-pong with what its CQ delivered.
+type side struct {
+	name         string
+	ep           *client.EP
+	cq           *client.CQ
+	mr           *client.MR
+	sends, recvs uint64 // completions seen, in order
+	lastBuf      uint64 // buf of the last receive completion
+}
+
+const ctxSend, ctxRecv = 1 << 32, 2 << 32
+
+// reap takes the completions there are, checking each.
+func (s *side) reap(size uint64) error {
+	for _, c := range s.cq.Poll(64) {
+		if c.Err != 0 {
+			return fmt.Errorf("%s: error completion %+v (ep err: %s)", s.name, c, s.ep.Err())
+		}
+		switch c.Context &^ 0xffffffff {
+		case ctxSend:
+			if c.Flags&(1<<11) == 0 || c.Context != ctxSend|s.sends&0xffffffff {
+				return fmt.Errorf("%s: send completion %+v, want #%d", s.name, c, s.sends)
+			}
+			s.sends++
+		case ctxRecv:
+			if c.Flags&(1<<10) == 0 || c.Context != ctxRecv|s.recvs&0xffffffff || c.Len != size {
+				return fmt.Errorf("%s: recv completion %+v, want #%d of %d bytes", s.name, c, s.recvs, size)
+			}
+			s.recvs++
+			s.lastBuf = c.Buf
+		default:
+			return fmt.Errorf("%s: completion %+v with an unknown context", s.name, c)
+		}
+	}
+	return nil
+}
+
+// await reaps until *n reaches want.
+func (s *side) await(n *uint64, want, size uint64) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if err := s.reap(size); err != nil {
+			return err
+		}
+		if *n >= want {
+			return nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("%s: %d of %d completions after 10s (ep err: %s)", s.name, *n, want, s.ep.Err())
+		}
+		if err := s.cq.Wait(left); err != nil && !errors.Is(err, ring.ErrTimeout) {
+			return err
+		}
+	}
+}
+
+func pattern(b []byte, i uint64) {
+	for j := range b {
+		b[j] = byte(uint64(j)*31 + uint64(j>>8) + i*101 + 1)
+	}
+}
+
+func checkPattern(who string, b []byte, i uint64) error {
+	for j := range b {
+		if want := byte(uint64(j)*31 + uint64(j>>8) + i*101 + 1); b[j] != want {
+			return fmt.Errorf("%s: iteration %d byte %d is %#x, want %#x", who, i, j, b[j], want)
+		}
+	}
+	return nil
+}
+
+// goPingPong is pingpong.c with package client: A sends iters messages of
+// size bytes, B checks and echoes each, A checks it. It returns the
+// microseconds per round trip.
+func goPingPong(mnt string, iters, size uint64) (float64, error) {
+	tr, err := client.Open(mnt)
+	if err != nil {
+		return 0, err
+	}
+	d := tr.Domain("tcp", "lo")
+	eq, err := d.NewEQ()
+	if err != nil {
+		return 0, err
+	}
+	defer eq.Close()
+	a, b := &side{name: "A"}, &side{name: "B"}
+	for _, s := range []*side{a, b} {
+		if s.cq, err = d.NewCQ(0); err != nil {
+			return 0, err
+		}
+		defer s.cq.Close()
+	}
+	var pep *client.PEP
+	if a.ep, b.ep, pep, err = d.Connect(eq, a.cq, b.cq); err != nil {
+		return 0, err
+	}
+	defer pep.Close()
+	defer a.ep.Close()
+	// Two size-byte slots per side: A sends from slot 0 and receives into
+	// slot 1; B receives into slot i%2 and echoes from it.
+	for _, s := range []*side{a, b} {
+		if s.mr, err = d.NewMR(int(2*size), "FI_SEND,FI_RECV"); err != nil {
+			return 0, err
+		}
+		defer s.mr.Close()
+	}
+	am, bm := a.mr.Mem(), b.mr.Mem()
+	if err := b.ep.PostRecv(b.mr, 0, size, ctxRecv|0, 0); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	for i := uint64(0); i < iters; i++ {
+		seq := i & 0xffffffff
+		if err := a.ep.PostRecv(a.mr, size, size, ctxRecv|seq, 0); err != nil {
+			return 0, err
+		}
+		pattern(am[:size], i)
+		if err := a.ep.PostSend(a.mr, 0, size, ctxSend|seq, 0); err != nil {
+			return 0, err
+		}
+
+		slot := i % 2 * size
+		if err := b.await(&b.recvs, i+1, size); err != nil {
+			return 0, err
+		}
+		if b.lastBuf != slot {
+			return 0, fmt.Errorf("B: receive completion buf %d, want %d", b.lastBuf, slot)
+		}
+		if err := checkPattern("B", bm[slot:slot+size], i); err != nil {
+			return 0, err
+		}
+		if i+1 < iters {
+			if err := b.await(&b.sends, i, size); err != nil { // send i-1 used the other slot
+				return 0, err
+			}
+			if err := b.ep.PostRecv(b.mr, (i+1)%2*size, size, ctxRecv|(i+1)&0xffffffff, 0); err != nil {
+				return 0, err
+			}
+		}
+		if err := b.ep.PostSend(b.mr, slot, size, ctxSend|seq, 0); err != nil {
+			return 0, err
+		}
+
+		if err := a.await(&a.sends, i+1, size); err != nil {
+			return 0, err
+		}
+		if err := a.await(&a.recvs, i+1, size); err != nil {
+			return 0, err
+		}
+		if a.lastBuf != size {
+			return 0, fmt.Errorf("A: receive completion buf %d, want %d", a.lastBuf, size)
+		}
+		if err := checkPattern("A", am[size:2*size], i); err != nil {
+			return 0, err
+		}
+	}
+	usec := float64(time.Since(start).Microseconds()) / float64(iters)
+	if err := b.await(&b.sends, iters, size); err != nil {
+		return 0, err
+	}
+	// Back-pressure: receives that nothing matches fill the endpoint's queue,
+	// then the ring, and then PostRecv says EAGAIN.
+	for n := 0; ; n++ {
+		err := a.ep.PostRecv(a.mr, size, size, ctxRecv|(iters+uint64(n))&0xffffffff, 0)
+		if errors.Is(err, syscall.EAGAIN) {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+		if n > 1<<18 {
+			return 0, fmt.Errorf("A: %d receives posted and the rx ring is still not full", n)
+		}
+		if n%64 == 63 {
+			time.Sleep(time.Millisecond) // let the daemon take what it will
+		}
+	}
+	return usec, nil
+}
