@@ -21,7 +21,7 @@ const (
 	spinFor   = 50 * time.Microsecond
 	// sleepMax bounds a sleep, as a safety net: a group wakes at least this
 	// often even if a wake-up were lost.
-	sleepMax = time.Second
+	sleepMax = time.Minute
 )
 
 // workQueue is one work ring of one endpoint.

@@ -1,23 +1,24 @@
-// Package client is a small Go API over a mounted fabricfs tree, for Go
-// programs that want the ring fast path of docs/abi.md without writing the
-// file protocol of docs/tree.md by hand.
+// Package client is a small Go API over a mounted fabricfs tree: the file
+// protocol of docs/tree.md and the ring fast path of docs/abi.md, for Go
+// programs.
 //
-// Objects are made through clone files and live while their *Object is open
-// (Close ends them), so a crashed program leaks nothing:
+// Objects are made through clone files and live while their clone file is
+// open, that is until Close (or the program's exit):
 //
-//	t, _ := client.Open("/fabric")
+//	t, err := client.Open("/fabric")
 //	d := t.Domain("tcp", "lo")
-//	eq, _ := d.NewEQ()
-//	cq, _ := d.NewCQ(64)
-//	mr, _ := d.NewMR(4096, "FI_SEND,FI_RECV")
-//	...
-//	ep.PostSend(mr, 0, 4096, ctx, 0)
-//	cq.Wait(time.Second)
-//	for _, c := range cq.Poll(16) { ... }
+//	eq, err := d.NewEQ()
+//	cqa, err := d.NewCQ(0)
+//	cqb, err := d.NewCQ(0)
+//	a, b, pep, err := d.Connect(eq, cqa, cqb)
+//	mr, err := d.NewMR(4096, "FI_SEND,FI_RECV")
+//	err = a.PostSend(mr, 0, 4096, 1, 0)
+//	err = cqa.Wait(time.Second)
+//	for _, c := range cqa.Poll(16) { ... }
 //
-// The rings are shared with the daemon through package core/ring, which is
-// the one Go implementation of the layout. An EP's rings have one producer
-// and a CQ's ring one consumer: use each from one goroutine at a time.
+// The rings are mapped and driven with package core/ring, the one Go
+// implementation of the layout. An EP's rings take one producer and a CQ's
+// ring one consumer: use each from one goroutine at a time.
 package client
 
 import (
@@ -37,7 +38,7 @@ import (
 // Tree is a mounted fabricfs.
 type Tree struct{ Dir string }
 
-// Open checks that mountpoint is a fabricfs tree of abi_version 1.
+// Open checks that mountpoint is a fabricfs tree of the ring ABI's version.
 func Open(mountpoint string) (*Tree, error) {
 	b, err := os.ReadFile(filepath.Join(mountpoint, "abi_version"))
 	if err != nil {
@@ -57,58 +58,42 @@ func (t *Tree) Domain(prov, name string) *Domain {
 	return &Domain{Dir: filepath.Join(t.Dir, prov, name)}
 }
 
-// Object is one object of a domain: KIND/ID.
+// Object is one object of a domain, KIND/ID.
 type Object struct {
-	Dir   string // the object's directory
-	kind  string
-	id    string
-	clone *os.File       // keeps a clone object alive; nil for others
-	maps  []*ring.Region // mapped files, unmapped by Close
+	Dir      string // the object's directory
+	kind, id string
+	clone    *os.File       // keeps a clone object alive; nil for others
+	regions  []*ring.Region // mapped files, unmapped by Close
 }
 
-func (d *Domain) clone(kind string) (*Object, error) {
+func (d *Domain) clone(kind string) (Object, error) {
 	f, err := os.OpenFile(filepath.Join(d.Dir, kind, "clone"), os.O_RDWR, 0)
 	if err != nil {
-		return nil, err
+		return Object{}, err
 	}
 	b := make([]byte, 64)
 	n, err := f.Read(b)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: reading the id: %w", f.Name(), err)
+		return Object{}, fmt.Errorf("%s: reading the id: %w", f.Name(), err)
 	}
 	id := strings.TrimSpace(string(b[:n]))
-	return &Object{Dir: filepath.Join(d.Dir, kind, id), kind: kind, id: id, clone: f}, nil
+	return Object{Dir: filepath.Join(d.Dir, kind, id), kind: kind, id: id, clone: f}, nil
 }
 
 // ID is the object's id in its kind directory.
 func (o *Object) ID() string { return o.id }
 
-// Name is KIND/ID, as the EQ's events name objects.
+// Name is KIND/ID, as events name objects.
 func (o *Object) Name() string { return o.kind + "/" + o.id }
 
-// Err is the text of the object's err file: the last failure.
+// Err is the text of the object's err file: its last failure.
 func (o *Object) Err() string {
 	b, err := os.ReadFile(filepath.Join(o.Dir, "err"))
 	if err != nil {
 		return "(" + err.Error() + ")"
 	}
 	return strings.TrimSpace(string(b))
-}
-
-// write writes s to the object's file name in one write.
-func (o *Object) write(name, s string) error {
-	p := filepath.Join(o.Dir, name)
-	f, err := os.OpenFile(p, os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write([]byte(s + "\n"))
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("%s: %q: %w (err: %s)", p, s, err, o.Err())
-	}
-	return nil
 }
 
 // Ctl writes one command to the object's ctl file; an error carries the
@@ -118,10 +103,23 @@ func (o *Object) Ctl(cmd string) error { return o.write("ctl", cmd) }
 // Attr reads attr/name, without the newline.
 func (o *Object) Attr(name string) (string, error) { return o.read("attr/" + name) }
 
-// SetAttr writes value to attr/name.
+// SetAttr writes attr/name.
 func (o *Object) SetAttr(name, value string) error { return o.write("attr/"+name, value) }
 
-// read reads a file of the object with one read (queue files block).
+func (o *Object) write(name, s string) error {
+	f, err := os.OpenFile(filepath.Join(o.Dir, name), os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Write([]byte(s + "\n")); err != nil {
+		return fmt.Errorf("%s: %q: %w (err: %s)", f.Name(), s, err, o.Err())
+	}
+	return nil
+}
+
+// read reads one of the object's files with a single read, so that a queue
+// file (listen) gives one item.
 func (o *Object) read(name string) (string, error) {
 	f, err := os.Open(filepath.Join(o.Dir, name))
 	if err != nil {
@@ -136,7 +134,16 @@ func (o *Object) read(name string) (string, error) {
 	return strings.TrimSpace(string(b[:n])), nil
 }
 
-// mapRing maps the object's ring file name (ring.MapFile, ring.Open).
+// mapFile maps one of the object's files (ring.MapFile) until Close.
+func (o *Object) mapFile(name string) (*ring.Region, error) {
+	reg, err := ring.MapFile(filepath.Join(o.Dir, name))
+	if err != nil {
+		return nil, fmt.Errorf("%w (err: %s)", err, o.Err())
+	}
+	o.regions = append(o.regions, reg)
+	return reg, nil
+}
+
 func (o *Object) mapRing(name string) (*ring.Ring, error) {
 	reg, err := o.mapFile(name)
 	if err != nil {
@@ -149,22 +156,13 @@ func (o *Object) mapRing(name string) (*ring.Ring, error) {
 	return r, nil
 }
 
-func (o *Object) mapFile(name string) (*ring.Region, error) {
-	reg, err := ring.MapFile(filepath.Join(o.Dir, name))
-	if err != nil {
-		return nil, fmt.Errorf("%w (err: %s)", err, o.Err())
-	}
-	o.maps = append(o.maps, reg)
-	return reg, nil
-}
-
 // Close unmaps the object's files and closes its clone file, which ends a
-// clone object. Rings and memory from it must not be used afterwards.
+// clone object. Its rings and memory must not be used afterwards.
 func (o *Object) Close() error {
-	for _, m := range o.maps {
-		m.Close()
+	for _, r := range o.regions {
+		r.Close()
 	}
-	o.maps = nil
+	o.regions = nil
 	if o.clone == nil {
 		return nil
 	}
@@ -182,11 +180,10 @@ func (d *Domain) NewEQ() (*EQ, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &EQ{*o}, nil
+	return &EQ{o}, nil
 }
 
-// Events blocks until at least one event is pending and returns all that
-// are, one line each.
+// Events blocks until an event is pending and returns those that are.
 func (q *EQ) Events() ([]string, error) {
 	f, err := os.Open(filepath.Join(q.Dir, "events"))
 	if err != nil {
@@ -201,109 +198,94 @@ func (q *EQ) Events() ([]string, error) {
 	return ev, sc.Err()
 }
 
-// WaitConnected reads events until every ep has had "connected"; an error
-// or shutdown event for one of them fails.
+// WaitConnected reads events until each of eps has had "connected"; any
+// other event for one of them is an error.
 func (q *EQ) WaitConnected(timeout time.Duration, eps ...*EP) error {
 	want := map[string]bool{}
 	for _, ep := range eps {
-		want["ep/"+ep.id] = true
+		want["fid="+ep.Name()] = true
 	}
-	deadline := time.Now().Add(timeout)
-	for len(want) > 0 {
+	for deadline := time.Now().Add(timeout); len(want) > 0; {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: no connected event for %v after %v", q.Name(), want, timeout)
+			return fmt.Errorf("%s: no connected event after %v for %v", q.Name(), timeout, want)
 		}
 		ev, err := q.Events()
 		if err != nil {
 			return err
 		}
 		for _, e := range ev {
-			f := strings.Fields(e)
-			if len(f) < 2 || !want[strings.TrimPrefix(f[1], "fid=")] {
-				continue
+			if f := strings.Fields(e); len(f) >= 2 && want[f[1]] {
+				if f[0] != "connected" {
+					return fmt.Errorf("%s: %s", q.Name(), e)
+				}
+				delete(want, f[1])
 			}
-			if f[0] != "connected" {
-				return fmt.Errorf("%s: %s", q.Name(), e)
-			}
-			delete(want, strings.TrimPrefix(f[1], "fid="))
 		}
 	}
 	return nil
 }
 
-// CQ is a completion queue with its completion ring.
+// CQ is a completion queue, served through its ring.
 type CQ struct {
 	Object
 	r *ring.Ring
 }
 
-// NewCQ makes a completion queue holding size entries (0: the default).
+// NewCQ makes a completion queue of size entries (0: the default) and maps
+// its ring, cq/N/data; its completions then arrive there.
 func (d *Domain) NewCQ(size int) (*CQ, error) {
 	o, err := d.clone("cq")
 	if err != nil {
 		return nil, err
 	}
-	q := &CQ{Object: *o}
+	q := &CQ{Object: o}
 	if size > 0 {
-		if err := q.SetAttr("size", strconv.Itoa(size)); err != nil {
-			q.Close()
-			return nil, err
-		}
+		err = q.SetAttr("size", strconv.Itoa(size))
+	}
+	if err == nil {
+		q.r, err = q.mapRing("data")
+	}
+	if err != nil {
+		q.Close()
+		return nil, err
 	}
 	return q, nil
 }
 
-// Ring maps cq/N/data on first use. The ring's size is fixed from then on.
-func (q *CQ) Ring() (*ring.Ring, error) {
-	if q.r == nil {
-		r, err := q.mapRing("data")
-		if err != nil {
-			return nil, err
-		}
-		q.r = r
-	}
-	return q.r, nil
-}
+// Ring is the completion ring.
+func (q *CQ) Ring() *ring.Ring { return q.r }
 
-// Poll takes up to max completions from the ring (none if it is not mapped).
+// Poll takes up to max completions from the ring.
 func (q *CQ) Poll(max int) []ring.CQE {
-	r, err := q.Ring()
-	if err != nil {
-		return nil
-	}
-	h, t := r.Peek()
 	var out []ring.CQE
+	h, t := q.r.Peek()
 	for ; h != t && len(out) < max; h++ {
-		c, _ := ring.DecodeCQE(r.Entry(h)) // a non-zero reserved byte still decodes
+		c, _ := ring.DecodeCQE(q.r.Entry(h)) // a non-zero reserved byte still decodes
 		out = append(out, c)
 	}
-	r.Release(h)
+	q.r.Release(h)
 	return out
 }
 
 // Wait returns once the ring holds a completion: it spins briefly, then
-// sleeps on the ring's wake word (Ring.Sleep). It fails with
-// ring.ErrTimeout after timeout (<= 0: no limit), or when the CQ is dead.
+// sleeps on the ring's wake word (ring.Ring.Sleep). It fails with
+// ring.ErrTimeout after timeout (<= 0: none), or when the CQ is dead.
 func (q *CQ) Wait(timeout time.Duration) error {
-	r, err := q.Ring()
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	for i := 0; r.Len() == 0; i++ {
-		if r.Flags()&ring.Dead != 0 {
+	deadline := time.Now().Add(timeout)
+	for spins := 0; q.r.Len() == 0; spins++ {
+		if q.r.Flags()&ring.Dead != 0 {
 			return fmt.Errorf("%s: ring is dead (err: %s)", q.Name(), q.Err())
 		}
-		if i < 1000 {
+		if spins < 1000 {
 			continue
 		}
-		left := time.Duration(0)
-		if timeout > 0 {
-			if left = timeout - time.Since(start); left <= 0 {
-				return ring.ErrTimeout
-			}
+		left := time.Until(deadline)
+		if timeout <= 0 {
+			left = 0
+		} else if left <= 0 {
+			return ring.ErrTimeout
 		}
-		if err := r.Sleep(nil, left); err != nil && !errors.Is(err, ring.ErrTimeout) {
+		if err := q.r.Sleep(nil, left); err != nil && !errors.Is(err, ring.ErrTimeout) {
 			return err
 		}
 	}
@@ -319,10 +301,10 @@ func (d *Domain) NewPEP() (*PEP, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &PEP{*o}, nil
+	return &PEP{o}, nil
 }
 
-// Listen binds the EQ, listens on addr (e.g. 127.0.0.1:0) and returns the
+// Listen binds eq, listens on addr (such as 127.0.0.1:0) and returns the
 // local address with the chosen port.
 func (p *PEP) Listen(eq *EQ, addr string) (string, error) {
 	if err := p.Ctl("bind eq " + eq.id); err != nil {
@@ -335,8 +317,8 @@ func (p *PEP) Listen(eq *EQ, addr string) (string, error) {
 }
 
 // Request blocks until a connection request arrives and returns the
-// endpoint made for it (it lives as long as the pep; its Close does not end
-// it). It then takes Setup and "accept [DATA]" or "reject [DATA]".
+// endpoint made for it, which takes Setup and then "accept [DATA]" or
+// "reject [DATA]". It lives as long as the pep: its Close only unmaps.
 func (p *PEP) Request() (*EP, error) {
 	id, err := p.read("listen")
 	if err != nil {
@@ -358,11 +340,10 @@ func (d *Domain) NewEP() (*EP, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &EP{Object: *o}, nil
+	return &EP{Object: o}, nil
 }
 
-// Setup binds the EQ and the CQ (for send and receive) and enables the
-// endpoint.
+// Setup binds eq and cq (send and receive) and enables the endpoint.
 func (e *EP) Setup(eq *EQ, cq *CQ) error {
 	for _, c := range []string{"bind eq " + eq.id, "bind cq " + cq.id + " send,recv", "enable"} {
 		if err := e.Ctl(c); err != nil {
@@ -373,24 +354,22 @@ func (e *EP) Setup(eq *EQ, cq *CQ) error {
 }
 
 // Tx maps ep/N/tx on first use (the endpoint must be enabled).
-func (e *EP) Tx() (*ring.Ring, error) { return e.ringOf(&e.tx, "tx") }
+func (e *EP) Tx() (*ring.Ring, error) { return e.ring(&e.tx, "tx") }
 
 // Rx maps ep/N/rx on first use.
-func (e *EP) Rx() (*ring.Ring, error) { return e.ringOf(&e.rx, "rx") }
+func (e *EP) Rx() (*ring.Ring, error) { return e.ring(&e.rx, "rx") }
 
-func (e *EP) ringOf(r **ring.Ring, name string) (*ring.Ring, error) {
+func (e *EP) ring(r **ring.Ring, name string) (*ring.Ring, error) {
+	var err error
 	if *r == nil {
-		m, err := e.mapRing(name)
-		if err != nil {
-			return nil, err
-		}
-		*r = m
+		*r, err = e.mapRing(name)
 	}
-	return *r, nil
+	return *r, err
 }
 
-// PostSend sends [off, off+n) of mr. It fails with an error wrapping
-// syscall.EAGAIN when the tx ring is full.
+// PostSend sends bytes [off, off+n) of mr; context comes back as the
+// completion's op_context. A full tx ring is an error wrapping
+// syscall.EAGAIN: take completions and retry.
 func (e *EP) PostSend(mr *MR, off, n, context, flags uint64) error {
 	return e.post(e.Tx, ring.OpSend, mr, off, n, context, flags)
 }
@@ -426,22 +405,22 @@ type MR struct {
 	desc uint64
 }
 
-// NewMR makes and registers a region of length bytes with access flags
-// such as "FI_SEND,FI_RECV", and maps it.
+// NewMR makes a region of length bytes with access flags (such as
+// "FI_SEND,FI_RECV"), registers it and maps mr/N/data.
 func (d *Domain) NewMR(length int, access string) (*MR, error) {
 	o, err := d.clone("mr")
 	if err != nil {
 		return nil, err
 	}
-	m := &MR{Object: *o}
-	if err := m.setup(length, access); err != nil {
+	m := &MR{Object: o}
+	if err := m.register(length, access); err != nil {
 		m.Close()
 		return nil, err
 	}
 	return m, nil
 }
 
-func (m *MR) setup(length int, access string) error {
+func (m *MR) register(length int, access string) error {
 	if err := m.SetAttr("len", strconv.Itoa(length)); err != nil {
 		return err
 	}
@@ -472,10 +451,10 @@ func (m *MR) Mem() []byte { return m.mem }
 // Desc is the region's descriptor for work requests (attr/desc).
 func (m *MR) Desc() uint64 { return m.desc }
 
-// Connect makes a connected pair of endpoints in d: a new pep listens on
-// 127.0.0.1:0, a (with cqA) connects to it, the request is accepted as b
-// (with cqB), and both "connected" events arrive on eq. Close the pep after
-// a and b: b lives as long as it.
+// Connect makes a connected pair of endpoints: a new pep listens on
+// 127.0.0.1:0, a (bound to cqA) connects to it, the request is accepted as
+// b (bound to cqB), and both "connected" events arrive on eq. b lives as
+// long as the pep: close a and the pep when done.
 func (d *Domain) Connect(eq *EQ, cqA, cqB *CQ) (a, b *EP, pep *PEP, err error) {
 	if pep, err = d.NewPEP(); err != nil {
 		return nil, nil, nil, err

@@ -16,11 +16,11 @@ USEC_PER_ROUNDTRIP" and exits 0, or says what went wrong and exits 1.
 Memory ordering. docs/abi.md's rules are written with C11 atomics; Python
 has none. Plain loads and stores of the u32 words go through ctypes (one
 aligned 4-byte access each), which on x86-64 (total store order) already
-gives the acquire loads and release stores the rules ask for. What Python
-cannot do is an atomic read-modify-write or a full fence; for those this
-client asks the kernel: futex(FUTEX_WAKE_OP) atomically applies
-"word = word OP arg" (OR, ANDN, ADD) with a full barrier and can wake
-waiters on the same word. So:
+gives the acquire loads and release stores the rules ask for; elsewhere
+(arm64) the client adds a fence around them. What Python cannot do is an
+atomic read-modify-write or a full fence; for those this client asks the
+kernel: futex(FUTEX_WAKE_OP) atomically applies "word = word OP arg" (OR,
+ANDN, ADD) with a full barrier and can wake waiters on the same word. So:
   - fence:            flags |= 0            (FUTEX_WAKE_OP, waking nobody)
   - set NEED_WAKEUP:  flags |= NEED_WAKEUP
   - clear it:         flags &= ~NEED_WAKEUP (FUTEX_OP_ANDN)
@@ -30,6 +30,7 @@ waiters on the same word. So:
 import ctypes
 import mmap
 import os
+import platform
 import struct
 import sys
 import time
@@ -58,8 +59,10 @@ WR = struct.Struct("=B7x14QBB6x")
 CQE = struct.Struct("=7Qii2Q48x")
 assert HEADER.size == 48 and WR.size == 128 and CQE.size == 128
 
-# futex(2), x86-64 syscall number 202 (SYS_futex).
-SYS_futex = 202
+# futex(2): SYS_futex is 202 on x86-64, 98 on arm64.
+MACHINE = platform.machine()
+SYS_futex = {"x86_64": 202, "aarch64": 98}.get(MACHINE)
+TSO = MACHINE == "x86_64"  # plain loads acquire and plain stores release
 FUTEX_WAIT, FUTEX_WAKE, FUTEX_WAKE_OP = 0, 1, 5
 FUTEX_OP_ADD, FUTEX_OP_OR, FUTEX_OP_ANDN = 1, 2, 3
 FUTEX_OP_CMP_EQ = 0
@@ -82,6 +85,11 @@ def futex(addr, op, val, ts=None, addr2=0, val3=0):
     r = libc.syscall(ctypes.c_long(SYS_futex), ctypes.c_void_p(addr), ctypes.c_long(op),
                      ctypes.c_long(val), ts, ctypes.c_void_p(addr2), ctypes.c_long(val3))
     return r, (ctypes.get_errno() if r < 0 else 0)
+
+
+def fence(addr):
+    """A full barrier: *addr |= 0, atomically (addr: a flags word)."""
+    atomic_op(addr, FUTEX_OP_OR, 0)
 
 
 def atomic_op(addr, op, arg, nwake=0):
@@ -141,8 +149,10 @@ class Ring:
         if (t - h) & 0xFFFFFFFF == self.count:
             return False
         WR.pack_into(self.mm, self.entry(t), *wr)
+        if not TSO:
+            fence(self.flags_addr)  # the entry before tail (release)
         self.tail.value = (t + 1) & 0xFFFFFFFF
-        atomic_op(self.flags_addr, FUTEX_OP_OR, 0)  # the seq_cst fence
+        fence(self.flags_addr)  # the seq_cst fence of the protocol
         if self.flags.value & NEED_WAKEUP:
             atomic_op(self.wake_addr, FUTEX_OP_ADD, 1, INT_MAX)  # wake += 1; FUTEX_WAKE all
         return True
@@ -151,10 +161,16 @@ class Ring:
         """Consumer: the completions that are there, consumed."""
         h = self.head.value
         t = self.tail.value
+        if h == t:
+            return []
+        if not TSO:
+            fence(self.flags_addr)  # tail before the entries (acquire)
         out = []
         while h != t:
             out.append(CQE.unpack_from(self.mm, self.entry(h)))
             h = (h + 1) & 0xFFFFFFFF
+        if not TSO:
+            fence(self.flags_addr)  # the entries before head (release)
         self.head.value = h
         return out
 
@@ -450,6 +466,8 @@ def main(argv):
         print("usage: pingpong.py MOUNTPOINT [ITERATIONS] [SIZE]", file=sys.stderr)
         return 2
     try:
+        if SYS_futex is None:
+            raise Fail("no futex syscall number for machine %s" % MACHINE)
         iters = int(argv[2], 0) if len(argv) > 2 else 1000
         size = int(argv[3], 0) if len(argv) > 3 else 4096
         if size < 1 or iters < 0:

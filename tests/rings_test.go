@@ -1,0 +1,329 @@
+package tests
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fabricfs/fabricfs/core/ring"
+	"github.com/fabricfs/fabricfs/fs/client"
+)
+
+// ringPair is two connected endpoints with a CQ and a memory region each,
+// made through the tree with fs/client.
+type ringPair struct {
+	a, b     *client.EP
+	cqA, cqB *client.CQ
+	mrA, mrB *client.MR
+}
+
+func newRingPair(t *testing.T, d *daemon, mrLen int) *ringPair {
+	t.Helper()
+	tree, err := client.Open(d.mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dom := tree.Domain("tcp", "lo")
+	eq, err := dom.NewEQ()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &ringPair{}
+	if p.cqA, err = dom.NewCQ(4096); err != nil {
+		t.Fatal(err)
+	}
+	if p.cqB, err = dom.NewCQ(4096); err != nil {
+		t.Fatal(err)
+	}
+	a, b, pep, err := dom.Connect(eq, p.cqA, p.cqB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.a, p.b = a, b
+	if p.mrA, err = dom.NewMR(mrLen, "FI_SEND,FI_RECV"); err != nil {
+		t.Fatal(err)
+	}
+	if p.mrB, err = dom.NewMR(mrLen, "FI_SEND,FI_RECV"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, c := range []interface{ Close() error }{p.mrA, p.mrB, a, pep, p.cqA, p.cqB, eq} {
+			c.Close()
+		}
+	})
+	return p
+}
+
+// msgPattern is the content source: message i is msgPattern[i%251:][:size].
+var msgPattern = func() []byte {
+	b := make([]byte, 1<<17)
+	for i := range b {
+		b[i] = byte(i*7 + i>>8)
+	}
+	return b
+}()
+
+var mixedSizes = []uint64{1, 8, 33, 64, 127, 256, 512, 1000, 2048, 4096, 0, 9000}
+
+func message(i uint64) []byte {
+	size := mixedSizes[i%uint64(len(mixedSizes))]
+	m := msgPattern[i%251:][:size]
+	return m
+}
+
+// TestMillionMessages streams 1,000,000 messages of mixed sizes from A to B
+// through the rings (thousands of wrap-arounds of every ring) and checks at
+// the receiver that each arrives once, in order, with its content.
+func TestMillionMessages(t *testing.T) {
+	n := uint64(1_000_000)
+	if testing.Short() {
+		n = 50_000
+	}
+	d := mount(t)
+	const window, slot = 64, 16384
+	p := newRingPair(t, d, window*slot)
+	var sent, sendDone, posted, recvd uint64
+	start := time.Now()
+	deadline := start.Add(8 * time.Minute)
+	for recvd < n {
+		progress := false
+		for posted < n && posted-recvd < window {
+			off := (posted % window) * slot
+			if err := p.b.PostRecv(p.mrB, off, slot, posted, 0); err != nil {
+				if errors.Is(err, syscall.EAGAIN) {
+					break
+				}
+				t.Fatal(err)
+			}
+			posted++
+			progress = true
+		}
+		for sent < n && sent-sendDone < window {
+			m := message(sent)
+			off := (sent % window) * slot
+			copy(p.mrA.Mem()[off:], m)
+			if len(m) >= 8 {
+				binary.LittleEndian.PutUint64(p.mrA.Mem()[off:], sent)
+			}
+			if err := p.a.PostSend(p.mrA, off, uint64(len(m)), sent, 0); err != nil {
+				if errors.Is(err, syscall.EAGAIN) {
+					break
+				}
+				t.Fatal(err)
+			}
+			sent++
+			progress = true
+		}
+		for _, c := range p.cqA.Poll(window) {
+			if c.Err != 0 || c.Context != sendDone {
+				t.Fatalf("send completion %+v, want context %d and no error", c, sendDone)
+			}
+			sendDone++
+			progress = true
+		}
+		for _, c := range p.cqB.Poll(window) {
+			want := message(recvd)
+			if c.Err != 0 || c.Context != recvd || c.Len != uint64(len(want)) || c.Buf != (recvd%window)*slot {
+				t.Fatalf("receive completion %+v, want context %d, %d bytes at %d", c, recvd, len(want), (recvd%window)*slot)
+			}
+			got := p.mrB.Mem()[c.Buf : c.Buf+c.Len]
+			if len(want) >= 8 {
+				if seq := binary.LittleEndian.Uint64(got); seq != recvd {
+					t.Fatalf("message %d carries sequence %d", recvd, seq)
+				}
+				got, want = got[8:], want[8:]
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("message %d: content differs", recvd)
+			}
+			recvd++
+			progress = true
+		}
+		if !progress {
+			if time.Now().After(deadline) {
+				t.Fatalf("stuck after %d sent, %d received", sent, recvd)
+			}
+			p.cqB.Wait(10 * time.Millisecond)
+		}
+	}
+	el := time.Since(start)
+	t.Logf("%d messages in %v (%.0f ns/message)", n, el, float64(el.Nanoseconds())/float64(n))
+}
+
+// TestTruncatedReceive: a message longer than the posted buffer completes
+// with -FI_ETRUNC in the completion, the buffer holds its start, and the
+// next message arrives intact.
+func TestTruncatedReceive(t *testing.T) {
+	d := mount(t)
+	p := newRingPair(t, d, 4096)
+	copy(p.mrA.Mem(), msgPattern[:200])
+	must(t, p.b.PostRecv(p.mrB, 0, 10, 1, 0))
+	must(t, p.b.PostRecv(p.mrB, 100, 100, 2, 0))
+	must(t, p.a.PostSend(p.mrA, 0, 100, 11, 0))
+	must(t, p.a.PostSend(p.mrA, 100, 50, 12, 0))
+	cs := pollN(t, p.cqB, 2)
+	const etrunc = 265
+	if c := cs[0]; c.Context != 1 || c.Err != -etrunc || c.Len != 10 || c.OLen != 90 {
+		t.Errorf("truncated receive: %+v, want err -%d len 10 olen 90", c, etrunc)
+	}
+	if !bytes.Equal(p.mrB.Mem()[:10], msgPattern[:10]) {
+		t.Errorf("truncated buffer holds %q", p.mrB.Mem()[:10])
+	}
+	if c := cs[1]; c.Context != 2 || c.Err != 0 || c.Len != 50 || !bytes.Equal(p.mrB.Mem()[100:150], msgPattern[100:150]) {
+		t.Errorf("message after the truncated one: %+v", c)
+	}
+	// A malformed request is an error completion too, with its context.
+	must(t, p.b.PostRecv(p.mrB, 4000, 200, 3, 0)) // past the end of the region
+	if c := pollN(t, p.cqB, 1)[0]; c.Context != 3 || c.Err != -int32(syscall.EINVAL) {
+		t.Errorf("out-of-bounds request: %+v, want -EINVAL", c)
+	}
+}
+
+// TestFullRing: with no receive posted at B, A's sends back up into its tx
+// ring until PostSend reports EAGAIN; once B receives, every message
+// arrives exactly once, in order.
+func TestFullRing(t *testing.T) {
+	d := mount(t)
+	const size = 1 << 16
+	p := newRingPair(t, d, 8*size)
+	for i := range p.mrA.Mem() {
+		p.mrA.Mem()[i] = byte(i / size)
+	}
+	sent := uint64(0)
+	full := false
+	for deadline := time.Now().Add(20 * time.Second); !full; {
+		err := p.a.PostSend(p.mrA, (sent%8)*size, size, sent, 0)
+		switch {
+		case errors.Is(err, syscall.EAGAIN):
+			full = true
+		case err != nil:
+			t.Fatal(err)
+		default:
+			sent++
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tx ring never filled after %d sends", sent)
+		}
+	}
+	t.Logf("tx ring full after %d sends", sent)
+	recvd, sendDone := uint64(0), uint64(0)
+	for recvd < sent {
+		for posted := recvd; posted < sent && posted < recvd+8; posted++ {
+			must(t, p.b.PostRecv(p.mrB, (posted%8)*size, size, posted, 0))
+		}
+		for _, c := range pollN(t, p.cqB, min(8, int(sent-recvd))) {
+			if c.Err != 0 || c.Context != recvd || c.Len != size || p.mrB.Mem()[c.Buf] != byte(recvd%8) {
+				t.Fatalf("receive %d: %+v", recvd, c)
+			}
+			recvd++
+		}
+		sendDone += uint64(len(p.cqA.Poll(1024)))
+	}
+	for deadline := time.Now().Add(10 * time.Second); sendDone < sent && time.Now().Before(deadline); {
+		sendDone += uint64(len(p.cqA.Poll(1024)))
+	}
+	if sendDone != sent {
+		t.Errorf("%d of %d sends completed", sendDone, sent)
+	}
+	if extra := p.cqB.Poll(10); len(extra) != 0 {
+		t.Errorf("extra completions at B: %+v", extra)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pollN waits for n completions on cq.
+func pollN(t *testing.T, cq *client.CQ, n int) []ring.CQE {
+	t.Helper()
+	var out []ring.CQE
+	deadline := time.Now().Add(10 * time.Second)
+	for len(out) < n {
+		out = append(out, cq.Poll(n-len(out))...)
+		if len(out) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d completions after 10s: %+v", len(out), n, out)
+			}
+			cq.Wait(100 * time.Millisecond)
+		}
+	}
+	return out
+}
+
+// TestIdleEndpoints enables 1,000 endpoints, each with its two rings served
+// by the daemon, and checks that the idle daemon runs fewer than 64 threads
+// and uses under 1% of a CPU.
+func TestIdleEndpoints(t *testing.T) {
+	d := mount(t)
+	pid := d.cmd.Process.Pid
+	D := d.path("tcp", "lo")
+	for _, p := range []string{"eq/e", "cq/c"} {
+		if err := os.Mkdir(filepath.Join(D, p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 1000
+	for i := 0; i < n; i++ {
+		ep := filepath.Join(D, "ep", fmt.Sprintf("e%d", i))
+		if err := os.Mkdir(ep, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []string{"bind eq e", "bind cq c send,recv", "enable"} {
+			if err := ctl(filepath.Join(ep, "ctl"), c); err != nil {
+				t.Fatalf("ep %d: %s: %v", i, c, err)
+			}
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // let the engine go to sleep
+	t0, c0 := time.Now(), cpuTicks(t, pid)
+	time.Sleep(3 * time.Second)
+	ticks, el := cpuTicks(t, pid)-c0, time.Since(t0)
+	threads := procThreads(t, pid)
+	cpu := float64(ticks) / 100 / el.Seconds() // USER_HZ is 100
+	t.Logf("%d idle endpoints: %d threads, %.2f%% CPU (%d ticks in %v)", n, threads, cpu*100, ticks, el)
+	if threads >= 64 {
+		t.Errorf("daemon runs %d threads with %d idle endpoints, want < 64", threads, n)
+	}
+	if cpu >= 0.01 {
+		t.Errorf("idle daemon uses %.2f%% CPU, want < 1%%", cpu*100)
+	}
+}
+
+// cpuTicks is utime+stime of pid in clock ticks.
+func cpuTicks(t *testing.T, pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + s
+}
+
+func procThreads(t *testing.T, pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Threads:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	t.Fatal("no Threads: in status")
+	return 0
+}
