@@ -327,8 +327,8 @@ struct side {
 	size_t memlen;
 	char mempath[PATH_MAX];
 	uint64_t desc;
-	/* completions seen but not yet claimed: bit per op kind */
-	int sends_done, recvs_done;
+	size_t size;                     /* bytes per message */
+	uint64_t sends_done, recvs_done; /* completions seen, in order */
 	struct cqe last_recv;
 };
 
@@ -419,7 +419,7 @@ static void check(const struct side *s, const uint8_t *p, size_t n, uint64_t i)
 #define CTX_RECV (2ull << 32)
 
 /* reap takes the completions in s's CQ ring; returns how many. */
-static int reap(struct side *s, size_t size, uint64_t *send_seq, uint64_t *recv_seq)
+static int reap(struct side *s)
 {
 	struct ring *r = &s->cqr;
 	uint32_t h = atomic_load_explicit(r->head, memory_order_relaxed);
@@ -435,21 +435,19 @@ static int reap(struct side *s, size_t size, uint64_t *send_seq, uint64_t *recv_
 			     (unsigned long long)c.olen, objerr(s->ep));
 		uint64_t kind = c.op_context & ~0xffffffffull, seq = c.op_context & 0xffffffffull;
 		if (kind == CTX_SEND) {
-			if (!(c.flags & FI_SEND) || seq != (*send_seq & 0xffffffffull))
+			if (!(c.flags & FI_SEND) || seq != (s->sends_done & 0xffffffffull))
 				fail("%s: send completion op_context=%#llx flags=%#llx, want seq %llu",
 				     s->name, (unsigned long long)c.op_context,
-				     (unsigned long long)c.flags, (unsigned long long)*send_seq);
-			(*send_seq)++;
+				     (unsigned long long)c.flags, (unsigned long long)s->sends_done);
 			s->sends_done++;
 		} else if (kind == CTX_RECV) {
-			if (!(c.flags & FI_RECV) || seq != (*recv_seq & 0xffffffffull))
+			if (!(c.flags & FI_RECV) || seq != (s->recvs_done & 0xffffffffull))
 				fail("%s: recv completion op_context=%#llx flags=%#llx, want seq %llu",
 				     s->name, (unsigned long long)c.op_context,
-				     (unsigned long long)c.flags, (unsigned long long)*recv_seq);
-			if (c.len != size)
+				     (unsigned long long)c.flags, (unsigned long long)s->recvs_done);
+			if (c.len != s->size)
 				fail("%s: recv completion len %llu, want %zu", s->name,
-				     (unsigned long long)c.len, size);
-			(*recv_seq)++;
+				     (unsigned long long)c.len, s->size);
 			s->recvs_done++;
 			s->last_recv = c;
 		} else {
@@ -479,14 +477,14 @@ static void cq_sleep(struct side *s, long usec)
 	atomic_fetch_and(r->flags, ~RING_NEED_WAKEUP);
 }
 
-/* await reaps s's CQ until *done >= want: spins about 20us, then sleeps. */
-static void await(struct side *s, int *done, int want, size_t size, uint64_t *sseq,
-		  uint64_t *rseq, const char *what)
+/* await reaps s's CQ until *done >= want: it polls 2000 times (a few
+ * microseconds), then sleeps on the ring between polls. */
+static void await(struct side *s, const uint64_t *done, uint64_t want, const char *what)
 {
 	double start = now(), deadline = start + 10;
 	int spins = 0;
 	while (*done < want) {
-		if (reap(s, size, sseq, rseq) > 0)
+		if (reap(s) > 0)
 			continue;
 		uint32_t f = atomic_load_explicit(s->cqr.flags, memory_order_relaxed);
 		if (f & RING_DEAD)
@@ -535,7 +533,7 @@ int main(int argc, char **argv)
 		fail("mount point path too long");
 	snprintf(dom, sizeof dom, "%s/tcp/lo", argv[1]);
 
-	struct side a = {.name = "A"}, b = {.name = "B"};
+	struct side a = {.name = "A", .size = size}, b = {.name = "B", .size = size};
 	char eq[96], pep[96];
 	int eqfd = clone("eq", eq, sizeof eq);
 	a.cqfd = clone("cq", a.cq, sizeof a.cq);
@@ -578,7 +576,6 @@ int main(int argc, char **argv)
 	ring_map(&a.cqr, a.cq, "data", RING_COMPLETION);
 	ring_map(&b.cqr, b.cq, "data", RING_COMPLETION);
 
-	uint64_t as = 0, ar = 0, bs = 0, br = 0;  /* next expected completion seqs */
 	struct wr e;
 	/* B's first receive is posted before A sends anything. */
 	e = mkwr(OP_RECV, CTX_RECV | 0, b.desc, 0, size);
@@ -596,14 +593,14 @@ int main(int argc, char **argv)
 
 		/* B: the ping lands in slot i%2. */
 		uint64_t slot = (i % 2) * size;
-		await(&b, &b.recvs_done, (int)(i + 1), size, &bs, &br, "recv");
+		await(&b, &b.recvs_done, i + 1, "recv");
 		if (b.last_recv.buf != slot)
 			fail("B: recv completion buf %llu, want %llu",
 			     (unsigned long long)b.last_recv.buf, (unsigned long long)slot);
 		check(&b, b.mem + slot, size, i);
 		if (i + 1 < iters) {
 			/* The other slot was last echoed by send i-1: wait for it. */
-			await(&b, &b.sends_done, (int)i, size, &bs, &br, "send");
+			await(&b, &b.sends_done, i, "send");
 			e = mkwr(OP_RECV, CTX_RECV | ((i + 1) & 0xffffffffull), b.desc,
 				 ((i + 1) % 2) * size, size);
 			post_wait(&b.rx, &e, b.ep);
@@ -612,15 +609,15 @@ int main(int argc, char **argv)
 		post_wait(&b.tx, &e, b.ep);
 
 		/* A: its send done (slot 0 reusable) and the pong checked. */
-		await(&a, &a.sends_done, (int)(i + 1), size, &as, &ar, "send");
-		await(&a, &a.recvs_done, (int)(i + 1), size, &as, &ar, "recv");
+		await(&a, &a.sends_done, i + 1, "send");
+		await(&a, &a.recvs_done, i + 1, "recv");
 		if (a.last_recv.buf != size)
 			fail("A: recv completion buf %llu, want %zu",
 			     (unsigned long long)a.last_recv.buf, size);
 		check(&a, a.mem + size, size, i);
 	}
 	double t1 = now();
-	await(&b, &b.sends_done, (int)iters, size, &bs, &br, "send");
+	await(&b, &b.sends_done, iters, "send");
 
 	printf("ok %llu %zu %.1f\n", (unsigned long long)iters, size,
 	       iters ? (t1 - t0) * 1e6 / iters : 0.0);
