@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what fabricfs and its tests need on a fresh Debian machine:
 # fuse3 (fusermount3, /etc/fuse.conf), libfabric-bin (the real fi_info and
-# fi_pingpong to compare against) and libfabric-dev (headers for the
-# constant checks and C interop programs), gcc.
+# fi_pingpong to compare against), libfabric-dev (headers for the
+# constant checks and C interop programs), gcc and python3 (the C and
+# Python ring clients).
 set -euo pipefail
-pkgs=(fuse3 libfabric-bin libfabric-dev gcc)
+pkgs=(fuse3 libfabric-bin libfabric-dev gcc python3)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
