@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/fabricfs/fabricfs/core/ring"
 )
 
@@ -149,7 +151,11 @@ func (g *group) run() {
 			g.iter.Unlock()
 		case time.Since(idle) < spinFor:
 			g.iter.Unlock()
+			// Let other goroutines run, and other threads: the reader or
+			// application a completion just woke may be queued behind this
+			// spin on the same CPU.
 			runtime.Gosched()
+			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 		default:
 			g.sleep(qs) // unlocks iter while asleep
 			idle = time.Now()

@@ -1,0 +1,317 @@
+#!/usr/bin/env bash
+# Benchmarks fabricfs's ring data path against real libfabric on loopback:
+# for each message size, real fi_pingpong (Debian libfabric-bin, -p tcp -e
+# msg, both sides on 127.0.0.1 in domain lo) and scripts/ringpong through a
+# freshly mounted fabricfs, each run REPEATS times with the order
+# alternating; prints fabtests-style tables of the medians and the ratios
+# fabricfs / libfabric, and writes everything as JSON. See docs/bench.md.
+#
+#   scripts/bench.sh [-r REPEATS] [-n ITERS] [-N ITERS_LARGE] [-w WARMUP]
+#                    [-s SIZES] [-o FILE] [-x 'RINGPONG FLAGS'] [-b FABRICFS]
+#                    [-P PORT] [-t SECS]
+set -euo pipefail
+here=$PWD
+cd "$(dirname "$0")/.."
+
+usage() {
+	cat >&2 <<'EOF'
+usage: scripts/bench.sh [options]
+  -r N      repeats of each (libfabric, fabricfs) pair; medians are reported (default 5)
+  -n N      timed round trips per run for sizes below 64 KiB (default 10000)
+  -N N      timed round trips per run for sizes of 64 KiB and more (default 1000)
+  -w N      untimed warm-up round trips per fabricfs run (default 100; fi_pingpong has none)
+  -s LIST   sizes in bytes, comma-separated (default the powers of two from 1 to 1048576)
+  -o FILE   JSON output (default bench.json in the current directory)
+  -x FLAGS  extra ringpong flags for both sides, e.g. '-spin 0' (default none)
+  -b FILE   mount this fabricfs binary instead of building bin/fabricfs (a patched
+            build to compare; it inherits the environment)
+  -P PORT   fi_pingpong's control port (default 47592)
+  -t SECS   time limit of one run (default 120)
+EOF
+	exit 2
+}
+
+cmdline="scripts/bench.sh${*:+ $*}"
+repeats=5 iters=10000 iters_large=1000 warmup=100 out=bench.json xflags="" port=47592 limit=120 daemon_bin=""
+sizes=1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192,16384,32768,65536,131072,262144,524288,1048576
+while getopts "r:n:N:w:s:o:x:b:P:t:h" opt; do
+	case $opt in
+	r) repeats=$OPTARG ;;
+	n) iters=$OPTARG ;;
+	N) iters_large=$OPTARG ;;
+	w) warmup=$OPTARG ;;
+	s) sizes=$OPTARG ;;
+	o) out=$OPTARG ;;
+	x) xflags=$OPTARG ;;
+	b) daemon_bin=$OPTARG ;;
+	P) port=$OPTARG ;;
+	t) limit=$OPTARG ;;
+	*) usage ;;
+	esac
+done
+shift $((OPTIND - 1))
+[ $# -eq 0 ] || usage
+for v in "$repeats" "$iters" "$iters_large" "$warmup" "$port" "$limit"; do
+	[[ $v =~ ^[0-9]+$ ]] || { echo "bench: $v is not a number" >&2; usage; }
+done
+[ "$repeats" -ge 1 ] || usage
+case $out in /*) ;; *) out=$here/$out ;; esac # paths are the caller's
+case $daemon_bin in /* | "") ;; *) daemon_bin=$here/$daemon_bin ;; esac
+IFS=, read -r -a size_list <<<"$sizes"
+for s in "${size_list[@]}"; do [[ $s =~ ^[0-9]+$ ]] || { echo "bench: bad size $s" >&2; usage; }; done
+
+say() { printf 'bench: %s\n' "$*" >&2; }
+
+scripts/deps.sh
+if [ "$(nproc)" -lt 2 ]; then
+	say "warning: $(nproc) CPU: fi_pingpong spins, so its two sides take turns a time slice at a time (milliseconds per transfer)"
+fi
+command -v fi_pingpong >/dev/null || { say "fi_pingpong is missing (package libfabric-bin)"; exit 1; }
+export PATH=$PATH:/usr/local/go/bin
+mkdir -p bin
+if [ -z "$daemon_bin" ]; then
+	say "building bin/fabricfs and bin/ringpong"
+	go build -o bin/fabricfs ./cmd/fabricfs
+	daemon_bin=bin/fabricfs
+else
+	[ -x "$daemon_bin" ] || { say "$daemon_bin is not an executable"; exit 1; }
+	say "building bin/ringpong; the daemon is $daemon_bin"
+fi
+go build -o bin/ringpong ./scripts/ringpong
+
+tmp=$(mktemp -d /tmp/fabricfs-bench.XXXXXX)
+mnt=$tmp/mnt
+mkdir "$mnt"
+daemon=""
+mapping="" # attr/mapping, as the first fabricfs run reports it
+started=() # the PIDs of this run's servers, killed on the way out if still there
+
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	for p in "${started[@]}"; do kill "$p" 2>/dev/null || true; done
+	if [ -n "$daemon" ]; then
+		kill -TERM "$daemon" 2>/dev/null || true
+		for _ in $(seq 50); do kill -0 "$daemon" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$daemon" 2>/dev/null || true
+		wait "$daemon" 2>/dev/null || true
+	fi
+	if grep -q " $mnt " /proc/mounts 2>/dev/null; then
+		umount -l "$mnt" 2>/dev/null || fusermount3 -u -z "$mnt" 2>/dev/null || true
+	fi
+	rm -rf "$tmp"
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+"$daemon_bin" "$mnt" >"$tmp/daemon.log" 2>&1 &
+daemon=$!
+for _ in $(seq 100); do
+	[ -e "$mnt/abi_version" ] && break
+	kill -0 "$daemon" 2>/dev/null || { cat "$tmp/daemon.log" >&2; say "fabricfs did not start"; exit 1; }
+	sleep 0.05
+done
+[ -e "$mnt/abi_version" ] || { say "fabricfs did not mount $mnt"; exit 1; }
+say "fabricfs mounted on $mnt (pid $daemon)"
+
+iters_for() { if [ "$1" -ge 65536 ]; then echo "$iters_large"; else echo "$iters"; fi; }
+
+# forget drops a finished server from the cleanup list.
+forget() {
+	local keep=() p
+	for p in "${started[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+	started=("${keep[@]}")
+}
+
+# run_fg CMD...: runs CMD and waits for it in the background, so that a
+# signal to the script is handled at once (bash defers traps while a
+# foreground command runs); meanwhile its PID is on the cleanup list.
+run_fg() {
+	local pid rc=0
+	"$@" &
+	pid=$!
+	started+=("$pid")
+	wait "$pid" || rc=$?
+	forget "$pid"
+	return $rc
+}
+
+# run_libfabric SIZE ITERS: sets usec and mbps, the client's usec/xfer and
+# MB/sec. (Not in a subshell, so that cleanup knows the server's PID.)
+run_libfabric() {
+	local size=$1 n=$2 spid rc=1 try
+	local common=(-p tcp -e msg -d lo -I "$n" -S "$size")
+	# -d lo alone still has the server listen on the first interface's
+	# address (eth0's); FI_TCP_IFACE=lo keeps both sides on 127.0.0.1.
+	local -x FI_TCP_IFACE=lo
+	timeout "$limit" fi_pingpong "${common[@]}" -B "$port" >"$tmp/fi_srv.out" 2>&1 &
+	spid=$!
+	started+=("$spid")
+	# The server listens once its fi_getinfo is done; retry until it does.
+	for try in $(seq 100); do
+		if run_fg timeout "$limit" fi_pingpong "${common[@]}" -P "$port" 127.0.0.1 >"$tmp/fi_cli.out" 2>&1; then
+			rc=0
+			break
+		fi
+		grep -q "failed to connect" "$tmp/fi_cli.out" || break
+		sleep 0.02
+	done
+	wait "$spid" || rc=1
+	forget "$spid"
+	if [ $rc -ne 0 ]; then
+		say "fi_pingpong -S $size failed:"
+		cat "$tmp/fi_cli.out" "$tmp/fi_srv.out" >&2
+		return 1
+	fi
+	# bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec, after the header
+	read -r usec mbps < <(awk '/^[0-9]/ { u = $7; m = $6 } END { print u, m }' "$tmp/fi_cli.out")
+}
+
+# run_fabricfs SIZE ITERS: the same through fabricfs.
+run_fabricfs() {
+	local size=$1 n=$2 spid addr="" rc=0
+	# shellcheck disable=SC2086 # xflags are words
+	local common=(-mnt "$mnt" -sizes "$size" -iters "$n" -warmup "$warmup" -json $xflags)
+	timeout "$limit" bin/ringpong "${common[@]}" -role server -q >"$tmp/rp_srv.out" 2>"$tmp/rp_srv.err" &
+	spid=$!
+	started+=("$spid")
+	for _ in $(seq 500); do
+		addr=$(head -n 1 "$tmp/rp_srv.out" 2>/dev/null || true)
+		[ -n "$addr" ] && break
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.01
+	done
+	if [ -z "$addr" ]; then
+		say "ringpong server did not start:"
+		cat "$tmp/rp_srv.err" >&2
+		kill "$spid" 2>/dev/null || true
+		wait "$spid" 2>/dev/null || true
+		forget "$spid"
+		return 1
+	fi
+	run_fg timeout "$limit" bin/ringpong "${common[@]}" -role client -addr "$addr" >"$tmp/rp_cli.out" 2>"$tmp/rp_cli.err" || rc=1
+	wait "$spid" || rc=1
+	forget "$spid"
+	if [ $rc -ne 0 ]; then
+		say "ringpong -sizes $size failed:"
+		cat "$tmp/rp_cli.err" "$tmp/rp_srv.err" >&2
+		return 1
+	fi
+	[ -n "$mapping" ] || mapping=$(sed -n 's/.*"mapping":"\([a-z]*\)".*/\1/p' "$tmp/rp_cli.out" | head -n 1)
+	read -r usec mbps < <(awk '/"role":"client"/ {
+		u = $0; sub(/.*"usec_per_xfer":/, "", u); sub(/[,}].*/, "", u)
+		m = $0; sub(/.*"mb_per_sec":/, "", m); sub(/[,}].*/, "", m)
+		print u, m }' "$tmp/rp_cli.out")
+}
+
+raw=$tmp/raw.tsv # impl size rep order iters usec mbps
+: >"$raw"
+nsizes=${#size_list[@]}
+start=$(date +%s)
+say "$repeats repeats x $nsizes sizes, libfabric and fabricfs alternating first; $iters round trips below 64 KiB, $iters_large from 64 KiB"
+for ((rep = 1; rep <= repeats; rep++)); do
+	for ((k = 0; k < nsizes; k++)); do
+		size=${size_list[$k]}
+		n=$(iters_for "$size")
+		if (((rep + k) % 2)); then order=(fabricfs libfabric); else order=(libfabric fabricfs); fi
+		line="[$rep/$repeats] $size B:"
+		for ((j = 0; j < 2; j++)); do
+			impl=${order[$j]}
+			usec="" mbps=""
+			"run_$impl" "$size" "$n" || { say "retrying $impl at $size B once"; "run_$impl" "$size" "$n"; }
+			[ -n "$usec" ] && [ -n "$mbps" ] || { say "$impl at $size B printed no result"; exit 1; }
+			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$impl" "$size" "$rep" "$((j + 1))" "$n" "$usec" "$mbps" >>"$raw"
+			line="$line $(printf '%s %.2f us %.2f MB/s;' "$impl" "$usec" "$mbps")"
+		done
+		say "$line $(($(date +%s) - start))s"
+	done
+done
+
+# Medians per implementation and size: "impl size iters usec mbps".
+medians=$tmp/medians.tsv
+sort -t "$(printf '\t')" -k1,1 -k2,2n "$raw" | awk -F '\t' '
+	function median(a, n,   i, j, t) {
+		for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	function flush() { if (n) printf "%s\t%s\t%s\t%.2f\t%.2f\n", impl, size, iters, median(u, n), median(m, n); n = 0 }
+	$1 != impl || $2 != size { flush(); impl = $1; size = $2 }
+	{ n++; u[n] = $6 + 0; m[n] = $7 + 0; iters = $5 }
+	END { flush() }' >"$medians"
+
+# fabtests-style tables of the medians, then the ratios.
+table() {
+	local impl=$1
+	printf '\n%s (median of %d runs)\n' "$impl" "$repeats"
+	awk -F '\t' -v impl="$impl" '
+		function sz(n,   b, m, f) {
+			b = 1; m = ""
+			if (n >= 1073741824) { b = 1073741824; m = "g" } else if (n >= 1048576) { b = 1048576; m = "m" } else if (n >= 1024) { b = 1024; m = "k" }
+			f = (int(n / b) < 10) ? int((n % b) * 10 / b) : 0
+			return f ? sprintf("%d.%d%s", int(n / b), f, m) : sprintf("%d%s", int(n / b), m)
+		}
+		function cnt(n) { return n >= 1e9 ? int(n / 1e9) "b" : n >= 1e6 ? int(n / 1e6) "m" : n >= 1e3 ? int(n / 1e3) "k" : n }
+		BEGIN { printf "%-8s%-8s%-9s%-8s%8s %10s%13s%13s\n", "bytes", "#sent", "#ack", "total", "time", "MB/sec", "usec/xfer", "Mxfers/sec" }
+		$1 == impl {
+			t = $3 * $4 * 2 / 1e6
+			printf "%-8s%-8s=%-8s%-8s%8.2fs%10.2f%11.2f%11.2f\n", sz($2), cnt($3), cnt($3), sz($3 * $2 * 2), t, $5, $4, 1 / $4
+		}' "$medians"
+}
+ratios=$tmp/ratios.tsv # size lib_usec ff_usec lat_ratio lib_mbps ff_mbps bw_ratio
+awk -F '\t' '
+	$1 == "libfabric" { lu[$2] = $4; lm[$2] = $5 }
+	$1 == "fabricfs" { fu[$2] = $4; fm[$2] = $5 }
+	END { for (s in lu) if (s in fu) printf "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\n", s, lu[s], fu[s], (lu[s] > 0 ? fu[s] / lu[s] : 0), lm[s], fm[s], (lm[s] > 0 ? fm[s] / lm[s] : 0) }
+' "$medians" | sort -n >"$ratios"
+
+{
+	table libfabric
+	table fabricfs
+	printf '\nratios fabricfs / libfabric (medians; latency: lower is better, bandwidth: higher is better)\n'
+	printf '%-8s %12s %12s %9s %12s %12s %9s\n' bytes "lf usec" "ff usec" "lat x" "lf MB/s" "ff MB/s" "bw x"
+	awk -F '\t' '{ printf "%-8s %12.2f %12.2f %9.2f %12.2f %12.2f %9.2f\n", $1, $2, $3, $4, $5, $6, $7 }' "$ratios"
+} | tee "$tmp/report.txt"
+
+# The issue's targets: latency at 64 B at most 1.5x; bandwidth at 64 KiB and up at least 1x.
+verdict=$(awk -F '\t' '
+	$1 == 64 { lat = $4; have = 1 }
+	$1 >= 65536 { nb++; if (min == "" || $7 < min) { min = $7; at = $1 } }
+	END {
+		printf "%s\t%s\t%s\t%s\n", (have ? lat : ""), (have ? (lat <= 1.5 ? "true" : "false") : "null"), (nb ? min : ""), (nb ? (min >= 1 ? "true" : "false") : "null")
+		printf "%s\n", at
+	}' "$ratios")
+lat64=$(sed -n 1p <<<"$verdict" | cut -f1)
+lat_ok=$(sed -n 1p <<<"$verdict" | cut -f2)
+bwmin=$(sed -n 1p <<<"$verdict" | cut -f3)
+bw_ok=$(sed -n 1p <<<"$verdict" | cut -f4)
+bwmin_at=$(sed -n 2p <<<"$verdict")
+printf '\ntargets: latency at 64 B <= 1.5x libfabric: %s (%sx); bandwidth from 64 KiB >= 1x libfabric: %s (lowest %sx at %s B)\n' \
+	"${lat_ok}" "${lat64:-n/a}" "${bw_ok}" "${bwmin:-n/a}" "${bwmin_at:-n/a}" | tee -a "$tmp/report.txt"
+
+# JSON: the configuration, every run, the medians, the ratios and the verdict.
+json_num() { if [ -n "$1" ]; then printf '%s' "$1"; else printf 'null'; fi; }
+{
+	printf '{\n'
+	printf '  "command": "%s",\n' "$(printf '%s' "$cmdline" | sed 's/\\/\\\\/g; s/"/\\"/g')"
+	printf '  "date": "%s",\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	printf '  "host": {"kernel": "%s", "cpus": %s, "go": "%s", "libfabric": "%s", "fabricfs_commit": "%s", "mapping": "%s"},\n' \
+		"$(uname -r)" "$(nproc)" "$(go env GOVERSION)" "$(dpkg-query -W -f='${Version}' libfabric1 2>/dev/null || echo unknown)" \
+		"$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "${mapping:-unknown}"
+	printf '  "config": {"repeats": %s, "iters": %s, "iters_large": %s, "warmup": %s, "sizes": [%s], "ringpong_flags": "%s",\n' \
+		"$repeats" "$iters" "$iters_large" "$warmup" "$sizes" "$xflags"
+	printf '    "libfabric_cmd": "FI_TCP_IFACE=lo fi_pingpong -p tcp -e msg -d lo -I ITERS -S SIZE [-B PORT | -P PORT 127.0.0.1]",\n'
+	printf '    "fabricfs_cmd": "ringpong -mnt MNT -sizes SIZE -iters ITERS -warmup %s -json%s -role server|client",\n' "$warmup" "${xflags:+ $xflags}"
+	printf '    "fabricfs_daemon": "%s"},\n' "$daemon_bin"
+	printf '  "runs": [\n'
+	awk -F '\t' '{ printf "%s    {\"impl\": \"%s\", \"bytes\": %s, \"rep\": %s, \"order\": %s, \"iters\": %s, \"usec_per_xfer\": %s, \"mb_per_sec\": %s}", (NR > 1 ? ",\n" : ""), $1, $2, $3, $4, $5, $6, $7 } END { print "" }' "$raw"
+	printf '  ],\n  "medians": [\n'
+	awk -F '\t' '{ printf "%s    {\"impl\": \"%s\", \"bytes\": %s, \"iters\": %s, \"usec_per_xfer\": %s, \"mb_per_sec\": %s}", (NR > 1 ? ",\n" : ""), $1, $2, $3, $4, $5 } END { print "" }' "$medians"
+	printf '  ],\n  "ratios": [\n'
+	awk -F '\t' '{ printf "%s    {\"bytes\": %s, \"latency_ratio\": %s, \"bandwidth_ratio\": %s}", (NR > 1 ? ",\n" : ""), $1, $4, $7 } END { print "" }' "$ratios"
+	printf '  ],\n'
+	printf '  "targets": {"latency_64B": {"ratio": %s, "limit": 1.5, "met": %s}, "bandwidth_from_64KiB": {"min_ratio": %s, "at_bytes": %s, "limit": 1.0, "met": %s}}\n' \
+		"$(json_num "$lat64")" "$lat_ok" "$(json_num "$bwmin")" "$(json_num "$bwmin_at")" "$bw_ok"
+	printf '}\n'
+} >"$out"
+say "wrote $out ($(($(date +%s) - start))s of measurements)"
