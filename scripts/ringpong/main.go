@@ -373,29 +373,8 @@ func server(o *options) error {
 	if err := eq.WaitConnected(o.timeout, s.ep); err != nil {
 		return err
 	}
-	var iter uint64
-	for k, size := range o.sizes {
-		var start time.Time
-		for i := 0; i < o.warmup+o.iters; i++ {
-			if i == o.warmup {
-				start = time.Now()
-			}
-			if err := s.recv(size, iter); err != nil {
-				return fmt.Errorf("size %d: %w", size, err)
-			}
-			iter++
-			if k == len(o.sizes)-1 && i == o.warmup+o.iters-1 {
-				s.closing = true // the client may shut down as soon as this answer is out
-			}
-			if err := s.send(size, iter); err != nil {
-				return fmt.Errorf("size %d: %w", size, err)
-			}
-			iter++
-		}
-		elapsed := time.Since(start)
-		if !o.quiet {
-			report(o, s.mapping, "server", size, elapsed)
-		}
+	if err := s.run(o, "server"); err != nil {
+		return err
 	}
 	if err := s.drain(); err != nil {
 		return err
@@ -435,28 +414,47 @@ func clientSide(o *options) error {
 	if err := eq.WaitConnected(o.timeout, s.ep); err != nil {
 		return err
 	}
-	var iter uint64
-	for _, size := range o.sizes {
-		var start time.Time
-		for i := 0; i < o.warmup+o.iters; i++ {
-			if i == o.warmup {
-				start = time.Now()
-			}
-			if err := s.send(size, iter); err != nil {
-				return fmt.Errorf("size %d: %w", size, err)
-			}
-			iter++
-			if err := s.recv(size, iter); err != nil {
-				return fmt.Errorf("size %d: %w", size, err)
-			}
-			iter++
-		}
-		report(o, s.mapping, "client", size, time.Since(start))
+	if err := s.run(o, "client"); err != nil {
+		return err
 	}
 	if err := s.drain(); err != nil {
 		return err
 	}
 	return s.ep.Ctl("shutdown")
+}
+
+// run does the timed round trips of every size: the client sends first and
+// the server answers. Before the server's very last answer it sets closing:
+// the client may shut down as soon as that answer is out.
+func (s *side) run(o *options, role string) error {
+	var iter uint64
+	for k, size := range o.sizes {
+		var start time.Time
+		for i := 0; i < o.warmup+o.iters; i++ {
+			if i == o.warmup {
+				start = time.Now()
+			}
+			first, second := s.send, s.recv
+			if role == "server" {
+				first, second = s.recv, s.send
+			}
+			if err := first(size, iter); err != nil {
+				return fmt.Errorf("size %d: %w", size, err)
+			}
+			iter++
+			if role == "server" && k == len(o.sizes)-1 && i == o.warmup+o.iters-1 {
+				s.closing = true
+			}
+			if err := second(size, iter); err != nil {
+				return fmt.Errorf("size %d: %w", size, err)
+			}
+			iter++
+		}
+		if role == "client" || !o.quiet {
+			report(o, s.mapping, role, size, time.Since(start))
+		}
+	}
+	return nil
 }
 
 // waitShutdown reads the EQ until the peer's shutdown arrives, or for at
