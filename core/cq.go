@@ -232,95 +232,72 @@ func (c *CQ) notifyLocked() {
 // ends); without, an empty queue gives fi.EAGAIN. A Signal wakes a blocked
 // reader with nothing.
 func (c *CQ) Read(ctx context.Context, max int, block bool) ([]CQEntry, error) {
-	for {
-		c.mu.Lock()
-		r, err := c.ringLocked()
-		if err != nil {
-			c.mu.Unlock()
-			return nil, err
-		}
-		c.flushLocked()
+	var out []CQEntry
+	err := c.await(ctx, block, func(r *ring.Ring) bool {
 		head, tail := r.Peek()
-		if head != tail {
-			var out []CQEntry
-			for ; head != tail && len(out) < max; head++ {
-				q, err := ring.DecodeCQE(r.Entry(head))
-				if err != nil { // the application wrote into the ring; report, skip
-					q = ring.CQE{Err: -int32(fi.EIO), SrcAddr: uint64(fi.ADDR_NOTAVAIL)}
-				}
-				out = append(out, entryOf(q))
+		for ; head != tail && len(out) < max; head++ {
+			q, err := ring.DecodeCQE(r.Entry(head))
+			if err != nil { // the application wrote into the ring; report, skip
+				q = ring.CQE{Err: -int32(fi.EIO), SrcAddr: uint64(fi.ADDR_NOTAVAIL)}
 			}
-			r.Release(head)
-			c.mu.Unlock()
-			return out, nil
+			out = append(out, entryOf(q))
 		}
-		if !block {
-			c.mu.Unlock()
-			return nil, Errorf(fi.EAGAIN, "no completions")
-		}
-		if err := c.sleepLocked(ctx); err != nil {
-			if errorsIsSignal(err) {
-				return nil, nil
-			}
-			return nil, err
-		}
-	}
+		r.Release(head)
+		return len(out) > 0
+	})
+	return out, err
 }
 
 // Wait blocks until the ring holds completions and returns how many: the
-// cq/N/wait file, for applications without futexes.
+// cq/N/wait file, for applications without futexes. It consumes nothing.
 func (c *CQ) Wait(ctx context.Context, block bool) (uint32, error) {
+	var n uint32
+	err := c.await(ctx, block, func(r *ring.Ring) bool {
+		n = r.Len()
+		return n > 0
+	})
+	return n, err
+}
+
+// await calls take with c.mu held, after moving held completions into the
+// ring, until take reports success. Without block a failed take gives
+// fi.EAGAIN; with block it sleeps until completions arrive, ctx ends
+// (fi.EINTR), the CQ closes, or fi_cq_signal (nil, take having failed).
+func (c *CQ) await(ctx context.Context, block bool, take func(*ring.Ring) bool) error {
 	for {
 		c.mu.Lock()
 		r, err := c.ringLocked()
 		if err != nil {
 			c.mu.Unlock()
-			return 0, err
+			return err
 		}
 		c.flushLocked()
-		if n := r.Len(); n > 0 || !block {
+		if take(r) {
 			c.mu.Unlock()
-			if n == 0 {
-				return 0, Errorf(fi.EAGAIN, "no completions")
-			}
-			return n, nil
+			return nil
 		}
-		if err := c.sleepLocked(ctx); err != nil {
-			if errorsIsSignal(err) {
-				return 0, nil
-			}
-			return 0, err
+		if !block {
+			c.mu.Unlock()
+			return Errorf(fi.EAGAIN, "no completions")
 		}
-	}
-}
-
-// errSignalled tells a blocked reader that fi_cq_signal woke it.
-var errSignalled = Errorf(fi.EAGAIN, "woken by signal")
-
-func errorsIsSignal(err error) bool { return err == errSignalled }
-
-// sleepLocked waits, with c.mu held on entry and released on return, until
-// completions may have arrived. It fails when ctx ends, the CQ closes, or
-// with errSignalled after fi_cq_signal.
-func (c *CQ) sleepLocked(ctx context.Context) error {
-	if c.closed {
+		if c.closed {
+			c.mu.Unlock()
+			return Errorf(fi.ESHUTDOWN, "%s is closed", c.obj)
+		}
+		sig, seq := c.signal, c.signals
 		c.mu.Unlock()
-		return Errorf(fi.ESHUTDOWN, "%s is closed", c.obj)
+		select {
+		case <-sig:
+		case <-ctx.Done():
+			return Errorf(fi.EINTR, "interrupted")
+		}
+		c.mu.Lock()
+		signalled := c.signals != seq
+		c.mu.Unlock()
+		if signalled {
+			return nil
+		}
 	}
-	sig, seq := c.signal, c.signals
-	c.mu.Unlock()
-	select {
-	case <-sig:
-	case <-ctx.Done():
-		return Errorf(fi.EINTR, "interrupted")
-	}
-	c.mu.Lock()
-	woken := c.signals != seq
-	c.mu.Unlock()
-	if woken {
-		return errSignalled
-	}
-	return nil
 }
 
 // Signal wakes blocked readers (fi_cq_signal); they return with nothing.

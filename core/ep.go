@@ -19,6 +19,7 @@ const (
 	stateShutdown   = "shutdown" // fi_shutdown, or the peer shut down
 	stateRejected   = "rejected"
 	stateError      = "error"
+	stateClosed     = "closed"
 )
 
 // EP is an active endpoint (fi_endpoint): its fi_info, bindings and state,
@@ -274,7 +275,7 @@ func (e *EP) SetOpt(name string, value uint64) error {
 // post starts op on the endpoint; wait, if not nil, gets the completion too.
 func (e *EP) post(op *Op, wait func(Completion)) error {
 	e.mu.Lock()
-	if e.prov == nil || e.state == "closed" {
+	if e.prov == nil || e.state == stateClosed {
 		st := e.state
 		e.mu.Unlock()
 		return Errorf(fi.EOPBADSTATE, "endpoint is %s; enable it first", st)
@@ -533,7 +534,7 @@ func (e *EP) Close() error {
 	e.mu.Lock()
 	txcq, rxcq, eq, av := e.txcq, e.rxcq, e.eq, e.av
 	e.txcq, e.rxcq, e.eq, e.av = nil, nil, nil, nil
-	e.state = "closed"
+	e.state = stateClosed
 	e.mu.Unlock()
 	if txcq != nil {
 		txcq.unbind()

@@ -153,7 +153,7 @@ func (p *PEP) Links() []Link {
 func (p *PEP) Close() error {
 	p.mu.Lock()
 	prov, eq := p.prov, p.eq
-	p.prov, p.eq, p.state = nil, nil, "closed"
+	p.prov, p.eq, p.state = nil, nil, stateClosed
 	p.mu.Unlock()
 	p.accepted.close()
 	var err error

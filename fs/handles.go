@@ -57,12 +57,6 @@ func (h *textHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 	return uint32(len(data)), 0
 }
 
-func text(s string) func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
-	return func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
-		return &textHandle{text: []byte(s)}, nil
-	}
-}
-
 // rendered opens a file whose text render makes at open time; set, if not
 // nil, takes writes.
 func rendered(render func() string, set func(ctx context.Context, data []byte) error) func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {

@@ -103,7 +103,7 @@ func fileEntry(name string, ino uint64, m meta, obj *core.Object, open func(cont
 func (t *tree) root() *dir {
 	return &dir{meta: dirRO, entries: func() []entry {
 		es := []entry{
-			fileEntry("abi_version", t.ino("/abi_version"), fileRO, nil, text(fmt.Sprintf("%d\n", ABIVersion))),
+			fileEntry("abi_version", t.ino("/abi_version"), fileRO, nil, rendered(func() string { return fmt.Sprintf("%d\n", ABIVersion) }, nil)),
 			fileEntry("info", t.ino("/info"), fileRO, nil, rendered(func() string { return infoText(t.fab.Infos()) }, nil)),
 			fileEntry("getinfo", t.ino("/getinfo"), meta{mode: syscall.S_IFREG | 0o666}, nil, t.openGetinfo),
 		}
