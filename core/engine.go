@@ -1,7 +1,6 @@
 package core
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +17,12 @@ import (
 // sleeps in one futex_waitv on their wake words and its own control word. So
 // a sleeping daemon costs one blocked thread per groupSize queues, not one
 // per endpoint.
+//
+// An endpoint whose requests keep a group busy becomes hot: if its provider
+// endpoint is a Poller, the group polls it on every pass, so that its
+// incoming data is placed and completed on the group's goroutine too. When
+// the group goes idle it parks its hot endpoints, handing their progress
+// back to the provider's goroutines.
 const (
 	groupSize = 127 // futex_waitv takes 128 words: the queues and the control word
 	spinFor   = 50 * time.Microsecond
@@ -29,6 +34,7 @@ const (
 // workQueue is one work ring of one endpoint.
 type workQueue struct {
 	ep      *EP
+	rs      *epRings
 	r       *ring.Ring
 	kind    OpKind // OpSend for tx, OpRecv for rx
 	g       *group
@@ -61,20 +67,24 @@ type group struct {
 	queues []*workQueue // replaced, never modified in place, so the worker can use a snapshot
 	stop   bool
 
+	// hot are the endpoints the worker polls until it next sleeps. Only
+	// the worker uses it, and remove while it holds iter.
+	hot []*epRings
+
 	// iter is held by the worker whenever it touches the rings of its
 	// snapshot (not while it sleeps); remove waits on it so that a removed
 	// queue's ring is never touched after its endpoint unmaps it.
 	iter sync.Mutex
 }
 
-// add starts serving q.
-func (e *engine) add(q *workQueue) {
+// add starts serving an endpoint's tx and rx queues, in one group.
+func (e *engine) add(rs *epRings) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var g *group
 	for _, c := range e.groups {
 		c.mu.Lock()
-		if len(c.queues) < groupSize {
+		if len(c.queues)+2 <= groupSize {
 			g = c
 		}
 		c.mu.Unlock()
@@ -88,21 +98,21 @@ func (e *engine) add(q *workQueue) {
 		go g.run()
 	}
 	g.mu.Lock()
-	q.g = g
-	g.queues = append(g.queues[:len(g.queues):len(g.queues)], q)
+	rs.tx.g, rs.rx.g = g, g
+	g.queues = append(g.queues[:len(g.queues):len(g.queues)], rs.tx, rs.rx)
 	g.mu.Unlock()
 	g.kick()
 }
 
-// remove stops serving q; a group left empty ends.
-func (e *engine) remove(q *workQueue) {
+// remove stops serving an endpoint's queues; a group left empty ends.
+func (e *engine) remove(rs *epRings) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	g := q.g
+	g := rs.tx.g
 	g.mu.Lock()
 	qs := make([]*workQueue, 0, len(g.queues))
 	for _, x := range g.queues {
-		if x != q {
+		if x.rs != rs {
 			qs = append(qs, x)
 		}
 	}
@@ -118,7 +128,15 @@ func (e *engine) remove(q *workQueue) {
 	}
 	g.mu.Unlock()
 	g.kick()
-	g.iter.Lock() // the worker's current pass, which may use q, ends
+	g.iter.Lock() // the worker's current pass, which may use rs, ends
+	for i, x := range g.hot {
+		if x == rs {
+			g.hot = append(g.hot[:i], g.hot[i+1:]...)
+			rs.hot = false
+			rs.poller.Park()
+			break
+		}
+	}
 	g.iter.Unlock()
 }
 
@@ -143,6 +161,15 @@ func (g *group) run() {
 		for _, q := range qs {
 			if q.ready() && q.ep.consume(q) > 0 {
 				busy = true
+				if !q.rs.hot && q.rs.poller != nil {
+					q.rs.hot = true
+					g.hot = append(g.hot, q.rs)
+				}
+			}
+		}
+		for _, rs := range g.hot {
+			if rs.poller.Poll() {
+				busy = true
 			}
 		}
 		switch {
@@ -151,10 +178,10 @@ func (g *group) run() {
 			g.iter.Unlock()
 		case time.Since(idle) < spinFor:
 			g.iter.Unlock()
-			// Let other goroutines run, and other threads: the reader or
-			// application a completion just woke may be queued behind this
-			// spin on the same CPU.
-			runtime.Gosched()
+			// Let other threads run: the application a completion just
+			// woke may be queued behind this spin on the same CPU. Not
+			// runtime.Gosched, which wakes an idle thread of the runtime
+			// each time to look for goroutines.
 			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 		default:
 			g.sleep(qs) // unlocks iter while asleep
@@ -169,6 +196,12 @@ func (g *group) run() {
 // clears the flag only on the queues the group has then, which are mapped
 // for as long as it holds iter.
 func (g *group) sleep(qs []*workQueue) {
+	for _, rs := range g.hot {
+		rs.hot = false
+		rs.poller.Park()
+	}
+	clear(g.hot)
+	g.hot = g.hot[:0]
 	words := make([]*uint32, 0, len(qs)+1)
 	vals := make([]uint32, 0, len(qs)+1)
 	words = append(words, g.word)

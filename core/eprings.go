@@ -14,6 +14,8 @@ type epRings struct {
 	mrs        map[uint64]*MR // by desc; each held until the endpoint closes
 	closed     bool
 	injectSize uint64
+	poller     Poller // the provider endpoint, if the engine can drive its progress
+	hot        bool   // in its group's hot list; used by the group's worker only
 }
 
 // openRingsLocked makes the endpoint's tx and rx rings and hands them to
@@ -45,13 +47,14 @@ func (e *EP) openRingsLocked() error {
 		txShm.Close()
 		return err
 	}
-	e.rings = &epRings{
-		tx: &workQueue{ep: e, r: txr, kind: OpSend}, rx: &workQueue{ep: e, r: rxr, kind: OpRecv},
+	rs := &epRings{
 		txShm: txShm, rxShm: rxShm, mrs: map[uint64]*MR{}, injectSize: e.info.TxAttr.InjectSize,
 	}
-	eng := &e.obj.Dom.fab.eng
-	eng.add(e.rings.tx)
-	eng.add(e.rings.rx)
+	rs.tx = &workQueue{ep: e, rs: rs, r: txr, kind: OpSend}
+	rs.rx = &workQueue{ep: e, rs: rs, r: rxr, kind: OpRecv}
+	rs.poller, _ = e.prov.(Poller)
+	e.rings = rs
+	e.obj.Dom.fab.eng.add(rs)
 	return nil
 }
 
@@ -63,9 +66,7 @@ func (e *EP) stopRings() {
 	if rs == nil {
 		return
 	}
-	eng := &e.obj.Dom.fab.eng
-	eng.remove(rs.tx)
-	eng.remove(rs.rx)
+	e.obj.Dom.fab.eng.remove(rs)
 	e.ringMu.Lock()
 	rs.closed = true
 	e.ringMu.Unlock()

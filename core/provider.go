@@ -34,7 +34,9 @@ type ProviderDomain interface {
 }
 
 // Endpoint is a provider's active endpoint. Operations are posted with Post
-// and complete, in any goroutine, through Op.Complete.
+// and complete, in any goroutine, through Op.Complete; a provider may
+// complete an operation inside Post, on the poster's goroutine, before
+// Post returns.
 type Endpoint interface {
 	// Enable makes the endpoint ready for use (fi_enable).
 	Enable() error
@@ -64,6 +66,21 @@ type Endpoint interface {
 	// Close releases the endpoint (fi_close). Posted operations that have not
 	// completed complete with fi.ECANCELED before Close returns.
 	Close() error
+}
+
+// Poller is an optional interface of an Endpoint whose progress can run on
+// the engine's goroutine. While an engine group is busy with an endpoint's
+// rings it calls Poll on every pass, so that bytes go from the socket into
+// the completion ring on the thread that posted the requests, with no
+// hand-off to another goroutine; when the group goes idle it calls Park, and
+// the provider's own goroutines take over until the next Poll. Both may be
+// called at any time, also after Close, and must not block.
+type Poller interface {
+	// Poll makes what progress it can without blocking and reports whether
+	// it made any.
+	Poll() bool
+	// Park says Poll will not be called until further notice.
+	Park()
 }
 
 // PassiveEndpoint is a provider's listening endpoint.
@@ -146,6 +163,8 @@ type Completion struct {
 }
 
 // Complete reports the operation's outcome. It must be called exactly once.
+// The function it calls must not block, nor call back into the endpoint:
+// providers call it with their locks held, to keep completions in order.
 func (op *Op) Complete(c Completion) {
 	if op.done != nil {
 		op.done(op, c)

@@ -46,37 +46,48 @@
 // asks the peer to acknowledge, and completes when the ACK arrives; ACKs
 // match pending sends first in, first out. A received message that asks
 // for an ACK gets one once it is placed, and only then: a C peer crashes on
-// an ACK it did not ask for. Its receive completes once the writer has
-// handed the ACK to the socket (later receives complete behind it, in
-// order), so an application that sees the message and shuts down or closes
-// at once still acknowledges it, as fi_pingpong's final exchange needs;
-// the reader never waits for the writer.
+// an ACK it did not ask for. Its receive completes once the ACK is handed
+// to the socket (later receives complete behind it, in order), so an
+// application that sees the message and shuts down or closes at once still
+// acknowledges it, as fi_pingpong's final exchange needs; receiving never
+// waits for a full socket to drain.
 //
-// # Goroutines
+// # Goroutines and the data path
 //
 // No endpoint owns an OS thread. A passive endpoint has one goroutine in
 // Accept and one short-lived goroutine per new connection, which reads the
 // connreq within HandshakeTimeout (a malformed, over-long or late request
 // closes that connection only). A connected endpoint has two goroutines:
 // the connection goroutine, which dials or answers, reports Connected,
-// then reads messages until the stream ends and reports exactly one
-// Shutdown or Failed; and a writer, which sends the queued ACKs and sends,
-// up to 64 messages per writev with headers encoded into reused buffers.
-// Connection events come only from the connection goroutine, never while
-// the provider holds a lock, and never synchronously from a method (core
-// calls Accept, Connect and Shutdown under its own lock). Completions are
-// delivered from the reader, the writer, Cancel and Close.
+// then receives until the stream ends and reports exactly one Shutdown or
+// Failed; and a writer, which finishes writes the socket could not take at
+// once. Connection events come only from the connection goroutine, never
+// while the provider holds a lock, and never synchronously from a method
+// (core calls Accept, Connect and Shutdown under its own lock).
 //
-// Post never blocks on the network: a send is queued and completes (with
-// fi.MSG|fi.SEND and its length) once the writer has handed all its bytes
-// to the socket, or on the ACK. fi.INJECT payloads, at most InjectSize
-// bytes, are copied at Post into pooled buffers. The send path allocates
-// nothing per message.
+// Once connected, the endpoint takes its socket out of Go's netpoller and
+// drives it itself, non-blocking (io.go, netpoll.go). Both directions are
+// state machines that move what the socket allows and return. A send is
+// written by the goroutine that posts it, with one writev for up to 64
+// messages and ACKs, so it may complete inside Post; only a remainder that
+// does not fit in the socket goes to the writer. Receiving is done by
+// whoever drives progress: the connection goroutine, or, while the
+// endpoint's rings keep an engine group busy, that group through Poll
+// (core.Poller), so that a message is taken from the sender's ring, written,
+// read by the peer's endpoint in the same daemon and completed into its CQ
+// ring on one thread. Whoever finds the socket empty (or full) and waits
+// arms a one-shot epoll registration; an engine group polling the socket
+// leaves it disarmed, so arriving data wakes no thread. Completions are
+// delivered from Post, Poll, the connection goroutine, the writer, Cancel
+// and Close, in order per endpoint.
+//
+// fi.INJECT payloads, at most InjectSize bytes, are copied at Post into
+// pooled buffers. The send path allocates nothing per message.
 //
 // # Back-pressure and limits
 //
 // Receives are consumed first in, first out. When a message arrives and no
-// receive is posted, the reader stops reading until one is: the socket
+// receive is posted, the endpoint stops reading until one is: the socket
 // buffers fill and TCP holds the sender back, as libfabric does; there are
 // no credits. A message longer than its buffer completes with fi.ETRUNC
 // (Len the buffer's length, OLen the bytes that did not fit) and the rest

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -51,10 +54,12 @@ var errDown = errors.New("tcp: endpoint is going down")
 // endpoint is an FI_EP_MSG endpoint over one TCP connection.
 //
 // Its connection goroutine dials or answers, reports FI_CONNECTED, then
-// reads the connection until it ends, and reports how it ended: it alone
-// delivers EndpointEvents, so each endpoint gets at most one Connected and
-// then exactly one Shutdown or Failed. A writer goroutine sends what Post
-// queues. Both park in the netpoller or on channels when idle.
+// receives until the connection ends (io.go: it shares the socket with the
+// engine through Poll), and reports how it ended: it alone delivers
+// EndpointEvents, so each endpoint gets at most one Connected and then
+// exactly one Shutdown or Failed. Sends are written by whoever posts them;
+// a writer goroutine finishes what a full socket did not take. Both park
+// in the netpoller or on channels when idle.
 type endpoint struct {
 	dom     *domain
 	info    *fi.Info
@@ -72,20 +77,38 @@ type endpoint struct {
 	// conn is set before the connection goroutine starts reading or
 	// writing it, and never changes after: the reader and writer use it
 	// without the lock.
-	conn     *net.TCPConn
-	cancel   context.CancelFunc // aborts a dial under way
-	shutdown bool               // Shutdown was called: the connection ends cleanly
-	failure  error              // why the writer stopped; the connection goroutine reports it
-	rxOut    int                // receives posted and not completed: at most rxSize
-	txOut    int                // sends posted and not completed: at most txSize
-	rxq      ring[*core.Op]     // posted receives
-	rxDone   ring[rxDone]       // filled receives the writer completes, after sending their ACKs
-	rxHeld   int                // filled receives the writer has taken and not yet completed
-	txq      ring[txItem]       // sends not yet taken by the writer
-	ackq     ring[txItem]       // sends waiting for the peer's ACK, oldest first
+	conn      *net.TCPConn
+	cancel    context.CancelFunc // aborts a dial under way
+	shutdown  bool               // Shutdown was called: the connection ends cleanly
+	failure   error              // why the writer stopped; the connection goroutine reports it
+	rxOut     int                // receives posted and not completed: at most rxSize
+	txOut     int                // sends posted and not completed: at most txSize
+	rxq       ring[*core.Op]     // posted receives
+	rxStalled bool               // a message waits for a receive: postRecv wakes the reader
+	rxDone    ring[rxDone]       // filled receives completed after the ACKs ahead of them are written
+	rxHeld    int                // filled receives in the writer's batch, not yet completed
+	txq       ring[txItem]       // sends not yet taken by the writer
+	ackq      ring[txItem]       // sends waiting for the peer's ACK, oldest first
 
-	rxKick   chan struct{} // a receive was posted
-	txKick   chan struct{} // a send or an ACK was queued
+	// fd is the connected socket, which the endpoint owns once the
+	// handshake is done (netpoll.go); -1 before and after. It changes only
+	// with rxMu, txMu and mu all held, so holding any one keeps it open.
+	// fdOut is a dup of it for waiting until the socket has room.
+	fd, fdOut int
+	rxW, txW  *watch
+
+	rxMu    sync.Mutex // the receive side: rd, and reading the socket
+	rd      reader
+	polled  atomic.Bool   // an engine group polls the socket: the connection goroutine leaves it alone
+	rxEnded atomic.Bool   // the stream ended; rd.err says how
+	rxWake  chan struct{} // Park, or a receive was posted while rxStalled
+
+	txMu      sync.Mutex // the send side: wr, and writing the socket
+	wr        writer
+	txWant    atomic.Bool   // work was queued: whoever holds txMu writes it before letting go
+	txBlocked atomic.Bool   // the socket is full: the writer goroutine writes once it drains
+	txWake    chan struct{} // the socket became full
+
 	down     chan struct{} // closed when the endpoint stops transferring data
 	downOnce sync.Once
 	wg       sync.WaitGroup // the connection goroutine and the writer
@@ -94,16 +117,18 @@ type endpoint struct {
 var _ core.Endpoint = (*endpoint)(nil)
 
 func newEndpoint(d *domain, info *fi.Info, txSize, rxSize int, ev core.EndpointEvents) *endpoint {
-	return &endpoint{
+	e := &endpoint{
 		dom: d, info: info, ev: ev, txSize: txSize, rxSize: rxSize,
 		rxq:    newRing[*core.Op](rxSize),
 		rxDone: newRing[rxDone](rxSize),
 		txq:    newRing[txItem](txSize),
 		ackq:   newRing[txItem](txSize),
-		rxKick: make(chan struct{}, 1),
-		txKick: make(chan struct{}, 1),
+		rxWake: make(chan struct{}, 1),
+		txWake: make(chan struct{}, 1),
 		down:   make(chan struct{}),
 	}
+	e.fd, e.fdOut = -1, -1
+	return e
 }
 
 // Enable allows posting receives; Connect and Accept enable too.
@@ -233,15 +258,13 @@ func (e *endpoint) Shutdown() error {
 		return core.Errorf(fi.ENOTCONN, "tcp: shutdown: endpoint is not connected")
 	}
 	e.shutdown = true
-	conn, cancel := e.conn, e.cancel
+	cancel := e.cancel
 	e.mu.Unlock()
 	e.signalDown()
 	if cancel != nil {
 		cancel()
 	}
-	if conn != nil {
-		shutdownConn(conn)
-	}
+	e.shutdownSocket()
 	return nil
 }
 
@@ -263,9 +286,10 @@ func (e *endpoint) Close() error {
 		cancel()
 	}
 	if conn != nil {
-		conn.Close()
+		conn.Close() // ends a handshake under way
 	}
 	e.wg.Wait()
+	e.closeSocket()
 	e.flush()
 	e.dom.release()
 	return nil
@@ -348,7 +372,7 @@ func (e *endpoint) postSend(op *core.Op) error {
 		}
 		return err
 	}
-	kick(e.txKick)
+	e.kickTx()
 	return nil
 }
 
@@ -368,11 +392,14 @@ func (e *endpoint) postRecv(op *core.Op) error {
 		e.rxq.push(op)
 		e.rxOut++
 	}
+	wake := e.rxStalled
 	e.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	kick(e.rxKick)
+	if wake && !e.polled.Load() {
+		kick(e.rxWake)
+	}
 	return nil
 }
 
@@ -415,9 +442,12 @@ func (e *endpoint) run(handshake func() ([]byte, error)) {
 		e.finish(errDown, nil)
 		return
 	}
-	e.state = stConnected
-	e.wg.Add(1)
+	conn := e.conn
 	e.mu.Unlock()
+	if err := e.ownSocket(conn); err != nil {
+		e.finish(err, nil)
+		return
+	}
 	go e.writeLoop()
 	e.ev.Connected(peerData)
 	e.finish(e.readLoop(), nil)
@@ -438,12 +468,9 @@ func (e *endpoint) finish(err error, data []byte) {
 	case e.failure != nil:
 		err = e.failure
 	}
-	conn := e.conn
 	e.mu.Unlock()
 	e.signalDown()
-	if conn != nil {
-		shutdownConn(conn)
-	}
+	e.shutdownSocket()
 	e.flush()
 	if closed {
 		return
@@ -455,11 +482,19 @@ func (e *endpoint) finish(err error, data []byte) {
 	}
 }
 
-// flush completes the filled receives the writer did not get to, as they
-// are (their ACKs are lost), then every queued operation with
-// fi.ECANCELED. Operations the reader or writer hold are theirs to
-// complete.
+// flush completes, once the endpoint no longer transfers data, the
+// writer's batch and the filled receives it did not get to, as they are
+// (their ACKs are lost), then every queued operation with fi.ECANCELED.
+// A receive being filled completes with fi.ECANCELED.
 func (e *endpoint) flush() {
+	e.rxMu.Lock()
+	if !e.rxEnded.Load() {
+		e.endRead(errDown)
+	}
+	e.rxMu.Unlock()
+	e.txMu.Lock()
+	e.batchDone(errDown)
+	e.txMu.Unlock()
 	e.mu.Lock()
 	filled := e.rxDone.drain(nil)
 	recvs := e.rxq.drain(nil)
@@ -494,6 +529,98 @@ func (e *endpoint) completeOp(op *core.Op, c core.Completion) {
 		return
 	}
 	op.Complete(c)
+}
+
+// ownSocket takes the connected socket out of Go's netpoller (netpoll.go):
+// the endpoint keeps a dup of its descriptor, non-blocking like the
+// original, and a second dup to wait for room on, both registered with the
+// netpoller; the net.Conn is closed. Then the endpoint is connected.
+func (e *endpoint) ownSocket(c *net.TCPConn) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return netError("connection", err)
+	}
+	fd, fdOut := -1, -1
+	cerr := raw.Control(func(s uintptr) {
+		if fd, err = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0); err == nil {
+			fdOut, err = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0)
+		}
+	})
+	c.Close()
+	var rxW, txW *watch
+	p, perr := getPoller()
+	switch {
+	case cerr != nil:
+		err = errDown // closed under us
+	case err != nil:
+		err = netError("connection", err)
+	case perr != nil:
+		err = core.Errorf(fi.EIO, "tcp: %v", perr)
+	default:
+		if rxW, err = p.add(fd, unix.EPOLLIN, e.rxWake); err == nil {
+			if txW, err = p.add(fdOut, unix.EPOLLOUT, e.txWake); err != nil {
+				rxW.remove()
+			}
+		}
+	}
+	e.rxMu.Lock()
+	e.txMu.Lock()
+	e.mu.Lock()
+	if err == nil && (e.state != stConnecting || e.shutdown) {
+		err = errDown
+	}
+	if err == nil {
+		e.fd, e.fdOut, e.rxW, e.txW = fd, fdOut, rxW, txW
+		e.rd.buf = make([]byte, readBufSize)
+		e.state = stConnected
+		e.wg.Add(1) // the writer
+	}
+	e.mu.Unlock()
+	e.txMu.Unlock()
+	e.rxMu.Unlock()
+	if err != nil {
+		if txW != nil {
+			rxW.remove()
+			txW.remove()
+		}
+		for _, d := range []int{fd, fdOut} {
+			if d >= 0 {
+				unix.Close(d)
+			}
+		}
+	}
+	return err
+}
+
+// shutdownSocket is shutdown(SHUT_RDWR) of the connection, in whichever
+// hands it is: the peer reads EOF, and waiting goroutines wake.
+func (e *endpoint) shutdownSocket() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.fd >= 0:
+		unix.Shutdown(e.fd, unix.SHUT_RDWR)
+	case e.conn != nil:
+		shutdownConn(e.conn)
+	}
+}
+
+// closeSocket closes the endpoint's descriptors, once nothing runs that
+// could use them but the engine, which takes rxMu first.
+func (e *endpoint) closeSocket() {
+	e.rxMu.Lock()
+	e.txMu.Lock()
+	e.mu.Lock()
+	if e.fd >= 0 {
+		e.rxW.remove()
+		e.txW.remove()
+		unix.Close(e.fd)
+		unix.Close(e.fdOut)
+		e.fd, e.fdOut = -1, -1
+	}
+	e.mu.Unlock()
+	e.txMu.Unlock()
+	e.rxMu.Unlock()
 }
 
 func (e *endpoint) signalDown() { e.downOnce.Do(func() { close(e.down) }) }

@@ -120,7 +120,10 @@ type done struct {
 	c  core.Completion
 }
 
-// completions makes e report completions on a channel.
+// completions makes e report completions on a channel with room for n.
+// Completions may be delivered inside Post, on the test's own goroutine,
+// and must not block: n must cover every completion the test may leave
+// unread.
 func completions(e core.Endpoint, n int) chan done {
 	ch := make(chan done, n)
 	e.(*endpoint).complete = func(op *core.Op, c core.Completion) { ch <- done{op, c} }

@@ -1,58 +1,239 @@
 package tcp
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
-	"net"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/providers/tcp/wire"
 )
 
+// The data path of a connected endpoint. Its socket is non-blocking, and
+// both directions are state machines that move what they can and return:
+//
+//   - Receiving: whoever drives progress calls progress. That is the
+//     connection goroutine, parked (netpoll.go) while the socket is
+//     empty; or, while the endpoint's rings keep an engine group busy, the
+//     group's goroutine through Poll (core.Poller), so a message goes from
+//     the socket into the receiver's completion ring on the thread that
+//     also takes the requests, with no hand-off. rxMu makes them take turns.
+//   - Sending: the goroutine that queues a send (or the ACK of a filled
+//     receive) writes it at once with one writev (kickTx). Only what the
+//     socket does not take is left to the writer goroutine, which waits in
+//     until the socket drains.
 const (
-	readBufSize = 16 << 10 // per connection; larger payloads are read straight into the receive buffer
+	readBufSize = 16 << 10 // per connection: small messages are read several per system call
+	directRead  = 4 << 10  // a payload with this much left to place is read straight into its buffer
 	maxBatch    = 64       // sends (and ACKs) per writev
+	pollBudget  = 16       // messages one Poll takes from a socket, so one busy peer does not starve a group
 )
 
-// readLoop reads messages until the connection ends. It returns nil when
-// the peer closed the stream between two messages.
-func (e *endpoint) readLoop() error {
-	br := bufio.NewReaderSize(e.conn, readBufSize)
-	var hb [wire.MaxHeaderSize]byte
-	var h wire.Header
-	for {
-		if _, err := io.ReadFull(br, hb[:wire.BaseHeaderSize]); err != nil {
-			if err == io.EOF {
-				return nil
+// rxStatus says why progress stopped.
+type rxStatus uint8
+
+const (
+	rxOK     rxStatus = iota // (internal) keep going
+	rxBudget                 // took its share of messages; the socket may hold more
+	rxEmpty                  // the socket has nothing more for now
+	rxNoRecv                 // a message waits for a receive to be posted
+	rxEnd                    // the stream ended; reader.err says how
+)
+
+// reader is the receive side's state, guarded by endpoint.rxMu: the
+// connection's staging buffer and the message being placed.
+type reader struct {
+	buf   []byte // bytes read and not yet used are buf[r:w]
+	r, w  int
+	total uint64 // bytes read so far: Poll reports progress by it
+
+	inMsg bool // a message's payload is being placed
+	op    *core.Op
+	c     core.Completion
+	ack   bool   // the sender asked for an ACK
+	dst   []byte // the part of op.Buf still to fill
+	skip  uint64 // bytes of the payload that do not fit, to read away
+
+	err error // how the stream ended: nil at an EOF between messages
+}
+
+// progress handles what the socket holds, at most budget messages, without
+// blocking. Called with rxMu held.
+func (e *endpoint) progress(fd, budget int) rxStatus {
+	if e.rxEnded.Load() {
+		return rxEnd
+	}
+	for range budget {
+		if !e.rd.inMsg {
+			if st := e.nextHeader(fd); st != rxOK {
+				return st
 			}
-			return e.readError(err)
 		}
-		n, err := wire.PeekHeaderSize(hb[:])
-		if err != nil {
-			return e.protocolError(err)
-		}
-		if _, err := io.ReadFull(br, hb[wire.BaseHeaderSize:n]); err != nil {
-			return e.readError(err)
-		}
-		if _, err := h.Decode(hb[:n]); err != nil {
-			return e.protocolError(err)
-		}
-		switch {
-		case h.IsAck():
-			err = e.handleAck()
-		case h.Op == wire.OpMsg && !h.HasTag():
-			err = e.handleMsg(br, &h)
-		default:
-			// Tagged messages and RMA are not offered on this endpoint.
-			err = e.protocolError(fmt.Errorf("unexpected %v message (flags %#x)", h.Op, uint16(h.Flags)))
-		}
-		if err != nil {
-			return err
+		if e.rd.inMsg {
+			if st := e.place(fd); st != rxOK {
+				return st
+			}
 		}
 	}
+	return rxBudget
+}
+
+// nextHeader reads and handles one header: an ACK completes a send; a
+// message takes the oldest posted receive and starts to fill it. A
+// message that finds no receive posted stays in the buffer, and the
+// socket is not read until one is: TCP holds the sender back, as with
+// libfabric.
+func (e *endpoint) nextHeader(fd int) rxStatus {
+	rd := &e.rd
+	if st := e.fill(fd, wire.BaseHeaderSize); st != rxOK {
+		return st
+	}
+	n, err := wire.PeekHeaderSize(rd.buf[rd.r:rd.w])
+	if err != nil {
+		return e.endRead(e.protocolError(err))
+	}
+	if st := e.fill(fd, n); st != rxOK {
+		return st
+	}
+	var h wire.Header
+	if _, err := h.Decode(rd.buf[rd.r : rd.r+n]); err != nil {
+		return e.endRead(e.protocolError(err))
+	}
+	switch {
+	case h.IsAck():
+		rd.r += n
+		if err := e.handleAck(); err != nil {
+			return e.endRead(err)
+		}
+		return rxOK
+	case h.Op == wire.OpMsg && !h.HasTag():
+	default:
+		// Tagged messages and RMA are not offered on this endpoint.
+		return e.endRead(e.protocolError(fmt.Errorf("unexpected %v message (flags %#x)", h.Op, uint16(h.Flags))))
+	}
+	op := e.takeRecv()
+	if op == nil {
+		return rxNoRecv
+	}
+	rd.r += n
+	var c core.Completion
+	if h.Flags&wire.FlagRemoteCQData != 0 {
+		c.Flags, c.Data = fi.CQFlags(fi.REMOTE_CQ_DATA), h.CQData
+	}
+	if op.Buf == nil {
+		if h.Len > MaxDynamicRecv {
+			e.recvDone(op, core.Completion{Err: fi.EMSGSIZE, OLen: h.Len}, false)
+			return e.endRead(core.Errorf(fi.EMSGSIZE, "tcp: %v sent a message of %d bytes; receives without a buffer take at most %d",
+				e.conn.RemoteAddr(), h.Len, MaxDynamicRecv))
+		}
+		op.Buf = make([]byte, h.Len)
+	}
+	c.Len = min(uint64(len(op.Buf)), h.Len)
+	if rest := h.Len - c.Len; rest > 0 {
+		// Truncated: the rest is read away, so the stream stays in step.
+		c.Err, c.OLen = fi.ETRUNC, rest
+	}
+	rd.inMsg, rd.op, rd.c, rd.dst, rd.skip = true, op, c, op.Buf[:c.Len], h.Len-c.Len
+	rd.ack = h.Flags&(wire.FlagDeliveryComplete|wire.FlagCommitComplete) != 0
+	return rxOK
+}
+
+// place moves the current message's payload into its receive, reading
+// large remainders straight from the socket, and completes the receive.
+func (e *endpoint) place(fd int) rxStatus {
+	rd := &e.rd
+	for len(rd.dst) > 0 {
+		if rd.r < rd.w {
+			k := copy(rd.dst, rd.buf[rd.r:rd.w])
+			rd.r += k
+			rd.dst = rd.dst[k:]
+			continue
+		}
+		if len(rd.dst) < directRead {
+			if st := e.fill(fd, 1); st != rxOK {
+				return st
+			}
+			continue
+		}
+		k, st := e.read(fd, rd.dst)
+		if st != rxOK {
+			return st
+		}
+		rd.dst = rd.dst[k:]
+	}
+	for rd.skip > 0 {
+		if rd.r == rd.w {
+			if st := e.fill(fd, 1); st != rxOK {
+				return st
+			}
+		}
+		k := min(rd.skip, uint64(rd.w-rd.r))
+		rd.r += int(k)
+		rd.skip -= k
+	}
+	op, c, ack := rd.op, rd.c, rd.ack
+	rd.inMsg, rd.op, rd.dst = false, nil, nil
+	e.recvDone(op, c, ack)
+	return rxOK
+}
+
+// fill reads until the staging buffer holds at least n unused bytes.
+func (e *endpoint) fill(fd, n int) rxStatus {
+	rd := &e.rd
+	if rd.r == rd.w {
+		rd.r, rd.w = 0, 0
+	}
+	for rd.w-rd.r < n {
+		if len(rd.buf)-rd.r < n {
+			rd.w = copy(rd.buf, rd.buf[rd.r:rd.w])
+			rd.r = 0
+		}
+		k, st := e.read(fd, rd.buf[rd.w:])
+		if st != rxOK {
+			return st
+		}
+		rd.w += k
+	}
+	return rxOK
+}
+
+// read is one non-blocking read(2). It turns EOF and errors into the end
+// of the stream.
+func (e *endpoint) read(fd int, p []byte) (int, rxStatus) {
+	for {
+		k, err := unix.Read(fd, p)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return 0, rxEmpty
+		case err != nil:
+			return 0, e.endRead(e.readError(err))
+		case k == 0:
+			if e.rd.inMsg || e.rd.r < e.rd.w {
+				return 0, e.endRead(e.readError(io.ErrUnexpectedEOF))
+			}
+			return 0, e.endRead(nil)
+		}
+		e.rd.total += uint64(k)
+		return k, rxOK
+	}
+}
+
+// endRead ends the stream with err (nil: cleanly). A receive being filled
+// completes with fi.ECANCELED.
+func (e *endpoint) endRead(err error) rxStatus {
+	rd := &e.rd
+	rd.err = err
+	if op := rd.op; op != nil {
+		rd.inMsg, rd.op, rd.dst = false, nil, nil
+		e.recvDone(op, core.Completion{Err: fi.ECANCELED}, false)
+	}
+	e.rxEnded.Store(true)
+	return rxEnd
 }
 
 // handleAck completes the oldest send waiting for an ACK.
@@ -73,99 +254,93 @@ func (e *endpoint) handleAck() error {
 	return nil
 }
 
-// handleMsg places a message into the oldest posted receive, waiting for
-// one if none is posted: meanwhile the socket is not read and TCP pushes
-// back on the sender, as with libfabric.
-func (e *endpoint) handleMsg(br *bufio.Reader, h *wire.Header) error {
-	op, err := e.takeRecv()
-	if err != nil {
-		return err
-	}
-	var c core.Completion
-	if h.Flags&wire.FlagRemoteCQData != 0 {
-		c.Flags, c.Data = fi.CQFlags(fi.REMOTE_CQ_DATA), h.CQData
-	}
-	if op.Buf == nil {
-		if h.Len > MaxDynamicRecv {
-			e.recvDone(op, core.Completion{Err: fi.EMSGSIZE, OLen: h.Len}, false)
-			return core.Errorf(fi.EMSGSIZE, "tcp: %v sent a message of %d bytes; receives without a buffer take at most %d",
-				e.conn.RemoteAddr(), h.Len, MaxDynamicRecv)
-		}
-		op.Buf = make([]byte, h.Len)
-	}
-	n := min(uint64(len(op.Buf)), h.Len)
-	if _, err := io.ReadFull(br, op.Buf[:n]); err != nil {
-		e.recvDone(op, core.Completion{Err: fi.ECANCELED}, false)
-		return e.readError(err)
-	}
-	if rest := h.Len - n; rest > 0 {
-		// Truncated: keep the stream in step by reading the rest away.
-		if err := discard(br, rest); err != nil {
-			e.recvDone(op, core.Completion{Err: fi.ECANCELED}, false)
-			return e.readError(err)
-		}
-		c.Err, c.OLen = fi.ETRUNC, rest
-	}
-	c.Len = n
-	e.recvDone(op, c, h.Flags&(wire.FlagDeliveryComplete|wire.FlagCommitComplete) != 0)
-	return nil
+// takeRecv returns the oldest posted receive, or nil; then rxStalled tells
+// postRecv to wake the reader.
+func (e *endpoint) takeRecv() *core.Op {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	op, ok := e.rxq.pop()
+	e.rxStalled = !ok
+	return op
 }
 
-// takeRecv returns the oldest posted receive, waiting for one.
-func (e *endpoint) takeRecv() (*core.Op, error) {
-	for {
-		select {
-		case <-e.down:
-			return nil, errDown
-		default:
-		}
-		e.mu.Lock()
-		op, ok := e.rxq.pop()
-		e.mu.Unlock()
-		if ok {
-			return op, nil
-		}
-		select {
-		case <-e.rxKick:
-		case <-e.down:
-		}
-	}
-}
-
-// recvDone completes the receive the reader held. When the sender asked
-// for an ACK, the writer sends it and then completes the receive, so an
+// recvDone completes a filled receive. When the sender asked for an ACK,
+// the ACK is written first and then the receive completes, so an
 // application that sees the completion and shuts down at once does not
 // leave the sender waiting; receives filled after it complete behind it,
-// in order. The reader does not wait for the writer.
+// in order.
 func (e *endpoint) recvDone(op *core.Op, c core.Completion, ack bool) {
 	e.mu.Lock()
-	viaWriter := ack || e.rxDone.len() > 0 || e.rxHeld > 0
-	if viaWriter {
+	queued := ack || e.rxDone.len() > 0 || e.rxHeld > 0
+	if queued {
 		e.rxDone.push(rxDone{op, c, ack})
 	} else {
 		e.rxOut--
 	}
 	e.mu.Unlock()
-	if viaWriter {
-		kick(e.txKick)
+	if queued {
+		e.kickTx()
 		return
 	}
 	e.completeOp(op, c)
 }
 
-// discard reads n bytes away.
-func discard(br *bufio.Reader, n uint64) error {
-	for n > 0 {
-		k, err := br.Discard(int(min(n, 1<<30)))
-		n -= uint64(k)
-		if err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
+// readLoop is the connection goroutine's part of receiving: it drives
+// progress whenever no engine group polls the endpoint, parking until the
+// socket has data or a receive is posted, and returns how the stream ended
+// (nil: the peer closed it between two messages).
+func (e *endpoint) readLoop() error {
+	for {
+		if e.rxEnded.Load() {
+			return e.rd.err // set before rxEnded; nothing writes it any more
+		}
+		if !e.polled.Load() {
+			e.rxMu.Lock()
+			st := e.progress(e.fd, maxBatch)
+			if st == rxEmpty {
+				e.rxW.arm()
 			}
-			return err
+			e.rxMu.Unlock()
+			switch st {
+			case rxBudget, rxEnd:
+				continue
+			}
+		}
+		// Wait for data (armed above), a posted receive, Park, or the
+		// end. An engine group that polls the socket leaves it disarmed,
+		// so it wakes no one.
+		select {
+		case <-e.rxWake:
+		case <-e.down:
+			return errDown
 		}
 	}
-	return nil
+}
+
+// Poll is core.Poller's: the engine group serving the endpoint's rings
+// reads the socket on its own goroutine while it is busy.
+func (e *endpoint) Poll() bool {
+	if !e.polled.Load() {
+		e.polled.Store(true)
+	}
+	if !e.rxMu.TryLock() {
+		return false // the connection goroutine is at it
+	}
+	defer e.rxMu.Unlock()
+	if e.fd < 0 || e.rxEnded.Load() {
+		return false
+	}
+	before := e.rd.total
+	if e.progress(e.fd, pollBudget) == rxEnd {
+		kick(e.rxWake) // the connection goroutine reports the end
+	}
+	return e.rd.total != before
+}
+
+// Park is core.Poller's: the connection goroutine reads the socket again.
+func (e *endpoint) Park() {
+	e.polled.Store(false)
+	kick(e.rxWake)
 }
 
 // readError is the error a failed read ends the connection with. A read
@@ -189,129 +364,107 @@ func (e *endpoint) protocolError(err error) error {
 	return core.Errorf(fi.EIO, "tcp: bad message from %v: %v", e.conn.RemoteAddr(), err)
 }
 
-// writer is the writer goroutine's reusable state: one writev sends the
-// ACKs of up to maxBatch filled receives and up to maxBatch messages, with
-// headers encoded into hdrs.
+// writer is the send side's state, guarded by endpoint.txMu: one batch of
+// the ACKs of up to maxBatch filled receives and up to maxBatch messages,
+// with headers encoded into reused buffers, and the part of it the socket
+// has not taken yet.
 type writer struct {
 	filled [maxBatch]rxDone
 	items  [maxBatch]txItem
+	nf, n  int // the batch: filled receives and sends
+	acked  int // sends of the batch that complete on their ACK, not when written
 	hdrs   [maxBatch][wire.MaxHeaderSize]byte
 	acks   [maxBatch * wire.BaseHeaderSize]byte
-	iov    [][]byte
-	bufs   net.Buffers
-	acked  int   // sends of the batch that complete on their ACK, not when written
-	id     uint8 // the header id of the next message: a per-connection sequence
+	store  [][]byte // backing array of iov
+	iov    [][]byte // the batch's bytes not yet written
+	id     uint8    // the header id of the next message: a per-connection sequence
+	dead   bool     // writing failed: nothing more is written
 }
 
-// writeLoop sends the ACKs owed and queued sends, ACKs first (like
-// libfabric's priority queue), in batches of one writev each. Then it
-// completes the batch's filled receives and sends.
-func (e *endpoint) writeLoop() {
-	defer e.wg.Done()
-	w := &writer{iov: make([][]byte, 0, 2*maxBatch+1)}
-	for {
-		nf, n, ok := e.nextBatch(w)
-		if !ok {
-			return
+// txStatus says why write stopped.
+type txStatus uint8
+
+const (
+	txIdle    txStatus = iota // everything queued is written (or can never be)
+	txBlocked                 // the socket is full
+)
+
+// kickTx writes what is queued, unless another goroutine is writing (it
+// sees the new work before it stops) or the socket is full (the writer
+// goroutine writes once it drains).
+func (e *endpoint) kickTx() {
+	e.txWant.Store(true)
+	for e.txWant.Load() && !e.txBlocked.Load() && e.txMu.TryLock() {
+		e.txWant.Store(false)
+		if e.fd >= 0 && e.write(e.fd) == txBlocked {
+			e.txBlocked.Store(true)
+			e.txW.arm()
 		}
-		iov := w.iov[:0]
-		nacks := 0
-		for _, r := range w.filled[:nf] {
-			if r.ack {
-				h := wire.Ack(w.id)
-				w.id++
-				h.Encode(w.acks[nacks*wire.BaseHeaderSize:])
-				nacks++
+		e.txMu.Unlock()
+	}
+}
+
+// write sends ACKs owed and queued sends, ACKs first (like libfabric's
+// priority queue), a batch per writev, until the queues are empty or the
+// socket is full. Called with txMu held. Completions are delivered here,
+// in order: filled receives, then sends that do not wait for an ACK.
+func (e *endpoint) write(fd int) txStatus {
+	w := &e.wr
+	for !w.dead {
+		if len(w.iov) == 0 {
+			e.batchDone(nil)
+			if !e.nextBatch() {
+				return txIdle
 			}
 		}
-		if nacks > 0 {
-			iov = append(iov, w.acks[:nacks*wire.BaseHeaderSize])
-		}
-		for i := range w.items[:n] {
-			it := &w.items[i]
-			op := it.op
-			h := wire.Header{Op: wire.OpMsg, Flags: it.flags, ID: w.id, Len: uint64(len(op.Buf))}
-			w.id++
-			if op.Flags&fi.OpFlags(fi.REMOTE_CQ_DATA) != 0 {
-				h.Flags |= wire.FlagRemoteCQData
-				h.CQData = op.Data
-			}
-			k, _ := h.Encode(w.hdrs[i][:])
-			iov = append(iov, w.hdrs[i][:k])
-			payload := op.Buf
-			if it.inj != nil {
-				payload = it.inj[:len(op.Buf)]
-			}
-			if len(payload) > 0 {
-				iov = append(iov, payload)
-			}
-		}
-		w.bufs = iov
-		_, err := w.bufs.WriteTo(e.conn)
-		clear(iov)
-		w.iov = iov[:0]
-		e.mu.Lock()
-		e.rxOut -= nf
-		e.txOut -= n - w.acked
-		e.mu.Unlock()
-		for i := range w.filled[:nf] {
-			e.completeOp(w.filled[i].op, w.filled[i].c) // data placed, ACK sent or lost with the connection
-			w.filled[i] = rxDone{}
-		}
-		for i := range w.items[:n] {
-			it := &w.items[i]
-			if !it.needsAck() {
-				if it.inj != nil {
-					injectPool.Put(it.inj)
-				}
-				c := core.Completion{Len: uint64(len(it.op.Buf))}
-				if err != nil {
-					c = core.Completion{Err: fi.ECANCELED}
-				}
-				e.completeOp(it.op, c)
-			}
-			*it = txItem{}
-		}
-		if err != nil {
+		k, err := unix.Writev(fd, w.iov)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return txBlocked
+		case err != nil:
+			w.dead = true
+			e.batchDone(err)
 			e.writeFailed(err)
-			return
+			return txIdle
+		}
+		for k > 0 {
+			if k < len(w.iov[0]) {
+				w.iov[0] = w.iov[0][k:]
+				break
+			}
+			k -= len(w.iov[0])
+			w.iov[0] = nil
+			w.iov = w.iov[1:]
 		}
 	}
+	return txIdle
 }
 
-// nextBatch waits for work and moves it into w: nf filled receives (whose
-// ACKs to send) and n sends. Sends that wait for an ACK go to the ACK queue
-// now, before the peer can answer. ok is false when the writer must stop;
-// what it leaves queued, flush completes.
-func (e *endpoint) nextBatch(w *writer) (nf, n int, ok bool) {
+// nextBatch moves queued work into the writer: filled receives (whose
+// ACKs to send) and sends, and encodes the batch. Sends that wait for an
+// ACK go to the ACK queue now, before the peer can answer. It reports
+// false when there is nothing to write or the endpoint no longer writes;
+// what is left queued, flush completes.
+func (e *endpoint) nextBatch() bool {
+	w := &e.wr
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.rxHeld = 0 // the previous batch is complete
-	for e.rxDone.len() == 0 && e.txq.len() == 0 {
-		e.mu.Unlock()
-		select {
-		case <-e.txKick:
-		case <-e.down:
-		}
-		e.mu.Lock()
-		if e.state != stConnected || e.shutdown || e.failure != nil {
-			return 0, 0, false
-		}
-	}
 	if e.state != stConnected || e.shutdown || e.failure != nil {
-		return 0, 0, false
+		e.mu.Unlock()
+		return false
 	}
-	for nf < maxBatch {
+	for w.nf < maxBatch {
 		r, ok := e.rxDone.pop()
 		if !ok {
 			break
 		}
-		w.filled[nf] = r
-		nf++
+		w.filled[w.nf] = r
+		w.nf++
 	}
-	e.rxHeld = nf
+	e.rxHeld = w.nf
 	w.acked = 0
-	for n < maxBatch {
+	for w.n < maxBatch {
 		it, ok := e.txq.pop()
 		if !ok {
 			break
@@ -320,10 +473,122 @@ func (e *endpoint) nextBatch(w *writer) (nf, n int, ok bool) {
 			e.ackq.push(it)
 			w.acked++
 		}
-		w.items[n] = it
-		n++
+		w.items[w.n] = it
+		w.n++
 	}
-	return nf, n, true
+	e.mu.Unlock()
+	if w.nf+w.n == 0 {
+		return false
+	}
+	iov := w.store[:0]
+	nacks := 0
+	for _, r := range w.filled[:w.nf] {
+		if r.ack {
+			h := wire.Ack(w.id)
+			w.id++
+			h.Encode(w.acks[nacks*wire.BaseHeaderSize:])
+			nacks++
+		}
+	}
+	if nacks > 0 {
+		iov = append(iov, w.acks[:nacks*wire.BaseHeaderSize])
+	}
+	for i := range w.items[:w.n] {
+		it := &w.items[i]
+		op := it.op
+		h := wire.Header{Op: wire.OpMsg, Flags: it.flags, ID: w.id, Len: uint64(len(op.Buf))}
+		w.id++
+		if op.Flags&fi.OpFlags(fi.REMOTE_CQ_DATA) != 0 {
+			h.Flags |= wire.FlagRemoteCQData
+			h.CQData = op.Data
+		}
+		k, _ := h.Encode(w.hdrs[i][:])
+		iov = append(iov, w.hdrs[i][:k])
+		payload := op.Buf
+		if it.inj != nil {
+			payload = it.inj[:len(op.Buf)]
+		}
+		if len(payload) > 0 {
+			iov = append(iov, payload)
+		}
+	}
+	w.store, w.iov = iov, iov
+	if nacks == 0 && w.n == 0 {
+		// Only receives that waited behind earlier ACKs: nothing to write.
+		w.iov = w.iov[:0]
+	}
+	return true
+}
+
+// batchDone completes the writer's batch: its filled receives (their ACKs
+// written, or lost with the connection) and the sends that do not wait
+// for an ACK, with fi.ECANCELED if err says writing failed.
+func (e *endpoint) batchDone(err error) {
+	w := &e.wr
+	if w.nf+w.n == 0 {
+		return
+	}
+	clear(w.store)
+	w.iov = nil
+	// Count them done first: a completion lets its owner post again. But
+	// rxHeld stays until they are complete, so that no receive filled
+	// after them completes before them.
+	e.mu.Lock()
+	e.rxOut -= w.nf
+	e.txOut -= w.n - w.acked
+	e.mu.Unlock()
+	for i := range w.filled[:w.nf] {
+		e.completeOp(w.filled[i].op, w.filled[i].c)
+		w.filled[i] = rxDone{}
+	}
+	for i := range w.items[:w.n] {
+		it := &w.items[i]
+		if !it.needsAck() {
+			if it.inj != nil {
+				injectPool.Put(it.inj)
+			}
+			c := core.Completion{Len: uint64(len(it.op.Buf))}
+			if err != nil {
+				c = core.Completion{Err: fi.ECANCELED}
+			}
+			e.completeOp(it.op, c)
+		}
+		*it = txItem{}
+	}
+	if w.nf > 0 {
+		e.mu.Lock()
+		e.rxHeld = 0
+		e.mu.Unlock()
+	}
+	w.nf, w.n, w.acked = 0, 0, 0
+}
+
+// writeLoop is the writer goroutine: when the socket is full it waits
+// for room and writes the rest.
+func (e *endpoint) writeLoop() {
+	defer e.wg.Done()
+	for {
+		select {
+		case <-e.txWake:
+		case <-e.down:
+			return
+		}
+		e.txMu.Lock()
+		e.txWant.Store(false)
+		st := txIdle
+		if e.fd >= 0 {
+			st = e.write(e.fd)
+		}
+		if st == txBlocked {
+			e.txW.arm()
+		} else {
+			e.txBlocked.Store(false)
+		}
+		e.txMu.Unlock()
+		if st != txBlocked {
+			e.kickTx() // what was queued while the socket was full
+		}
+	}
 }
 
 // writeFailed records why sending stopped and takes the connection down;
@@ -335,5 +600,5 @@ func (e *endpoint) writeFailed(err error) {
 	}
 	e.mu.Unlock()
 	e.signalDown()
-	shutdownConn(e.conn)
+	e.shutdownSocket()
 }

@@ -1,0 +1,115 @@
+package tcp
+
+import (
+	"fmt"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// A connected endpoint's socket is not in Go's netpoller: the netpoller
+// watches every socket it has all the time, so while an engine group reads
+// a socket itself, each arriving message would still wake one of the
+// runtime's threads for nothing. Instead the endpoint owns the file
+// descriptor (non-blocking) and asks for readiness only when a goroutine is
+// about to wait for it: each direction is registered EPOLLONESHOT with one
+// process-wide epoll set, under its own descriptor (the socket and a dup of
+// it), and re-armed by whoever finds the socket empty (or full) and parks.
+// One goroutine waits on the set and wakes the parked goroutine through its
+// channel.
+
+// netpoller is the process's epoll set of endpoint sockets.
+type netpoller struct {
+	epfd int
+	mu   sync.Mutex
+	next uint32
+	wake map[uint32]chan struct{} // by registration id
+}
+
+var (
+	pollerOnce sync.Once
+	thePoller  *netpoller
+	pollerErr  error
+)
+
+// getPoller returns the process's netpoller, starting it the first time.
+func getPoller() (*netpoller, error) {
+	pollerOnce.Do(func() {
+		fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+		if err != nil {
+			pollerErr = os.NewSyscallError("epoll_create1", err)
+			return
+		}
+		thePoller = &netpoller{epfd: fd, wake: map[uint32]chan struct{}{}}
+		go thePoller.run()
+	})
+	return thePoller, pollerErr
+}
+
+func (p *netpoller) run() {
+	evs := make([]unix.EpollEvent, 64)
+	for {
+		n, err := unix.EpollWait(p.epfd, evs, -1)
+		if err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			// Cannot happen with a valid set and buffer; say so rather
+			// than spin.
+			fmt.Fprintf(os.Stderr, "tcp: epoll_wait: %v\n", err)
+			return
+		}
+		p.mu.Lock()
+		for _, ev := range evs[:n] {
+			if ch := p.wake[uint32(ev.Fd)]; ch != nil {
+				kick(ch)
+			}
+		}
+		p.mu.Unlock()
+	}
+}
+
+// watch is one descriptor's registration: armed, it wakes ch once.
+type watch struct {
+	p      *netpoller
+	fd     int
+	id     uint32
+	events uint32
+}
+
+// add registers fd for events (EPOLLIN or EPOLLOUT), disarmed; an event
+// sends on ch once per arm.
+func (p *netpoller) add(fd int, events uint32, ch chan struct{}) (*watch, error) {
+	p.mu.Lock()
+	p.next++
+	for p.wake[p.next] != nil || p.next == 0 {
+		p.next++
+	}
+	w := &watch{p: p, fd: fd, id: p.next, events: events}
+	p.wake[w.id] = ch
+	p.mu.Unlock()
+	ev := unix.EpollEvent{Events: unix.EPOLLONESHOT, Fd: int32(w.id)}
+	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		p.mu.Lock()
+		delete(p.wake, w.id)
+		p.mu.Unlock()
+		return nil, os.NewSyscallError("epoll_ctl", err)
+	}
+	return w, nil
+}
+
+// arm asks for one wake-up when the descriptor becomes ready, or at once
+// if it is ready now. The caller holds the lock that keeps fd open.
+func (w *watch) arm() {
+	ev := unix.EpollEvent{Events: w.events | unix.EPOLLRDHUP | unix.EPOLLONESHOT, Fd: int32(w.id)}
+	unix.EpollCtl(w.p.epfd, unix.EPOLL_CTL_MOD, w.fd, &ev)
+}
+
+// remove unregisters the descriptor; the caller closes it afterwards.
+func (w *watch) remove() {
+	unix.EpollCtl(w.p.epfd, unix.EPOLL_CTL_DEL, w.fd, nil)
+	w.p.mu.Lock()
+	delete(w.p.wake, w.id)
+	w.p.mu.Unlock()
+}
