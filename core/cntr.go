@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -12,60 +13,86 @@ import (
 
 // Cntr is a counter (fi_cntr_open): a value and an error count that
 // operations bump, and that readers can wait on.
+//
+// Updates are on the data path (every completion of a bound endpoint), so
+// they are an atomic add and, only while a goroutine is in Wait, a wake-up.
+// Wait registers in waiters before it reads the counts, and an update
+// changes a count before it reads waiters; Go's atomics being sequentially
+// consistent, a waiter either sees the new count or is woken.
 type Cntr struct {
 	obj *Object
 
+	value   atomic.Uint64
+	errs    atomic.Uint64
+	waiters atomic.Int32 // goroutines in Wait
+	bound   atomic.Int32 // endpoint bindings, one per bind flag
+
 	mu     sync.Mutex
-	value  uint64
-	errs   uint64
-	signal chan struct{} // closed and replaced on every change
+	signal chan struct{} // closed and replaced to wake the waiters
 	closed bool
-	bound  int
 }
 
 func newCntr(o *Object) (Impl, error) { return &Cntr{obj: o, signal: make(chan struct{})}, nil }
 
-func (c *Cntr) changedLocked() {
+// Value is fi_cntr_read.
+func (c *Cntr) Value() uint64 { return c.value.Load() }
+
+// Errors is fi_cntr_readerr.
+func (c *Cntr) Errors() uint64 { return c.errs.Load() }
+
+// Add is fi_cntr_add.
+func (c *Cntr) Add(n uint64) {
+	c.value.Add(n)
+	c.changed()
+}
+
+// Set is fi_cntr_set.
+func (c *Cntr) Set(n uint64) {
+	c.value.Store(n)
+	c.changed()
+}
+
+// AddErr is fi_cntr_adderr.
+func (c *Cntr) AddErr(n uint64) {
+	c.errs.Add(n)
+	c.changed()
+}
+
+// SetErr is fi_cntr_seterr.
+func (c *Cntr) SetErr(n uint64) {
+	c.errs.Store(n)
+	c.changed()
+}
+
+// completed counts one completion of a bound endpoint's operation: in the
+// value, or in the error count if it failed.
+func (c *Cntr) completed(failed bool) {
+	if failed {
+		c.AddErr(1)
+	} else {
+		c.Add(1)
+	}
+}
+
+// changed wakes the goroutines in Wait, if there are any.
+func (c *Cntr) changed() {
+	if c.waiters.Load() == 0 {
+		return
+	}
+	c.mu.Lock()
+	c.wakeLocked()
+	c.mu.Unlock()
+}
+
+func (c *Cntr) wakeLocked() {
 	close(c.signal)
 	c.signal = make(chan struct{})
 }
 
-// Value is fi_cntr_read.
-func (c *Cntr) Value() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.value
-}
-
-// Errors is fi_cntr_readerr.
-func (c *Cntr) Errors() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.errs
-}
-
-// Add is fi_cntr_add.
-func (c *Cntr) Add(n uint64) { c.update(func() { c.value += n }) }
-
-// Set is fi_cntr_set.
-func (c *Cntr) Set(n uint64) { c.update(func() { c.value = n }) }
-
-// AddErr is fi_cntr_adderr.
-func (c *Cntr) AddErr(n uint64) { c.update(func() { c.errs += n }) }
-
-// SetErr is fi_cntr_seterr.
-func (c *Cntr) SetErr(n uint64) { c.update(func() { c.errs = n }) }
-
-func (c *Cntr) update(f func()) {
-	c.mu.Lock()
-	f()
-	c.changedLocked()
-	c.mu.Unlock()
-}
-
 // Wait is fi_cntr_wait: it returns when the value reaches threshold, with
 // fi.ETIMEDOUT after timeout (0: no limit), with fi.EAVAIL when the error
-// count changes while waiting, or when ctx ends.
+// count changes while waiting ("Any change in a counter's error value will
+// unblock any thread inside fi_cntr_wait"), or when ctx ends.
 func (c *Cntr) Wait(ctx context.Context, threshold uint64, timeout time.Duration) error {
 	var expire <-chan time.Time
 	if timeout > 0 {
@@ -73,19 +100,21 @@ func (c *Cntr) Wait(ctx context.Context, threshold uint64, timeout time.Duration
 		defer t.Stop()
 		expire = t.C
 	}
-	c.mu.Lock()
-	errs := c.errs
-	for c.value < threshold {
-		if c.closed {
-			c.mu.Unlock()
-			return Errorf(fi.ESHUTDOWN, "%s closed", c.obj)
-		}
-		if c.errs != errs {
-			c.mu.Unlock()
-			return Errorf(fi.EAVAIL, "%s error count rose to %d", c.obj, c.errs)
-		}
-		sig := c.signal
+	c.waiters.Add(1)
+	defer c.waiters.Add(-1)
+	errs := c.errs.Load()
+	for {
+		c.mu.Lock()
+		sig, closed := c.signal, c.closed
 		c.mu.Unlock()
+		switch {
+		case c.value.Load() >= threshold:
+			return nil
+		case closed:
+			return Errorf(fi.ESHUTDOWN, "%s closed", c.obj)
+		case c.errs.Load() != errs:
+			return Errorf(fi.EAVAIL, "%s error count rose to %d", c.obj, c.errs.Load())
+		}
 		select {
 		case <-sig:
 		case <-expire:
@@ -93,16 +122,26 @@ func (c *Cntr) Wait(ctx context.Context, threshold uint64, timeout time.Duration
 		case <-ctx.Done():
 			return Errorf(fi.EINTR, "interrupted")
 		}
-		c.mu.Lock()
 	}
-	c.mu.Unlock()
+}
+
+// bind records a binding of an endpoint for one flag; the counter cannot
+// be removed until unbind.
+func (c *Cntr) bind() error {
+	if err := c.obj.hold(); err != nil {
+		return err
+	}
+	c.bound.Add(1)
 	return nil
 }
 
+func (c *Cntr) unbind() {
+	c.bound.Add(-1)
+	c.obj.drop()
+}
+
 func (c *Cntr) Status() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return fmt.Sprintf("value=%d errors=%d bound=%d", c.value, c.errs, c.bound)
+	return fmt.Sprintf("value=%d errors=%d bound=%d", c.Value(), c.Errors(), c.bound.Load())
 }
 
 func (c *Cntr) Attrs() []Attr {
@@ -116,7 +155,7 @@ func (c *Cntr) Attrs() []Attr {
 func (c *Cntr) Close() error {
 	c.mu.Lock()
 	c.closed = true
-	c.changedLocked()
+	c.wakeLocked()
 	c.mu.Unlock()
 	return nil
 }

@@ -62,6 +62,17 @@ var commands = []command{
 		}
 		return c.ep().BindCQ(o.Impl.(*CQ), f&fi.SEND != 0, f&fi.RECV != 0, f&fi.Caps(fi.SELECTIVE_COMPLETION) != 0)
 	}},
+	{KindEP, ctl.Cmd{Verb: "bind cntr", Args: "ID FLAGS", Min: 2, Max: 2}, func(c *call) error {
+		o, err := c.ref(0, KindCntr)
+		if err != nil {
+			return err
+		}
+		f, err := bindFlags(c.args[1], cntrBindFlags)
+		if err != nil {
+			return err
+		}
+		return c.ep().BindCntr(o.Impl.(*Cntr), f)
+	}},
 	{KindEP, ctl.Cmd{Verb: "bind eq", Args: "ID", Min: 1, Max: 1}, func(c *call) error {
 		o, err := c.ref(0, KindEQ)
 		if err != nil {

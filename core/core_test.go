@@ -181,8 +181,9 @@ func TestCtlErrorsEchoTheCommand(t *testing.T) {
 }
 
 // pair connects two endpoints through a passive endpoint and returns them
-// with the shared EQ and CQ.
-func pair(t *testing.T, d *core.Domain) (a, b, pep *core.Object, eq *core.EQ, cq *core.CQ) {
+// with the shared EQ and CQ. Each endpoint gets "bind eq e", then binds (at
+// least a bind of cq c), then enable.
+func pair(t *testing.T, d *core.Domain, binds ...string) (a, b, pep *core.Object, eq *core.EQ, cq *core.CQ) {
 	t.Helper()
 	eqo := create(t, d, core.KindEQ, "e")
 	cqo := create(t, d, core.KindCQ, "c")
@@ -194,7 +195,8 @@ func pair(t *testing.T, d *core.Domain) (a, b, pep *core.Object, eq *core.EQ, cq
 		t.Fatal(err)
 	}
 	a = create(t, d, core.KindEP, "a")
-	for _, c := range []string{"bind eq e", "bind cq c send,recv", "enable", "connect " + addr.String() + " 'hello there'"} {
+	setup := append(append([]string{"bind eq e"}, binds...), "enable")
+	for _, c := range append(setup, "connect "+addr.String()+" 'hello there'") {
 		run(t, a, c)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -203,7 +205,7 @@ func pair(t *testing.T, d *core.Domain) (a, b, pep *core.Object, eq *core.EQ, cq
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []string{"bind eq e", "bind cq c send,recv", "enable", "accept hex:00ff"} {
+	for _, c := range append(setup, "accept hex:00ff") {
 		run(t, b, c)
 	}
 	eq, cq = eqo.Impl.(*core.EQ), cqo.Impl.(*core.CQ)
@@ -242,7 +244,7 @@ func events(t *testing.T, eq *core.EQ, n int) string {
 
 func TestDataStream(t *testing.T) {
 	d := lo(t)
-	a, b, _, eq, cq := pair(t, d)
+	a, b, _, eq, cq := pair(t, d, "bind cq c send,recv")
 	ctx := context.Background()
 	epA, epB := a.Impl.(*core.EP), b.Impl.(*core.EP)
 	if err := epA.WriteData(ctx, []byte("abcdef")); err != nil {

@@ -38,6 +38,7 @@ type EP struct {
 	rxSel    bool
 	eq       *EQ
 	av       *AV
+	cntrs    [numClasses]*Cntr // bound counters, by class
 	opts     map[string]uint64
 	inflight map[*Op]struct{}
 	rings    *epRings   // after enable
@@ -286,15 +287,9 @@ func (e *EP) post(op *Op, wait func(Completion)) error {
 	op.done = func(op *Op, c Completion) {
 		e.mu.Lock()
 		delete(e.inflight, op)
-		cq, sel := e.txcq, e.txSel
-		if op.Kind == OpRecv {
-			cq, sel = e.rxcq, e.rxSel
-		}
 		e.mu.Unlock()
-		if cq != nil && (c.Err != 0 || !sel || op.Flags&fi.COMPLETION != 0) {
-			cq.post(CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Buf: op.offset, Data: c.Data,
-				Src: uint64(fi.ADDR_NOTAVAIL), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc})
-		}
+		e.deliver(op.Kind.class(), CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Buf: op.offset, Data: c.Data,
+			Src: uint64(fi.ADDR_NOTAVAIL), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc}, op.Flags&fi.COMPLETION != 0)
 		if wait != nil {
 			wait(c)
 		}
@@ -313,6 +308,32 @@ func (e *EP) post(op *Op, wait func(Completion)) error {
 		return err
 	}
 	return nil
+}
+
+// deliver reports a completion of an operation of class cl, from the
+// provider or from a request that could not be posted. It goes to the CQ
+// bound for the class's direction, unless that binding is selective and the
+// operation did not ask for an entry (requested: FI_COMPLETION); errors
+// always do. Then the counter bound for the class counts it, entry or not:
+// "Counters increment on all successful completions, separately from
+// whether the operation generates an entry in an event queue" (fi_cntr(3));
+// an error counts in its error value. The CQ comes first, so a program
+// woken by the counter finds the entry. Every completion of every data path
+// passes here; RMA completions will too, with their own classes.
+func (e *EP) deliver(cl opClass, ent CQEntry, requested bool) {
+	e.mu.Lock()
+	cq, sel := e.txcq, e.txSel
+	if classes[cl].rx {
+		cq, sel = e.rxcq, e.rxSel
+	}
+	cntr := e.cntrs[cl]
+	e.mu.Unlock()
+	if cq != nil && (ent.Err != 0 || !sel || requested) {
+		cq.post(ent)
+	}
+	if cntr != nil {
+		cntr.completed(ent.Err != 0)
+	}
 }
 
 // Cancel is fi_cancel of the posted operations with this context.
@@ -452,8 +473,8 @@ func (e *EP) Status() string {
 	if e.req != nil && state == stateIdle {
 		state = "connreq"
 	}
-	return fmt.Sprintf("%s %s cq=%s/%s eq=%s av=%s local=%s remote=%s", typ, state,
-		objID(e.txcq), objID(e.rxcq), objID(e.eq), objID(e.av), local, remote)
+	return fmt.Sprintf("%s %s cq=%s/%s eq=%s av=%s cntr=%s local=%s remote=%s", typ, state,
+		objID(e.txcq), objID(e.rxcq), objID(e.eq), objID(e.av), e.cntrStatusLocked(), local, remote)
 }
 
 // objID is the id of a bound object, or "-".
@@ -485,7 +506,7 @@ func (a *AV) object() *Object {
 	return a.obj
 }
 
-// Links shows the bindings: txcq, rxcq, eq, av.
+// Links shows the bindings: txcq, rxcq, eq, av, cntr_send, cntr_recv...
 func (e *EP) Links() []Link {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -501,6 +522,11 @@ func (e *EP) Links() []Link {
 	}
 	if e.av != nil {
 		l = append(l, Link{"av", e.av.obj})
+	}
+	for i, c := range e.cntrs {
+		if c != nil {
+			l = append(l, Link{"cntr_" + classes[i].name, c.obj})
+		}
 	}
 	return l
 }
@@ -532,10 +558,15 @@ func (e *EP) Close() error {
 	}
 	e.releaseRegions()
 	e.mu.Lock()
-	txcq, rxcq, eq, av := e.txcq, e.rxcq, e.eq, e.av
-	e.txcq, e.rxcq, e.eq, e.av = nil, nil, nil, nil
+	txcq, rxcq, eq, av, cntrs := e.txcq, e.rxcq, e.eq, e.av, e.cntrs
+	e.txcq, e.rxcq, e.eq, e.av, e.cntrs = nil, nil, nil, nil, [numClasses]*Cntr{}
 	e.state = stateClosed
 	e.mu.Unlock()
+	for _, c := range cntrs {
+		if c != nil {
+			c.unbind()
+		}
+	}
 	if txcq != nil {
 		txcq.unbind()
 	}

@@ -200,21 +200,10 @@ func (e *EP) regionFor(desc uint64) (*MR, error) {
 }
 
 // requestFailed reports a request that could not be posted as an error
-// completion on the queue's CQ.
+// completion, on the queue's CQ and counter.
 func (e *EP) requestFailed(w *ring.WR, kind OpKind, err error) {
 	e.obj.SetErr(WithOp("work request", err))
-	e.mu.Lock()
-	cq := e.txcq
-	if kind == OpRecv {
-		cq = e.rxcq
-	}
-	e.mu.Unlock()
-	if cq == nil {
-		return
-	}
-	flags := fi.CQFlags(fi.MSG | fi.SEND)
-	if kind == OpRecv {
-		flags = fi.CQFlags(fi.MSG | fi.RECV)
-	}
-	cq.post(CQEntry{Context: w.Context, Flags: flags, Err: Code(err), Src: uint64(fi.ADDR_NOTAVAIL), Desc: w.Desc, Buf: w.Offset})
+	cl := kind.class()
+	e.deliver(cl, CQEntry{Context: w.Context, Flags: fi.CQFlags(fi.MSG | classes[cl].flag), Err: Code(err),
+		Src: uint64(fi.ADDR_NOTAVAIL), Desc: w.Desc, Buf: w.Offset}, true)
 }

@@ -22,6 +22,10 @@ var ctlErrorTests = []struct {
 	{core.KindEP, "bind cq", "bind cq", syscall.EINVAL},
 	{core.KindEP, "bind cq", "bind cq 99 send", syscall.ENOENT},
 	{core.KindEP, "bind cq", "bind cq c bogus", syscall.EINVAL},
+	{core.KindEP, "bind cntr", "bind cntr x", syscall.EINVAL},
+	{core.KindEP, "bind cntr", "bind cntr 99 send", syscall.ENOENT},
+	{core.KindEP, "bind cntr", "bind cntr x selective", syscall.EINVAL},
+	{core.KindEP, "bind cntr", "bind cntr x recv,bogus", syscall.EINVAL},
 	{core.KindEP, "bind eq", "bind eq", syscall.EINVAL},
 	{core.KindEP, "bind eq", "bind eq nosuch", syscall.ENOENT},
 	{core.KindEP, "bind av", "bind av x y", syscall.EINVAL},
@@ -103,14 +107,20 @@ func TestCtlErrors(t *testing.T) {
 	d.mustCtl(t, "bind cq c send", append(dom, "ep", "x", "ctl")...)
 	d.mustCtl(t, "bind eq e", append(dom, "ep", "x", "ctl")...)
 	d.mustCtl(t, "bind av x", append(dom, "ep", "x", "ctl")...)
-	for _, p := range [][]string{{"cq", "c"}, {"eq", "e"}, {"av", "x"}} {
+	d.mustCtl(t, "bind cntr x send,recv", append(dom, "ep", "x", "ctl")...)
+	if err := ctl(d.path(append(dom, "ep", "x", "ctl")...), "bind cntr x recv"); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("a second counter binding for recv = %v, want EINVAL", err)
+	}
+	for _, p := range [][]string{{"cq", "c"}, {"eq", "e"}, {"av", "x"}, {"cntr", "x"}} {
 		err := os.Remove(d.path(append(dom, p...)...))
 		if !errors.Is(err, syscall.EBUSY) {
 			t.Errorf("rmdir bound %s = %v, want EBUSY", p, err)
 		}
 	}
-	if target, err := os.Readlink(d.path(append(dom, "ep", "x", "txcq")...)); err != nil || target != "../../cq/c" {
-		t.Errorf("ep/x/txcq -> %q, %v; want ../../cq/c", target, err)
+	for link, want := range map[string]string{"txcq": "../../cq/c", "cntr_send": "../../cntr/x", "cntr_recv": "../../cntr/x"} {
+		if target, err := os.Readlink(d.path(append(dom, "ep", "x", link)...)); err != nil || target != want {
+			t.Errorf("ep/x/%s -> %q, %v; want %s", link, target, err, want)
+		}
 	}
 	if err := os.Remove(d.path(append(dom, "ep", "x")...)); err != nil {
 		t.Fatalf("rmdir ep/x: %v", err)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/core/ring"
 	"github.com/fabricfs/fabricfs/fs/client"
 )
@@ -184,6 +185,102 @@ func TestTruncatedReceive(t *testing.T) {
 	must(t, p.b.PostRecv(p.mrB, 4000, 200, 3, 0)) // past the end of the region
 	if c := pollN(t, p.cqB, 1)[0]; c.Context != 3 || c.Err != -int32(syscall.EINVAL) {
 		t.Errorf("out-of-bounds request: %+v, want -EINVAL", c)
+	}
+}
+
+// TestCountersOnRings: counters bound to the endpoints count completions of
+// ring requests: sends under a selective CQ binding, with FI_COMPLETION
+// (a CQ entry) and without (none, but counted); a truncated receive
+// (FI_ETRUNC) and a malformed request in the error counts; and a waiter on
+// a counter wakes when the completions reach its threshold.
+func TestCountersOnRings(t *testing.T) {
+	d := mount(t)
+	tree, err := client.Open(d.mnt)
+	must(t, err)
+	dom := tree.Domain("tcp", "lo")
+	eq, err := dom.NewEQ()
+	must(t, err)
+	t.Cleanup(func() { eq.Close() })
+	var cqA, cqB *client.CQ
+	var sent, recvd *client.Cntr
+	for _, q := range []**client.CQ{&cqA, &cqB} {
+		*q, err = dom.NewCQ(0)
+		must(t, err)
+		t.Cleanup(func() { (*q).Close() })
+	}
+	for _, c := range []**client.Cntr{&sent, &recvd} {
+		*c, err = dom.NewCntr()
+		must(t, err)
+		t.Cleanup(func() { (*c).Close() })
+	}
+	setup := func(binds ...string) func(*client.EP) error {
+		return func(e *client.EP) error {
+			for _, c := range append(append([]string{"bind eq " + eq.ID()}, binds...), "enable") {
+				if err := e.Ctl(c); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	a, b, pep, err := dom.ConnectWith(eq,
+		setup("bind cq "+cqA.ID()+" send,recv,selective", "bind cntr "+sent.ID()+" send"),
+		setup("bind cq "+cqB.ID()+" send,recv", "bind cntr "+recvd.ID()+" recv"))
+	must(t, err)
+	t.Cleanup(func() { a.Close(); pep.Close() })
+	mrA, err := dom.NewMR(4096, "FI_SEND")
+	must(t, err)
+	t.Cleanup(func() { mrA.Close() })
+	mrB, err := dom.NewMR(4096, "FI_RECV")
+	must(t, err)
+	t.Cleanup(func() { mrB.Close() })
+
+	waited := make(chan error, 1)
+	go func() { waited <- sent.Wait(3, 10*time.Second) }()
+	copy(mrA.Mem(), msgPattern[:200])
+	must(t, b.PostRecv(mrB, 0, 10, 1, 0)) // the first message does not fit
+	must(t, b.PostRecv(mrB, 100, 100, 2, 0))
+	must(t, b.PostRecv(mrB, 200, 100, 3, 0))
+	must(t, a.PostSend(mrA, 0, 100, 11, 0))
+	must(t, a.PostSend(mrA, 100, 50, 12, uint64(fi.COMPLETION)))
+	must(t, a.PostSend(mrA, 150, 50, 13, 0))
+	if err := <-waited; err != nil {
+		t.Fatalf("waiting for 3 sends: %v", err)
+	}
+	wantCounts(t, sent, 3, 0)
+	// The counter counts after the CQ entry is posted: the entry is there.
+	if cs := cqA.Poll(10); len(cs) != 1 || cs[0].Context != 12 || cs[0].Err != 0 {
+		t.Errorf("send completions under a selective binding: %+v, want the one with FI_COMPLETION (context 12)", cs)
+	}
+	const etrunc = 265
+	cs := pollN(t, cqB, 3)
+	if cs[0].Context != 1 || cs[0].Err != -etrunc || cs[1].Err != 0 || cs[2].Err != 0 {
+		t.Errorf("receive completions: %+v, want FI_ETRUNC then two successes", cs)
+	}
+	wantCounts(t, recvd, 2, 1)
+
+	// A request the daemon rejects is a send completed in error: on the CQ
+	// despite the selective binding, and in the send counter's errors.
+	must(t, a.PostSend(mrA, 4000, 200, 14, 0)) // past the end of the region
+	if c := pollN(t, cqA, 1)[0]; c.Context != 14 || c.Err != -int32(syscall.EINVAL) {
+		t.Errorf("out-of-bounds request: %+v, want -EINVAL", c)
+	}
+	wantCounts(t, sent, 3, 1)
+	wantCounts(t, recvd, 2, 1)
+}
+
+// wantCounts waits up to 10s for a counter to show value and errs.
+func wantCounts(t *testing.T, c *client.Cntr, value, errs uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		v, e, err := c.Read()
+		must(t, err)
+		if v == value && e == errs {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: value %d errors %d, want %d and %d", c.Name(), v, e, value, errs)
+		}
 	}
 }
 

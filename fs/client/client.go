@@ -456,6 +456,12 @@ func (m *MR) Desc() uint64 { return m.desc }
 // b (bound to cqB), and both "connected" events arrive on eq. b lives as
 // long as the pep: close a and the pep when done.
 func (d *Domain) Connect(eq *EQ, cqA, cqB *CQ) (a, b *EP, pep *PEP, err error) {
+	return d.ConnectWith(eq, func(e *EP) error { return e.Setup(eq, cqA) }, func(e *EP) error { return e.Setup(eq, cqB) })
+}
+
+// ConnectWith is Connect with the endpoints' bindings and enable left to
+// setupA and setupB (Setup does the usual ones); eq is the pep's.
+func (d *Domain) ConnectWith(eq *EQ, setupA, setupB func(*EP) error) (a, b *EP, pep *PEP, err error) {
 	if pep, err = d.NewPEP(); err != nil {
 		return nil, nil, nil, err
 	}
@@ -463,7 +469,7 @@ func (d *Domain) Connect(eq *EQ, cqA, cqB *CQ) (a, b *EP, pep *PEP, err error) {
 		pep.Close()
 		return nil, nil, nil, err
 	}
-	if b, err = connect(pep, a, eq, cqA, cqB); err != nil {
+	if b, err = connect(pep, a, eq, setupA, setupB); err != nil {
 		a.Close()
 		pep.Close()
 		return nil, nil, nil, err
@@ -471,12 +477,12 @@ func (d *Domain) Connect(eq *EQ, cqA, cqB *CQ) (a, b *EP, pep *PEP, err error) {
 	return a, b, pep, nil
 }
 
-func connect(pep *PEP, a *EP, eq *EQ, cqA, cqB *CQ) (*EP, error) {
+func connect(pep *PEP, a *EP, eq *EQ, setupA, setupB func(*EP) error) (*EP, error) {
 	local, err := pep.Listen(eq, "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	if err := a.Setup(eq, cqA); err != nil {
+	if err := setupA(a); err != nil {
 		return nil, err
 	}
 	if err := a.Ctl("connect " + local); err != nil {
@@ -486,11 +492,52 @@ func connect(pep *PEP, a *EP, eq *EQ, cqA, cqB *CQ) (*EP, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.Setup(eq, cqB); err != nil {
+	if err := setupB(b); err != nil {
 		return nil, err
 	}
 	if err := b.Ctl("accept"); err != nil {
 		return nil, err
 	}
 	return b, eq.WaitConnected(10*time.Second, a, b)
+}
+
+// Cntr is a counter.
+type Cntr struct{ Object }
+
+// NewCntr makes a counter.
+func (d *Domain) NewCntr() (*Cntr, error) {
+	o, err := d.clone("cntr")
+	if err != nil {
+		return nil, err
+	}
+	return &Cntr{o}, nil
+}
+
+// Read returns the counter's value and error count (fi_cntr_read,
+// fi_cntr_readerr).
+func (c *Cntr) Read() (value, errs uint64, err error) {
+	for _, f := range []struct {
+		name string
+		v    *uint64
+	}{{"value", &value}, {"errors", &errs}} {
+		s, err := c.read(f.name)
+		if err != nil {
+			return 0, 0, err
+		}
+		if *f.v, err = strconv.ParseUint(s, 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("%s/%s: %w", c.Dir, f.name, err)
+		}
+	}
+	return value, errs, nil
+}
+
+// Wait blocks until the value reaches threshold (fi_cntr_wait). It fails
+// wrapping syscall.ETIMEDOUT after timeout (<= 0: none), and
+// syscall.ENOMSG if the error count changes meanwhile.
+func (c *Cntr) Wait(threshold uint64, timeout time.Duration) error {
+	cmd := fmt.Sprintf("wait %d", threshold)
+	if timeout > 0 {
+		cmd += fmt.Sprintf(" %d", max(timeout.Milliseconds(), 1))
+	}
+	return c.Ctl(cmd)
 }

@@ -27,7 +27,7 @@ expect "$answer" "name: lo" "getinfo"
 expect "$answer" "type: FI_EP_MSG" "getinfo"
 
 echo "== objects in domain lo"
-mkdir $D/eq/ev $D/cq/c $D/pep/l $D/ep/a
+mkdir $D/eq/ev $D/cq/c $D/pep/l $D/ep/a $D/cntr/sent $D/cntr/got
 echo bind eq ev > $D/pep/l/ctl
 echo listen 127.0.0.1:0 > $D/pep/l/ctl
 local=$(cat $D/pep/l/local)
@@ -37,6 +37,8 @@ echo "listening on $local"
 
 echo bind eq ev > $D/ep/a/ctl
 echo bind cq c send,recv > $D/ep/a/ctl
+echo bind cntr sent send > $D/ep/a/ctl
+echo bind cntr got recv > $D/ep/a/ctl
 echo enable > $D/ep/a/ctl
 echo connect 127.0.0.1:$port hi > $D/ep/a/ctl
 
@@ -45,6 +47,8 @@ b=$(cat $D/pep/l/listen)
 echo "request became ep $b"
 echo bind eq ev > $D/ep/$b/ctl
 echo bind cq c FI_SEND\|FI_RECV > $D/ep/$b/ctl
+echo bind cntr sent FI_SEND > $D/ep/$b/ctl
+echo bind cntr got FI_RECV > $D/ep/$b/ctl
 echo enable > $D/ep/$b/ctl
 echo accept welcome > $D/ep/$b/ctl
 
@@ -73,16 +77,29 @@ cq=$(cat $D/cq/c/events)
 expect "$cq" "flags=FI_SEND|FI_MSG len=6" "cq"
 expect "$cq" "flags=FI_RECV|FI_MSG len=6" "cq"
 
-echo "== a bound cq cannot be removed"
+echo "== counters count the completions of the endpoints bound to them"
+[ "$(cat $D/cntr/sent/value) $(cat $D/cntr/got/value)" = "2 2" ] || fail "counters sent, got: $(cat $D/cntr/sent/status), $(cat $D/cntr/got/status)"
+expect "$(cat $D/ep/a/status)" "cntr=send:sent,recv:got" "ep a status"
+[ "$(readlink $D/ep/a/cntr_send)" = ../../cntr/sent ] || fail "ep a cntr_send -> $(readlink $D/ep/a/cntr_send)"
+(echo wait 3 10000 > $D/cntr/got/ctl) & waiter=$!
+echo three > $D/ep/a/data
+msg=$(cat $D/ep/$b/data)
+[ "$msg" = three ] || fail "ep $b received '$msg'"
+wait $waiter || fail "wait 3 on cntr got: $(cat $D/cntr/got/err)"
+if echo bind cntr sent write > $D/ep/a/ctl 2>/dev/null; then fail "bind cntr after enable succeeded"; fi
+expect "$(cat $D/ep/a/err)" "bind cntr sent write: endpoint is connected" "ep a err"
+
+echo "== a bound cq or cntr cannot be removed"
 if rmdir $D/cq/c 2>/dev/null; then fail "rmdir of a bound cq succeeded"; fi
+if rmdir $D/cntr/sent 2>/dev/null; then fail "rmdir of a bound cntr succeeded"; fi
 
 echo "== shutdown reaches the other side"
 echo shutdown > $D/ep/a/ctl
 wait_event "shutdown fid=ep/$b"
 
 echo "== everything is removed"
-rmdir $D/ep/a $D/ep/$b $D/pep/l $D/cq/c $D/eq/ev
-for k in ep pep cq eq; do
+rmdir $D/ep/a $D/ep/$b $D/pep/l $D/cq/c $D/eq/ev $D/cntr/sent $D/cntr/got
+for k in ep pep cq eq cntr; do
 	left=$(echo $D/$k/*)
 	[ "$left" = "$D/$k/clone" ] || fail "left in $k: $left"
 done
