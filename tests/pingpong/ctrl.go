@@ -23,10 +23,14 @@ const (
 
 // The control messages, with the NUL fi_pingpong sends after each string.
 var (
-	ppMsgSyncQ     = []byte("q\x00")      // PP_MSG_SYNC_Q: the client's sync
-	ppMsgSyncA     = []byte("a\x00")      // PP_MSG_SYNC_A: the server's answer
-	ppMsgCheckCnt  = []byte("cnt ok\x00") // PP_MSG_CHECK_CNT_OK: the server's answer to the count
-	ppFinMsg       = []byte("fin\x00")    // pp_finalize's message, sent over the fabric
+	ppMsgSyncQ    = []byte("q\x00")      // PP_MSG_SYNC_Q: the client's sync
+	ppMsgSyncA    = []byte("a\x00")      // PP_MSG_SYNC_A: the server's answer
+	ppMsgCheckCnt = []byte("cnt ok\x00") // PP_MSG_CHECK_CNT_OK: the server's answer to the count
+	ppFinMsg      = []byte("fin\x00")    // pp_finalize's message, sent over the fabric
+)
+
+// Why a control read failed.
+var (
 	errPeerClosed  = errors.New("the peer closed the control connection")
 	errPeerTimeout = errors.New("no answer from the peer")
 )
