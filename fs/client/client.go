@@ -25,6 +25,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -48,6 +49,32 @@ func Open(mountpoint string) (*Tree, error) {
 		return nil, fmt.Errorf("%s: abi_version %s, want %d", mountpoint, v, ring.Version)
 	}
 	return &Tree{Dir: mountpoint}, nil
+}
+
+// GetInfo runs one fi_getinfo(3) query through the tree's getinfo file:
+// query is in fi_info(1)'s options ("-p tcp -t FI_EP_MSG -d lo -c FI_MSG")
+// and the answer is the matching entries in fi_info -v's text. When the
+// query is bad or nothing matches, the error carries the tree's sentence
+// and wraps the write's errno (syscall.EINVAL, syscall.ENODATA).
+func (t *Tree) GetInfo(query string) (string, error) {
+	f, err := os.OpenFile(filepath.Join(t.Dir, "getinfo"), os.O_RDWR, 0)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	_, werr := f.Write([]byte(query + "\n"))
+	b, rerr := io.ReadAll(f) // the answer, or after a failed write the error sentence
+	if werr != nil {
+		var errno syscall.Errno
+		if errors.As(werr, &errno) {
+			werr = errno // the sentence says what is wrong; the file name adds nothing
+		}
+		return "", fmt.Errorf("%s (%w)", strings.TrimSpace(string(b)), werr)
+	}
+	if rerr != nil {
+		return "", fmt.Errorf("getinfo %q: reading the answer: %w", query, rerr)
+	}
+	return string(b), nil
 }
 
 // Domain is one provider's domain, such as tcp/lo.
@@ -371,16 +398,25 @@ func (e *EP) ring(r **ring.Ring, name string) (*ring.Ring, error) {
 // completion's op_context. A full tx ring is an error wrapping
 // syscall.EAGAIN: take completions and retry.
 func (e *EP) PostSend(mr *MR, off, n, context, flags uint64) error {
-	return e.post(e.Tx, ring.OpSend, mr, off, n, context, flags)
+	return e.Post(mr, ring.WR{Op: ring.OpSend, Flags: flags, Context: context, Offset: off, Len: n})
 }
 
 // PostRecv receives the next message into [off, off+n) of mr; EAGAIN as
 // PostSend.
 func (e *EP) PostRecv(mr *MR, off, n, context, flags uint64) error {
-	return e.post(e.Rx, ring.OpRecv, mr, off, n, context, flags)
+	return e.Post(mr, ring.WR{Op: ring.OpRecv, Flags: flags, Context: context, Offset: off, Len: n})
 }
 
-func (e *EP) post(get func() (*ring.Ring, error), op uint8, mr *MR, off, n, context, flags uint64) error {
+// Post publishes any work request, for the fields PostSend and PostRecv
+// leave zero (Addr of a connectionless endpoint, Tag and Ignore of tagged
+// operations, Data): receives (ring.OpRecv, ring.OpTRecv) go on the rx
+// ring, every other op on tx. w.Desc is set to mr's descriptor. EAGAIN as
+// PostSend.
+func (e *EP) Post(mr *MR, w ring.WR) error {
+	get := e.Tx
+	if w.Op == ring.OpRecv || w.Op == ring.OpTRecv {
+		get = e.Rx
+	}
 	r, err := get()
 	if err != nil {
 		return err
@@ -392,7 +428,7 @@ func (e *EP) post(get func() (*ring.Ring, error), op uint8, mr *MR, off, n, cont
 	if !ok {
 		return fmt.Errorf("%s: ring full: %w", e.Name(), syscall.EAGAIN)
 	}
-	w := ring.WR{Op: op, Flags: flags, Context: context, Desc: mr.desc, Offset: off, Len: n}
+	w.Desc = mr.desc
 	w.Encode(b)
 	r.Publish(1)
 	return nil
