@@ -148,17 +148,6 @@ func ReadDone(connID, msgID uint64) Header {
 // SegType returns the segment type of a CtrlSeg header.
 func (h *Header) SegType() SegType { return SegType(h.CtrlData & 3) }
 
-// HasOp reports whether the op header (op, flags, size, data, tag) means
-// something for h's type. Read-done, write-data, write-done and credit
-// messages carry a stale op header.
-func (h *Header) HasOp() bool {
-	switch h.Type {
-	case CtrlEager, CtrlSeg, CtrlRndvReq, CtrlAtomic, CtrlAtomicResp:
-		return true
-	}
-	return false
-}
-
 // Validate checks the fields that mean something for h's type against what
 // libfabric 1.17 sends:
 //   - a known type, and a conn_id that fits rxm's int;
