@@ -21,7 +21,8 @@ type AV struct {
 
 	mu      sync.Mutex
 	typ     fi.AVType
-	entries []*fi.Addr // index = fi_addr; nil where removed
+	entries []*fi.Addr         // index = fi_addr; nil where removed
+	byAddr  map[fi.Addr]uint64 // the first fi_addr of each address
 	count   int
 }
 
@@ -40,6 +41,12 @@ func (a *AV) Insert(addrs []fi.Addr) ([]uint64, error) {
 		out[i] = uint64(len(a.entries))
 		a.entries = append(a.entries, &ad)
 		a.count++
+		if a.byAddr == nil {
+			a.byAddr = map[fi.Addr]uint64{}
+		}
+		if _, dup := a.byAddr[ad]; !dup {
+			a.byAddr[ad] = out[i]
+		}
 	}
 	return out, nil
 }
@@ -51,9 +58,28 @@ func (a *AV) Remove(fiAddr uint64) error {
 	if fiAddr >= uint64(len(a.entries)) || a.entries[fiAddr] == nil {
 		return Errorf(fi.ENOENT, "%s has no fi_addr %d", a.obj, fiAddr)
 	}
+	ad := *a.entries[fiAddr]
 	a.entries[fiAddr] = nil
 	a.count--
+	if a.byAddr[ad] == fiAddr {
+		delete(a.byAddr, ad)
+		for i, e := range a.entries {
+			if e != nil && *e == ad {
+				a.byAddr[ad] = uint64(i)
+				break
+			}
+		}
+	}
 	return nil
+}
+
+// Find is the reverse of Lookup: the fi_addr of addr (the first, if it was
+// inserted more than once), as FI_SOURCE reports a sender.
+func (a *AV) Find(addr fi.Addr) (uint64, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	i, ok := a.byAddr[addr]
+	return i, ok
 }
 
 // Lookup is fi_av_lookup.

@@ -289,12 +289,13 @@ func (e *EP) post(op *Op, wait func(Completion)) error {
 		delete(e.inflight, op)
 		e.mu.Unlock()
 		e.deliver(op.Kind.class(), CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Buf: op.offset, Data: c.Data,
-			Src: uint64(fi.ADDR_NOTAVAIL), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc}, op.Flags&fi.COMPLETION != 0)
+			Tag: c.Tag, Src: e.source(c.Src), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc},
+			op.Flags&fi.COMPLETION != 0)
 		if wait != nil {
 			wait(c)
 		}
 		if rings != nil {
-			if op.Kind == OpRecv {
+			if op.Kind.IsRecv() {
 				rings.rx.unblock()
 			} else {
 				rings.tx.unblock()
@@ -308,6 +309,20 @@ func (e *EP) post(op *Op, wait func(Completion)) error {
 		return err
 	}
 	return nil
+}
+
+// source is the fi_addr a completion reports for a sender: its entry in
+// the endpoint's AV, or FI_ADDR_NOTAVAIL.
+func (e *EP) source(a fi.Addr) uint64 {
+	e.mu.Lock()
+	av := e.av
+	e.mu.Unlock()
+	if av != nil && a != (fi.Addr{}) {
+		if i, ok := av.Find(a); ok {
+			return i
+		}
+	}
+	return uint64(fi.ADDR_NOTAVAIL)
 }
 
 // deliver reports a completion of an operation of class cl, from the

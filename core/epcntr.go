@@ -41,8 +41,13 @@ const cntrBindFlags = fi.SEND | fi.RECV | fi.READ | fi.WRITE | fi.REMOTE_READ | 
 
 // class is the class of an operation of kind k.
 func (k OpKind) class() opClass {
-	if k == OpRecv {
+	switch k {
+	case OpRecv, OpTRecv:
 		return classRecv
+	case OpRead:
+		return classRead
+	case OpWrite:
+		return classWrite
 	}
 	return classSend
 }

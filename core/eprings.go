@@ -125,7 +125,7 @@ func (e *EP) consume(q *workQueue) int {
 		w, err := ring.DecodeWR(r.Entry(head))
 		var op *Op
 		if err == nil {
-			op, err = e.opFromWR(&w, q.kind)
+			op, err = e.opFromWR(&w, q)
 		} else {
 			err = Errorf(fi.EINVAL, "malformed work request: %v", err)
 		}
@@ -152,19 +152,32 @@ func (e *EP) consume(q *workQueue) int {
 	return n
 }
 
-// opFromWR checks a work request and makes the operation for it.
-func (e *EP) opFromWR(w *ring.WR, kind OpKind) (*Op, error) {
+// wrKinds are the work-request operations the endpoint serves, and the
+// kinds of Op they become.
+var wrKinds = map[uint8]OpKind{
+	ring.OpSend: OpSend, ring.OpRecv: OpRecv, ring.OpTSend: OpTSend, ring.OpTRecv: OpTRecv,
+	ring.OpWrite: OpWrite, ring.OpRead: OpRead,
+}
+
+// kindCaps is the capability each kind needs.
+var kindCaps = [...]fi.Caps{OpSend: fi.MSG, OpRecv: fi.MSG, OpTSend: fi.TAGGED, OpTRecv: fi.TAGGED, OpWrite: fi.RMA, OpRead: fi.RMA}
+
+// opFromWR checks a work request taken from the ring q serves and makes
+// the operation for it.
+func (e *EP) opFromWR(w *ring.WR, q *workQueue) (*Op, error) {
+	kind, ok := wrKinds[w.Op]
 	switch {
-	case w.Op == ring.OpSend && kind == OpSend, w.Op == ring.OpRecv && kind == OpRecv:
-	case w.Op == ring.OpSend || w.Op == ring.OpRecv:
-		return nil, Errorf(fi.EINVAL, "operation %d belongs on the other ring", w.Op)
-	case w.Op >= ring.OpTSend && w.Op <= ring.OpCompareAtomic:
-		return nil, Errorf(fi.EOPNOTSUPP, "operation %d is not supported yet", w.Op)
-	default:
+	case w.Op >= ring.OpAtomic && w.Op <= ring.OpCompareAtomic:
+		return nil, Errorf(fi.EOPNOTSUPP, "operation %d: atomics are not supported", w.Op)
+	case !ok:
 		return nil, Errorf(fi.EINVAL, "unknown operation %d", w.Op)
+	case kind.IsRecv() != q.kind.IsRecv():
+		return nil, Errorf(fi.EINVAL, "operation %d belongs on the other ring", w.Op)
+	case e.info.Caps&kindCaps[kind] == 0:
+		return nil, Errorf(fi.EOPNOTSUPP, "operation %d needs %v, which the endpoint does not have", w.Op, kindCaps[kind])
 	}
 	flags := fi.OpFlags(w.Flags)
-	if flags&fi.INJECT != 0 && (kind != OpSend || w.Len > e.rings.injectSize) {
+	if flags&fi.INJECT != 0 && (kind.IsRecv() || kind == OpRead || w.Len > e.rings.injectSize) {
 		return nil, Errorf(fi.EINVAL, "FI_INJECT of %d bytes (inject_size %d)", w.Len, e.rings.injectSize)
 	}
 	m, err := e.regionFor(w.Desc)
@@ -175,7 +188,29 @@ func (e *EP) opFromWR(w *ring.WR, kind OpKind) (*Op, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Op{Kind: kind, Flags: flags, Context: w.Context, Buf: buf, Data: w.Data, desc: w.Desc, offset: w.Offset}, nil
+	op := &Op{Kind: kind, Flags: flags, Context: w.Context, Buf: buf, Data: w.Data, Tag: w.Tag, Ignore: w.Ignore,
+		Addr: w.RMAAddr, Key: w.RMAKey, desc: w.Desc, offset: w.Offset}
+	if e.info.EPAttr.Type != fi.EP_MSG && w.Addr != fi.ADDR_UNSPEC {
+		if op.Peer, err = e.peer(w.Addr); err != nil {
+			return nil, err
+		}
+	}
+	return op, nil
+}
+
+// peer resolves an fi_addr through the endpoint's AV.
+func (e *EP) peer(fiAddr uint64) (fi.Addr, error) {
+	e.mu.Lock()
+	av := e.av
+	e.mu.Unlock()
+	if av == nil {
+		return fi.Addr{}, Errorf(fi.ENOAV, "no av bound")
+	}
+	a, ok := av.Lookup(fiAddr)
+	if !ok {
+		return fi.Addr{}, Errorf(fi.EINVAL, "%s has no fi_addr %d", av.obj, fiAddr)
+	}
+	return a, nil
 }
 
 // regionFor finds the memory region named by desc for this endpoint, and
@@ -203,7 +238,10 @@ func (e *EP) regionFor(desc uint64) (*MR, error) {
 // completion, on the queue's CQ and counter.
 func (e *EP) requestFailed(w *ring.WR, kind OpKind, err error) {
 	e.obj.SetErr(WithOp("work request", err))
+	if k, ok := wrKinds[w.Op]; ok && k.IsRecv() == kind.IsRecv() {
+		kind = k
+	}
 	cl := kind.class()
-	e.deliver(cl, CQEntry{Context: w.Context, Flags: fi.CQFlags(fi.MSG | classes[cl].flag), Err: Code(err),
+	e.deliver(cl, CQEntry{Context: w.Context, Flags: kind.CQFlags(), Err: Code(err),
 		Src: uint64(fi.ADDR_NOTAVAIL), Desc: w.Desc, Buf: w.Offset}, true)
 }

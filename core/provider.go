@@ -129,9 +129,35 @@ type PassiveEvents interface {
 type OpKind uint8
 
 const (
-	OpSend OpKind = iota // fi_send and fi_inject
-	OpRecv               // fi_recv
+	OpSend  OpKind = iota // fi_send, fi_inject, fi_senddata
+	OpRecv                // fi_recv
+	OpTSend               // fi_tsend, fi_tinject, fi_tsenddata: carries Tag
+	OpTRecv               // fi_trecv: matches Tag under Ignore
+	OpWrite               // fi_write, fi_inject_write, fi_writedata: Buf to the peer's region Key at Addr
+	OpRead                // fi_read: the peer's region Key at Addr into Buf
 )
+
+// CQFlags are the completion flags of an operation of kind k, as libfabric
+// reports them: FI_MSG|FI_SEND, FI_TAGGED|FI_RECV, FI_RMA|FI_WRITE...
+func (k OpKind) CQFlags() fi.CQFlags {
+	switch k {
+	case OpRecv:
+		return fi.CQFlags(fi.MSG | fi.RECV)
+	case OpTSend:
+		return fi.CQFlags(fi.TAGGED | fi.SEND)
+	case OpTRecv:
+		return fi.CQFlags(fi.TAGGED | fi.RECV)
+	case OpWrite:
+		return fi.CQFlags(fi.RMA | fi.WRITE)
+	case OpRead:
+		return fi.CQFlags(fi.RMA | fi.READ)
+	}
+	return fi.CQFlags(fi.MSG | fi.SEND)
+}
+
+// IsRecv reports whether operations of kind k receive messages: they are
+// served from the rx queue and complete on the receive CQ.
+func (k OpKind) IsRecv() bool { return k == OpRecv || k == OpTRecv }
 
 // Op is one data operation posted to an endpoint. The poster fills the
 // fields; the provider reads them, places data, and calls Complete exactly
@@ -140,11 +166,23 @@ type Op struct {
 	Kind    OpKind
 	Flags   fi.OpFlags // per-operation flags, e.g. fi.COMPLETION, fi.INJECT
 	Context uint64     // the application's op_context, returned in the completion
-	// Buf is the payload of a send, or the buffer of a receive. A receive
-	// with a nil Buf asks the provider for a buffer that fits the message;
-	// the provider sets Buf to it.
+	// Buf is the payload of a send or write, or the buffer of a receive or
+	// read. A receive with a nil Buf asks the provider for a buffer that
+	// fits the message; the provider sets Buf to it.
 	Buf  []byte
-	Data uint64 // remote CQ data of a send with fi.REMOTE_CQ_DATA
+	Data uint64 // remote CQ data of a send or write with fi.REMOTE_CQ_DATA
+
+	Tag    uint64 // OpTSend: the tag; OpTRecv: the tag to match
+	Ignore uint64 // OpTRecv: tag bits that do not take part in matching
+
+	// Peer is the remote address of an operation on a connectionless
+	// endpoint (FI_EP_RDM), resolved through its AV: the destination of a
+	// send or RMA operation or, for a receive on an endpoint with
+	// FI_DIRECTED_RECV, the only sender it accepts. The zero Addr means
+	// none: any sender.
+	Peer fi.Addr
+
+	Addr, Key uint64 // OpWrite, OpRead: the remote buffer (fi_rma_iov)
 
 	done   func(*Op, Completion)
 	desc   uint64 // the work request's memory region, for its completion
@@ -157,6 +195,8 @@ type Completion struct {
 	Flags     fi.CQFlags // e.g. fi.MSG|fi.RECV, plus fi.REMOTE_CQ_DATA
 	Len       uint64     // bytes placed (receive) or sent
 	Data      uint64     // remote CQ data
+	Tag       uint64     // the tag of a received tagged message
+	Src       fi.Addr    // the sender of a received message, if the provider knows it (FI_SOURCE)
 	Err       fi.Errno   // 0, or the error, e.g. fi.ETRUNC, fi.ECANCELED
 	ProvErrno int        // the provider's own error number, 0 if none
 	OLen      uint64     // with fi.ETRUNC: bytes that did not fit

@@ -519,11 +519,7 @@ func (e *endpoint) flush() {
 // completeOp delivers op's completion, with the flags of its kind. The
 // caller has already taken op off the rxOut or txOut count.
 func (e *endpoint) completeOp(op *core.Op, c core.Completion) {
-	if op.Kind == core.OpSend {
-		c.Flags |= fi.CQFlags(fi.MSG | fi.SEND)
-	} else {
-		c.Flags |= fi.CQFlags(fi.MSG | fi.RECV)
-	}
+	c.Flags |= op.Kind.CQFlags()
 	if e.complete != nil {
 		e.complete(op, c)
 		return
