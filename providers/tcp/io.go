@@ -109,9 +109,13 @@ func (e *endpoint) nextHeader(fd int) rxStatus {
 			return e.endRead(err)
 		}
 		return rxOK
-	case h.Op == wire.OpMsg && !h.HasTag():
+	case h.Op == wire.OpMsg && (!h.HasTag() || e.info.Caps&fi.TAGGED != 0):
+		// A tagged message on OpMsg is how libfabric's rxm sends small
+		// tagged messages; an endpoint opened with FI_TAGGED (an rxm
+		// connection) takes it into the next receive, with its tag.
 	default:
-		// Tagged messages and RMA are not offered on this endpoint.
+		// Tagged messages of the tcp provider's own (OpTagged) need a
+		// shared receive context, which is not offered.
 		return e.endRead(e.protocolError(fmt.Errorf("unexpected %v message (flags %#x)", h.Op, uint16(h.Flags))))
 	}
 	op := e.takeRecv()
@@ -122,6 +126,9 @@ func (e *endpoint) nextHeader(fd int) rxStatus {
 	var c core.Completion
 	if h.Flags&wire.FlagRemoteCQData != 0 {
 		c.Flags, c.Data = fi.CQFlags(fi.REMOTE_CQ_DATA), h.CQData
+	}
+	if h.HasTag() {
+		c.Flags, c.Tag = c.Flags|fi.CQFlags(fi.TAGGED), h.Tag
 	}
 	if op.Buf == nil {
 		if h.Len > MaxDynamicRecv {

@@ -96,8 +96,12 @@ func TestListenerGarbage(t *testing.T) {
 
 // rawPeer is a plain TCP client connected and accepted by a fabricfs
 // endpoint.
-func rawPeer(t *testing.T) (net.Conn, side, func()) {
+func rawPeer(t *testing.T) (net.Conn, side, func()) { return rawPeerCaps(t, 0) }
+
+// rawPeerCaps is rawPeer with extra capabilities for the fabricfs side.
+func rawPeerCaps(t *testing.T, caps fi.Caps) (net.Conn, side, func()) {
 	d, info := loDomain()
+	info.Caps |= caps
 	pep, pev := listen(t, d, info)
 	addr, _ := pep.Name()
 	c := rawDial(t, addr)
@@ -233,5 +237,23 @@ func TestSlowClientDoesNotBlock(t *testing.T) {
 	cli.ev.waitConnected(t)
 	if !bytes.Equal(req.Data(), nil) {
 		t.Errorf("data %q", req.Data())
+	}
+}
+
+// TestRxmTaggedReceive sends what libfabric's rxm sends for a small tagged
+// message (OpMsg with the tagged flag and the tag in the header) to an
+// endpoint opened with FI_TAGGED, as the RDM layer opens its connections:
+// it fills the next receive and reports the tag. (Without FI_TAGGED the
+// same bytes fail the connection: badMessages, "rxm tagged".)
+func TestRxmTaggedReceive(t *testing.T) {
+	c, srv, done := rawPeerCaps(t, fi.TAGGED)
+	defer done()
+	buf := make([]byte, 8)
+	post(t, srv.ep, &core.Op{Kind: core.OpRecv, Buf: buf})
+	c.Write(unhex(t, "03 00 8100 00 00 20 00 2300000000000000 0700000000000000 0500000000000000 616263"))
+	d := waitDone(t, srv.done)
+	want := fi.CQFlags(fi.MSG | fi.RECV | fi.TAGGED | fi.REMOTE_CQ_DATA)
+	if d.c.Err != 0 || d.c.Flags != want || d.c.Tag != 5 || d.c.Data != 7 || string(buf[:d.c.Len]) != "abc" {
+		t.Fatalf("completion %+v (flags %v), buf %q; want tag 5, data 7, flags %v, \"abc\"", d.c, d.c.Flags, buf[:d.c.Len], want)
 	}
 }

@@ -48,6 +48,11 @@ const (
 	domainCaps = fi.LOCAL_COMM | fi.REMOTE_COMM
 	txCaps     = fi.MSG | fi.SEND
 	rxCaps     = fi.MSG | fi.RECV
+	// layerCaps may be asked of an endpoint by a provider layered on this
+	// one, but are not offered by getinfo: FI_TAGGED makes the endpoint
+	// take rxm's tagged messages (OpMsg with the tagged flag) into its
+	// receives, reporting their tags, as libfabric's tcp does for rxm.
+	layerCaps = fi.TAGGED
 	// msgOrder is libfabric's TCPX_MSG_ORDER. One TCP stream carries every
 	// operation of a connection and the receiver handles them in stream
 	// order, so the guarantees hold for every operation fabricfs implements.
@@ -395,8 +400,8 @@ func checkInfo(info *fi.Info) error {
 		return core.Errorf(fi.EINVAL, "tcp: endpoint without fi_info or ep_attr")
 	case info.EPAttr.Type != fi.EP_MSG:
 		return core.Errorf(fi.EOPNOTSUPP, "tcp: endpoint type %v not supported; FI_EP_MSG is", info.EPAttr.Type)
-	case info.Caps&^(epCaps|domainCaps) != 0:
-		return core.Errorf(fi.EOPNOTSUPP, "tcp: capabilities %v not supported", info.Caps&^(epCaps|domainCaps))
+	case info.Caps&^(epCaps|domainCaps|layerCaps) != 0:
+		return core.Errorf(fi.EOPNOTSUPP, "tcp: capabilities %v not supported", info.Caps&^(epCaps|domainCaps|layerCaps))
 	}
 	return nil
 }
