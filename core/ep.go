@@ -341,13 +341,20 @@ func (e *EP) deliver(cl opClass, ent CQEntry, requested bool) {
 	if classes[cl].rx {
 		cq, sel = e.rxcq, e.rxSel
 	}
-	cntr := e.cntrs[cl]
 	e.mu.Unlock()
 	if cq != nil && (ent.Err != 0 || !sel || requested) {
 		cq.post(ent)
 	}
+	e.count(cl, ent.Err != 0)
+}
+
+// count counts a completion of class cl on the counter bound for it.
+func (e *EP) count(cl opClass, failed bool) {
+	e.mu.Lock()
+	cntr := e.cntrs[cl]
+	e.mu.Unlock()
 	if cntr != nil {
-		cntr.completed(ent.Err != 0)
+		cntr.completed(failed)
 	}
 }
 

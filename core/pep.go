@@ -226,3 +226,7 @@ type nopEvents struct{}
 func (nopEvents) Connected([]byte)     {}
 func (nopEvents) Shutdown()            {}
 func (nopEvents) Failed(error, []byte) {}
+func (nopEvents) Remote(Completion)    {}
+func (nopEvents) Region(uint64, uint64, uint64, fi.Caps) ([]byte, func(), error) {
+	return nil, nil, Errorf(fi.EINVAL, "no memory on a rejected endpoint")
+}

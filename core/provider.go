@@ -115,6 +115,15 @@ type EndpointEvents interface {
 	// Failed reports an asynchronous error, such as fi.ECONNREFUSED with the
 	// private data of a reject. The endpoint cannot be used afterwards.
 	Failed(err error, data []byte)
+	// Region finds the memory a peer's RMA operation targets: the region
+	// with key allowing access (fi.REMOTE_READ or fi.REMOTE_WRITE), bytes
+	// [addr, addr+n) of it (addr an offset). The provider calls release
+	// when it no longer touches the bytes.
+	Region(key, addr, n uint64, access fi.Caps) (buf []byte, release func(), err error)
+	// Remote reports a peer's RMA operation on this endpoint's memory once
+	// done: Flags fi.RMA with fi.REMOTE_WRITE or fi.REMOTE_READ, plus
+	// fi.REMOTE_CQ_DATA and Data for a write that carried CQ data.
+	Remote(c Completion)
 }
 
 // PassiveEvents receives a passive endpoint's events.

@@ -424,3 +424,46 @@ func procThreads(t *testing.T, pid int) int {
 	t.Fatal("no Threads: in status")
 	return 0
 }
+
+// TestRMAOnRings: RMA through the rings between two endpoints of the tree.
+// A writes into B's region by its key (offset addressing), once with
+// remote CQ data, which makes an FI_REMOTE_WRITE entry on B's CQ, then
+// reads it back; a region registered without FI_REMOTE_WRITE is refused.
+func TestRMAOnRings(t *testing.T) {
+	d := mount(t)
+	p := newRingPair(t, d, 4096)
+	tree, err := client.Open(d.mnt)
+	must(t, err)
+	target, err := tree.Domain("tcp", "lo").NewMR(4096, "FI_REMOTE_READ,FI_REMOTE_WRITE")
+	must(t, err)
+	t.Cleanup(func() { target.Close() })
+	keyText, err := target.Attr("key")
+	must(t, err)
+	key, err := strconv.ParseUint(strings.TrimSpace(keyText), 0, 64)
+	must(t, err)
+
+	copy(p.mrA.Mem(), msgPattern[:300])
+	const fiRemoteCQData, fiRMA, fiWrite, fiRead, fiRemoteWrite = 1 << 17, 1 << 2, 1 << 9, 1 << 8, 1 << 13
+	must(t, p.a.Post(p.mrA, ring.WR{Op: ring.OpWrite, Context: 1, Desc: p.mrA.Desc(), Offset: 0, Len: 100,
+		RMAAddr: 1000, RMAKey: key}))
+	must(t, p.a.Post(p.mrA, ring.WR{Op: ring.OpWrite, Flags: fiRemoteCQData, Data: 0xfeed, Context: 2, Desc: p.mrA.Desc(),
+		Offset: 100, Len: 200, RMAAddr: 1100, RMAKey: key}))
+	must(t, p.a.Post(p.mrA, ring.WR{Op: ring.OpRead, Context: 3, Desc: p.mrA.Desc(), Offset: 2000, Len: 300,
+		RMAAddr: 1000, RMAKey: key}))
+	cs := pollN(t, p.cqA, 3)
+	for i, c := range cs {
+		want := uint64(fiRMA | fiWrite)
+		if i == 2 {
+			want = fiRMA | fiRead
+		}
+		if c.Err != 0 || c.Context != uint64(i+1) || c.Flags != want {
+			t.Errorf("completion %d: %+v, want flags %#x", i, c, want)
+		}
+	}
+	if !bytes.Equal(target.Mem()[1000:1300], msgPattern[:300]) || !bytes.Equal(p.mrA.Mem()[2000:2300], msgPattern[:300]) {
+		t.Error("written or read bytes differ")
+	}
+	if c := pollN(t, p.cqB, 1)[0]; c.Flags != fiRMA|fiRemoteWrite|fiRemoteCQData || c.Data != 0xfeed || c.Err != 0 {
+		t.Errorf("remote CQ data entry on the target: %+v", c)
+	}
+}

@@ -37,8 +37,8 @@ const (
 	FeatFutex    uint64 = 1 // the wake word works with futexes
 	FeatWaitFile uint64 = 2 // cq/N/wait exists
 
-	// Work request operations (WR.Op). Only SEND and RECV are served by
-	// abi_version 1; the rest are reserved for later issues.
+	// Work request operations (WR.Op). The atomics are reserved: the
+	// daemon answers them with -FI_EOPNOTSUPP.
 	OpSend          uint8 = 1
 	OpRecv          uint8 = 2
 	OpTSend         uint8 = 3

@@ -26,11 +26,22 @@ const (
 	stClosed // Close was called
 )
 
-// txItem is a send waiting for, or in, the writer.
+// txItem is a send, RMA write or read request, or the response to a peer's
+// read request, waiting for or in the writer.
 type txItem struct {
-	op    *core.Op
-	inj   *[InjectSize]byte // the copied payload of an FI_INJECT send
+	op    *core.Op          // nil for a read response
+	inj   *[InjectSize]byte // the copied payload of an FI_INJECT send or write
 	flags wire.Flags        // FlagDeliveryComplete, FlagCommitComplete: completes on the peer's ACK
+	rsp   *readRsp
+}
+
+// readRsp is the response to a peer's read request: the request's header,
+// which the response copies, and the bytes read, held until written.
+type readRsp struct {
+	h       wire.Header
+	data    [wire.MaxRMAIov][]byte
+	release [wire.MaxRMAIov]func()
+	n       int
 }
 
 // rxDone is a filled receive and its completion; ack says the sender asked
@@ -41,9 +52,15 @@ type rxDone struct {
 	ack bool
 }
 
-// needsAck reports whether the send completes on the peer's ACK.
+// needsAck reports whether the send or write completes on the peer's ACK.
 func (it *txItem) needsAck() bool {
 	return it.flags&(wire.FlagDeliveryComplete|wire.FlagCommitComplete) != 0
+}
+
+// waits reports whether the operation completes after it is written: on
+// the peer's ACK, or on its read response.
+func (it *txItem) waits() bool {
+	return it.op != nil && (it.needsAck() || it.op.Kind == core.OpRead)
 }
 
 var injectPool = sync.Pool{New: func() any { return new([InjectSize]byte) }}
@@ -89,6 +106,8 @@ type endpoint struct {
 	rxHeld    int                // filled receives in the writer's batch, not yet completed
 	txq       ring[txItem]       // sends not yet taken by the writer
 	ackq      ring[txItem]       // sends waiting for the peer's ACK, oldest first
+	readq     ring[txItem]       // reads waiting for their response, oldest first
+	rspq      ring[*readRsp]     // responses to peers' reads, written before sends
 
 	// fd is the connected socket, which the endpoint owns once the
 	// handshake is done (netpoll.go); -1 before and after. It changes only
@@ -120,9 +139,11 @@ func newEndpoint(d *domain, info *fi.Info, txSize, rxSize int, ev core.EndpointE
 	e := &endpoint{
 		dom: d, info: info, ev: ev, txSize: txSize, rxSize: rxSize,
 		rxq:    newRing[*core.Op](rxSize),
-		rxDone: newRing[rxDone](rxSize),
+		rxDone: newRing[rxDone](rxSize + maxReadRsps),
 		txq:    newRing[txItem](txSize),
 		ackq:   newRing[txItem](txSize),
+		readq:  newRing[txItem](txSize),
+		rspq:   newRing[*readRsp](maxReadRsps),
 		rxWake: make(chan struct{}, 1),
 		txWake: make(chan struct{}, 1),
 		down:   make(chan struct{}),
@@ -333,8 +354,16 @@ func (e *endpoint) Post(op *core.Op) error {
 		return e.postSend(op)
 	case core.OpRecv:
 		return e.postRecv(op)
+	case core.OpWrite, core.OpRead:
+		if e.info.Caps&fi.RMA == 0 {
+			return core.Errorf(fi.EOPNOTSUPP, "tcp: RMA on an endpoint without FI_RMA")
+		}
+		if op.Kind == core.OpRead && op.Flags&fi.INJECT != 0 {
+			return core.Errorf(fi.EINVAL, "tcp: a read cannot be injected")
+		}
+		return e.postSend(op)
 	}
-	return core.Errorf(fi.EINVAL, "tcp: post: unknown operation kind %d", op.Kind)
+	return core.Errorf(fi.EOPNOTSUPP, "tcp: post: operation kind %d is not supported", op.Kind)
 }
 
 func (e *endpoint) postSend(op *core.Op) error {
@@ -498,12 +527,18 @@ func (e *endpoint) flush() {
 	e.mu.Lock()
 	filled := e.rxDone.drain(nil)
 	recvs := e.rxq.drain(nil)
-	sends := e.ackq.drain(e.txq.drain(nil))
-	e.rxOut -= len(filled) + len(recvs)
+	sends := e.readq.drain(e.ackq.drain(e.txq.drain(nil)))
+	rsps := e.rspq.drain(nil)
+	e.rxOut -= receives(filled) + len(recvs)
 	e.txOut -= len(sends)
 	e.mu.Unlock()
 	for _, r := range filled {
-		e.completeOp(r.op, r.c)
+		if r.op != nil {
+			e.completeOp(r.op, r.c)
+		}
+	}
+	for _, r := range rsps {
+		r.done()
 	}
 	for _, op := range recvs {
 		e.completeOp(op, core.Completion{Err: fi.ECANCELED})

@@ -18,8 +18,10 @@ type epEvents struct {
 	shutdown  chan struct{}
 	failed    chan failure
 
-	mu sync.Mutex
-	n  int // events so far
+	mu      sync.Mutex
+	n       int // events so far
+	regions map[uint64]testRegion
+	remote  chan core.Completion
 }
 
 type failure struct {
@@ -28,8 +30,39 @@ type failure struct {
 }
 
 func newEPEvents() *epEvents {
-	return &epEvents{connected: make(chan []byte, 4), shutdown: make(chan struct{}, 4), failed: make(chan failure, 4)}
+	return &epEvents{connected: make(chan []byte, 4), shutdown: make(chan struct{}, 4), failed: make(chan failure, 4),
+		regions: map[uint64]testRegion{}, remote: make(chan core.Completion, 1<<10)}
 }
+
+// testRegion is memory a test exposes to peers' RMA under a key.
+type testRegion struct {
+	buf    []byte
+	access fi.Caps
+}
+
+// expose lets peers reach buf under key with access.
+func (ev *epEvents) expose(key uint64, buf []byte, access fi.Caps) {
+	ev.mu.Lock()
+	ev.regions[key] = testRegion{buf, access}
+	ev.mu.Unlock()
+}
+
+func (ev *epEvents) Region(key, addr, n uint64, access fi.Caps) ([]byte, func(), error) {
+	ev.mu.Lock()
+	r, ok := ev.regions[key]
+	ev.mu.Unlock()
+	switch {
+	case !ok:
+		return nil, nil, core.Errorf(fi.EINVAL, "no key %#x", key)
+	case r.access&access != access:
+		return nil, nil, core.Errorf(fi.EACCES, "key %#x: no %v", key, access)
+	case addr > uint64(len(r.buf)) || n > uint64(len(r.buf))-addr:
+		return nil, nil, core.Errorf(fi.EINVAL, "key %#x: [%d, +%d) out of range", key, addr, n)
+	}
+	return r.buf[addr : addr+n], func() {}, nil
+}
+
+func (ev *epEvents) Remote(c core.Completion) { ev.remote <- c }
 
 func (ev *epEvents) count() int {
 	ev.mu.Lock()
@@ -85,6 +118,17 @@ func (ev *epEvents) waitShutdown(t testing.TB) {
 		t.Fatalf("Failed (%v), want Shutdown", f.err)
 	case <-time.After(waitTime):
 		t.Fatalf("no Shutdown event")
+	}
+}
+
+// waitShutdownOrFailed waits for the end of the connection, either way.
+func (ev *epEvents) waitShutdownOrFailed(t testing.TB) {
+	t.Helper()
+	select {
+	case <-ev.shutdown:
+	case <-ev.failed:
+	case <-time.After(waitTime):
+		t.Fatalf("no Shutdown or Failed event")
 	}
 }
 

@@ -86,6 +86,83 @@ func TestInterop(t *testing.T) {
 	bin := buildInterop(t)
 	t.Run("CClient", func(t *testing.T) { interopCClient(t, bin) })
 	t.Run("CServer", func(t *testing.T) { interopCServer(t, bin) })
+	t.Run("RMA", func(t *testing.T) { interopRMA(t, bin) })
+}
+
+// interopRMA: fabricfs connects to the C program, writes into and reads
+// from the C side's registered memory (the C side checks the write), then
+// the C side does fi_writedata, fi_writemsg with FI_DELIVERY_COMPLETE and
+// fi_read against memory fabricfs exposes, and fi_senddata.
+func interopRMA(t *testing.T, bin string) {
+	_, out, exit := startC(t, bin, "rma")
+	line, err := out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("C rma: %v; %v", err, <-exit)
+	}
+	var port int
+	if _, err := fmt.Sscanf(line, "port %d", &port); err != nil {
+		t.Fatalf("C rma said %q", line)
+	}
+	d, info := loDomain()
+	cli := dial(t, d, info, addrOf(fmt.Sprintf("127.0.0.1:%d", port)), nil)
+	defer cli.ep.Close()
+	region := []byte("GOREGION" + strings.Repeat(".", 56))
+	cli.ev.expose(0x60, region, fi.REMOTE_READ|fi.REMOTE_WRITE)
+	rbuf := make([]byte, 16)
+	post(t, cli.ep, &core.Op{Kind: core.OpRecv, Buf: rbuf, Context: 1})
+	cli.ev.waitConnected(t)
+
+	post(t, cli.ep, &core.Op{Kind: core.OpWrite, Buf: []byte("written by Go"), Addr: 100, Key: 0xC0DE, Flags: fi.DELIVERY_COMPLETE, Context: 2})
+	got := make([]byte, 26)
+	post(t, cli.ep, &core.Op{Kind: core.OpRead, Buf: got, Addr: 26, Key: 0xC0DE, Context: 3})
+	for range 2 {
+		if dn := waitDone(t, cli.done); dn.c.Err != 0 {
+			t.Fatalf("RMA completion %+v", dn.c)
+		}
+	}
+	if string(got) != "abcdefghijklmnopqrstuvwxyz" {
+		t.Errorf("read %q from the C side", got)
+	}
+	post(t, cli.ep, &core.Op{Kind: core.OpSend, Buf: []byte("go done"), Context: 4})
+	for i := 0; i < 2; {
+		dn := waitDone(t, cli.done)
+		switch {
+		case dn.c.Err != 0:
+			t.Fatalf("completion %+v", dn.c)
+		case dn.op.Context == 1:
+			if string(rbuf[:dn.c.Len]) != "bye" || dn.c.Data != 0x42 || dn.c.Flags&fi.CQFlags(fi.REMOTE_CQ_DATA) == 0 {
+				t.Errorf("received %+v %q", dn.c, rbuf[:dn.c.Len])
+			}
+			i++
+		case dn.op.Context == 4:
+			i++
+		}
+	}
+	var writes, reads int
+	for writes+reads < 3 {
+		select {
+		case c := <-cli.ev.remote:
+			switch {
+			case c.Flags == fi.CQFlags(fi.RMA|fi.REMOTE_WRITE|fi.REMOTE_CQ_DATA) && c.Data == 0x77 && c.Len == 6,
+				c.Flags == fi.CQFlags(fi.RMA|fi.REMOTE_WRITE) && c.Len == 2:
+				writes++
+			case c.Flags == fi.CQFlags(fi.RMA|fi.REMOTE_READ) && c.Len == 8:
+				reads++
+			default:
+				t.Fatalf("remote event %+v", c)
+			}
+		case <-time.After(waitTime):
+			t.Fatalf("%d remote writes and %d reads reported, want 2 and 1", writes, reads)
+		}
+	}
+	if string(region[8:14]) != "from C" || string(region[32:34]) != "dc" {
+		t.Errorf("region after the C side's writes: %q", region)
+	}
+	if err := cli.ep.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	cli.ev.waitShutdown(t)
+	waitExit(t, exit)
 }
 
 // interopCClient: the C program connects to a fabricfs passive endpoint.

@@ -30,6 +30,7 @@ const (
 	directRead  = 4 << 10  // a payload with this much left to place is read straight into its buffer
 	maxBatch    = 64       // sends (and ACKs) per writev
 	pollBudget  = 16       // messages one Poll takes from a socket, so one busy peer does not starve a group
+	maxReadRsps = 64       // responses to a peer's reads queued at once; beyond, its requests wait in the socket
 )
 
 // rxStatus says why progress stopped.
@@ -39,7 +40,7 @@ const (
 	rxOK     rxStatus = iota // (internal) keep going
 	rxBudget                 // took its share of messages; the socket may hold more
 	rxEmpty                  // the socket has nothing more for now
-	rxNoRecv                 // a message waits for a receive to be posted
+	rxNoRecv                 // a message waits for a receive to be posted, or a read request for room
 	rxEnd                    // the stream ended; reader.err says how
 )
 
@@ -50,12 +51,14 @@ type reader struct {
 	r, w  int
 	total uint64 // bytes read so far: Poll reports progress by it
 
-	inMsg bool // a message's payload is being placed
-	op    *core.Op
+	inMsg bool     // a message's payload is being placed
+	op    *core.Op // the receive, or the read whose response it is; nil for a peer's write
 	c     core.Completion
-	ack   bool   // the sender asked for an ACK
-	dst   []byte // the part of op.Buf still to fill
-	skip  uint64 // bytes of the payload that do not fit, to read away
+	ack   bool     // the sender asked for an ACK
+	dst   []byte   // the part of the current buffer still to fill
+	dsts  [][]byte // the buffers after it (a write to several regions)
+	skip  uint64   // bytes of the payload that do not fit, to read away
+	rel   []func() // a peer's write: releases the regions it targets
 
 	err error // how the stream ended: nil at an EOF between messages
 }
@@ -109,6 +112,12 @@ func (e *endpoint) nextHeader(fd int) rxStatus {
 			return e.endRead(err)
 		}
 		return rxOK
+	case h.Op == wire.OpWrite && e.info.Caps&fi.RMA != 0:
+		return e.startWrite(&h, n)
+	case h.Op == wire.OpReadReq && e.info.Caps&fi.RMA != 0:
+		return e.readRequest(&h, n)
+	case h.Op == wire.OpReadRsp:
+		return e.startReadRsp(&h, n)
 	case h.Op == wire.OpMsg && (!h.HasTag() || e.info.Caps&fi.TAGGED != 0):
 		// A tagged message on OpMsg is how libfabric's rxm sends small
 		// tagged messages; an endpoint opened with FI_TAGGED (an rxm
@@ -152,7 +161,11 @@ func (e *endpoint) nextHeader(fd int) rxStatus {
 // large remainders straight from the socket, and completes the receive.
 func (e *endpoint) place(fd int) rxStatus {
 	rd := &e.rd
-	for len(rd.dst) > 0 {
+	for len(rd.dst) > 0 || len(rd.dsts) > 0 {
+		if len(rd.dst) == 0 {
+			rd.dst, rd.dsts = rd.dsts[0], rd.dsts[1:]
+			continue
+		}
 		if rd.r < rd.w {
 			k := copy(rd.dst, rd.buf[rd.r:rd.w])
 			rd.r += k
@@ -183,7 +196,14 @@ func (e *endpoint) place(fd int) rxStatus {
 	}
 	op, c, ack := rd.op, rd.c, rd.ack
 	rd.inMsg, rd.op, rd.dst = false, nil, nil
-	e.recvDone(op, c, ack)
+	switch {
+	case op == nil:
+		e.writeDone(c, ack)
+	case op.Kind == core.OpRead:
+		e.readDone(op, c)
+	default:
+		e.recvDone(op, c, ack)
+	}
 	return rxOK
 }
 
@@ -235,8 +255,15 @@ func (e *endpoint) read(fd int, p []byte) (int, rxStatus) {
 func (e *endpoint) endRead(err error) rxStatus {
 	rd := &e.rd
 	rd.err = err
-	if op := rd.op; op != nil {
-		rd.inMsg, rd.op, rd.dst = false, nil, nil
+	op, inMsg := rd.op, rd.inMsg
+	rd.inMsg, rd.op, rd.dst, rd.dsts = false, nil, nil, nil
+	switch {
+	case !inMsg:
+	case op == nil:
+		e.releaseWrite()
+	case op.Kind == core.OpRead:
+		e.readDone(op, core.Completion{Err: fi.ECANCELED})
+	default:
 		e.recvDone(op, core.Completion{Err: fi.ECANCELED}, false)
 	}
 	e.rxEnded.Store(true)
@@ -281,7 +308,7 @@ func (e *endpoint) recvDone(op *core.Op, c core.Completion, ack bool) {
 	queued := ack || e.rxDone.len() > 0 || e.rxHeld > 0
 	if queued {
 		e.rxDone.push(rxDone{op, c, ack})
-	} else {
+	} else if op != nil {
 		e.rxOut--
 	}
 	e.mu.Unlock()
@@ -289,7 +316,21 @@ func (e *endpoint) recvDone(op *core.Op, c core.Completion, ack bool) {
 		e.kickTx()
 		return
 	}
-	e.completeOp(op, c)
+	if op != nil {
+		e.completeOp(op, c)
+	}
+}
+
+// receives counts the filled receives among rs; the rest are ACKs owed for
+// peers' writes.
+func receives(rs []rxDone) int {
+	n := 0
+	for _, r := range rs {
+		if r.op != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // readLoop is the connection goroutine's part of receiving: it drives
@@ -376,16 +417,17 @@ func (e *endpoint) protocolError(err error) error {
 // with headers encoded into reused buffers, and the part of it the socket
 // has not taken yet.
 type writer struct {
-	filled [maxBatch]rxDone
-	items  [maxBatch]txItem
-	nf, n  int // the batch: filled receives and sends
-	acked  int // sends of the batch that complete on their ACK, not when written
-	hdrs   [maxBatch][wire.MaxHeaderSize]byte
-	acks   [maxBatch * wire.BaseHeaderSize]byte
-	store  [][]byte // backing array of iov
-	iov    [][]byte // the batch's bytes not yet written
-	id     uint8    // the header id of the next message: a per-connection sequence
-	dead   bool     // writing failed: nothing more is written
+	filled  [maxBatch]rxDone
+	items   [maxBatch]txItem
+	nf, n   int // the batch: filled receives, and responses and sends
+	waiting int // sends of the batch that complete on their ACK or read response, not when written
+	rsps    int // read responses in the batch
+	hdrs    [maxBatch][wire.MaxHeaderSize]byte
+	acks    [maxBatch * wire.BaseHeaderSize]byte
+	store   [][]byte // backing array of iov
+	iov     [][]byte // the batch's bytes not yet written
+	id      uint8    // the header id of the next message: a per-connection sequence
+	dead    bool     // writing failed: nothing more is written
 }
 
 // txStatus says why write stopped.
@@ -436,24 +478,26 @@ func (e *endpoint) write(fd int) txStatus {
 			e.writeFailed(err)
 			return txIdle
 		}
-		for k > 0 {
-			if k < len(w.iov[0]) {
-				w.iov[0] = w.iov[0][k:]
-				break
-			}
+		// Drop what was written; an empty slice never stays in front, so
+		// a writev always has bytes to write.
+		for len(w.iov) > 0 && k >= len(w.iov[0]) {
 			k -= len(w.iov[0])
 			w.iov[0] = nil
 			w.iov = w.iov[1:]
+		}
+		if k > 0 {
+			w.iov[0] = w.iov[0][k:]
 		}
 	}
 	return txIdle
 }
 
 // nextBatch moves queued work into the writer: filled receives (whose
-// ACKs to send) and sends, and encodes the batch. Sends that wait for an
-// ACK go to the ACK queue now, before the peer can answer. It reports
-// false when there is nothing to write or the endpoint no longer writes;
-// what is left queued, flush completes.
+// ACKs to send), responses to peers' reads, and sends, writes and read
+// requests, and encodes the batch. Operations that complete later go to
+// the ACK or read queue now, before the peer can answer. It reports false
+// when there is nothing to write or the endpoint no longer writes; what is
+// left queued, flush completes.
 func (e *endpoint) nextBatch() bool {
 	w := &e.wr
 	e.mu.Lock()
@@ -470,15 +514,28 @@ func (e *endpoint) nextBatch() bool {
 		w.nf++
 	}
 	e.rxHeld = w.nf
-	w.acked = 0
+	w.waiting, w.rsps = 0, 0
+	for w.n < maxBatch {
+		rsp, ok := e.rspq.pop()
+		if !ok {
+			break
+		}
+		w.items[w.n] = txItem{rsp: rsp}
+		w.n++
+		w.rsps++
+	}
 	for w.n < maxBatch {
 		it, ok := e.txq.pop()
 		if !ok {
 			break
 		}
-		if it.needsAck() {
+		switch {
+		case it.op.Kind == core.OpRead:
+			e.readq.push(it)
+			w.waiting++
+		case it.needsAck():
 			e.ackq.push(it)
-			w.acked++
+			w.waiting++
 		}
 		w.items[w.n] = it
 		w.n++
@@ -502,22 +559,12 @@ func (e *endpoint) nextBatch() bool {
 	}
 	for i := range w.items[:w.n] {
 		it := &w.items[i]
-		op := it.op
-		h := wire.Header{Op: wire.OpMsg, Flags: it.flags, ID: w.id, Len: uint64(len(op.Buf))}
+		h := it.header()
+		h.ID = w.id
 		w.id++
-		if op.Flags&fi.OpFlags(fi.REMOTE_CQ_DATA) != 0 {
-			h.Flags |= wire.FlagRemoteCQData
-			h.CQData = op.Data
-		}
 		k, _ := h.Encode(w.hdrs[i][:])
 		iov = append(iov, w.hdrs[i][:k])
-		payload := op.Buf
-		if it.inj != nil {
-			payload = it.inj[:len(op.Buf)]
-		}
-		if len(payload) > 0 {
-			iov = append(iov, payload)
-		}
+		iov = it.appendPayload(iov)
 	}
 	w.store, w.iov = iov, iov
 	if nacks == 0 && w.n == 0 {
@@ -527,9 +574,51 @@ func (e *endpoint) nextBatch() bool {
 	return true
 }
 
+// header is the wire header of the item (without its sequence id).
+func (it *txItem) header() wire.Header {
+	if it.rsp != nil {
+		return it.rsp.h
+	}
+	op := it.op
+	h := wire.Header{Op: wire.OpMsg, Flags: it.flags, Len: uint64(len(op.Buf))}
+	switch op.Kind {
+	case core.OpWrite:
+		h.Op, h.RMACount = wire.OpWrite, 1
+		h.RMA[0] = wire.RMAIov{Addr: op.Addr, Len: uint64(len(op.Buf)), Key: op.Key}
+	case core.OpRead:
+		h = wire.Header{Op: wire.OpReadReq, RMACount: 1}
+		h.RMA[0] = wire.RMAIov{Addr: op.Addr, Len: uint64(len(op.Buf)), Key: op.Key}
+		return h
+	}
+	if op.Flags&fi.OpFlags(fi.REMOTE_CQ_DATA) != 0 {
+		h.Flags |= wire.FlagRemoteCQData
+		h.CQData = op.Data
+	}
+	return h
+}
+
+// appendPayload appends the bytes that follow the item's header.
+func (it *txItem) appendPayload(iov [][]byte) [][]byte {
+	switch {
+	case it.rsp != nil:
+		for _, b := range it.rsp.data[:it.rsp.n] {
+			if len(b) > 0 {
+				iov = append(iov, b)
+			}
+		}
+	case it.op.Kind == core.OpRead || len(it.op.Buf) == 0:
+	case it.inj != nil:
+		iov = append(iov, it.inj[:len(it.op.Buf)])
+	default:
+		iov = append(iov, it.op.Buf)
+	}
+	return iov
+}
+
 // batchDone completes the writer's batch: its filled receives (their ACKs
-// written, or lost with the connection) and the sends that do not wait
-// for an ACK, with fi.ECANCELED if err says writing failed.
+// written, or lost with the connection), the responses to peers' reads
+// (reported to the application's counters), and the sends and writes that
+// do not wait for an ACK, with fi.ECANCELED if err says writing failed.
 func (e *endpoint) batchDone(err error) {
 	w := &e.wr
 	if w.nf+w.n == 0 {
@@ -541,16 +630,25 @@ func (e *endpoint) batchDone(err error) {
 	// rxHeld stays until they are complete, so that no receive filled
 	// after them completes before them.
 	e.mu.Lock()
-	e.rxOut -= w.nf
-	e.txOut -= w.n - w.acked
+	e.rxOut -= receives(w.filled[:w.nf])
+	e.txOut -= w.n - w.waiting - w.rsps
+	wake := e.rxStalled && !e.polled.Load()
 	e.mu.Unlock()
 	for i := range w.filled[:w.nf] {
-		e.completeOp(w.filled[i].op, w.filled[i].c)
+		if w.filled[i].op != nil {
+			e.completeOp(w.filled[i].op, w.filled[i].c)
+		}
 		w.filled[i] = rxDone{}
 	}
 	for i := range w.items[:w.n] {
 		it := &w.items[i]
-		if !it.needsAck() {
+		switch {
+		case it.rsp != nil:
+			if err == nil {
+				e.ev.Remote(core.Completion{Flags: fi.CQFlags(fi.RMA | fi.REMOTE_READ), Len: it.rsp.h.Len})
+			}
+			it.rsp.done()
+		case !it.waits():
 			if it.inj != nil {
 				injectPool.Put(it.inj)
 			}
@@ -567,7 +665,10 @@ func (e *endpoint) batchDone(err error) {
 		e.rxHeld = 0
 		e.mu.Unlock()
 	}
-	w.nf, w.n, w.acked = 0, 0, 0
+	w.nf, w.n, w.waiting, w.rsps = 0, 0, 0, 0
+	if wake {
+		kick(e.rxWake) // a read request or write waited for room
+	}
 }
 
 // writeLoop is the writer goroutine: when the socket is full it waits
@@ -608,4 +709,128 @@ func (e *endpoint) writeFailed(err error) {
 	e.mu.Unlock()
 	e.signalDown()
 	e.shutdownSocket()
+}
+
+// startWrite starts placing a peer's RMA write: each descriptor must name
+// a region this endpoint's owner exposes for FI_REMOTE_WRITE, else the
+// connection ends with fi.EIO, as libfabric drops it.
+func (e *endpoint) startWrite(h *wire.Header, n int) rxStatus {
+	rd := &e.rd
+	ack := h.Flags&(wire.FlagDeliveryComplete|wire.FlagCommitComplete) != 0
+	if ack && !e.roomForAck() {
+		return rxNoRecv
+	}
+	rd.r += n
+	rd.dsts = rd.dsts[:0]
+	for _, r := range h.RMA[:h.RMACount] {
+		buf, release, err := e.ev.Region(r.Key, r.Addr, r.Len, fi.REMOTE_WRITE)
+		if err != nil {
+			e.releaseWrite()
+			return e.endRead(e.protocolError(fmt.Errorf("write: %v", err)))
+		}
+		rd.dsts = append(rd.dsts, buf)
+		rd.rel = append(rd.rel, release)
+	}
+	c := core.Completion{Flags: fi.CQFlags(fi.RMA | fi.REMOTE_WRITE), Len: h.Len}
+	if h.Flags&wire.FlagRemoteCQData != 0 {
+		c.Flags, c.Data = c.Flags|fi.CQFlags(fi.REMOTE_CQ_DATA), h.CQData
+	}
+	rd.inMsg, rd.op, rd.c, rd.dst, rd.skip, rd.ack = true, nil, c, nil, 0, ack
+	return rxOK
+}
+
+// roomForAck reports whether an ACK for a peer's write can be queued; if
+// not, the write waits in the socket until the writer catches up.
+func (e *endpoint) roomForAck() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ok := e.rxDone.len()+e.rxHeld < maxReadRsps
+	e.rxStalled = !ok
+	return ok
+}
+
+// writeDone finishes a peer's write: the regions are released, the write
+// reported (counters, and the CQ for remote CQ data), and the ACK queued
+// if the peer asked for one.
+func (e *endpoint) writeDone(c core.Completion, ack bool) {
+	e.releaseWrite()
+	e.ev.Remote(c)
+	if ack {
+		e.recvDone(nil, core.Completion{}, true)
+	}
+}
+
+func (e *endpoint) releaseWrite() {
+	for i, release := range e.rd.rel {
+		release()
+		e.rd.rel[i] = nil
+	}
+	e.rd.rel = e.rd.rel[:0]
+}
+
+// readRequest answers a peer's read request: the response, with the bytes
+// of the regions it names (which must allow FI_REMOTE_READ, else the
+// connection ends with fi.EIO), goes ahead of queued sends.
+func (e *endpoint) readRequest(h *wire.Header, n int) rxStatus {
+	e.mu.Lock()
+	full := e.rspq.full()
+	e.rxStalled = full
+	e.mu.Unlock()
+	if full {
+		return rxNoRecv
+	}
+	e.rd.r += n
+	rsp := &readRsp{h: *h}
+	rsp.h.Op, rsp.h.Len = wire.OpReadRsp, 0
+	for _, r := range h.RMA[:h.RMACount] {
+		buf, release, err := e.ev.Region(r.Key, r.Addr, r.Len, fi.REMOTE_READ)
+		if err != nil {
+			rsp.done()
+			return e.endRead(e.protocolError(fmt.Errorf("read: %v", err)))
+		}
+		rsp.data[rsp.n], rsp.release[rsp.n] = buf, release
+		rsp.n++
+		rsp.h.Len += r.Len
+	}
+	e.mu.Lock()
+	e.rspq.push(rsp)
+	e.mu.Unlock()
+	e.kickTx()
+	return rxOK
+}
+
+// done releases the regions a read response held.
+func (r *readRsp) done() {
+	for i := range r.n {
+		r.release[i]()
+		r.release[i], r.data[i] = nil, nil
+	}
+	r.n = 0
+}
+
+// startReadRsp starts placing the response to the oldest read this
+// endpoint requested; it must carry exactly the bytes asked for.
+func (e *endpoint) startReadRsp(h *wire.Header, n int) rxStatus {
+	e.mu.Lock()
+	it, ok := e.readq.pop()
+	e.mu.Unlock()
+	switch {
+	case !ok:
+		return e.endRead(e.protocolError(errors.New("read response for no read")))
+	case h.Len != uint64(len(it.op.Buf)):
+		e.readDone(it.op, core.Completion{Err: fi.EIO})
+		return e.endRead(e.protocolError(fmt.Errorf("read response of %d bytes for a read of %d", h.Len, len(it.op.Buf))))
+	}
+	rd := &e.rd
+	rd.r += n
+	rd.inMsg, rd.op, rd.c, rd.dst, rd.skip, rd.ack = true, it.op, core.Completion{Len: h.Len}, it.op.Buf, 0, false
+	return rxOK
+}
+
+// readDone completes a read this endpoint requested.
+func (e *endpoint) readDone(op *core.Op, c core.Completion) {
+	e.mu.Lock()
+	e.txOut--
+	e.mu.Unlock()
+	e.completeOp(op, c)
 }

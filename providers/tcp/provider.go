@@ -44,10 +44,11 @@ var (
 // Capabilities implemented now. The domain capabilities are libfabric's;
 // the loopback entries drop FI_REMOTE_COMM, as libfabric's do.
 const (
-	epCaps     = fi.MSG | fi.SEND | fi.RECV
+	epCaps = fi.MSG | fi.RMA | fi.READ | fi.WRITE | fi.RECV | fi.SEND | fi.REMOTE_READ | fi.REMOTE_WRITE |
+		fi.RMA_EVENT
 	domainCaps = fi.LOCAL_COMM | fi.REMOTE_COMM
-	txCaps     = fi.MSG | fi.SEND
-	rxCaps     = fi.MSG | fi.RECV
+	txCaps     = fi.MSG | fi.RMA | fi.READ | fi.WRITE | fi.SEND
+	rxCaps     = fi.MSG | fi.RMA | fi.RECV | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT
 	// layerCaps may be asked of an endpoint by a provider layered on this
 	// one, but are not offered by getinfo: FI_TAGGED makes the endpoint
 	// take rxm's tagged messages (OpMsg with the tagged flag) into its
@@ -129,6 +130,9 @@ func msgInfo(a ifAddr) *fi.Info {
 			InjectSize: InjectSize,
 			Size:       DefaultTxSize,
 			IovLimit:   IovLimit,
+			// One remote buffer per operation, as core.Op carries one;
+			// writes from peers may name up to wire.MaxRMAIov.
+			RMAIovLimit: 1,
 		},
 		RxAttr: &fi.RxAttr{
 			Caps:      rxCaps,

@@ -79,7 +79,7 @@ func TestLoopbackInfo(t *testing.T) {
 		t.Fatalf("%d infos, want 2", len(infos))
 	}
 	in := infos[0]
-	if in.Caps != fi.MSG|fi.SEND|fi.RECV|fi.LOCAL_COMM || in.DomainAttr.Caps != fi.LOCAL_COMM|fi.REMOTE_COMM {
+	if in.Caps != epCaps|fi.LOCAL_COMM || in.DomainAttr.Caps != fi.LOCAL_COMM|fi.REMOTE_COMM {
 		t.Errorf("lo caps %v, domain caps %v", in.Caps, in.DomainAttr.Caps)
 	}
 	if in.SrcAddr.String() != "fi_sockaddr_in://127.0.0.1:0" || infos[1].SrcAddr.String() != "fi_sockaddr_in6://[::1]:0" {
@@ -143,9 +143,9 @@ func TestOpenDomain(t *testing.T) {
 		t.Errorf("RDM endpoint = %v, want EOPNOTSUPP", err)
 	}
 	bad = info.Clone()
-	bad.Caps |= fi.RMA
+	bad.Caps |= fi.ATOMIC
 	if _, err := d.NewPassiveEndpoint(bad, newPEPEvents()); !errors.Is(err, fi.EOPNOTSUPP) {
-		t.Errorf("RMA passive endpoint = %v, want EOPNOTSUPP", err)
+		t.Errorf("FI_ATOMIC passive endpoint = %v, want EOPNOTSUPP", err)
 	}
 	bad = info.Clone()
 	bad.TxAttr.Size = MaxQueueSize + 1

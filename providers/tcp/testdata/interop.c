@@ -3,6 +3,10 @@
  *
  *   interop client HOST PORT   connect with private data, exchange one message each way
  *   interop server             listen on 127.0.0.1, print "port N", accept, exchange, wait for FI_SHUTDOWN
+ *   interop rma                listen as server does; expose 4096 bytes under key 0xC0DE for the
+ *                              peer's writes and reads; once the peer says "go done", check its
+ *                              write, then fi_writedata, fi_writemsg with FI_DELIVERY_COMPLETE
+ *                              and fi_read against the peer's key 0x60, and fi_senddata "bye"
  *
  * Both sides send with FI_DELIVERY_COMPLETE, so each also checks that the
  * other ACKs. Exit status 0 means every check passed.
@@ -108,7 +112,7 @@ static struct fi_info *hints(void)
 {
 	struct fi_info *h = fi_allocinfo();
 	h->ep_attr->type = FI_EP_MSG;
-	h->caps = FI_MSG;
+	h->caps = FI_MSG | FI_RMA;
 	h->fabric_attr->prov_name = strdup("tcp");
 	return h;
 }
@@ -220,6 +224,108 @@ static int server(void)
 	return 0;
 }
 
+/* wait_tx reads completions until n transmit operations are done. */
+static void wait_tx(int n)
+{
+	time_t deadline = time(NULL) + 10;
+	while (n > 0) {
+		struct fi_cq_data_entry c;
+		ssize_t r = fi_cq_read(cq, &c, 1);
+		if (r == -FI_EAGAIN) {
+			if (time(NULL) > deadline)
+				die("rma: transmit operations did not complete");
+			continue;
+		}
+		if (r == -FI_EAVAIL) {
+			struct fi_cq_err_entry err = {0};
+			fi_cq_readerr(cq, &err, 0);
+			fprintf(stderr, "interop: rma: cq error: %s\n", fi_strerror(err.err));
+			exit(3);
+		}
+		CHECK(r);
+		n--;
+	}
+}
+
+static int rma(void)
+{
+	struct fi_info *info, *req;
+	struct fi_eq_attr eq_attr = {.wait_obj = FI_WAIT_UNSPEC};
+	struct sockaddr_in addr;
+	size_t addrlen = sizeof addr;
+	static char rbuf[64], target[4096], wbuf[64], dcbuf[8], rdbuf[8];
+	struct fid_mr *mr;
+	struct fi_cq_data_entry c;
+
+	for (int i = 0; i < (int)sizeof target; i++)
+		target[i] = 'a' + i % 26;
+	CHECK(fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", "0", FI_SOURCE, hints(), &info));
+	CHECK(fi_fabric(info->fabric_attr, &fabric, NULL));
+	CHECK(fi_eq_open(fabric, &eq_attr, &eq, NULL));
+	CHECK(fi_passive_ep(fabric, info, &pep, NULL));
+	CHECK(fi_pep_bind(pep, &eq->fid, 0));
+	CHECK(fi_listen(pep));
+	CHECK(fi_getname(&pep->fid, &addr, &addrlen));
+	printf("port %d\n", ntohs(addr.sin_port));
+	fflush(stdout);
+	wait_cm(FI_CONNREQ, &req, NULL);
+	open_ep(req);
+	CHECK(fi_mr_reg(domain, target, sizeof target, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0xC0DE, 0, &mr, NULL));
+	CHECK(fi_recv(ep, rbuf, sizeof rbuf, NULL, 0, NULL));
+	CHECK(fi_accept(ep, NULL, 0));
+	wait_cm(FI_CONNECTED, NULL, NULL);
+
+	/* The peer writes and reads our memory, then says so. */
+	for (time_t deadline = time(NULL) + 10;;) {
+		ssize_t r = fi_cq_read(cq, &c, 1);
+		if (r == 1 && (c.flags & FI_RECV))
+			break;
+		if (r != -FI_EAGAIN && r != 1) {
+			fprintf(stderr, "interop: rma: waiting for \"go done\": %zd\n", r);
+			exit(3);
+		}
+		if (time(NULL) > deadline)
+			die("rma: no \"go done\" message");
+	}
+	if (c.len != 7 || memcmp(rbuf, "go done", 7) != 0)
+		die("rma: wrong message from the peer");
+	if (memcmp(target + 100, "written by Go", 13) != 0)
+		die("rma: the peer's write is not in our memory");
+	if (target[99] != 'a' + 99 % 26 || target[113] != 'a' + 113 % 26)
+		die("rma: the peer's write spilled over");
+
+	/* Now we write and read the peer's memory. */
+	strcpy(wbuf, "from C");
+	CHECK(fi_writedata(ep, wbuf, 6, NULL, 0x77, 0, 8, 0x60, NULL));
+	strcpy(dcbuf, "dc");
+	struct iovec iov = {.iov_base = dcbuf, .iov_len = 2};
+	struct fi_rma_iov riov = {.addr = 32, .len = 2, .key = 0x60};
+	struct fi_msg_rma wmsg = {.msg_iov = &iov, .iov_count = 1, .rma_iov = &riov, .rma_iov_count = 1};
+	CHECK(fi_writemsg(ep, &wmsg, FI_DELIVERY_COMPLETE | FI_COMPLETION));
+	CHECK(fi_read(ep, rdbuf, 8, NULL, 0, 0, 0x60, NULL));
+	static char bye[] = "bye";
+	CHECK(fi_senddata(ep, bye, 3, NULL, 0x42, 0, NULL));
+	wait_tx(4);
+	if (memcmp(rdbuf, "GOREGION", 8) != 0)
+		die("rma: read the wrong bytes from the peer");
+	/* The Go side shuts down once it has checked everything. */
+	for (time_t deadline = time(NULL) + 10;;) {
+		uint32_t event;
+		struct fi_eq_cm_entry e;
+		struct fi_cq_data_entry x;
+		fi_cq_read(cq, &x, 1);
+		ssize_t r = fi_eq_read(eq, &event, &e, sizeof e, 0);
+		if (r >= 0 && event == FI_SHUTDOWN)
+			break;
+		if (time(NULL) > deadline)
+			die("rma: no FI_SHUTDOWN");
+		usleep(1000);
+	}
+	fi_close(&mr->fid);
+	puts("ok");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	alarm(30);
@@ -227,6 +333,8 @@ int main(int argc, char **argv)
 		return client(argv[2], argv[3]);
 	if (argc == 2 && strcmp(argv[1], "server") == 0)
 		return server();
-	fprintf(stderr, "usage: interop client HOST PORT | interop server\n");
+	if (argc == 2 && strcmp(argv[1], "rma") == 0)
+		return rma();
+	fprintf(stderr, "usage: interop client HOST PORT | interop server | interop rma\n");
 	return 1;
 }

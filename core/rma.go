@@ -1,0 +1,62 @@
+package core
+
+import (
+	"github.com/fabricfs/fabricfs/core/fi"
+)
+
+// Remote memory access from peers: the provider finds the target memory of
+// a peer's write or read through EndpointEvents.Region, and reports the
+// operation once done through EndpointEvents.Remote.
+
+// Region finds, for a peer's RMA operation on this endpoint, the memory
+// region with key: registered in the endpoint's domain by the endpoint's
+// owner (a key never reaches another user's memory), allowing access
+// (fi.REMOTE_READ or fi.REMOTE_WRITE), and holding [addr, addr+n). addr is
+// an offset into the region: the domain's mr_mode has no FI_MR_VIRT_ADDR,
+// as libfabric's tcp. The region stays registered until release is called.
+func (ev epEvents) Region(key, addr, n uint64, access fi.Caps) ([]byte, func(), error) {
+	e := ev.e
+	for _, o := range e.obj.Dom.List(KindMR) {
+		m := o.Impl.(*MR)
+		if o.Owner != e.obj.Owner || m.Key() != key {
+			continue
+		}
+		if err := o.hold(); err != nil {
+			break
+		}
+		m.mu.Lock()
+		ok := m.access&access == access
+		m.mu.Unlock()
+		buf, err := m.slice(addr, n)
+		switch {
+		case !ok:
+			err = Errorf(fi.EACCES, "memory region %s does not allow %v", o.ID, access)
+		case err != nil:
+			err = Errorf(fi.EINVAL, "key %#x: %v", key, err)
+		}
+		if err != nil {
+			o.drop()
+			return nil, nil, err
+		}
+		return buf, o.drop, nil
+	}
+	return nil, nil, Errorf(fi.EINVAL, "no memory region with key %#x for %s", key, e.obj)
+}
+
+// Remote reports a peer's write into (c.Flags has fi.REMOTE_WRITE) or read
+// from (fi.REMOTE_READ) this endpoint's memory, once done. The counter
+// bound for remote_write or remote_read counts it (FI_RMA_EVENT). Only a
+// write that carried remote CQ data makes an entry on the receive CQ, with
+// FI_RMA|FI_REMOTE_WRITE|FI_REMOTE_CQ_DATA and the data, without consuming
+// a posted receive, as libfabric's tcp reports it.
+func (ev epEvents) Remote(c Completion) {
+	cl := classRemoteRead
+	if c.Flags&fi.CQFlags(fi.REMOTE_WRITE) != 0 {
+		cl = classRemoteWrite
+	}
+	if c.Flags&fi.CQFlags(fi.REMOTE_CQ_DATA) == 0 {
+		ev.e.count(cl, c.Err != 0)
+		return
+	}
+	ev.e.deliver(cl, CQEntry{Flags: c.Flags, Len: c.Len, Data: c.Data, Src: uint64(fi.ADDR_NOTAVAIL), Err: c.Err}, true)
+}
