@@ -110,7 +110,7 @@ func newEndpoint(d *domain, info *fi.Info, ev core.EndpointEvents) (*endpoint, e
 		byAddr: map[netip.AddrPort]*peer{}, conns: map[*conn]struct{}{},
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
 	}
-	e.rx.directed = info.Caps&fi.DIRECTED_RECV != 0
+	e.rx.directed, e.rx.limit = info.Caps&fi.DIRECTED_RECV != 0, UnexpectedLimit
 	return e, nil
 }
 

@@ -31,6 +31,7 @@ type message struct {
 // queue (0 untagged, 1 tagged). Guarded by endpoint.mu.
 type matcher struct {
 	directed bool // FI_DIRECTED_RECV: receives may name their source
+	limit    int  // UnexpectedLimit
 	recvs    [2][]*core.Op
 	unexp    [2][]*message
 	bytes    int // payload bytes of the unexpected messages
@@ -89,7 +90,7 @@ func (m *matcher) post(op *core.Op) bool {
 func (m *matcher) posted() int { return len(m.recvs[0]) + len(m.recvs[1]) }
 
 // over reports whether unexpected messages hold more than the limit.
-func (m *matcher) over() bool { return m.bytes > UnexpectedLimit }
+func (m *matcher) over() bool { return m.bytes > m.limit }
 
 // cancel completes op with fi.ECANCELED if it is waiting.
 func (m *matcher) cancel(op *core.Op) bool {

@@ -376,3 +376,31 @@ func TestClose(t *testing.T) {
 	a.send(t, core.OpSend, c.addr, []byte("three"), 0)
 	wantRecv(t, rc, c.waitFor(t, rc), []byte("three"), 0, a.addr)
 }
+
+// TestUnexpectedLimit: beyond the endpoint's limit of unexpected bytes its
+// connections stop being read (TCP holds the sender back) instead of the
+// daemon keeping whatever peers send; receives posted later get every
+// message, in order.
+func TestUnexpectedLimit(t *testing.T) {
+	p, d := testDomain(t)
+	a, b := newRDM(t, p, d), newRDM(t, p, d)
+	b.ep.mu.Lock()
+	b.ep.rx.limit = 10 * 1000
+	b.ep.mu.Unlock()
+	const n, size = 200, 1000
+	for i := range n {
+		a.send(t, core.OpSend, b.addr, pattern(i, size), 0)
+	}
+	time.Sleep(300 * time.Millisecond)
+	b.ep.mu.Lock()
+	kept := len(b.ep.rx.unexp[0])
+	b.ep.mu.Unlock()
+	// Past the limit, only the buffers still posted can fill.
+	if most := 10 + 1 + bufsPerConn; kept == 0 || kept > most {
+		t.Fatalf("%d unexpected messages kept, want 1..%d", kept, most)
+	}
+	for i := range n {
+		r := b.recv(t, core.OpRecv, size, 0, 0)
+		wantRecv(t, r, b.waitFor(t, r), pattern(i, size), 0, a.addr)
+	}
+}
