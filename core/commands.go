@@ -121,6 +121,13 @@ var commands = []command{
 		}
 		return c.ep().Cancel(v)
 	}},
+	{KindEP, ctl.Cmd{Verb: "dest", Args: "FIADDR", Min: 1, Max: 1}, func(c *call) error {
+		v, err := c.num(0)
+		if err != nil {
+			return err
+		}
+		return c.ep().SetDest(v)
+	}},
 	{KindEP, ctl.Cmd{Verb: "setopt", Args: "NAME VALUE", Min: 2, Max: 2}, func(c *call) error {
 		v, err := c.num(1)
 		if err != nil {

@@ -46,6 +46,7 @@ type EP struct {
 
 	dataMu  sync.Mutex // serialises readers of the data file
 	pending []byte     // the rest of a message a data-file read did not take
+	dest    uint64     // FI_EP_RDM: the fi_addr data-file writes go to (ctl dest); ADDR_UNSPEC: none
 }
 
 func newEP(o *Object) (Impl, error) {
@@ -53,7 +54,8 @@ func newEP(o *Object) (Impl, error) {
 	if info == nil {
 		return nil, Errorf(fi.ENODATA, "domain %s offers no endpoint", o.Dom.Name)
 	}
-	return &EP{obj: o, info: info, state: stateIdle, opts: map[string]uint64{}, inflight: map[*Op]struct{}{}}, nil
+	return &EP{obj: o, info: info, state: stateIdle, opts: map[string]uint64{}, inflight: map[*Op]struct{}{},
+		dest: uint64(fi.ADDR_UNSPEC)}, nil
 }
 
 // bestInfo returns a copy of the domain's first entry of type t, or of its
@@ -149,8 +151,32 @@ func (e *EP) idleLocked(what string) error {
 	return nil
 }
 
-// Enable is fi_enable. A connection-oriented endpoint needs an EQ, and a
-// CQ for each direction its capabilities use (FI_ENOEQ, FI_ENOCQ).
+// rdm reports whether the endpoint is connectionless (FI_EP_RDM): it sends
+// to addresses of its AV and has no connection of its own.
+func (e *EP) rdmLocked() bool { return e.info.EPAttr.Type == fi.EP_RDM }
+
+// setType is a write of attr/type before enable: the endpoint takes the
+// domain's best fi_info of that type, replacing every attribute (so write
+// the type first, then the others).
+func (e *EP) setType(in *fi.Info, s string) error {
+	t, err := fi.Parse[fi.EPType](s)
+	if err != nil {
+		return Errorf(fi.EINVAL, "%v", err)
+	}
+	if e.req != nil {
+		return Errorf(fi.EINVAL, "an endpoint made from a connection request is FI_EP_MSG")
+	}
+	best := bestInfo(e.obj.Dom, t)
+	if best == nil || t == fi.EP_UNSPEC {
+		return Errorf(fi.ENODATA, "domain %s offers no %v endpoint", e.obj.Dom.Name, t)
+	}
+	*in = *best
+	return nil
+}
+
+// Enable is fi_enable. A connection-oriented endpoint needs an EQ, a
+// connectionless one an AV (FI_ENOEQ, FI_ENOAV); both a CQ for each
+// direction their capabilities use (FI_ENOCQ).
 func (e *EP) Enable() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -159,6 +185,9 @@ func (e *EP) Enable() error {
 	}
 	if e.info.EPAttr.Type == fi.EP_MSG && e.eq == nil {
 		return Errorf(fi.ENOEQ, "no eq bound; write 'bind eq ID' first")
+	}
+	if e.rdmLocked() && e.av == nil {
+		return Errorf(fi.ENOAV, "no av bound; write 'bind av ID' first")
 	}
 	caps := e.info.Caps
 	if caps&(fi.MSG|fi.TAGGED) != 0 && caps&fi.RECV != 0 && e.rxcq == nil {
@@ -196,6 +225,9 @@ func (e *EP) makeProvLocked() error {
 func (e *EP) Connect(addr fi.Addr, data []byte) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.rdmLocked() {
+		return Errorf(fi.EOPBADSTATE, "connect is for FI_EP_MSG endpoints; an FI_EP_RDM endpoint sends to the addresses of its av")
+	}
 	if e.state != stateEnabled || e.req != nil {
 		return Errorf(fi.EOPBADSTATE, "endpoint is %s; connect needs an enabled endpoint that was not made from a request", e.state)
 	}
@@ -247,6 +279,9 @@ func (e *EP) Reject(data []byte) error {
 func (e *EP) Shutdown() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.rdmLocked() {
+		return Errorf(fi.EOPBADSTATE, "shutdown is for FI_EP_MSG endpoints; an FI_EP_RDM endpoint has no connection of its own")
+	}
 	if e.state != stateConnected && e.state != stateConnecting {
 		return Errorf(fi.ENOTCONN, "endpoint is %s, not connected", e.state)
 	}
@@ -381,12 +416,42 @@ func (e *EP) Cancel(context uint64) error {
 	return nil
 }
 
+// SetDest is the ctl verb dest of an FI_EP_RDM endpoint: data-file writes
+// go to fi_addr a of its AV from now on.
+func (e *EP) SetDest(a uint64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.rdmLocked() {
+		return Errorf(fi.EOPBADSTATE, "dest is for FI_EP_RDM endpoints; a connected endpoint sends to its peer")
+	}
+	if e.av == nil {
+		return Errorf(fi.ENOAV, "no av bound; write 'bind av ID' first")
+	}
+	if _, ok := e.av.Lookup(a); !ok {
+		return Errorf(fi.EINVAL, "%s has no fi_addr %d", e.av.obj, a)
+	}
+	e.dest = a
+	return nil
+}
+
 // WriteData sends b as one message: a write to the data file. The message
 // is an fi_send with no flags, so it is reported on the send CQ unless that
-// binding is selective.
+// binding is selective. An FI_EP_RDM endpoint sends it to its dest.
 func (e *EP) WriteData(ctx context.Context, b []byte) error {
 	done := make(chan Completion, 1)
 	op := &Op{Kind: OpSend, Buf: b}
+	e.mu.Lock()
+	rdm, dest := e.rdmLocked(), e.dest
+	e.mu.Unlock()
+	if rdm {
+		if dest == uint64(fi.ADDR_UNSPEC) {
+			return Errorf(fi.ENOTCONN, "no destination; write 'dest FIADDR' to ctl first")
+		}
+		var err error
+		if op.Peer, err = e.peer(dest); err != nil {
+			return err
+		}
+	}
 	if err := e.post(op, func(c Completion) { done <- c }); err != nil {
 		return err
 	}
@@ -495,6 +560,9 @@ func (e *EP) Status() string {
 	if e.req != nil && state == stateIdle {
 		state = "connreq"
 	}
+	if e.rdmLocked() && e.dest != uint64(fi.ADDR_UNSPEC) {
+		remote = fmt.Sprintf("fi_addr:%d", e.dest)
+	}
 	return fmt.Sprintf("%s %s cq=%s/%s eq=%s av=%s cntr=%s local=%s remote=%s", typ, state,
 		objID(e.txcq), objID(e.rxcq), objID(e.eq), objID(e.av), e.cntrStatusLocked(), local, remote)
 }
@@ -555,6 +623,12 @@ func (e *EP) Links() []Link {
 
 func (e *EP) Attrs() []Attr {
 	attrs := infoAttrs(&e.mu, func() *fi.Info { return e.info }, func() error { return e.idleLocked("setting attributes") })
+	for i := range attrs {
+		if attrs[i].Name == "type" {
+			attrs[i] = guarded(&e.mu, "type", func() error { return e.idleLocked("setting the type") },
+				func() string { return e.info.EPAttr.Type.String() }, func(s string) error { return e.setType(e.info, s) })
+		}
+	}
 	attrs = append(attrs, Attr{Name: "mapping", Get: func() string { return e.obj.Dom.fab.Shm.Mode }})
 	for _, name := range []string{"min_multi_recv", "buffered_min", "buffered_limit"} {
 		attrs = append(attrs, Attr{Name: "opt_" + name, Get: func() string {
@@ -640,4 +714,10 @@ func (ev epEvents) Failed(err error, data []byte) {
 	if eq != nil {
 		eq.post(EQEvent{FID: e.obj.Path(), Err: Code(err), ProvErrno: provErrno(err), Data: data})
 	}
+}
+
+// AsyncError is core.AsyncErrors': an error of the provider that leaves the
+// endpoint usable goes to its err file.
+func (ev epEvents) AsyncError(err error) {
+	ev.e.obj.SetErr(WithOp("provider", err))
 }

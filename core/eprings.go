@@ -190,7 +190,10 @@ func (e *EP) opFromWR(w *ring.WR, q *workQueue) (*Op, error) {
 	}
 	op := &Op{Kind: kind, Flags: flags, Context: w.Context, Buf: buf, Data: w.Data, Tag: w.Tag, Ignore: w.Ignore,
 		Addr: w.RMAAddr, Key: w.RMAKey, desc: w.Desc, offset: w.Offset}
-	if e.info.EPAttr.Type != fi.EP_MSG && w.Addr != fi.ADDR_UNSPEC {
+	// A connectionless endpoint's sends go to addr; its receives take it
+	// as the only sender they accept, with FI_DIRECTED_RECV only.
+	directed := !kind.IsRecv() || e.info.Caps&fi.DIRECTED_RECV != 0
+	if e.info.EPAttr.Type != fi.EP_MSG && w.Addr != fi.ADDR_UNSPEC && directed {
 		if op.Peer, err = e.peer(w.Addr); err != nil {
 			return nil, err
 		}

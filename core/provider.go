@@ -126,6 +126,15 @@ type EndpointEvents interface {
 	Remote(c Completion)
 }
 
+// AsyncErrors is implemented by the EndpointEvents core gives providers.
+// A provider reports through it an error that does not end the endpoint:
+// the loss of one peer's connection of an FI_EP_RDM endpoint, a peer's
+// malformed message. The text goes to the endpoint's err file. Providers
+// find it with a type assertion and call it without holding their locks.
+type AsyncErrors interface {
+	AsyncError(err error)
+}
+
 // PassiveEvents receives a passive endpoint's events.
 type PassiveEvents interface {
 	// ConnReq reports FI_CONNREQ.
@@ -210,6 +219,11 @@ type Completion struct {
 	ProvErrno int        // the provider's own error number, 0 if none
 	OLen      uint64     // with fi.ETRUNC: bytes that did not fit
 }
+
+// OnComplete sets the function Complete calls. core sets it on the
+// operations it posts; a provider layered over another (rxm over tcp)
+// sets it on the operations it posts to the provider below.
+func (op *Op) OnComplete(f func(*Op, Completion)) { op.done = f }
 
 // Complete reports the operation's outcome. It must be called exactly once.
 // The function it calls must not block, nor call back into the endpoint:

@@ -38,6 +38,9 @@ var ctlErrorTests = []struct {
 	{core.KindEP, "shutdown", "shutdown now", syscall.EINVAL},
 	{core.KindEP, "cancel", "cancel", syscall.EINVAL},
 	{core.KindEP, "cancel", "cancel zz", syscall.EINVAL},
+	{core.KindEP, "dest", "dest", syscall.EINVAL},
+	{core.KindEP, "dest", "dest x", syscall.EINVAL},
+	{core.KindEP, "dest", "dest 0", syscall.EBADFD}, // an FI_EP_MSG endpoint
 	{core.KindEP, "setopt", "setopt min_multi_recv", syscall.EINVAL},
 	{core.KindEP, "setopt", "setopt min_multi_recv x", syscall.EINVAL},
 	{core.KindEP, "", "frobnicate", syscall.EINVAL},

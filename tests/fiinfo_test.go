@@ -86,3 +86,38 @@ func TestInfoMatchesRealFiInfo(t *testing.T) {
 		t.Errorf("fabric name: real %q, fabricfs %q", a, b)
 	}
 }
+
+// TestRDMInfoMatchesRealFiInfo compares our FI_EP_RDM entry for lo (IPv4)
+// with real `fi_info -v -p tcp -t FI_EP_RDM` (libfabric's tcp;ofi_rxm):
+// same layout, and the same values where fabricfs behaves the same way.
+// Capabilities differ on purpose: ours are only what is implemented.
+func TestRDMInfoMatchesRealFiInfo(t *testing.T) {
+	needCmd(t, "fi_info")
+	out, err := exec.Command("fi_info", "-v", "-p", "tcp", "-t", "FI_EP_RDM").Output()
+	if err != nil {
+		t.Fatalf("fi_info: %v", err)
+	}
+	want := []string{"    addr_format: FI_SOCKADDR_IN", "        name: lo"}
+	real := pick(t, entries(string(out)), want...)
+	d := mount(t)
+	ours := pick(t, entries(d.read(t, "tcp", "lo", "info")), append(want, "        type: FI_EP_RDM")...)
+	if rl, ol := layout(real), layout(ours); strings.Join(rl, "\n") != strings.Join(ol, "\n") {
+		t.Errorf("layout differs\nreal fi_info:\n%s\n\nfabricfs:\n%s", real, ours)
+	}
+	for _, l := range []string{
+		"        type: FI_EP_RDM",
+		"        protocol: FI_PROTO_RXM",
+		"        protocol_version: 1",
+		"        prov_name: tcp;ofi_rxm",
+		"        inject_size: 64",
+		"        size: 2048",
+		"        comp_order: [ FI_ORDER_NONE ]",
+		"        mem_tag_format: 0xaaaaaaaaaaaaaaaa",
+		"    src_addr: fi_sockaddr_in://127.0.0.1:0",
+		"        api_version: 1.17",
+	} {
+		if !strings.Contains(real, l+"\n") || !strings.Contains(ours, l+"\n") {
+			t.Errorf("line %q: in real fi_info %v, in fabricfs %v", l, strings.Contains(real, l+"\n"), strings.Contains(ours, l+"\n"))
+		}
+	}
+}

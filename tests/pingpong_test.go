@@ -180,6 +180,47 @@ func TestPingpongInterop(t *testing.T) {
 	}
 }
 
+// rdmCases are the FI_EP_RDM interop sizes: below the inject size (64,
+// fi_inject), an eager message, and the eager limit (16384; larger ones
+// need the rendezvous protocol, not implemented yet).
+var rdmCases = []ppCase{
+	{10, 100, "10", "1.9k"},     // 2000 B = 1.95 KiB
+	{1000, 100, "1000", "195k"}, // 200000 B = 195.3 KiB
+	{16384, 100, "16k", "3.1m"}, // 3276800 B = 3.125 MiB
+}
+
+// TestPingpongRDMInterop runs real fi_pingpong -p tcp -e rdm -c (libfabric
+// 1.17's tcp;ofi_rxm), untagged and tagged (-m tagged), against
+// ffpingpong -e rdm -c on a fresh mount, each being server and client.
+// Both sides exchange names over the control connection and insert them in
+// their AVs; the client's first send makes the one rxm connection.
+func TestPingpongRDMInterop(t *testing.T) {
+	needCmd(t, "fi_pingpong")
+	bin := ffpingpong(t)
+	d := mount(t)
+	for _, mode := range []string{"msg", "tagged"} {
+		for _, c := range rdmCases {
+			size, iters := strconv.Itoa(c.size), strconv.Itoa(c.iters)
+			common := []string{"-e", "rdm", "-m", mode, "-S", size, "-I", iters, "-c"}
+			t.Run(mode+"/fabricfs-server/"+size, func(t *testing.T) {
+				port := freePort(t)
+				ff := startProc(t, nil, bin, append([]string{"-mnt", d.mnt, "-B", port, "-timeout", ppTimeout}, common...)...)
+				fi := fiClient(t, append(append([]string{"-p", "tcp", "-d", "lo", "-P", port}, common...), "127.0.0.1")...)
+				ff.wait(t, ppLimit)
+				checkPingpong(t, c, fi, ff)
+			})
+			t.Run(mode+"/fabricfs-client/"+size, func(t *testing.T) {
+				port := freePort(t)
+				fi := startProc(t, fiEnv, "fi_pingpong", append([]string{"-p", "tcp", "-d", "lo", "-B", port}, common...)...)
+				ff := startProc(t, nil, bin, append(append([]string{"-mnt", d.mnt, "-P", port, "-timeout", ppTimeout}, common...), "127.0.0.1")...)
+				ff.wait(t, ppLimit)
+				fi.wait(t, ppLimit)
+				checkPingpong(t, c, fi, ff)
+			})
+		}
+	}
+}
+
 // checkPingpong wants both processes to have succeeded and printed one
 // line of the table for c.
 func checkPingpong(t *testing.T, c ppCase, ps ...*proc) {
@@ -286,7 +327,6 @@ func TestPingpongUnsupported(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-e", "rdm"}, "ffpingpong does not implement FI_EP_RDM yet"},
 		{[]string{"-e", "dgram"}, "ffpingpong does not implement FI_EP_DGRAM yet"},
 		{[]string{"-e", "xyz"}, "unknown endpoint type"},
 		{[]string{"-m", "tagged"}, "tcp/lo offers no FI_EP_MSG endpoint with FI_TAGGED"},

@@ -23,6 +23,7 @@ import (
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/fs"
+	"github.com/fabricfs/fabricfs/providers/rxm"
 	"github.com/fabricfs/fabricfs/providers/tcp"
 )
 
@@ -51,7 +52,7 @@ func run(mnt, mapping string, opts fs.Options) error {
 	if err != nil {
 		return fmt.Errorf("tcp provider: %w", err)
 	}
-	fab, err := core.New(tp)
+	fab, err := core.New(rxm.Wrap(tp)) // tcp, with FI_EP_RDM as "tcp;ofi_rxm"
 	if err != nil {
 		return err
 	}

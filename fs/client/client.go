@@ -487,6 +487,59 @@ func (m *MR) Mem() []byte { return m.mem }
 // Desc is the region's descriptor for work requests (attr/desc).
 func (m *MR) Desc() uint64 { return m.desc }
 
+// AV is an address vector.
+type AV struct{ Object }
+
+// NewAV makes an address vector.
+func (d *Domain) NewAV() (*AV, error) {
+	o, err := d.clone("av")
+	if err != nil {
+		return nil, err
+	}
+	return &AV{o}, nil
+}
+
+// Insert inserts addr (host:port or FI_ADDR_STR) and returns its fi_addr,
+// read back from av/N/addrs: the last entry, as insert appends.
+func (a *AV) Insert(addr string) (uint64, error) {
+	if err := a.Ctl("insert " + addr); err != nil {
+		return 0, err
+	}
+	b, err := os.ReadFile(filepath.Join(a.Dir, "addrs"))
+	if err != nil {
+		return 0, err
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	f := strings.Fields(lines[len(lines)-1])
+	if len(f) != 2 {
+		return 0, fmt.Errorf("%s/addrs: bad line %q", a.Dir, lines[len(lines)-1])
+	}
+	return strconv.ParseUint(f[0], 10, 64)
+}
+
+// NewRDM makes an FI_EP_RDM endpoint (attr/type), binds av and cq (send
+// and receive) and enables it; Local then gives its address.
+func (d *Domain) NewRDM(av *AV, cq *CQ) (*EP, error) {
+	e, err := d.NewEP()
+	if err != nil {
+		return nil, err
+	}
+	err = e.SetAttr("type", "FI_EP_RDM")
+	for _, c := range []string{"bind av " + av.id, "bind cq " + cq.id + " send,recv", "enable"} {
+		if err == nil {
+			err = e.Ctl(c)
+		}
+	}
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Local is the endpoint's address (fi_getname), in FI_ADDR_STR form.
+func (e *EP) Local() (string, error) { return e.read("local") }
+
 // Connect makes a connected pair of endpoints: a new pep listens on
 // 127.0.0.1:0, a (bound to cqA) connects to it, the request is accepted as
 // b (bound to cqB), and both "connected" events arrive on eq. b lives as

@@ -32,21 +32,14 @@ type flavour interface {
 var epTypes = map[string]string{"msg": "FI_EP_MSG", "rdm": "FI_EP_RDM", "dgram": "FI_EP_DGRAM"}
 
 // newFlavour returns -e's flavour, or why there is none.
-//
-// FI_EP_RDM will be a flavour whose listen makes and attaches the endpoint
-// (binding an AV) and advertises the endpoint's own name; in accept the
-// server sends its name and receives the client's, in connect the client
-// receives the server's name, attaches its endpoint and sends its name
-// (pp_init_fabric); each inserts the peer's name into the AV and sets
-// session.dest to the fi_addr it got; finish does nothing (the connection
-// is rxm's, made on the first send). The control protocol, the ping-pong
-// and the finalize are the same.
 func newFlavour(o *options) (flavour, error) {
 	switch strings.ToLower(o.epType) {
 	case "msg":
 		return &msgFlavour{o: o}, nil
-	case "rdm", "dgram":
-		return nil, fmt.Errorf("-e %s: ffpingpong does not implement %s yet (fabricfs's tcp provider offers FI_EP_MSG)", o.epType, epTypes[strings.ToLower(o.epType)])
+	case "rdm":
+		return &rdmFlavour{o: o}, nil
+	case "dgram":
+		return nil, fmt.Errorf("-e %s: ffpingpong does not implement %s yet (fabricfs's tcp provider offers FI_EP_MSG and FI_EP_RDM)", o.epType, epTypes[strings.ToLower(o.epType)])
 	}
 	return nil, fmt.Errorf("-e %s: unknown endpoint type: want msg or rdm", o.epType)
 }
@@ -197,5 +190,113 @@ func within[T any](d time.Duration, what string, f func() (T, error)) (T, error)
 	case <-time.After(d):
 		var zero T
 		return zero, fmt.Errorf("%s: nothing after %v", what, d)
+	}
+}
+
+// rdmFlavour is FI_EP_RDM (run_pingpong_rdm, pp_init_fabric): each side
+// makes its endpoint with an AV; the server sends its endpoint's name and
+// receives the client's; the client receives the server's, makes its
+// endpoint and sends its name; each inserts the peer's name into its AV
+// and sends to that fi_addr. There is no connection to make or end:
+// fabricfs, like libfabric's rxm, connects on the first send (the
+// client's, after the first sync).
+type rdmFlavour struct {
+	o     *options
+	av    *client.AV
+	local netip.AddrPort // the endpoint's name
+}
+
+// open makes the session's endpoint: FI_EP_RDM, with the AV.
+func (r *rdmFlavour) open(s *session) error {
+	av, err := s.d.NewAV()
+	if err != nil {
+		return fmt.Errorf("av: %w", err)
+	}
+	r.av = av
+	ep, err := s.d.NewEP()
+	if err != nil {
+		return fmt.Errorf("ep: %w", err)
+	}
+	s.ep = ep
+	if err := ep.SetAttr("type", "FI_EP_RDM"); err != nil {
+		return err
+	}
+	if err := s.attach(ep, "bind av "+av.ID()); err != nil {
+		return err
+	}
+	local, err := ep.Local()
+	if err != nil {
+		return err
+	}
+	a, err := fi.ParseAddr(local)
+	if err != nil {
+		return fmt.Errorf("%s/local: %w", ep.Dir, err)
+	}
+	r.local = a.IP
+	r.o.debugf("%s is %s", ep.Name(), local)
+	return nil
+}
+
+func (r *rdmFlavour) listen(s *session) (netip.AddrPort, error) {
+	if err := r.open(s); err != nil {
+		return netip.AddrPort{}, err
+	}
+	return r.local, nil
+}
+
+func (r *rdmFlavour) accept(s *session, c *ctrl) error {
+	if err := c.sendName(encodeSockaddr(r.local)); err != nil {
+		return err
+	}
+	return r.insertPeer(s, c)
+}
+
+func (r *rdmFlavour) connect(s *session, c *ctrl) error {
+	name, err := c.recvName()
+	if err != nil {
+		return err
+	}
+	peer, err := decodeSockaddr(name)
+	if err != nil {
+		return err
+	}
+	if err := r.open(s); err != nil {
+		return err
+	}
+	if err := c.sendName(encodeSockaddr(r.local)); err != nil {
+		return err
+	}
+	return r.insert(s, reachable(peer, c.conn.RemoteAddr()))
+}
+
+// insertPeer receives the peer's name and inserts it.
+func (r *rdmFlavour) insertPeer(s *session, c *ctrl) error {
+	name, err := c.recvName()
+	if err != nil {
+		return err
+	}
+	peer, err := decodeSockaddr(name)
+	if err != nil {
+		return err
+	}
+	return r.insert(s, peer)
+}
+
+// insert puts peer into the AV; sends go to its fi_addr.
+func (r *rdmFlavour) insert(s *session, peer netip.AddrPort) error {
+	a, err := r.av.Insert(peer.String())
+	if err != nil {
+		return fmt.Errorf("inserting the peer's address %s: %w", peer, err)
+	}
+	s.dest = a
+	r.o.debugf("peer %s is fi_addr %d", peer, a)
+	return nil
+}
+
+func (r *rdmFlavour) finish(*session) {}
+
+func (r *rdmFlavour) close() {
+	if r.av != nil {
+		r.av.Close()
 	}
 }

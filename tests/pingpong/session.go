@@ -159,7 +159,8 @@ func (s *session) allocMsgs() error {
 // postRecv posts the receive fi_pingpong always keeps posted: the whole
 // receive buffer, whatever the size being tested.
 func (s *session) postRecv() error {
-	w := ring.WR{Op: s.x.recvOp, Context: ctxRx, Offset: s.rxOff, Len: max(s.rxSize, ppMaxCtrlMsg), Tag: s.x.tag}
+	w := ring.WR{Op: s.x.recvOp, Context: ctxRx, Offset: s.rxOff, Len: max(s.rxSize, ppMaxCtrlMsg), Tag: s.x.tag,
+		Addr: uint64(fi.ADDR_UNSPEC)} // from anyone (FI_EP_RDM with FI_DIRECTED_RECV)
 	if err := s.ep.Post(s.mr, w); err != nil {
 		return fmt.Errorf("posting a receive: %w", err)
 	}

@@ -1,0 +1,375 @@
+package rxm
+
+import (
+	"errors"
+	"net/netip"
+	"time"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/providers/rxm/wire"
+)
+
+// Connections, as libfabric 1.17's rxm makes them (docs/rxm.md section 3):
+// lazily, by the first send to a peer; one per pair of endpoints, carrying
+// both directions; crossing requests settled by comparing addresses.
+
+// peerState is where a peer's connection is.
+type peerState uint8
+
+const (
+	pIdle       peerState = iota // no connection
+	pConnecting                  // we sent a connect request
+	pAccepting                   // we accepted the peer's request
+	pConnected
+)
+
+// Retries after a reject with "already connected" (RejectAlready): the
+// peer's own request normally arrives within milliseconds; if it does not
+// (the peer still holds a connection we lost), we connect again.
+const (
+	alreadyRetries = 100
+	alreadyDelay   = 20 * time.Millisecond
+)
+
+// peer is one remote RDM endpoint: an address we sent to, or that
+// connected to us. Guarded by endpoint.mu.
+type peer struct {
+	index    uint32         // ours: announced in ConnIDs, echoed as conn_id by the peer
+	addr     netip.AddrPort // its listening address, canonical
+	state    peerState
+	conn     *conn       // the connection our sends use, or that is being set up
+	queue    []*sendItem // sends waiting for conn, in order
+	flushing bool        // a goroutine is posting queue to conn
+	retries  int         // RejectAlready answers in a row
+}
+
+// unqueue removes the queued send of op.
+func (p *peer) unqueue(op *core.Op) (*sendItem, bool) {
+	for i, it := range p.queue {
+		if it.op == op {
+			p.queue = append(p.queue[:i], p.queue[i+1:]...)
+			return it, true
+		}
+	}
+	return nil, false
+}
+
+// conn is one MSG connection of the wrapped provider. Guarded by
+// endpoint.mu, except tcp, which is set once (attach) and then read freely.
+type conn struct {
+	ep          *endpoint
+	peer        *peer
+	tcp         core.Endpoint // nil until made
+	accepted    bool          // made from the peer's request
+	remoteIndex uint32        // the peer's index of us: conn_id of what we send
+	remotePID   uint32        // the pid in the peer's ConnID; 0: unknown
+	dead        bool          // abandoned: whoever set this closes tcp
+	free        []*core.Op    // receive buffers to repost
+}
+
+// connEvents are a connection's events. The RDM endpoint's own events
+// are embedded, so that what a connection reports about the endpoint's
+// memory reaches it.
+type connEvents struct {
+	core.EndpointEvents
+	c *conn
+}
+
+func (ev connEvents) Connected(data []byte)         { ev.c.ep.connected(ev.c, data) }
+func (ev connEvents) Shutdown()                     { ev.c.ep.connDown(ev.c, nil, nil) }
+func (ev connEvents) Failed(err error, data []byte) { ev.c.ep.connDown(ev.c, err, data) }
+
+// rejectEvents are the events of an endpoint made only to reject a request.
+type rejectEvents struct{ core.EndpointEvents }
+
+func (rejectEvents) Connected([]byte)     {}
+func (rejectEvents) Shutdown()            {}
+func (rejectEvents) Failed(error, []byte) {}
+
+// pepEvents are the listener's.
+type pepEvents struct{ e *endpoint }
+
+func (ev pepEvents) ConnReq(req core.ConnReq) { ev.e.connReq(req) }
+func (ev pepEvents) Failed(err error)         { ev.e.asyncError(err) }
+
+// peerLocked finds or makes the peer with address a.
+func (e *endpoint) peerLocked(a netip.AddrPort) (*peer, error) {
+	if p := e.byAddr[a]; p != nil {
+		return p, nil
+	}
+	if len(e.peers) >= MaxPeers {
+		return nil, core.Errorf(fi.ENOSPC, "rxm: %d peers, the most an endpoint keeps", MaxPeers)
+	}
+	p := &peer{index: uint32(len(e.peers)), addr: a}
+	e.peers = append(e.peers, p)
+	e.byAddr[a] = p
+	return p, nil
+}
+
+// connectLocked starts a connection to p, whose sends wait in its queue.
+func (e *endpoint) connectLocked(p *peer) {
+	c := &conn{ep: e, peer: p}
+	p.conn, p.state = c, pConnecting
+	e.conns[c] = struct{}{}
+	e.wg.Add(1)
+	go e.dial(c)
+}
+
+// dial makes c's endpoint, posts its receive buffers and sends the
+// connect request: connected or connDown follows.
+func (e *endpoint) dial(c *conn) {
+	defer e.wg.Done()
+	cd := wire.NewConnect(e.name.Port(), wire.MakeConnID(e.pid, c.peer.index))
+	data, err := cd.Encode()
+	if err != nil {
+		e.connDown(c, core.Errorf(fi.EINVAL, "rxm: connect data: %v", err), nil)
+		return
+	}
+	t, err := e.open(c, nil)
+	if err != nil {
+		e.connDown(c, err, nil)
+		return
+	}
+	if t == nil {
+		return // abandoned meanwhile
+	}
+	if err := t.Connect(fiAddr(c.peer.addr), data); err != nil {
+		e.connDown(c, err, nil)
+	}
+}
+
+// open makes c's endpoint of the wrapped provider (from req, if accepting),
+// enables it and posts its receive buffers. It returns nil if c was
+// abandoned meanwhile.
+func (e *endpoint) open(c *conn, req core.ConnReq) (core.Endpoint, error) {
+	t, err := e.dom.inner.NewEndpoint(e.msg, req, connEvents{e.ev, c})
+	if err != nil {
+		return nil, err
+	}
+	if err := t.Enable(); err != nil {
+		t.Close()
+		return nil, err
+	}
+	for _, op := range c.newBufs() {
+		if err := t.Post(op); err != nil {
+			t.Close()
+			return nil, err
+		}
+	}
+	e.mu.Lock()
+	if c.dead {
+		e.mu.Unlock()
+		t.Close()
+		return nil, nil
+	}
+	c.tcp = t
+	e.updatePollersLocked()
+	e.mu.Unlock()
+	return t, nil
+}
+
+// connected is FI_CONNECTED on c: with the accept data of our request, or
+// after our accept. The peer's queued sends go out.
+func (e *endpoint) connected(c *conn, data []byte) {
+	var acc wire.Accept
+	if !c.accepted {
+		var err error
+		if acc, err = wire.DecodeAccept(data); err != nil {
+			e.protocolError(c, err)
+			return
+		}
+	}
+	e.mu.Lock()
+	p := c.peer
+	if c.dead || p.conn != c {
+		e.mu.Unlock() // a separate connection from ourselves, or abandoned
+		return
+	}
+	if !c.accepted {
+		c.remoteIndex, c.remotePID = acc.ConnID.Index(), acc.ConnID.PID()
+	}
+	p.state, p.retries = pConnected, 0
+	e.mu.Unlock()
+	e.flush(p)
+}
+
+// connDown is the end of c: the peer's shutdown (err nil), a failure, or a
+// reject (err wrapping fi.ECONNREFUSED, data the reject's). Queued sends
+// wait for the peer's own request after RejectAlready, go on a new
+// connection if c had been up, and fail otherwise.
+func (e *endpoint) connDown(c *conn, err error, data []byte) {
+	e.mu.Lock()
+	p := c.peer
+	mine := !c.dead // we take c down: we close its endpoint
+	c.dead = true
+	delete(e.conns, c)
+	e.updatePollersLocked()
+	var failed []*sendItem
+	already := false
+	if mine && p.conn == c {
+		was := p.state
+		p.conn, p.state = nil, pIdle
+		switch {
+		case e.state == epClosed:
+		case was == pConnecting && isRejectAlready(err, data):
+			already = true
+			if p.retries++; p.retries > alreadyRetries {
+				failed, p.queue = p.queue, nil
+			} else {
+				time.AfterFunc(alreadyDelay, func() { e.retry(p) })
+			}
+		case was == pConnecting:
+			failed, p.queue = p.queue, nil
+		case len(p.queue) > 0:
+			e.connectLocked(p)
+		}
+	}
+	e.txOut -= len(failed)
+	closed := e.state == epClosed
+	t := c.tcp
+	e.mu.Unlock()
+	if mine && err != nil && !already && !closed {
+		e.asyncError(core.WithOp("connection to "+fiAddr(p.addr).String(), err))
+	}
+	code := core.Code(err)
+	if err == nil {
+		code = fi.ECONNRESET
+	}
+	for _, it := range failed {
+		e.sendFailed(it, code)
+	}
+	if mine && t != nil && !closed {
+		e.closeAsync(t)
+	}
+}
+
+// isRejectAlready reports whether a connect ended with the peer's reject
+// saying it connects to us itself.
+func isRejectAlready(err error, data []byte) bool {
+	if core.Code(err) != fi.ECONNREFUSED {
+		return false
+	}
+	r, derr := wire.DecodeReject(data)
+	return derr == nil && r.Reason == wire.RejectAlready
+}
+
+// retry connects to p again after a RejectAlready, unless the peer's own
+// connection has come meanwhile.
+func (e *endpoint) retry(p *peer) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.state == epEnabled && p.state == pIdle && p.conn == nil && len(p.queue) > 0 {
+		e.connectLocked(p)
+	}
+}
+
+// connReq is a connect request on the listener. It is accepted or rejected
+// by the rules of libfabric's rxm_process_connreq (docs/rxm.md 3.5).
+func (e *endpoint) connReq(req core.ConnReq) {
+	cd, err := wire.DecodeConnect(req.Data())
+	dest := req.Info().DestAddr
+	if err == nil && dest == nil {
+		err = errors.New("rxm: connect request without the peer's address")
+	}
+	if err != nil {
+		e.reject(req, wire.RejectConnRefused)
+		e.asyncError(core.Errorf(fi.ECONNREFUSED, "rxm: refused a connect request: %v", err))
+		return
+	}
+	addr := canon(netip.AddrPortFrom(dest.IP.Addr(), cd.Port))
+	e.mu.Lock()
+	if e.state != epEnabled {
+		e.mu.Unlock()
+		e.reject(req, wire.RejectConnRefused)
+		return
+	}
+	p, err := e.peerLocked(addr)
+	if err != nil {
+		e.mu.Unlock()
+		e.reject(req, wire.RejectConnRefused)
+		e.asyncError(err)
+		return
+	}
+	c := &conn{ep: e, peer: p, accepted: true, remoteIndex: cd.ConnID.Index(), remotePID: cd.ConnID.PID()}
+	self := false
+	var old *conn
+	switch p.state {
+	case pConnecting:
+		switch cmp := addr.Compare(e.name); {
+		case cmp < 0: // our request wins
+			e.mu.Unlock()
+			e.reject(req, wire.RejectAlready)
+			return
+		case cmp > 0: // the peer's wins: abandon ours, its sends go on this one
+			old = p.conn
+		default: // we connect to ourselves: a separate connection takes it
+			self = true
+		}
+	case pAccepting, pConnected:
+		if p.conn.remotePID != 0 && p.conn.remotePID == cd.ConnID.PID() {
+			e.mu.Unlock()
+			e.reject(req, wire.RejectAlready) // a duplicate
+			return
+		}
+		old = p.conn // the peer restarted
+	}
+	if !self {
+		p.conn, p.state = c, pAccepting
+	}
+	e.conns[c] = struct{}{}
+	var oldTCP core.Endpoint
+	if old != nil {
+		old.dead = true
+		delete(e.conns, old)
+		oldTCP = old.tcp
+		e.updatePollersLocked()
+	}
+	e.mu.Unlock()
+	if oldTCP != nil {
+		e.closeAsync(oldTCP)
+	}
+	t, err := e.open(c, req)
+	if err != nil {
+		e.connDown(c, err, nil)
+		return
+	}
+	if t == nil {
+		return
+	}
+	ad := wire.NewAccept(wire.MakeConnID(e.pid, p.index))
+	data, err := ad.Encode()
+	if err == nil {
+		err = t.Accept(data)
+	}
+	if err != nil {
+		e.connDown(c, err, nil)
+	}
+}
+
+// reject answers req with reason.
+func (e *endpoint) reject(req core.ConnReq, reason wire.RejectReason) {
+	r := wire.Reject{Reason: reason}
+	data, _ := r.Encode()
+	t, err := e.dom.inner.NewEndpoint(e.msg, req, rejectEvents{e.ev})
+	if err != nil {
+		return // the listener rejects it when it closes
+	}
+	t.Reject(data)
+	t.Close()
+}
+
+// protocolError ends c after a malformed or unsupported message.
+func (e *endpoint) protocolError(c *conn, err error) {
+	e.connDown(c, core.Errorf(fi.EIO, "rxm: bad message from %v: %v", fiAddr(c.peer.addr), err), nil)
+}
+
+// closeAsync closes a connection's endpoint on a goroutine of its own:
+// the caller may be inside that endpoint's callbacks.
+func (e *endpoint) closeAsync(t core.Endpoint) {
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		t.Close()
+	}()
+}

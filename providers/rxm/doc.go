@@ -1,0 +1,32 @@
+// Package rxm layers FI_EP_RDM endpoints over a provider of FI_EP_MSG
+// endpoints, as libfabric 1.17's rxm utility provider does over its tcp
+// provider ("tcp;ofi_rxm"), with the same wire (docs/rxm.md; the bytes are
+// package wire), so that fabricfs RDM endpoints and C programs linked
+// with libfabric talk to each other.
+//
+// Wrap(p) returns p with FI_EP_RDM added: the same name and domains, p's
+// fi_info entries followed by an FI_EP_RDM entry for each FI_EP_MSG one
+// (prov_name "tcp;ofi_rxm"), and endpoints of that type made here. An RDM
+// endpoint listens with a passive endpoint of p on its source address; its
+// name is the listening address, which peers insert into their AVs. It
+// opens one MSG connection per peer, when it first sends to it, and takes
+// the connections peers open to it; each carries both directions.
+// Crossing connect requests are settled as libfabric settles them (the
+// request of the endpoint with the greater address wins).
+//
+// What is implemented: FI_MSG and FI_TAGGED sends and receives up to
+// EagerLimit (16384) bytes, remote CQ data, inject, tag matching with
+// ignore bits, unexpected messages (kept, up to UnexpectedLimit bytes per
+// endpoint, then the connections wait), FI_DIRECTED_RECV (Op.Peer of a
+// receive) and FI_SOURCE (Completion.Src: the sender's listening address
+// as its connect request announced it). Messages above EagerLimit need the
+// read rendezvous, which needs RMA read on the MSG endpoints: sends above
+// it fail with fi.EMSGSIZE, and a peer's rendezvous request fails the
+// matching receive with fi.EMSGSIZE and closes that connection.
+//
+// Sends always carry the rxm header, also tagged ones (op tagged), which
+// every 1.17 peer accepts; received tagged messages come in either form.
+// Bytes from peers are validated by package wire; a malformed message
+// closes that connection only, and the reason goes to the endpoint's err
+// file (core.AsyncErrors).
+package rxm

@@ -1,0 +1,369 @@
+package rxm
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
+)
+
+// Limits of an RDM endpoint.
+const (
+	// bufsPerConn is how many receive buffers of EagerLimit + headers each
+	// connection keeps posted; repostBatch how many the worker reposts at
+	// a time.
+	bufsPerConn = 16
+	repostBatch = 4
+	// bufSize holds any message a 1.17 peer sends with rendezvous off the
+	// table: an rxm header and an eager payload, or a rendezvous request
+	// with FI_BUFFERED_RECV data.
+	bufSize = 64 + 104 + EagerLimit
+	// ctrlSends are room in each connection's send queue beyond the
+	// endpoint's tx_size, for messages of the protocol's own (read-done).
+	ctrlSends = 64
+	// MaxPeers bounds the peer table: addresses sent to, and peers that
+	// connected.
+	MaxPeers = 1 << 16
+	// UnexpectedLimit bounds the bytes of unexpected messages an endpoint
+	// keeps. Beyond it, connections stop being read (TCP back-pressure)
+	// until receives are posted.
+	UnexpectedLimit = 16 << 20
+)
+
+type epState uint8
+
+const (
+	epIdle epState = iota
+	epEnabled
+	epClosed
+)
+
+// endpoint is an FI_EP_RDM endpoint: a listener of the wrapped provider,
+// whose address is the endpoint's name, and one MSG connection per peer,
+// opened by the first send to it or accepted from it (conn.go). Sends
+// carry the rxm header (send.go); received messages are matched against
+// posted receives or kept as unexpected (recv.go, match.go).
+//
+// Locking: mu guards the endpoint's state, peers, connections' bookkeeping
+// and the receive queues. It is never held while calling the wrapped
+// provider (its completions and events take mu), and it is held while
+// completing receives, to keep them in order.
+type endpoint struct {
+	dom    *domain
+	info   *fi.Info
+	msg    *fi.Info // the fi_info of the listener and the connections
+	ev     core.EndpointEvents
+	pid    uint32 // the "process id" of our ConnIDs: random, non-zero, per endpoint
+	txSize int
+
+	mu      sync.Mutex
+	state   epState
+	pep     core.PassiveEndpoint
+	name    netip.AddrPort // the listening address, canonical
+	peers   []*peer        // by our index
+	byAddr  map[netip.AddrPort]*peer
+	conns   map[*conn]struct{} // every connection not yet closed
+	rx      matcher
+	rxSize  int
+	txOut   int
+	pollers atomic.Pointer[[]core.Poller] // the connections' endpoints, for Poll
+
+	kick chan struct{} // wakes the worker
+	done chan struct{} // closed by Close
+	wg   sync.WaitGroup
+}
+
+var _ core.Endpoint = (*endpoint)(nil)
+var _ core.Poller = (*endpoint)(nil)
+
+func newEndpoint(d *domain, info *fi.Info, ev core.EndpointEvents) (*endpoint, error) {
+	if ev == nil {
+		return nil, core.Errorf(fi.EINVAL, "rxm: endpoint without event handler")
+	}
+	if info.Caps&^(rdmCaps|fi.LOCAL_COMM|fi.REMOTE_COMM) != 0 {
+		return nil, core.Errorf(fi.EOPNOTSUPP, "rxm: capabilities %v not supported", info.Caps&^(rdmCaps|fi.LOCAL_COMM|fi.REMOTE_COMM))
+	}
+	txSize, rxSize := uint64(DefaultTxSize), uint64(DefaultRxSize)
+	if info.TxAttr != nil && info.TxAttr.Size != 0 {
+		txSize = info.TxAttr.Size
+	}
+	if info.RxAttr != nil && info.RxAttr.Size != 0 {
+		rxSize = info.RxAttr.Size
+	}
+	if txSize > core.MaxQueueSize-ctrlSends || rxSize > core.MaxQueueSize {
+		return nil, core.Errorf(fi.EINVAL, "rxm: tx_size %d, rx_size %d: at most %d and %d", txSize, rxSize, core.MaxQueueSize-ctrlSends, core.MaxQueueSize)
+	}
+	info = info.Clone()
+	if info.TxAttr == nil {
+		info.TxAttr = &fi.TxAttr{}
+	}
+	info.TxAttr.Size = txSize
+	msg, err := d.msgInfo(info)
+	if err != nil {
+		return nil, err
+	}
+	e := &endpoint{
+		dom: d, info: info, msg: msg, ev: ev, pid: rand.Uint32() | 1, txSize: int(txSize), rxSize: int(rxSize),
+		byAddr: map[netip.AddrPort]*peer{}, conns: map[*conn]struct{}{},
+		kick: make(chan struct{}, 1), done: make(chan struct{}),
+	}
+	e.rx.directed, e.rx.limit = info.Caps&fi.DIRECTED_RECV != 0, UnexpectedLimit
+	return e, nil
+}
+
+// Enable listens on the fi_info's source address (the domain's address,
+// port 0 unless one was chosen) and starts the worker that reposts
+// receive buffers.
+func (e *endpoint) Enable() error {
+	e.mu.Lock()
+	st := e.state
+	e.mu.Unlock()
+	if st != epIdle {
+		return core.Errorf(fi.EOPBADSTATE, "rxm: endpoint is already enabled or closed")
+	}
+	if e.info.SrcAddr == nil {
+		return core.Errorf(fi.EINVAL, "rxm: no source address to listen on")
+	}
+	pep, err := e.dom.inner.NewPassiveEndpoint(e.msg, pepEvents{e})
+	if err != nil {
+		return err
+	}
+	if err := pep.Listen(*e.info.SrcAddr); err != nil {
+		pep.Close()
+		return err
+	}
+	name, err := pep.Name()
+	if err != nil {
+		pep.Close()
+		return err
+	}
+	e.mu.Lock()
+	if e.state != epIdle {
+		e.mu.Unlock()
+		pep.Close()
+		return core.Errorf(fi.EOPBADSTATE, "rxm: endpoint was closed")
+	}
+	e.pep, e.name, e.state = pep, canon(name.IP), epEnabled
+	e.wg.Add(1)
+	e.mu.Unlock()
+	go e.worker()
+	return nil
+}
+
+// Name is the listening address: what a peer inserts into its AV.
+func (e *endpoint) Name() (fi.Addr, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.state != epEnabled {
+		if e.info.SrcAddr != nil {
+			return *e.info.SrcAddr, nil
+		}
+		return fi.Addr{}, core.Errorf(fi.EADDRNOTAVAIL, "rxm: endpoint has no address before enable")
+	}
+	return fiAddr(e.name), nil
+}
+
+// Peer is fi_getpeer, which a connectionless endpoint does not have.
+func (e *endpoint) Peer() (fi.Addr, error) {
+	return fi.Addr{}, core.Errorf(fi.ENOTCONN, "rxm: an FI_EP_RDM endpoint has no peer")
+}
+
+// Connect, Accept, Reject and Shutdown are for FI_EP_MSG endpoints.
+func (e *endpoint) Connect(fi.Addr, []byte) error { return errConnectionless("connect") }
+func (e *endpoint) Accept([]byte) error           { return errConnectionless("accept") }
+func (e *endpoint) Reject([]byte) error           { return errConnectionless("reject") }
+func (e *endpoint) Shutdown() error               { return errConnectionless("shutdown") }
+
+func errConnectionless(what string) error {
+	return core.Errorf(fi.EOPBADSTATE, "rxm: %s: an FI_EP_RDM endpoint has no connection of its own", what)
+}
+
+// Post starts a send (OpSend, OpTSend) or a receive (OpRecv, OpTRecv).
+func (e *endpoint) Post(op *core.Op) error {
+	if op == nil {
+		return core.Errorf(fi.EINVAL, "rxm: post: no operation")
+	}
+	switch op.Kind {
+	case core.OpSend, core.OpTSend:
+		return e.postSend(op)
+	case core.OpRecv, core.OpTRecv:
+		return e.postRecv(op)
+	}
+	return core.Errorf(fi.EOPNOTSUPP, "rxm: operation kind %d is not supported", op.Kind)
+}
+
+// Cancel removes a posted receive, or a send still waiting for its
+// connection, and completes it with fi.ECANCELED.
+func (e *endpoint) Cancel(op *core.Op) bool {
+	e.mu.Lock()
+	found := e.rx.cancel(op)
+	if !found {
+		for _, p := range e.peers {
+			if it, ok := p.unqueue(op); ok {
+				e.txOut--
+				e.mu.Unlock()
+				it.free()
+				op.Complete(core.Completion{Flags: op.Kind.CQFlags(), Err: fi.ECANCELED})
+				return true
+			}
+		}
+	}
+	e.mu.Unlock()
+	return found
+}
+
+// Close stops listening, closes every connection (their sends complete
+// with fi.ECANCELED), and completes what is still posted or queued with
+// fi.ECANCELED.
+func (e *endpoint) Close() error {
+	e.mu.Lock()
+	if e.state == epClosed {
+		e.mu.Unlock()
+		return nil
+	}
+	wasEnabled := e.state == epEnabled
+	e.state = epClosed
+	pep := e.pep
+	var tcps []core.Endpoint
+	for c := range e.conns {
+		c.dead = true
+		if c.tcp != nil {
+			tcps = append(tcps, c.tcp)
+		}
+	}
+	var queued []*sendItem
+	for _, p := range e.peers {
+		queued = append(queued, p.queue...)
+		p.queue = nil
+	}
+	e.txOut -= len(queued)
+	e.mu.Unlock()
+	if pep != nil {
+		pep.Close()
+	}
+	if wasEnabled {
+		close(e.done)
+	}
+	for _, t := range tcps {
+		t.Close()
+	}
+	e.wg.Wait()
+	for _, it := range queued {
+		it.free()
+		it.op.Complete(core.Completion{Flags: it.op.Kind.CQFlags(), Err: fi.ECANCELED})
+	}
+	e.mu.Lock()
+	e.rx.flush()
+	e.mu.Unlock()
+	return nil
+}
+
+// Poll drives the connections' progress on the engine's goroutine.
+func (e *endpoint) Poll() bool {
+	ps := e.pollers.Load()
+	if ps == nil {
+		return false
+	}
+	any := false
+	for _, p := range *ps {
+		if p.Poll() {
+			any = true
+		}
+	}
+	return any
+}
+
+// Park hands the connections back to their own goroutines.
+func (e *endpoint) Park() {
+	if ps := e.pollers.Load(); ps != nil {
+		for _, p := range *ps {
+			p.Park()
+		}
+	}
+}
+
+// updatePollersLocked republishes the connections that can be polled.
+func (e *endpoint) updatePollersLocked() {
+	var ps []core.Poller
+	for c := range e.conns {
+		if p, ok := c.tcp.(core.Poller); ok && !c.dead {
+			ps = append(ps, p)
+		}
+	}
+	e.pollers.Store(&ps)
+}
+
+// worker reposts the receive buffers that messages have been taken from.
+func (e *endpoint) worker() {
+	defer e.wg.Done()
+	for {
+		select {
+		case <-e.kick:
+		case <-e.done:
+			return
+		}
+		e.repost()
+	}
+}
+
+// repost posts every connection's free buffers, unless unexpected
+// messages hold too many bytes: then the connections wait (TCP
+// back-pressure) until receives take them.
+func (e *endpoint) repost() {
+	type work struct {
+		c   *conn
+		ops []*core.Op
+	}
+	var todo []work
+	e.mu.Lock()
+	if !e.rx.over() {
+		for c := range e.conns {
+			if len(c.free) > 0 && c.tcp != nil && !c.dead {
+				todo = append(todo, work{c, c.free})
+				c.free = nil
+			}
+		}
+	}
+	e.mu.Unlock()
+	for _, w := range todo {
+		for _, op := range w.ops {
+			if w.c.tcp.Post(op) != nil {
+				break // the connection is going down
+			}
+		}
+	}
+}
+
+// wake kicks the worker without blocking.
+func (e *endpoint) wake() {
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
+}
+
+// asyncError reports an error that does not end the endpoint, if core
+// listens for them. Called without mu.
+func (e *endpoint) asyncError(err error) {
+	if r, ok := e.ev.(core.AsyncErrors); ok {
+		r.AsyncError(err)
+	}
+}
+
+// canon is the form addresses are compared in: IPv4-mapped IPv6 as IPv4,
+// no zone.
+func canon(a netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(a.Addr().Unmap().WithZone(""), a.Port())
+}
+
+// fiAddr is a canonical address as an fi.Addr of its family.
+func fiAddr(a netip.AddrPort) fi.Addr {
+	f := fi.SOCKADDR_IN6
+	if a.Addr().Is4() {
+		f = fi.SOCKADDR_IN
+	}
+	return fi.Addr{Format: f, IP: a}
+}

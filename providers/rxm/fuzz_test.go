@@ -1,0 +1,47 @@
+package rxm
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/providers/rxm/wire"
+)
+
+// FuzzDecode feeds arbitrary messages to a connection's decoder and the
+// matcher: they must be refused with an error or delivered within their
+// bounds, never panic.
+func FuzzDecode(f *testing.F) {
+	eager, _ := wire.AppendHeader(nil, &wire.Header{Type: wire.CtrlEager, Op: wire.OpTagged, Size: 3, Tag: 5})
+	f.Add(append(eager, "abc"...), false, uint64(0))
+	f.Add([]byte("bare tagged"), true, uint64(7))
+	f.Add(make([]byte, 64), false, uint64(0))
+	f.Fuzz(func(t *testing.T, b []byte, tagged bool, tag uint64) {
+		c := &conn{peer: &peer{addr: netip.MustParseAddrPort("127.0.0.1:1")}}
+		comp := core.Completion{Len: uint64(len(b)), Tag: tag}
+		if tagged {
+			comp.Flags = fi.CQFlags(fi.TAGGED)
+		}
+		m, err := c.decode(b, comp)
+		if err != nil || m == nil {
+			return
+		}
+		if len(m.payload) > EagerLimit {
+			t.Fatalf("payload of %d bytes", len(m.payload))
+		}
+		mt := matcher{directed: true, limit: UnexpectedLimit}
+		mt.arrived(m)
+		kind := core.OpRecv
+		if m.tagged {
+			kind = core.OpTRecv
+		}
+		op := &core.Op{Kind: kind, Buf: make([]byte, 4), Ignore: ^uint64(0)}
+		var got core.Completion
+		op.OnComplete(func(_ *core.Op, c core.Completion) { got = c })
+		mt.post(op)
+		if got.Len > 4 || mt.bytes != 0 {
+			t.Fatalf("completion %+v, %d bytes left", got, mt.bytes)
+		}
+	})
+}

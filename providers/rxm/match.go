@@ -1,0 +1,141 @@
+package rxm
+
+import (
+	"net/netip"
+	"slices"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
+)
+
+// Matching, as libfabric's rxm does it (docs/rxm.md 5.10): two queues,
+// untagged and tagged; a message takes the first posted receive of its
+// queue that matches (tag under the receive's ignore bits; with
+// FI_DIRECTED_RECV, the receive's source address if it names one), or
+// joins the queue's unexpected list; a new receive takes the first
+// unexpected message it matches, in arrival order.
+
+// message is a received message on its way to a receive.
+type message struct {
+	tagged  bool
+	rndv    bool // a rendezvous request: the data is not here (size bytes)
+	tag     uint64
+	data    uint64     // remote CQ data
+	flags   fi.CQFlags // fi.REMOTE_CQ_DATA or 0
+	size    uint64
+	payload []byte // eager: in a receive buffer until kept as unexpected
+	src     netip.AddrPort
+}
+
+// matcher holds the posted receives and the unexpected messages, each by
+// queue (0 untagged, 1 tagged). Guarded by endpoint.mu.
+type matcher struct {
+	directed bool // FI_DIRECTED_RECV: receives may name their source
+	limit    int  // UnexpectedLimit
+	recvs    [2][]*core.Op
+	unexp    [2][]*message
+	bytes    int // payload bytes of the unexpected messages
+}
+
+func queueOf(tagged bool) int {
+	if tagged {
+		return 1
+	}
+	return 0
+}
+
+func (m *matcher) matches(op *core.Op, msg *message) bool {
+	if msg.tagged && (op.Tag|op.Ignore) != (msg.tag|op.Ignore) {
+		return false
+	}
+	if m.directed && op.Peer != (fi.Addr{}) && canon(op.Peer.IP) != msg.src {
+		return false
+	}
+	return true
+}
+
+// arrived delivers msg to the first matching receive, or keeps a copy.
+func (m *matcher) arrived(msg *message) {
+	q := queueOf(msg.tagged)
+	for i, op := range m.recvs[q] {
+		if m.matches(op, msg) {
+			m.recvs[q] = slices.Delete(m.recvs[q], i, i+1)
+			deliver(op, msg)
+			return
+		}
+	}
+	msg.payload = slices.Clone(msg.payload)
+	m.unexp[q] = append(m.unexp[q], msg)
+	m.bytes += len(msg.payload)
+}
+
+// post delivers the first unexpected message op matches, or queues op. It
+// reports whether that brought the unexpected bytes back under the limit.
+func (m *matcher) post(op *core.Op) bool {
+	q := queueOf(op.Kind == core.OpTRecv)
+	for i, msg := range m.unexp[q] {
+		if m.matches(op, msg) {
+			m.unexp[q] = slices.Delete(m.unexp[q], i, i+1)
+			was := m.over()
+			m.bytes -= len(msg.payload)
+			deliver(op, msg)
+			return was && !m.over()
+		}
+	}
+	m.recvs[q] = append(m.recvs[q], op)
+	return false
+}
+
+// posted is the number of receives waiting.
+func (m *matcher) posted() int { return len(m.recvs[0]) + len(m.recvs[1]) }
+
+// over reports whether unexpected messages hold more than the limit.
+func (m *matcher) over() bool { return m.bytes > m.limit }
+
+// cancel completes op with fi.ECANCELED if it is waiting.
+func (m *matcher) cancel(op *core.Op) bool {
+	for q := range m.recvs {
+		if i := slices.Index(m.recvs[q], op); i >= 0 {
+			m.recvs[q] = slices.Delete(m.recvs[q], i, i+1)
+			op.Complete(core.Completion{Flags: op.Kind.CQFlags(), Err: fi.ECANCELED})
+			return true
+		}
+	}
+	return false
+}
+
+// flush completes every waiting receive with fi.ECANCELED and drops the
+// unexpected messages.
+func (m *matcher) flush() {
+	for q := range m.recvs {
+		for _, op := range m.recvs[q] {
+			op.Complete(core.Completion{Flags: op.Kind.CQFlags(), Err: fi.ECANCELED})
+		}
+		m.recvs[q], m.unexp[q] = nil, nil
+	}
+	m.bytes = 0
+}
+
+// deliver completes op with msg: the payload copied into its buffer (a
+// buffer of the message's size if it has none), truncated with fi.ETRUNC
+// if longer. A rendezvous message cannot be received yet: fi.EMSGSIZE.
+func deliver(op *core.Op, msg *message) {
+	c := core.Completion{Flags: op.Kind.CQFlags() | msg.flags, Data: msg.data, Src: fiAddr(msg.src)}
+	if msg.tagged {
+		c.Tag = msg.tag
+	}
+	switch {
+	case msg.rndv:
+		c.Err, c.OLen = fi.EMSGSIZE, msg.size
+	default:
+		if op.Buf == nil {
+			op.Buf = make([]byte, len(msg.payload))
+		}
+		n := copy(op.Buf, msg.payload)
+		c.Len = uint64(n)
+		if rest := len(msg.payload) - n; rest > 0 {
+			c.Err, c.OLen = fi.ETRUNC, uint64(rest)
+		}
+	}
+	op.Complete(c)
+}

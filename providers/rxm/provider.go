@@ -1,0 +1,162 @@
+package rxm
+
+import (
+	"math"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/providers/rxm/wire"
+)
+
+// Attribute values of the FI_EP_RDM entries. Where fabricfs behaves as
+// libfabric 1.17's rxm over tcp does, they are what `fi_info -v -p tcp -t
+// FI_EP_RDM` prints.
+const (
+	ProvName        = "tcp;ofi_rxm"   // fabric_attr.prov_name of a layering over tcp
+	EagerLimit      = wire.EagerLimit // the largest message sent: rendezvous is not implemented yet
+	InjectSize      = 64              // tx_attr.inject_size: tcp's 128 minus the 64-byte rxm header
+	DefaultTxSize   = 2048            // tx_attr.size
+	DefaultRxSize   = 2048            // rx_attr.size
+	ProtocolVersion = 1               // ep_attr.protocol_version of FI_PROTO_RXM
+	MemTagFormat    = 0xaaaaaaaaaaaaaaaa
+)
+
+// Capabilities implemented. FI_SOURCE and FI_DIRECTED_RECV are secondary
+// and primary receive modifiers; fi_getinfo returns FI_SOURCE only when asked.
+const (
+	rdmCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV
+	txCaps  = fi.MSG | fi.TAGGED | fi.SEND
+	rxCaps  = fi.MSG | fi.TAGGED | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV
+)
+
+// provider layers FI_EP_RDM over a provider of FI_EP_MSG endpoints.
+type provider struct {
+	inner core.Provider
+}
+
+var _ core.Provider = (*provider)(nil)
+
+// Wrap returns p with FI_EP_RDM added: the same name and domains, p's
+// fi_info entries followed by one FI_EP_RDM entry per FI_EP_MSG entry of
+// p, and endpoints of that type made by this package over p's MSG
+// endpoints. Everything else goes to p.
+func Wrap(p core.Provider) core.Provider { return &provider{inner: p} }
+
+// Name is the wrapped provider's name: the tree shows the RDM endpoints in
+// its domains, as libfabric shows "tcp;ofi_rxm" under -p tcp.
+func (p *provider) Name() string { return p.inner.Name() }
+
+// Infos returns p's entries, then the FI_EP_RDM ones.
+func (p *provider) Infos() []*fi.Info {
+	infos := p.inner.Infos()
+	out := infos
+	for _, in := range infos {
+		if in.EPAttr != nil && in.EPAttr.Type == fi.EP_MSG {
+			out = append(out, rdmInfo(in))
+		}
+	}
+	return out
+}
+
+// rdmInfo is the FI_EP_RDM entry layered over the FI_EP_MSG entry msg.
+func rdmInfo(msg *fi.Info) *fi.Info {
+	in := msg.Clone()
+	in.Caps = rdmCaps | msg.Caps&(fi.LOCAL_COMM|fi.REMOTE_COMM)
+	in.Mode = 0
+	in.TxAttr = &fi.TxAttr{
+		Caps:       txCaps,
+		MsgOrder:   msg.TxAttr.MsgOrder,
+		CompOrder:  fi.ORDER_NONE,
+		InjectSize: InjectSize,
+		Size:       DefaultTxSize,
+		IovLimit:   1,
+	}
+	in.RxAttr = &fi.RxAttr{
+		Caps:      rxCaps,
+		MsgOrder:  msg.RxAttr.MsgOrder,
+		CompOrder: fi.ORDER_NONE,
+		Size:      DefaultRxSize,
+		IovLimit:  1,
+	}
+	in.EPAttr = &fi.EPAttr{
+		Type:            fi.EP_RDM,
+		Protocol:        fi.PROTO_RXM,
+		ProtocolVersion: ProtocolVersion,
+		MaxMsgSize:      EagerLimit,
+		MaxOrderRAWSize: math.MaxUint64,
+		MaxOrderWAWSize: math.MaxUint64,
+		MemTagFormat:    MemTagFormat,
+		TxCtxCnt:        1,
+		RxCtxCnt:        1,
+	}
+	in.FabricAttr.ProvName = ProvName
+	return in
+}
+
+// OpenDomain opens p's domain and wraps it.
+func (p *provider) OpenDomain(name string) (core.ProviderDomain, error) {
+	d, err := p.inner.OpenDomain(name)
+	if err != nil {
+		return nil, err
+	}
+	return &domain{prov: p, inner: d, name: name}, nil
+}
+
+// domain is an opened domain of the wrapped provider.
+type domain struct {
+	prov  *provider
+	inner core.ProviderDomain
+	name  string
+}
+
+// NewEndpoint makes FI_EP_RDM endpoints here and passes every other type
+// to the wrapped provider.
+func (d *domain) NewEndpoint(info *fi.Info, req core.ConnReq, ev core.EndpointEvents) (core.Endpoint, error) {
+	if info == nil || info.EPAttr == nil || info.EPAttr.Type != fi.EP_RDM {
+		return d.inner.NewEndpoint(info, req, ev)
+	}
+	if req != nil {
+		return nil, core.Errorf(fi.EINVAL, "rxm: an FI_EP_RDM endpoint is not made from a connection request")
+	}
+	return newEndpoint(d, info, ev)
+}
+
+// NewPassiveEndpoint is the wrapped provider's: FI_EP_RDM has none.
+func (d *domain) NewPassiveEndpoint(info *fi.Info, ev core.PassiveEvents) (core.PassiveEndpoint, error) {
+	if info != nil && info.EPAttr != nil && info.EPAttr.Type == fi.EP_RDM {
+		return nil, core.Errorf(fi.EOPNOTSUPP, "rxm: FI_EP_RDM has no passive endpoints")
+	}
+	return d.inner.NewPassiveEndpoint(info, ev)
+}
+
+// Close closes the wrapped domain.
+func (d *domain) Close() error { return d.inner.Close() }
+
+// msgInfo is the fi_info of the MSG endpoints under an RDM endpoint of
+// rdm: the wrapped provider's FI_EP_MSG entry of the same domain and
+// address, asking for FI_TAGGED (the tcp provider then takes rxm's bare
+// tagged messages), with the RDM endpoint's source address and queues
+// large enough for all its sends.
+func (d *domain) msgInfo(rdm *fi.Info) (*fi.Info, error) {
+	var best *fi.Info
+	for _, in := range d.prov.inner.Infos() {
+		if in.EPAttr == nil || in.EPAttr.Type != fi.EP_MSG || in.DomainAttr.Name != d.name || in.AddrFormat != rdm.AddrFormat {
+			continue
+		}
+		if best == nil || (in.SrcAddr != nil && rdm.SrcAddr != nil && in.SrcAddr.IP.Addr() == rdm.SrcAddr.IP.Addr()) {
+			best = in
+		}
+	}
+	if best == nil {
+		return nil, core.Errorf(fi.ENODATA, "rxm: domain %s has no FI_EP_MSG endpoint for %v", d.name, rdm.AddrFormat)
+	}
+	in := best.Clone()
+	in.Caps |= fi.TAGGED
+	if rdm.SrcAddr != nil {
+		src := *rdm.SrcAddr
+		in.SrcAddr = &src
+	}
+	in.TxAttr.Size = rdm.TxAttr.Size + ctrlSends
+	in.RxAttr.Size = bufsPerConn
+	return in, nil
+}

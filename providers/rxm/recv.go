@@ -1,0 +1,132 @@
+package rxm
+
+import (
+	"fmt"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/providers/rxm/wire"
+)
+
+// Receiving. Each connection keeps bufsPerConn receives of bufSize bytes
+// posted on its endpoint of the wrapped provider; every message lands in
+// one whole, is decoded here, and goes to the matcher, which copies it into
+// the application's receive or keeps a copy as unexpected. The buffer is
+// then reposted by the endpoint's worker, repostBatch at a time (a
+// completion must not call back into the endpoint that completes it).
+//
+// A message longer than bufSize (the tcp layer truncates it), a header
+// that does not decode, a conn_id other than the index we announced to
+// that peer, or a type fabricfs does not implement ends that connection,
+// with the reason in the endpoint's err file.
+
+// newBufs makes c's receive buffers.
+func (c *conn) newBufs() []*core.Op {
+	ops := make([]*core.Op, bufsPerConn)
+	for i := range ops {
+		op := &core.Op{Kind: core.OpRecv, Buf: make([]byte, bufSize)}
+		op.OnComplete(c.received)
+		ops[i] = op
+	}
+	return ops
+}
+
+// received handles one message of c, in the buffer of op.
+func (c *conn) received(op *core.Op, comp core.Completion) {
+	e := c.ep
+	switch comp.Err {
+	case 0:
+	case fi.ECANCELED:
+		return // the connection is going down
+	case fi.ETRUNC:
+		e.protocolError(c, fmt.Errorf("a message of %d bytes, more than an eager message", comp.Len+comp.OLen))
+		return
+	default:
+		return // the connection reports its own end
+	}
+	m, err := c.decode(op.Buf[:comp.Len], comp)
+	if err != nil {
+		e.protocolError(c, err)
+		return
+	}
+	e.mu.Lock()
+	if m != nil {
+		e.rx.arrived(m)
+	}
+	c.free = append(c.free, op)
+	kick := len(c.free) >= repostBatch
+	e.mu.Unlock()
+	if kick {
+		e.wake()
+	}
+	if m != nil && m.rndv {
+		e.protocolError(c, fmt.Errorf("a rendezvous message of %d bytes: messages above %d bytes are not implemented yet", m.size, EagerLimit))
+	}
+}
+
+// decode reads one message: a bare tagged message (the tcp layer reports
+// its tag), or an rxm header and what follows. It returns nil for a
+// message with nothing to deliver (credits).
+func (c *conn) decode(b []byte, comp core.Completion) (*message, error) {
+	m := &message{src: c.peer.addr}
+	if comp.Flags&fi.CQFlags(fi.TAGGED) != 0 {
+		if len(b) > EagerLimit {
+			return nil, fmt.Errorf("a tagged message of %d bytes, more than %d", len(b), EagerLimit)
+		}
+		m.tagged, m.tag, m.payload = true, comp.Tag, b
+		if comp.Flags&fi.CQFlags(fi.REMOTE_CQ_DATA) != 0 {
+			m.flags, m.data = fi.CQFlags(fi.REMOTE_CQ_DATA), comp.Data
+		}
+		return m, nil
+	}
+	var h wire.Header
+	if err := h.Decode(b); err != nil {
+		return nil, err
+	}
+	body, err := h.BodyLen(uint64(len(b)))
+	if err != nil {
+		return nil, err
+	}
+	if h.Type == wire.CtrlCredit {
+		return nil, nil // flow control is off over tcp; libfabric ignores them too
+	}
+	if h.ConnID != uint64(c.peer.index) {
+		return nil, fmt.Errorf("%s message with conn_id %d; we announced %d", h.Type, h.ConnID, c.peer.index)
+	}
+	switch h.Type {
+	case wire.CtrlEager:
+		m.payload = b[wire.HeaderSize:][:body]
+	case wire.CtrlRndvReq:
+		m.rndv, m.size = true, h.Size
+	default:
+		return nil, fmt.Errorf("%s messages are not implemented", h.Type)
+	}
+	if h.Op == wire.OpTagged {
+		m.tagged, m.tag = true, h.Tag
+	}
+	if h.Flags&wire.FlagRemoteCQData != 0 {
+		m.flags, m.data = fi.CQFlags(fi.REMOTE_CQ_DATA), h.Data
+	}
+	return m, nil
+}
+
+// postRecv posts an application receive: it takes the first unexpected
+// message it matches, or waits in the receive queue.
+func (e *endpoint) postRecv(op *core.Op) error {
+	e.mu.Lock()
+	var err error
+	wake := false
+	switch {
+	case e.state != epEnabled:
+		err = core.Errorf(fi.EOPBADSTATE, "rxm: recv: endpoint is not enabled")
+	case e.rx.posted() >= e.rxSize:
+		err = fi.EAGAIN
+	default:
+		wake = e.rx.post(op)
+	}
+	e.mu.Unlock()
+	if wake {
+		e.wake()
+	}
+	return err
+}

@@ -1,0 +1,153 @@
+package rxm
+
+import (
+	"sync"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/providers/rxm/wire"
+)
+
+// Sending. Every message, tagged or not, is an rxm eager message: the
+// 64-byte rxm header (op msg or tagged, the tag, remote CQ data) and the
+// payload, in one tcp message (docs/rxm.md 5.1, 5.2: the header form of
+// tagged messages is the one every 1.17 peer takes). The payload is copied
+// behind the header at Post, so every send is also an inject.
+//
+// Messages above EagerLimit need the read rendezvous (5.5): a rendezvous
+// request naming a registered buffer, which the peer reads with RMA. Until
+// the tcp endpoints offer RMA read and registration, Post refuses them with
+// fi.EMSGSIZE. The place for it is postSend: register, queue a sendItem
+// whose message is the request, and complete on the read-done.
+
+// sendItem is one application send: its message (header and payload) and
+// the operation of the wrapped provider that carries it.
+type sendItem struct {
+	op  *core.Op // the application's
+	hdr wire.Header
+	buf *[]byte // pooled: the header's room, then the payload
+	msg core.Op // posted to the connection
+}
+
+var bufPool = sync.Pool{New: func() any {
+	b := make([]byte, wire.HeaderSize+EagerLimit)
+	return &b
+}}
+
+// free returns the item's buffer.
+func (it *sendItem) free() {
+	if it.buf != nil {
+		bufPool.Put(it.buf)
+		it.buf = nil
+	}
+}
+
+func (e *endpoint) postSend(op *core.Op) error {
+	n := len(op.Buf)
+	switch {
+	case n > EagerLimit:
+		return core.Errorf(fi.EMSGSIZE, "rxm: a message of %d bytes; above %d bytes messages need the rendezvous protocol, which is not implemented yet", n, EagerLimit)
+	case op.Flags&fi.INJECT != 0 && n > InjectSize:
+		return core.Errorf(fi.EINVAL, "rxm: inject of %d bytes; inject_size is %d", n, InjectSize)
+	case !op.Peer.IP.Addr().IsValid() || op.Peer.IP.Port() == 0:
+		return core.Errorf(fi.EINVAL, "rxm: send without a destination address")
+	}
+	it := &sendItem{op: op, buf: bufPool.Get().(*[]byte)}
+	wop := wire.OpMsg
+	if op.Kind == core.OpTSend {
+		wop = wire.OpTagged
+	}
+	var flags wire.Flags
+	if op.Flags&fi.OpFlags(fi.REMOTE_CQ_DATA) != 0 {
+		flags = wire.FlagRemoteCQData
+	}
+	it.hdr = wire.Eager(0, wop, uint64(n), flags, op.Data, op.Tag)
+	copy((*it.buf)[wire.HeaderSize:], op.Buf)
+	it.msg = core.Op{Kind: core.OpSend, Buf: (*it.buf)[:wire.HeaderSize+n]}
+	it.msg.OnComplete(func(_ *core.Op, c core.Completion) { e.sendDone(it, c) })
+
+	addr := canon(op.Peer.IP)
+	e.mu.Lock()
+	var err error
+	var p *peer
+	switch {
+	case e.state != epEnabled:
+		err = core.Errorf(fi.EOPBADSTATE, "rxm: send: endpoint is not enabled")
+	case e.txOut >= e.txSize:
+		err = fi.EAGAIN
+	default:
+		p, err = e.peerLocked(addr)
+	}
+	if err != nil {
+		e.mu.Unlock()
+		it.free()
+		return err
+	}
+	e.txOut++
+	p.queue = append(p.queue, it)
+	if p.state == pIdle {
+		e.connectLocked(p)
+	}
+	up := p.state == pConnected
+	e.mu.Unlock()
+	if up {
+		e.flush(p)
+	}
+	return nil
+}
+
+// flush posts p's queued sends to its connection, in order. One goroutine
+// at a time does it for a peer; sends queued meanwhile are taken by it.
+func (e *endpoint) flush(p *peer) {
+	e.mu.Lock()
+	if p.flushing {
+		e.mu.Unlock()
+		return
+	}
+	p.flushing = true
+	for len(p.queue) > 0 && p.state == pConnected {
+		items, c := p.queue, p.conn
+		p.queue = nil
+		e.mu.Unlock()
+		for i, it := range items {
+			it.hdr.ConnID = uint64(c.remoteIndex)
+			err := it.hdr.Encode(*it.buf)
+			if err == nil {
+				err = c.tcp.Post(&it.msg)
+			}
+			if err != nil {
+				e.mu.Lock()
+				e.txOut -= len(items) - i
+				e.mu.Unlock()
+				for _, rest := range items[i:] {
+					e.sendFailed(rest, core.Code(err))
+				}
+				break
+			}
+		}
+		e.mu.Lock()
+	}
+	p.flushing = false
+	e.mu.Unlock()
+}
+
+// sendDone completes an application send when the connection has written
+// its message (or failed to).
+func (e *endpoint) sendDone(it *sendItem, c core.Completion) {
+	e.mu.Lock()
+	e.txOut--
+	e.mu.Unlock()
+	it.free()
+	comp := core.Completion{Flags: it.op.Kind.CQFlags(), Len: uint64(len(it.op.Buf))}
+	if c.Err != 0 {
+		comp = core.Completion{Flags: it.op.Kind.CQFlags(), Err: c.Err, ProvErrno: c.ProvErrno}
+	}
+	it.op.Complete(comp)
+}
+
+// sendFailed completes an application send that never went out; the
+// caller has taken it off txOut.
+func (e *endpoint) sendFailed(it *sendItem, code fi.Errno) {
+	it.free()
+	it.op.Complete(core.Completion{Flags: it.op.Kind.CQFlags(), Err: code})
+}

@@ -1,0 +1,253 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/ring"
+	"github.com/fabricfs/fabricfs/fs/client"
+)
+
+// FI_EP_RDM through the mounted tree: tcp;ofi_rxm endpoints made by
+// writing attr/type, addressed through AVs, driven from sh and through the
+// rings.
+
+// TestRDMShellSession runs testdata/rdm_session.sh.
+func TestRDMShellSession(t *testing.T) {
+	d := mount(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "testdata/rdm_session.sh")
+	cmd.Env = append(os.Environ(), "FABRIC="+d.mnt)
+	out, err := cmd.CombinedOutput()
+	t.Logf("rdm_session.sh:\n%s", out)
+	if err != nil {
+		t.Fatalf("rdm_session.sh: %v", err)
+	}
+}
+
+// rdmNode is one RDM endpoint made through the tree, with its own AV, CQ
+// and memory region.
+type rdmNode struct {
+	ep   *client.EP
+	av   *client.AV
+	cq   *client.CQ
+	mr   *client.MR
+	addr string
+}
+
+func newRDMNode(t *testing.T, dom *client.Domain) *rdmNode {
+	t.Helper()
+	n := &rdmNode{}
+	var err error
+	if n.av, err = dom.NewAV(); err != nil {
+		t.Fatal(err)
+	}
+	if n.cq, err = dom.NewCQ(4096); err != nil {
+		t.Fatal(err)
+	}
+	if n.ep, err = dom.NewRDM(n.av, n.cq); err != nil {
+		t.Fatal(err)
+	}
+	if n.mr, err = dom.NewMR(1<<20, "FI_SEND,FI_RECV"); err != nil {
+		t.Fatal(err)
+	}
+	if n.addr, err = n.ep.Local(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, c := range []interface{ Close() error }{n.mr, n.ep, n.cq, n.av} {
+			c.Close()
+		}
+	})
+	return n
+}
+
+// insert puts o's address into n's AV.
+func (n *rdmNode) insert(t *testing.T, o *rdmNode) uint64 {
+	t.Helper()
+	a, err := n.av.Insert(o.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func (n *rdmNode) post(t *testing.T, w ring.WR) {
+	t.Helper()
+	for {
+		err := n.ep.Post(n.mr, w)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, syscall.EAGAIN) {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// next takes one completion.
+func (n *rdmNode) next(t *testing.T) ring.CQE {
+	t.Helper()
+	for {
+		if c := n.cq.Poll(1); len(c) == 1 {
+			return c[0]
+		}
+		if err := n.cq.Wait(10 * time.Second); err != nil {
+			t.Fatalf("%s: no completion: %v (ep err: %s)", n.ep.Name(), err, n.ep.Err())
+		}
+	}
+}
+
+// recvDone takes completions until a receive's, skipping successful sends.
+func (n *rdmNode) recvDone(t *testing.T) ring.CQE {
+	t.Helper()
+	for {
+		c := n.next(t)
+		if c.Flags&uint64(fi.RECV) != 0 || c.Err != 0 {
+			return c
+		}
+	}
+}
+
+const anyAddr = uint64(fi.ADDR_UNSPEC)
+
+// TestRDMRings moves untagged and tagged messages between RDM endpoints
+// through the rings: sends go to AV fi_addrs, receives report their source
+// through the receiver's AV (FI_SOURCE), a directed receive (its addr)
+// takes only its source's messages, a sender the receiver does not know is
+// FI_ADDR_NOTAVAIL, and a message above the eager limit fails with
+// EMSGSIZE.
+func TestRDMRings(t *testing.T) {
+	d := mount(t)
+	tree, err := client.Open(d.mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dom := tree.Domain("tcp", "lo")
+	a, b, c := newRDMNode(t, dom), newRDMNode(t, dom), newRDMNode(t, dom)
+	bInA := a.insert(t, b)
+	aInB, cInB := b.insert(t, a), b.insert(t, c)
+	bInC := c.insert(t, b)
+
+	// a -> b, untagged then tagged, with remote CQ data on the tagged one.
+	copy(a.mr.Mem(), "untagged message")
+	copy(a.mr.Mem()[100:], "tagged message")
+	b.post(t, ring.WR{Op: ring.OpRecv, Context: 1, Offset: 0, Len: 64, Addr: anyAddr})
+	b.post(t, ring.WR{Op: ring.OpTRecv, Context: 2, Offset: 64, Len: 64, Tag: 0x1200, Ignore: 0xff, Addr: anyAddr})
+	a.post(t, ring.WR{Op: ring.OpSend, Context: 3, Offset: 0, Len: 16, Addr: bInA})
+	a.post(t, ring.WR{Op: ring.OpTSend, Flags: uint64(fi.REMOTE_CQ_DATA), Context: 4, Offset: 100, Len: 14, Addr: bInA, Tag: 0x1234, Data: 77})
+	for _, want := range []struct {
+		ctx   uint64
+		flags fi.Caps
+		body  string
+		tag   uint64
+	}{{1, fi.RECV | fi.MSG, "untagged message", 0}, {2, fi.RECV | fi.TAGGED, "tagged message", 0x1234}} {
+		e := b.recvDone(t)
+		got := string(b.mr.Mem()[e.Buf:][:e.Len])
+		if e.Err != 0 || e.Context != want.ctx || e.Flags&^uint64(fi.REMOTE_CQ_DATA) != uint64(want.flags) || got != want.body || e.Tag != want.tag || e.SrcAddr != aInB {
+			t.Fatalf("receive %d: %+v %q", want.ctx, e, got)
+		}
+		if want.ctx == 2 && (e.Data != 77 || e.Flags&uint64(fi.REMOTE_CQ_DATA) == 0) {
+			t.Fatalf("remote CQ data: %+v", e)
+		}
+	}
+	for range 2 {
+		if e := a.next(t); e.Err != 0 || e.Flags&uint64(fi.SEND) == 0 {
+			t.Fatalf("send completion %+v", e)
+		}
+	}
+
+	// A receive directed to c (FI_DIRECTED_RECV) waits for c's message
+	// although a's arrives first; then a receive from anyone takes a's.
+	b.post(t, ring.WR{Op: ring.OpRecv, Context: 5, Offset: 0, Len: 64, Addr: cInB})
+	copy(a.mr.Mem()[200:], "from a")
+	copy(c.mr.Mem()[200:], "from c")
+	a.post(t, ring.WR{Op: ring.OpSend, Context: 6, Offset: 200, Len: 6, Addr: bInA})
+	a.next(t)
+	time.Sleep(20 * time.Millisecond)
+	c.post(t, ring.WR{Op: ring.OpSend, Context: 7, Offset: 200, Len: 6, Addr: bInC})
+	if e := b.recvDone(t); e.Context != 5 || string(b.mr.Mem()[:e.Len]) != "from c" || e.SrcAddr != cInB {
+		t.Fatalf("directed receive: %+v %q", e, b.mr.Mem()[:e.Len])
+	}
+	b.post(t, ring.WR{Op: ring.OpRecv, Context: 8, Offset: 0, Len: 64, Addr: anyAddr})
+	if e := b.recvDone(t); e.Context != 8 || string(b.mr.Mem()[:e.Len]) != "from a" || e.SrcAddr != aInB {
+		t.Fatalf("receive from anyone: %+v %q", e, b.mr.Mem()[:e.Len])
+	}
+
+	// c is not in a's AV: its message's source is FI_ADDR_NOTAVAIL.
+	aInC := c.insert(t, a)
+	a.post(t, ring.WR{Op: ring.OpRecv, Context: 9, Offset: 0, Len: 64, Addr: anyAddr})
+	c.post(t, ring.WR{Op: ring.OpSend, Context: 10, Offset: 200, Len: 6, Addr: aInC})
+	if e := a.recvDone(t); e.Context != 9 || e.SrcAddr != uint64(fi.ADDR_NOTAVAIL) {
+		t.Fatalf("receive from a stranger: %+v", e)
+	}
+
+	// Above the eager limit: EMSGSIZE, for now.
+	a.post(t, ring.WR{Op: ring.OpSend, Context: 11, Offset: 0, Len: 16385, Addr: bInA})
+	if e := a.next(t); e.Context != 11 || e.Err != -int32(fi.EMSGSIZE) {
+		t.Fatalf("send of 16385 bytes: %+v", e)
+	}
+}
+
+// TestRDMRingStream streams 2000 tagged messages of mixed sizes up to the
+// eager limit from one RDM endpoint to another through the rings and
+// checks each arrives once, in order, with its tag and content.
+func TestRDMRingStream(t *testing.T) {
+	d := mount(t)
+	tree, err := client.Open(d.mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dom := tree.Domain("tcp", "lo")
+	a, b := newRDMNode(t, dom), newRDMNode(t, dom)
+	dst := a.insert(t, b)
+	const n, window, slot = 2000, 32, 16384
+	size := func(i int) int { return []int{0, 1, 64, 1000, 4096, 16384, 9000}[i%7] }
+	fill := func(buf []byte, i int) {
+		for k := range buf {
+			buf[k] = byte(i + k*13)
+		}
+	}
+	var sent, sendDone, posted, got int
+	deadline := time.Now().Add(2 * time.Minute)
+	for got < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("stuck: sent %d, done %d, posted %d, received %d", sent, sendDone, posted, got)
+		}
+		for ; posted < n && posted-got < window; posted++ {
+			b.post(t, ring.WR{Op: ring.OpTRecv, Context: uint64(posted), Offset: uint64(posted%window) * slot, Len: slot, Ignore: ^uint64(0), Addr: anyAddr})
+		}
+		for ; sent < n && sent-sendDone < window; sent++ {
+			off := uint64(sent%window) * slot
+			fill(a.mr.Mem()[off:][:size(sent)], sent)
+			a.post(t, ring.WR{Op: ring.OpTSend, Context: uint64(sent), Offset: off, Len: uint64(size(sent)), Addr: dst, Tag: uint64(sent)})
+		}
+		for _, e := range a.cq.Poll(64) {
+			if e.Err != 0 {
+				t.Fatalf("send %d: %+v", e.Context, e)
+			}
+			sendDone++
+		}
+		recvd := b.cq.Poll(64)
+		if len(recvd) == 0 {
+			b.cq.Wait(10 * time.Millisecond)
+		}
+		for _, e := range recvd {
+			want := make([]byte, size(got))
+			fill(want, got)
+			if e.Err != 0 || e.Context != uint64(got) || e.Tag != uint64(got) || !bytes.Equal(b.mr.Mem()[e.Buf:][:e.Len], want) {
+				t.Fatalf("message %d: %+v", got, e)
+			}
+			got++
+		}
+	}
+}

@@ -1,0 +1,61 @@
+#!/bin/sh
+# FI_EP_RDM driven with nothing but sh, cat and echo: two endpoints, an AV
+# each, messages through the data files (ctl "dest FIADDR" says where
+# writes go). $FABRIC is the mount point. Exits non-zero on failure.
+set -eu
+D=$FABRIC/tcp/lo
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect() { # expect TEXT PATTERN WHAT
+	case "$1" in *$2*) ;; *) fail "$3: want $2 in: $1" ;; esac
+}
+
+echo "== /info offers tcp;ofi_rxm"
+expect "$(cat $D/info)" "prov_name: tcp;ofi_rxm" "lo info"
+
+echo "== two RDM endpoints"
+mkdir $D/cq/c $D/av/va $D/av/vb $D/ep/a $D/ep/b
+for e in a b; do
+	echo FI_EP_RDM > $D/ep/$e/attr/type
+	[ "$(cat $D/ep/$e/attr/type)" = FI_EP_RDM ] || fail "ep $e type $(cat $D/ep/$e/attr/type)"
+	expect "$(cat $D/ep/$e/attr/protocol)" FI_PROTO_RXM "ep $e protocol"
+	echo bind cq c send,recv > $D/ep/$e/ctl
+done
+if echo enable > $D/ep/a/ctl 2>/dev/null; then fail "enable without an av succeeded"; fi
+expect "$(cat $D/ep/a/err)" "no av bound" "ep a err"
+echo bind av va > $D/ep/a/ctl
+echo bind av vb > $D/ep/b/ctl
+echo enable > $D/ep/a/ctl
+echo enable > $D/ep/b/ctl
+if echo FI_EP_MSG > $D/ep/a/attr/type 2>/dev/null; then fail "type changed after enable"; fi
+A=$(cat $D/ep/a/local)
+B=$(cat $D/ep/b/local)
+echo "a is $A, b is $B"
+expect "$(cat $D/ep/a/status)" "rdm enabled" "ep a status"
+
+echo "== no connections of their own"
+if echo connect $B > $D/ep/a/ctl 2>/dev/null; then fail "connect on an RDM endpoint succeeded"; fi
+expect "$(cat $D/ep/a/err)" "FI_EP_MSG" "ep a err"
+if echo x > $D/ep/a/data 2>/dev/null; then fail "data write without dest succeeded"; fi
+expect "$(cat $D/ep/a/err)" "dest FIADDR" "ep a err"
+
+echo "== each inserts the other and sends to it"
+echo insert $B > $D/av/va/ctl
+echo insert $A > $D/av/vb/ctl
+expect "$(cat $D/av/va/addrs)" "0 $B" "av va"
+echo dest 0 > $D/ep/a/ctl
+echo dest 0 > $D/ep/b/ctl
+expect "$(cat $D/ep/a/status)" "remote=fi_addr:0" "ep a status"
+echo hello > $D/ep/a/data
+msg=$(cat $D/ep/b/data)
+[ "$msg" = hello ] || fail "ep b received '$msg'"
+echo world > $D/ep/b/data
+msg=$(cat $D/ep/a/data)
+[ "$msg" = world ] || fail "ep a received '$msg'"
+cq=$(cat $D/cq/c/events)
+expect "$cq" "flags=FI_SEND|FI_MSG len=6" "cq"
+expect "$cq" "flags=FI_RECV|FI_MSG len=6 buf=0x0 data=0x0 tag=0x0 src=0" "cq (FI_SOURCE through the av)"
+
+echo "== everything is removed"
+rmdir $D/ep/a $D/ep/b $D/av/va $D/av/vb $D/cq/c
+echo "== done"
