@@ -66,6 +66,22 @@ func startC(t *testing.T, bin string, args ...string) (*exec.Cmd, *bufio.Reader,
 	return cmd, br, exit
 }
 
+// startCServer runs the C peer in a listening mode and returns the port it
+// prints.
+func startCServer(t *testing.T, bin, mode string) (int, chan error) {
+	t.Helper()
+	_, out, exit := startC(t, bin, mode)
+	line, err := out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("C %s: %v; %v", mode, err, <-exit)
+	}
+	var port int
+	if _, err := fmt.Sscanf(line, "port %d", &port); err != nil {
+		t.Fatalf("C %s said %q", mode, line)
+	}
+	return port, exit
+}
+
 func waitExit(t *testing.T, exit chan error) {
 	t.Helper()
 	select {
@@ -94,15 +110,7 @@ func TestInterop(t *testing.T) {
 // the C side does fi_writedata, fi_writemsg with FI_DELIVERY_COMPLETE and
 // fi_read against memory fabricfs exposes, and fi_senddata.
 func interopRMA(t *testing.T, bin string) {
-	_, out, exit := startC(t, bin, "rma")
-	line, err := out.ReadString('\n')
-	if err != nil {
-		t.Fatalf("C rma: %v; %v", err, <-exit)
-	}
-	var port int
-	if _, err := fmt.Sscanf(line, "port %d", &port); err != nil {
-		t.Fatalf("C rma said %q", line)
-	}
+	port, exit := startCServer(t, bin, "rma")
 	d, info := loDomain()
 	cli := dial(t, d, info, addrOf(fmt.Sprintf("127.0.0.1:%d", port)), nil)
 	defer cli.ep.Close()
@@ -213,15 +221,7 @@ func interopCClient(t *testing.T, bin string) {
 
 // interopCServer: fabricfs connects to the C program's passive endpoint.
 func interopCServer(t *testing.T, bin string) {
-	_, out, exit := startC(t, bin, "server")
-	line, err := out.ReadString('\n')
-	if err != nil {
-		t.Fatalf("C server: %v; %v", err, <-exit)
-	}
-	var port int
-	if _, err := fmt.Sscanf(line, "port %d", &port); err != nil {
-		t.Fatalf("C server said %q", line)
-	}
+	port, exit := startCServer(t, bin, "server")
 	d, info := loDomain()
 	cli := dial(t, d, info, addrOf(fmt.Sprintf("127.0.0.1:%d", port)), []byte("hello from Go"))
 	defer cli.ep.Close()

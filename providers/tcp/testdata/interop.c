@@ -151,6 +151,25 @@ static void check_recv(struct fi_cq_data_entry *c, const char *buf, const char *
 	}
 }
 
+/* listen_print listens on 127.0.0.1 with a free port and prints "port N". */
+static void listen_print(void)
+{
+	struct fi_info *info;
+	struct fi_eq_attr eq_attr = {.wait_obj = FI_WAIT_UNSPEC};
+	struct sockaddr_in addr;
+	size_t addrlen = sizeof addr;
+
+	CHECK(fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", "0", FI_SOURCE, hints(), &info));
+	CHECK(fi_fabric(info->fabric_attr, &fabric, NULL));
+	CHECK(fi_eq_open(fabric, &eq_attr, &eq, NULL));
+	CHECK(fi_passive_ep(fabric, info, &pep, NULL));
+	CHECK(fi_pep_bind(pep, &eq->fid, 0));
+	CHECK(fi_listen(pep));
+	CHECK(fi_getname(&pep->fid, &addr, &addrlen));
+	printf("port %d\n", ntohs(addr.sin_port));
+	fflush(stdout);
+}
+
 static int client(const char *host, const char *port)
 {
 	struct fi_info *info;
@@ -177,22 +196,11 @@ static int client(const char *host, const char *port)
 
 static int server(void)
 {
-	struct fi_info *info, *req;
-	struct fi_eq_attr eq_attr = {.wait_obj = FI_WAIT_UNSPEC};
-	struct sockaddr_in addr;
-	size_t addrlen = sizeof addr;
+	struct fi_info *req;
 	static char rbuf[64], data[256];
 	struct fi_cq_data_entry c;
 
-	CHECK(fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", "0", FI_SOURCE, hints(), &info));
-	CHECK(fi_fabric(info->fabric_attr, &fabric, NULL));
-	CHECK(fi_eq_open(fabric, &eq_attr, &eq, NULL));
-	CHECK(fi_passive_ep(fabric, info, &pep, NULL));
-	CHECK(fi_pep_bind(pep, &eq->fid, 0));
-	CHECK(fi_listen(pep));
-	CHECK(fi_getname(&pep->fid, &addr, &addrlen));
-	printf("port %d\n", ntohs(addr.sin_port));
-	fflush(stdout);
+	listen_print();
 
 	size_t n = wait_cm(FI_CONNREQ, &req, data);
 	if (n != 13 || memcmp(data, "hello from Go", 13) != 0)
@@ -250,25 +258,14 @@ static void wait_tx(int n)
 
 static int rma(void)
 {
-	struct fi_info *info, *req;
-	struct fi_eq_attr eq_attr = {.wait_obj = FI_WAIT_UNSPEC};
-	struct sockaddr_in addr;
-	size_t addrlen = sizeof addr;
+	struct fi_info *req;
 	static char rbuf[64], target[4096], wbuf[64], dcbuf[8], rdbuf[8];
 	struct fid_mr *mr;
 	struct fi_cq_data_entry c;
 
 	for (int i = 0; i < (int)sizeof target; i++)
 		target[i] = 'a' + i % 26;
-	CHECK(fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", "0", FI_SOURCE, hints(), &info));
-	CHECK(fi_fabric(info->fabric_attr, &fabric, NULL));
-	CHECK(fi_eq_open(fabric, &eq_attr, &eq, NULL));
-	CHECK(fi_passive_ep(fabric, info, &pep, NULL));
-	CHECK(fi_pep_bind(pep, &eq->fid, 0));
-	CHECK(fi_listen(pep));
-	CHECK(fi_getname(&pep->fid, &addr, &addrlen));
-	printf("port %d\n", ntohs(addr.sin_port));
-	fflush(stdout);
+	listen_print();
 	wait_cm(FI_CONNREQ, &req, NULL);
 	open_ep(req);
 	CHECK(fi_mr_reg(domain, target, sizeof target, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0xC0DE, 0, &mr, NULL));
