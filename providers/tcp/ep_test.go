@@ -428,3 +428,66 @@ func TestAckBeforeShutdown(t *testing.T) {
 		p.cli.ev.waitShutdown(t)
 	}
 }
+
+// TestPostFromCompletion reposts each receive and answers each message from
+// inside the completion callbacks, as a layered provider does: nothing
+// deadlocks and every message arrives in order.
+func TestPostFromCompletion(t *testing.T) {
+	p := connect(t)
+	const count = 2000
+	got := make(chan int, count)
+	sent := make(chan struct{}, count)
+	srv := p.srv.ep
+	repost := func(op *core.Op, c core.Completion) {
+		if op.Kind != core.OpRecv {
+			if c.Err == 0 {
+				sent <- struct{}{}
+			}
+			return
+		}
+		if c.Err == 0 {
+			got <- int(op.Buf[0]) | int(op.Buf[1])<<8
+			if err := srv.Post(&core.Op{Kind: core.OpSend, Buf: []byte("ack"), Flags: fi.INJECT}); err != nil {
+				t.Errorf("send from a completion: %v", err)
+			}
+		}
+		if c.Err != fi.ECANCELED {
+			if err := srv.Post(&core.Op{Kind: core.OpRecv, Buf: make([]byte, 8)}); err != nil {
+				t.Errorf("receive from a completion: %v", err)
+			}
+		}
+	}
+	srv.complete = repost
+	for range 4 {
+		post(t, srv, &core.Op{Kind: core.OpRecv, Buf: make([]byte, 8)})
+	}
+	for i := 0; i < count; i++ {
+		for {
+			err := p.cli.ep.Post(&core.Op{Kind: core.OpSend, Buf: []byte{byte(i), byte(i >> 8)}, Flags: fi.INJECT})
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, fi.EAGAIN) {
+				t.Fatal(err)
+			}
+			waitDone(t, p.cli.done)
+		}
+	}
+	for i := 0; i < count; i++ {
+		select {
+		case n := <-got:
+			if n != i {
+				t.Fatalf("message %d arrived as %d", i, n)
+			}
+		case <-time.After(waitTime):
+			t.Fatalf("message %d did not arrive", i)
+		}
+	}
+	for i := 0; i < count; i++ {
+		select {
+		case <-sent:
+		case <-time.After(waitTime):
+			t.Fatalf("%d of the %d answers posted from completions were sent", i, count)
+		}
+	}
+}
