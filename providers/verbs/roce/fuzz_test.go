@@ -94,7 +94,7 @@ func FuzzEncode(f *testing.F) {
 		if h&HasPayload != 0 && len(payload) > 0 {
 			p.Payload = payload
 		}
-		fits := ok && qp <= QPNMask && psn <= PSNMask && srcQP <= QPNMask && len(p.Payload) <= MaxPayload &&
+		fits := ok && qp <= QPNMask && psn <= PSNMask && (h&HasDETH == 0 || srcQP <= QPNMask) && len(p.Payload) <= MaxPayload &&
 			(h&HasAETH == 0 || (Syndrome(syndrome).Valid() && msn <= MSNMask))
 		b := make([]byte, MaxPacketSize)
 		n, err := p.Encode(b, path)
