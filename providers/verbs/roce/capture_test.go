@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -94,7 +95,8 @@ func TestTsharkCapture(t *testing.T) {
 
 	// tshark's dissection of the capture.
 	fields := []string{"frame.protocols", "infiniband.bth.opcode", "infiniband.bth.destqp", "infiniband.bth.psn",
-		"infiniband.bth.padcnt", "infiniband.bth.a", "infiniband.bth.p_key",
+		"infiniband.bth.se", "infiniband.bth.m", "infiniband.bth.padcnt", "infiniband.bth.tver", "infiniband.bth.a",
+		"infiniband.bth.p_key",
 		"infiniband.reth.va", "infiniband.reth.r_key", "infiniband.reth.dmalen",
 		"infiniband.aeth.syndrome", "infiniband.aeth.msn", "infiniband.deth.q_key", "infiniband.deth.srcqp",
 		"infiniband.immdt", "infiniband.atomiceth.swapdt", "infiniband.atomiceth.cmpdt",
@@ -155,17 +157,16 @@ func TestTsharkCapture(t *testing.T) {
 // wantFields is what tshark must show for the numeric fields of p.
 func wantFields(p *Packet) map[string]uint64 {
 	h, _ := p.Opcode.Headers()
-	ack := uint64(0)
-	if p.AckReq {
-		ack = 1
-	}
 	f := map[string]uint64{
 		"infiniband.bth.opcode": uint64(p.Opcode),
-		"infiniband.bth.destqp": uint64(p.DestQP),
-		"infiniband.bth.psn":    uint64(p.PSN),
+		"infiniband.bth.se":     bit(p.SE),
+		"infiniband.bth.m":      bit(p.M),
 		"infiniband.bth.padcnt": uint64(PadCount(len(p.Payload))),
-		"infiniband.bth.a":      ack,
+		"infiniband.bth.tver":   TVer,
 		"infiniband.bth.p_key":  uint64(p.PKey),
+		"infiniband.bth.destqp": uint64(p.DestQP),
+		"infiniband.bth.a":      bit(p.AckReq),
+		"infiniband.bth.psn":    uint64(p.PSN),
 	}
 	if h&HasRETH != 0 {
 		f["infiniband.reth.va"] = p.RETH.VA
@@ -181,6 +182,9 @@ func wantFields(p *Packet) map[string]uint64 {
 		f["infiniband.deth.srcqp"] = uint64(p.DETH.SrcQP)
 	}
 	if h&HasAtomicETH != 0 {
+		// Wireshark shows the AtomicETH's address and key as RETH fields.
+		f["infiniband.reth.va"] = p.AtomicETH.VA
+		f["infiniband.reth.r_key"] = uint64(p.AtomicETH.RKey)
 		f["infiniband.atomiceth.swapdt"] = p.AtomicETH.SwapAdd
 		f["infiniband.atomiceth.cmpdt"] = p.AtomicETH.Compare
 	}
@@ -188,6 +192,13 @@ func wantFields(p *Packet) map[string]uint64 {
 		f["infiniband.atomicacketh.origremdt"] = p.AtomicAck
 	}
 	return f
+}
+
+func bit(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // equalBytes reports whether tshark's hex bytes field s is imm as 4
@@ -254,9 +265,18 @@ func dialUnconnected(t *testing.T, network, addr string) *net.UDPConn {
 
 // A capture is a tshark process writing packets from lo to a pcap file.
 type capture struct {
-	cmd    *exec.Cmd
+	cmd  *exec.Cmd
+	done chan error // tshark's exit status, once it has ended
+
+	mu     sync.Mutex
 	stderr strings.Builder
-	done   chan error
+}
+
+// log returns what tshark has written to its standard error so far.
+func (c *capture) log() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.log()
 }
 
 // startCapture starts tshark capturing count UDP packets to or from port
@@ -287,10 +307,13 @@ func startCapture(t *testing.T, tshark string, port, count int, file string) *ca
 	started := make(chan bool, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
+		for once := true; sc.Scan(); {
+			c.mu.Lock()
 			c.stderr.WriteString(sc.Text() + "\n")
-			if strings.Contains(sc.Text(), "Capture started") {
+			c.mu.Unlock()
+			if once && strings.Contains(sc.Text(), "Capture started") {
 				started <- true
+				once = false
 			}
 		}
 		io.Copy(io.Discard, stderr)
@@ -301,10 +324,10 @@ func startCapture(t *testing.T, tshark string, port, count int, file string) *ca
 	select {
 	case ok := <-started:
 		if !ok {
-			t.Fatalf("tshark ended before capturing:\n%s", c.stderr.String())
+			t.Fatalf("tshark ended before capturing:\n%s", c.log())
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatalf("tshark did not start capturing in 30 s:\n%s", c.stderr.String())
+		t.Fatalf("tshark did not start capturing in 30 s:\n%s", c.log())
 	}
 	return c
 }
@@ -315,7 +338,7 @@ func (c *capture) wait(t *testing.T, timeout time.Duration) {
 	select {
 	case err := <-c.done:
 		if err != nil {
-			t.Fatalf("tshark: %v\n%s", err, c.stderr.String())
+			t.Fatalf("tshark: %v\n%s", err, c.log())
 		}
 		return
 	case <-time.After(timeout):
@@ -325,5 +348,5 @@ func (c *capture) wait(t *testing.T, timeout time.Duration) {
 	case <-c.done:
 	case <-time.After(5 * time.Second):
 	}
-	t.Fatalf("tshark captured fewer packets than sent in %v:\n%s", timeout, c.stderr.String())
+	t.Fatalf("tshark captured fewer packets than sent in %v:\n%s", timeout, c.log())
 }
