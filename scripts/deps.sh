@@ -3,9 +3,10 @@
 # fuse3 (fusermount3, /etc/fuse.conf), libfabric-bin (the real fi_info and
 # fi_pingpong to compare against), libfabric-dev (headers for the
 # constant checks and C interop programs), gcc and python3 (the C and
-# Python ring clients).
+# Python ring clients, the independent ICRC check), tshark (dissects the
+# RoCEv2 packets of providers/verbs/roce in its capture test).
 set -euo pipefail
-pkgs=(fuse3 libfabric-bin libfabric-dev gcc python3)
+pkgs=(fuse3 libfabric-bin libfabric-dev gcc python3 tshark)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -14,7 +15,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 	echo "deps: installing ${missing[*]}" >&2
 	SUDO=""
 	[ "$(id -u)" -eq 0 ] || SUDO=sudo
+	# wireshark-common asks whether non-root users may capture; answer no
+	# (tests capture as root) so the install never prompts.
+	echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections
 	$SUDO apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 [ -e /dev/fuse ] || { echo "deps: /dev/fuse is missing: load the fuse module (modprobe fuse)" >&2; exit 1; }
