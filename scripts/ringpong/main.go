@@ -1,17 +1,34 @@
 // Command ringpong is fi_pingpong over a mounted fabricfs tree: two
-// processes, one FI_EP_MSG connection, messages moved through the mapped
-// work and completion rings with package fs/client (docs/abi.md).
+// processes, one FI_EP_MSG connection or two FI_EP_RDM endpoints, messages
+// moved through the mapped work and completion rings with package
+// fs/client (docs/abi.md).
 //
-//	ringpong -mnt DIR -role server [-listen 127.0.0.1:0] [flags]
-//	ringpong -mnt DIR -role client -addr HOST:PORT [flags]
+//	ringpong -mnt DIR -role server [-e msg|rdm] [-listen 127.0.0.1:0] [flags]
+//	ringpong -mnt DIR -role client [-e msg|rdm] -addr HOST:PORT [flags]
 //
-// The server makes an EQ, a CQ and a PEP listening on -listen, prints the
-// PEP's address (HOST:PORT) as the first line of its standard output,
-// accepts one endpoint and answers every message it receives with one of
-// the same size. The client connects and, for each of -sizes, runs -warmup
-// untimed round trips, then -iters timed ones. Both sides must be given the
-// same -sizes, -iters and -warmup: the message sequence follows from them,
-// as fi_pingpong's does from its own options after each control sync.
+// With -e msg (the default) the server makes an EQ, a CQ and a PEP
+// listening on -listen, prints the PEP's address (HOST:PORT) as the first
+// line of its standard output, accepts one endpoint and answers every
+// message it receives with one of the same size. The client connects and,
+// for each of -sizes, runs -warmup untimed round trips, then -iters timed
+// ones. Both sides must be given the same -e, -sizes, -iters and -warmup:
+// the message sequence follows from them, as fi_pingpong's does from its
+// own options after each control sync.
+//
+// With -e rdm each side makes an AV, a CQ and an FI_EP_RDM endpoint bound
+// to both (the endpoint listens on the domain's address; -listen is for
+// msg only). The server prints its endpoint's address (HOST:PORT, from
+// ep/N/local) first, as it prints the PEP's for msg. The client inserts it
+// into its AV and sends, as its first message, its own address as text
+// (ep/N/local, at most 64 bytes: the server's first receive is at least
+// that large). The server inserts that address into its AV and answers to
+// its fi_addr from then on. So there is no control connection, and the
+// client's hello makes rxm's one connection, before any timed message.
+// Every receive after the hello must come from the peer's fi_addr
+// (FI_SOURCE through the AV), on both sides. There is no shutdown: each
+// side closes its endpoint once its sends have completed. A size above the
+// endpoint's max_msg_size (16384 for RDM until rendezvous exists) fails
+// before anything is sent.
 //
 // Each side registers one memory region holding a receive buffer and a send
 // buffer of the largest size, and keeps one receive posted ahead, reposting
@@ -48,6 +65,7 @@ import (
 
 	"github.com/fabricfs/fabricfs/core/ring"
 	"github.com/fabricfs/fabricfs/fs/client"
+	"github.com/fabricfs/fabricfs/internal/pptable"
 )
 
 // libfabric's operation and completion flags used here.
@@ -62,10 +80,15 @@ const (
 	minRecv = 64 // fi_pingpong posts receives of at least PP_MAX_CTRL_MSG bytes
 
 	fiECanceled = 125 // FI_ECANCELED
+
+	fiAddrUnspec = ^uint64(0) // FI_ADDR_UNSPEC
+
+	helloMax = minRecv // -e rdm: the client's address, its first message
 )
 
 type options struct {
 	mnt, role, addr, listen string
+	ep                      string // msg or rdm
 	prov, domain            string
 	sizes                   []int
 	iters, warmup           int
@@ -80,7 +103,8 @@ func main() {
 	flag.StringVar(&o.mnt, "mnt", "/fabric", "the fabricfs mount point")
 	flag.StringVar(&o.role, "role", "", "server or client")
 	flag.StringVar(&o.addr, "addr", "", "client: the server's address, HOST:PORT (the server's first output line)")
-	flag.StringVar(&o.listen, "listen", "127.0.0.1:0", "server: the address to listen on")
+	flag.StringVar(&o.listen, "listen", "127.0.0.1:0", "server, -e msg: the address to listen on")
+	flag.StringVar(&o.ep, "e", "msg", "endpoint type: msg (FI_EP_MSG, a connection) or rdm (FI_EP_RDM, addressed through an AV)")
 	flag.StringVar(&o.prov, "prov", "tcp", "provider directory")
 	flag.StringVar(&o.domain, "domain", "lo", "domain directory")
 	flag.StringVar(&sizes, "sizes", "1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192,16384,32768,65536,131072,262144,524288,1048576",
@@ -94,7 +118,7 @@ func main() {
 	flag.BoolVar(&o.yield, "yield", true, "call sched_yield between empty polls of the CQ ring, so that the daemon's threads get the CPU (-yield=false: spin like fi_pingpong)")
 	flag.BoolVar(&o.quiet, "q", false, "server: print only the address line")
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: ringpong -mnt DIR -role server|client [-addr HOST:PORT] [flags]\n\n")
+		fmt.Fprintf(os.Stderr, "usage: ringpong -mnt DIR -role server|client [-e msg|rdm] [-addr HOST:PORT] [flags]\n\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -106,9 +130,16 @@ func main() {
 	if o.iters < 1 || o.warmup < 0 {
 		fatal(errors.New("-iters must be at least 1 and -warmup at least 0"))
 	}
+	if o.ep != "msg" && o.ep != "rdm" {
+		fatal(fmt.Errorf("-e %s: want msg or rdm", o.ep))
+	}
 	switch {
+	case o.role == "server" && o.ep == "rdm":
+		err = serverRDM(&o)
 	case o.role == "server":
 		err = server(&o)
+	case o.role == "client" && o.addr != "" && o.ep == "rdm":
+		err = clientRDM(&o)
 	case o.role == "client" && o.addr != "":
 		err = clientSide(&o)
 	case o.role == "client":
@@ -153,10 +184,13 @@ type side struct {
 	txOff   uint64 // send buffer in mr
 	inject  uint64 // sends below this carry FI_INJECT (fi_pingpong: size < inject_size)
 	mapping string // the tree's attr/mapping: passthrough or symlink
+	peer    uint64 // -e rdm: the peer's fi_addr, where sends go
+	rdm     bool   // -e rdm: receives must come from peer (FI_SOURCE)
 
 	sendsPosted, sendsDone uint64
 	recvsPosted, recvsDone uint64
 	lastRecvLen            uint64
+	lastRecvSrc            uint64 // src_addr of the last receive: an fi_addr, or FI_ADDR_NOTAVAIL
 	// closing: the measurement is over and the peer may shut the
 	// connection down, which cancels the receive posted ahead.
 	closing bool
@@ -196,6 +230,18 @@ func (s *side) ready() error {
 	if s.inject, err = strconv.ParseUint(v, 0, 64); err != nil {
 		return fmt.Errorf("tx_inject_size %q: %w", v, err)
 	}
+	if v, err = s.ep.Attr("max_msg_size"); err != nil {
+		return err
+	}
+	maxMsg, err := strconv.ParseUint(v, 0, 64)
+	if err != nil {
+		return fmt.Errorf("max_msg_size %q: %w", v, err)
+	}
+	for _, n := range s.o.sizes {
+		if uint64(n) > maxMsg {
+			return fmt.Errorf("size %d is above the endpoint's max_msg_size %d", n, maxMsg)
+		}
+	}
 	if _, err := s.ep.Tx(); err != nil {
 		return err
 	}
@@ -205,8 +251,11 @@ func (s *side) ready() error {
 	return s.postRecv()
 }
 
+// postRecv posts the receive, from any source (the endpoints have
+// FI_DIRECTED_RECV, so an RDM receive's addr must be FI_ADDR_UNSPEC).
 func (s *side) postRecv() error {
-	if err := s.ep.PostRecv(s.mr, s.rxOff, s.rxLen, ctxRecv, 0); err != nil {
+	w := ring.WR{Op: ring.OpRecv, Context: ctxRecv, Offset: s.rxOff, Len: s.rxLen, Addr: fiAddrUnspec}
+	if err := s.ep.Post(s.mr, w); err != nil {
 		return err
 	}
 	s.recvsPosted++
@@ -217,11 +266,17 @@ func (s *side) send(size int, iter uint64) error {
 	if s.o.check {
 		fill(s.mr.Mem()[s.txOff:][:size], iter)
 	}
+	return s.sendBuf(size)
+}
+
+// sendBuf sends the first size bytes of the send buffer to the peer.
+func (s *side) sendBuf(size int) error {
 	var flags uint64
 	if uint64(size) < s.inject {
 		flags = fiInject
 	}
-	if err := s.ep.PostSend(s.mr, s.txOff, uint64(size), ctxSend, flags); err != nil {
+	w := ring.WR{Op: ring.OpSend, Flags: flags, Context: ctxSend, Offset: s.txOff, Len: uint64(size), Addr: s.peer}
+	if err := s.ep.Post(s.mr, w); err != nil {
 		return err
 	}
 	s.sendsPosted++
@@ -240,6 +295,9 @@ func (s *side) recv(size int, iter uint64) error {
 	}
 	if s.lastRecvLen != uint64(size) {
 		return fmt.Errorf("received %d bytes, want %d", s.lastRecvLen, size)
+	}
+	if s.rdm && s.lastRecvSrc != s.peer {
+		return fmt.Errorf("message %d came from fi_addr %#x, want the peer's, %d (FI_SOURCE)", iter, s.lastRecvSrc, s.peer)
 	}
 	if s.o.check {
 		if i := verify(s.mr.Mem()[s.rxOff:][:size], iter); i >= 0 {
@@ -300,7 +358,7 @@ func (s *side) reap(cs []ring.CQE) error {
 			s.sendsDone++
 		case c.Context == ctxRecv && c.Flags&fiRecv != 0:
 			s.recvsDone++
-			s.lastRecvLen = c.Len
+			s.lastRecvLen, s.lastRecvSrc = c.Len, c.SrcAddr
 		default:
 			return fmt.Errorf("unexpected completion op_context=%#x flags=%#x", c.Context, c.Flags)
 		}
@@ -423,6 +481,102 @@ func clientSide(o *options) error {
 	return s.ep.Ctl("shutdown")
 }
 
+// openRDM makes an AV and a side with an FI_EP_RDM endpoint bound to it,
+// ready. Close the side before the AV.
+func openRDM(o *options) (*side, *client.AV, error) {
+	d, err := openDomain(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	av, err := d.NewAV()
+	if err != nil {
+		return nil, nil, fmt.Errorf("av: %w", err)
+	}
+	s, err := newSide(o, d)
+	if err != nil {
+		av.Close()
+		return nil, nil, err
+	}
+	s.rdm = true
+	if s.ep, err = d.NewRDM(av, s.cq); err == nil {
+		err = s.ready()
+	}
+	if err != nil {
+		s.close()
+		av.Close()
+		return nil, nil, fmt.Errorf("rdm endpoint: %w", err)
+	}
+	return s, av, nil
+}
+
+// serverRDM is the server of -e rdm: it prints its endpoint's address,
+// learns the client's from the client's first message, then answers.
+func serverRDM(o *options) error {
+	s, av, err := openRDM(o)
+	if err != nil {
+		return err
+	}
+	defer av.Close() // after s.close: the endpoint is bound to it
+	defer s.close()
+	local, err := s.ep.Local()
+	if err != nil {
+		return err
+	}
+	fmt.Println(strings.TrimPrefix(local, "fi_sockaddr_in://"))
+	os.Stdout.Sync()
+
+	// The hello: the client's address.
+	if err := s.wait(func() bool { return s.recvsDone == s.recvsPosted }); err != nil {
+		return fmt.Errorf("waiting for the client's address: %w", err)
+	}
+	peer := string(s.mr.Mem()[s.rxOff:][:s.lastRecvLen])
+	if s.peer, err = av.Insert(peer); err != nil {
+		return fmt.Errorf("the client's first message %q is not an address: %w", peer, err)
+	}
+	if err := s.postRecv(); err != nil {
+		return err
+	}
+	if err := s.run(o, "server"); err != nil {
+		return err
+	}
+	return s.drain()
+}
+
+// clientRDM is the client of -e rdm: it inserts the server's address,
+// sends its own as its first message, then runs the round trips.
+func clientRDM(o *options) error {
+	s, av, err := openRDM(o)
+	if err != nil {
+		return err
+	}
+	defer av.Close()
+	defer s.close()
+	if s.peer, err = av.Insert(o.addr); err != nil {
+		return fmt.Errorf("inserting the server's address: %w", err)
+	}
+	local, err := s.ep.Local()
+	if err != nil {
+		return err
+	}
+	if len(local) > helloMax {
+		return fmt.Errorf("this endpoint's address %q is longer than %d bytes", local, helloMax)
+	}
+	copy(s.mr.Mem()[s.txOff:], local)
+	if err := s.sendBuf(len(local)); err != nil {
+		return fmt.Errorf("sending this endpoint's address: %w", err)
+	}
+	// An injected send's bytes are copied when the daemon takes the
+	// request (docs/abi.md), and the first message may reuse the buffer at
+	// once (with -check): wait for the hello's completion.
+	if err := s.wait(func() bool { return s.sendsDone == s.sendsPosted }); err != nil {
+		return fmt.Errorf("sending this endpoint's address: %w", err)
+	}
+	if err := s.run(o, "client"); err != nil {
+		return err
+	}
+	return s.drain()
+}
+
 // run does the timed round trips of every size: the client sends first and
 // the server answers. Before the server's very last answer it sets closing:
 // the client may shut down as soon as that answer is out.
@@ -484,6 +638,7 @@ func waitShutdown(eq *client.EQ, timeout time.Duration) {
 // result is one size's measurement, the JSON form of a table row.
 type result struct {
 	Impl         string  `json:"impl"`
+	EP           string  `json:"ep"`
 	Role         string  `json:"role"`
 	Bytes        int     `json:"bytes"`
 	Iters        int     `json:"iters"`
@@ -496,62 +651,22 @@ type result struct {
 	MxfersPerSec float64 `json:"mxfers_per_sec"`
 }
 
-var header = true
+var table = pptable.Table{W: os.Stdout}
 
-// report prints one size's line: fi_pingpong's show_perf with
-// xfers_per_iter 2, or JSON.
+// report prints one size's line: fi_pingpong's table, or JSON.
 func report(o *options, mapping, role string, size int, elapsed time.Duration) {
+	if !o.json {
+		table.Row(size, o.iters, int64(o.iters), elapsed)
+		return
+	}
 	us := float64(elapsed.Nanoseconds()) / 1e3
-	r := result{Impl: "fabricfs", Role: role, Bytes: size, Iters: o.iters, Warmup: o.warmup, Mapping: mapping,
+	r := result{Impl: "fabricfs", EP: o.ep, Role: role, Bytes: size, Iters: o.iters, Warmup: o.warmup, Mapping: mapping,
 		TotalBytes: uint64(o.iters) * uint64(size) * 2, TimeSec: elapsed.Seconds()}
 	r.MBPerSec = float64(r.TotalBytes) / us
 	r.UsecPerXfer = us / float64(o.iters) / 2
 	r.MxfersPerSec = 1 / r.UsecPerXfer
-	if o.json {
-		b, _ := json.Marshal(r)
-		fmt.Println(string(b))
-		return
-	}
-	if header {
-		fmt.Printf("%-8s%-8s%-9s%-8s%8s %10s%13s%13s\n", "bytes", "#sent", "#ack", "total", "time", "MB/sec", "usec/xfer", "Mxfers/sec")
-		header = false
-	}
-	fmt.Printf("%-8s%-8s=%-8s%-8s%8.2fs%10.2f%11.2f%11.2f\n", sizeStr(uint64(size)), cntStr(uint64(o.iters)), cntStr(uint64(o.iters)),
-		sizeStr(r.TotalBytes), r.TimeSec, r.MBPerSec, r.UsecPerXfer, r.MxfersPerSec)
-}
-
-// sizeStr is pingpong.c's size_str: 1k, 1.5m...
-func sizeStr(n uint64) string {
-	base, mag := uint64(1), ""
-	switch {
-	case n >= 1<<30:
-		base, mag = 1<<30, "g"
-	case n >= 1<<20:
-		base, mag = 1<<20, "m"
-	case n >= 1<<10:
-		base, mag = 1<<10, "k"
-	}
-	var frac uint64
-	if n/base < 10 {
-		frac = n % base * 10 / base
-	}
-	if frac != 0 {
-		return fmt.Sprintf("%d.%d%s", n/base, frac, mag)
-	}
-	return fmt.Sprintf("%d%s", n/base, mag)
-}
-
-// cntStr is pingpong.c's cnt_str: 10k, 1m...
-func cntStr(n uint64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%db", n/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%dm", n/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%dk", n/1e3)
-	}
-	return strconv.FormatUint(n, 10)
+	b, _ := json.Marshal(r)
+	fmt.Println(string(b))
 }
 
 // fill writes message iter's content; verify returns the first wrong byte

@@ -44,16 +44,6 @@ func TestPingpongSizeList(t *testing.T) {
 	if got := testSizes(sizeSpec{kind: sizesOne, sizes: []int{100}}, 99); len(got) != 0 {
 		t.Errorf("-S 100 over a 99-byte limit = %v, want none", got)
 	}
-	for in, want := range map[uint64]string{0: "0", 1000: "1000", 1024: "1k", 1536: "1.5k", 100000: "97k", 6291456: "6m", 1 << 30: "1g"} {
-		if got := sizeStr(in); got != want {
-			t.Errorf("sizeStr(%d) = %q, want %q", in, got, want)
-		}
-	}
-	for in, want := range map[uint64]string{999: "999", 1000: "1k", 10000: "10k", 2500000: "2m", 3e9: "3b"} {
-		if got := cntStr(in); got != want {
-			t.Errorf("cntStr(%d) = %q, want %q", in, got, want)
-		}
-	}
 }
 
 func TestPingpongCount(t *testing.T) {

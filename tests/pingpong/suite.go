@@ -2,13 +2,12 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"math"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/fabricfs/fabricfs/fs/client"
+	"github.com/fabricfs/fabricfs/internal/pptable"
 )
 
 // run is one side's whole session: check what -e and -m need, set up, run
@@ -138,7 +137,7 @@ func testSizes(sp sizeSpec, txSize uint64) []int {
 // runSuite is run_suite_pingpong: one ping-pong per size, each with its
 // line of the table.
 func (s *session) runSuite(c *ctrl, isClient bool) error {
-	p := &perf{w: os.Stdout}
+	p := &pptable.Table{W: os.Stdout}
 	for _, size := range testSizes(s.o.sizes, s.txSize) {
 		if err := s.pingpong(c, isClient, size, p); err != nil {
 			return fmt.Errorf("size %d: %w", size, err)
@@ -149,7 +148,7 @@ func (s *session) runSuite(c *ctrl, isClient bool) error {
 
 // pingpong is fi_pingpong's pingpong(): sync, -I round trips timed (the
 // client sends first), then the count exchange and the table line.
-func (s *session) pingpong(c *ctrl, isClient bool, size int, p *perf) error {
+func (s *session) pingpong(c *ctrl, isClient bool, size int, p *pptable.Table) error {
 	if err := c.sync(isClient); err != nil {
 		return err
 	}
@@ -172,82 +171,6 @@ func (s *session) pingpong(c *ctrl, isClient bool, size int, p *perf) error {
 	if err != nil {
 		return err
 	}
-	p.show(size, s.o.iters, acked, elapsed)
+	p.Row(size, s.o.iters, acked, elapsed)
 	return nil
-}
-
-// perf prints fi_pingpong's table (show_perf, two transfers per
-// iteration): a header before the first line.
-type perf struct {
-	w      io.Writer
-	header bool
-}
-
-func (p *perf) show(size, sent int, acked int64, elapsed time.Duration) {
-	if sent == 0 {
-		return
-	}
-	if !p.header {
-		fmt.Fprintf(p.w, "%-8s%-8s%-9s%-8s%8s %10s%13s%13s\n", "bytes", "#sent", "#ack", "total", "time", "MB/sec", "usec/xfer", "Mxfers/sec")
-		p.header = true
-	}
-	us := elapsed.Microseconds()
-	bytes := uint64(sent) * uint64(size) * 2
-	ack := "=" + cntStr(uint64(acked))
-	switch {
-	case int64(sent) < acked:
-		ack = "-" + cntStr(uint64(acked-int64(sent)))
-	case int64(sent) > acked:
-		ack = "+" + cntStr(uint64(int64(sent)-acked))
-	}
-	usecPerXfer := float32(us) / float32(sent) / 2 // a float in C too
-	fmt.Fprintf(p.w, "%-8s%-8s%-9s%-8s%8.2fs%s%s%s\n", sizeStr(uint64(size)), cntStr(uint64(sent)), ack, sizeStr(bytes),
-		float64(us)/1e6, cFloat(10, float64(bytes)/float64(us)), cFloat(11, float64(usecPerXfer)), cFloat(11, 1/float64(usecPerXfer)))
-}
-
-// cFloat formats v as C's printf("%W.2f"), which writes infinities and
-// NaNs as inf and nan (after a run too short for the clock).
-func cFloat(width int, v float64) string {
-	switch {
-	case math.IsInf(v, 1):
-		return fmt.Sprintf("%*s", width, "inf")
-	case math.IsInf(v, -1):
-		return fmt.Sprintf("%*s", width, "-inf")
-	case math.IsNaN(v):
-		return fmt.Sprintf("%*s", width, "nan")
-	}
-	return fmt.Sprintf("%*.2f", width, v)
-}
-
-// sizeStr is size_str: bytes with a k, m or g suffix (powers of 1024) and
-// one decimal below 10 of the unit: 1000, 97k, 1.5m.
-func sizeStr(n uint64) string {
-	base, mag := uint64(1), ""
-	switch {
-	case n >= 1<<30:
-		base, mag = 1<<30, "g"
-	case n >= 1<<20:
-		base, mag = 1<<20, "m"
-	case n >= 1<<10:
-		base, mag = 1<<10, "k"
-	}
-	if n/base < 10 {
-		if frac := n % base * 10 / base; frac != 0 {
-			return fmt.Sprintf("%d.%d%s", n/base, frac, mag)
-		}
-	}
-	return fmt.Sprintf("%d%s", n/base, mag)
-}
-
-// cntStr is cnt_str: a count with a k, m or b suffix (powers of 1000).
-func cntStr(n uint64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%db", n/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%dm", n/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%dk", n/1e3)
-	}
-	return fmt.Sprintf("%d", n)
 }
