@@ -438,32 +438,48 @@ func (e *EP) SetDest(a uint64) error {
 // is an fi_send with no flags, so it is reported on the send CQ unless that
 // binding is selective. An FI_EP_RDM endpoint sends it to its dest.
 func (e *EP) WriteData(ctx context.Context, b []byte) error {
-	done := make(chan Completion, 1)
-	op := &Op{Kind: OpSend, Buf: b}
+	return e.do(ctx, &Op{Kind: OpSend, Buf: b}, "send", func() {})
+}
+
+// do posts op, addressed to the dest of an FI_EP_RDM endpoint, and waits
+// for its completion, whose error it returns: the data file's writes and
+// the ctl's RMA verbs. The completion also reaches the CQ and counters as
+// every operation's. release runs once op is no longer in use: after its
+// completion, also when ctx ends first, or when it could not be posted.
+func (e *EP) do(ctx context.Context, op *Op, what string, release func()) error {
 	e.mu.Lock()
 	rdm, dest := e.rdmLocked(), e.dest
 	e.mu.Unlock()
 	if rdm {
 		if dest == uint64(fi.ADDR_UNSPEC) {
+			release()
 			return Errorf(fi.ENOTCONN, "no destination; write 'dest FIADDR' to ctl first")
 		}
 		var err error
 		if op.Peer, err = e.peer(dest); err != nil {
+			release()
 			return err
 		}
 	}
+	done := make(chan Completion, 1)
 	if err := e.post(op, func(c Completion) { done <- c }); err != nil {
+		release()
 		return err
 	}
 	select {
 	case c := <-done:
+		release()
 		if c.Err != 0 {
-			return Errorf(c.Err, "send: %v", c.Err)
+			return Errorf(c.Err, "%s: %v", what, c.Err)
 		}
 		return nil
 	case <-ctx.Done():
-		// The send is under way; its completion still reaches the CQ.
-		return Errorf(fi.EINTR, "interrupted; the message may still be sent")
+		// The operation is under way; its completion still reaches the CQ.
+		go func() {
+			<-done
+			release()
+		}()
+		return Errorf(fi.EINTR, "interrupted; the %s may still complete", what)
 	}
 }
 
