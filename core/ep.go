@@ -461,6 +461,7 @@ func (e *EP) do(ctx context.Context, op *Op, what string, release func()) error 
 			return err
 		}
 	}
+	op.Flags |= e.defaultFlags(op.Kind)
 	done := make(chan Completion, 1)
 	if err := e.post(op, func(c Completion) { done <- c }); err != nil {
 		release()
@@ -481,6 +482,22 @@ func (e *EP) do(ctx context.Context, op *Op, what string, release func()) error 
 		}()
 		return Errorf(fi.EINTR, "interrupted; the %s may still complete", what)
 	}
+}
+
+// defaultFlags are the flags of the shell's operations of kind k (the
+// data file, the ctl verbs write and read): the endpoint's tx_op_flags,
+// or rx_op_flags for a receive. Like fi_send, fi_recv, fi_write and
+// fi_read, which take no flags of their own, they use "the default
+// operation flags" of their context (fi_endpoint(3)): FI_COMPLETION under
+// a selective binding, FI_INJECT, FI_DELIVERY_COMPLETE. Ring requests
+// carry their own flags, as fi_sendmsg's.
+func (e *EP) defaultFlags(k OpKind) fi.OpFlags {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if k.IsRecv() {
+		return e.info.RxAttr.OpFlags
+	}
+	return e.info.TxAttr.OpFlags
 }
 
 // ReadData is a read of the data file. It returns the rest of the current
@@ -512,7 +529,7 @@ func (e *EP) ReadData(ctx context.Context, p []byte, off int64) (int, error) {
 // for the next read.
 func (e *EP) recvMessage(ctx context.Context) ([]byte, error) {
 	done := make(chan Completion, 1)
-	op := &Op{Kind: OpRecv}
+	op := &Op{Kind: OpRecv, Flags: e.defaultFlags(OpRecv)}
 	if err := e.post(op, func(c Completion) { done <- c }); err != nil {
 		return nil, err
 	}
