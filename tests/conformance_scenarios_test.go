@@ -228,7 +228,7 @@ var confScenarios = []confScenario{
 		a, b, _ := x.confPair(t, confCfg{a: confSide{cntr: "write"}, b: confSide{cntr: "remote_write"}})
 		data := pattern(3000, 19)
 		a.io.fill(t, confRMAOff, data)
-		a.io.rma(t, true, confRMAOff, 3000, 100, b.key(t), nil)
+		a.io.rma(t, true, confRMAOff, 3000, 100, x.num(t, b.mr, "attr/key"), nil)
 		wantCQE(t, "write", a.io.poll(t, 1)[0], cqWrite, 3000, 0)
 		b.counts(t, 1, 0)
 		a.counts(t, 1, 0)
@@ -243,7 +243,7 @@ var confScenarios = []confScenario{
 		a, b, _ := x.confPair(t, confCfg{})
 		data, imm := pattern(500, 20), uint64(0xabcdef)
 		a.io.fill(t, confRMAOff+8, data)
-		a.io.rma(t, true, confRMAOff+8, 500, 4000, b.key(t), &imm)
+		a.io.rma(t, true, confRMAOff+8, 500, 4000, x.num(t, b.mr, "attr/key"), &imm)
 		wantCQE(t, "writedata", a.io.poll(t, 1)[0], cqWrite, 500, 0)
 		c := b.io.poll(t, 1)[0]
 		wantCQE(t, "remote write", c, cqRemoteW, 500, 0)
@@ -258,7 +258,7 @@ var confScenarios = []confScenario{
 		a, b, _ := x.confPair(t, confCfg{a: confSide{cntr: "read"}, b: confSide{cntr: "remote_read"}})
 		data := pattern(5000, 21)
 		b.io.fill(t, 2000, data)
-		a.io.rma(t, false, confRMAOff, 5000, 2000, b.key(t), nil)
+		a.io.rma(t, false, confRMAOff, 5000, 2000, x.num(t, b.mr, "attr/key"), nil)
 		wantCQE(t, "read", a.io.poll(t, 1)[0], cqRead, 5000, 0)
 		if got := a.io.mem(t, confRMAOff, 5000); !bytes.Equal(got, data) {
 			t.Error("the local region does not hold the bytes read")
@@ -271,7 +271,13 @@ var confScenarios = []confScenario{
 // num reads a numeric file of an object.
 func (x *confEnv) num(t *testing.T, dir, name string) uint64 {
 	t.Helper()
-	v, err := strconv.ParseUint(x.file(t, dir, name), 0, 64)
+	return x.numField(t, x.file(t, dir, name))
+}
+
+// numField parses a number in decimal or 0x hex.
+func (x *confEnv) numField(t *testing.T, s string) uint64 {
+	t.Helper()
+	v, err := strconv.ParseUint(s, 0, 64)
 	must(t, err)
 	return v
 }
