@@ -435,8 +435,9 @@ func (e *EP) SetDest(a uint64) error {
 }
 
 // WriteData sends b as one message: a write to the data file. The message
-// is an fi_send with no flags, so it is reported on the send CQ unless that
-// binding is selective. An FI_EP_RDM endpoint sends it to its dest.
+// is an fi_send with the endpoint's default flags (tx_op_flags), so with
+// none it is reported on the send CQ unless that binding is selective. An
+// FI_EP_RDM endpoint sends it to its dest.
 func (e *EP) WriteData(ctx context.Context, b []byte) error {
 	return e.do(ctx, &Op{Kind: OpSend, Buf: b}, "send", func() {})
 }
