@@ -121,6 +121,8 @@ var commands = []command{
 		}
 		return c.ep().Cancel(v)
 	}},
+	{KindEP, ctl.Cmd{Verb: "write", Args: "MRID OFFSET LEN RADDR KEY [DATA]", Min: 5, Max: 6}, rmaCmd(OpWrite)},
+	{KindEP, ctl.Cmd{Verb: "read", Args: "MRID OFFSET LEN RADDR KEY", Min: 5, Max: 5}, rmaCmd(OpRead)},
 	{KindEP, ctl.Cmd{Verb: "dest", Args: "FIADDR", Min: 1, Max: 1}, func(c *call) error {
 		v, err := c.num(0)
 		if err != nil {
@@ -200,6 +202,28 @@ var commands = []command{
 		}
 		return c.obj.Impl.(*Cntr).Wait(c.ctx, n, timeout)
 	}},
+}
+
+// rmaCmd runs the ctl verbs write and read: MRID OFFSET LEN RADDR KEY,
+// and write's optional DATA, remote CQ data.
+func rmaCmd(kind OpKind) func(c *call) error {
+	return func(c *call) error {
+		mr, err := c.ref(0, KindMR)
+		if err != nil {
+			return err
+		}
+		var v [5]uint64
+		for i := 1; i < len(c.args); i++ {
+			if v[i-1], err = c.num(i); err != nil {
+				return err
+			}
+		}
+		var data *uint64
+		if len(c.args) == 6 {
+			data = &v[4]
+		}
+		return c.ep().RMA(c.ctx, kind, mr, v[0], v[1], v[2], v[3], data)
+	}
 }
 
 func cntrOp(f func(*Cntr, uint64)) func(c *call) error {

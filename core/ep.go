@@ -435,36 +435,70 @@ func (e *EP) SetDest(a uint64) error {
 }
 
 // WriteData sends b as one message: a write to the data file. The message
-// is an fi_send with no flags, so it is reported on the send CQ unless that
-// binding is selective. An FI_EP_RDM endpoint sends it to its dest.
+// is an fi_send with the endpoint's default flags (tx_op_flags), so with
+// none it is reported on the send CQ unless that binding is selective. An
+// FI_EP_RDM endpoint sends it to its dest.
 func (e *EP) WriteData(ctx context.Context, b []byte) error {
-	done := make(chan Completion, 1)
-	op := &Op{Kind: OpSend, Buf: b}
+	return e.do(ctx, &Op{Kind: OpSend, Buf: b}, "send", func() {})
+}
+
+// do posts op, addressed to the dest of an FI_EP_RDM endpoint, and waits
+// for its completion, whose error it returns: the data file's writes and
+// the ctl's RMA verbs. The completion also reaches the CQ and counters as
+// every operation's. release runs once op is no longer in use: after its
+// completion, also when ctx ends first, or when it could not be posted.
+func (e *EP) do(ctx context.Context, op *Op, what string, release func()) error {
 	e.mu.Lock()
 	rdm, dest := e.rdmLocked(), e.dest
 	e.mu.Unlock()
 	if rdm {
 		if dest == uint64(fi.ADDR_UNSPEC) {
+			release()
 			return Errorf(fi.ENOTCONN, "no destination; write 'dest FIADDR' to ctl first")
 		}
 		var err error
 		if op.Peer, err = e.peer(dest); err != nil {
+			release()
 			return err
 		}
 	}
+	op.Flags |= e.defaultFlags(op.Kind)
+	done := make(chan Completion, 1)
 	if err := e.post(op, func(c Completion) { done <- c }); err != nil {
+		release()
 		return err
 	}
 	select {
 	case c := <-done:
+		release()
 		if c.Err != 0 {
-			return Errorf(c.Err, "send: %v", c.Err)
+			return Errorf(c.Err, "%s: %v", what, c.Err)
 		}
 		return nil
 	case <-ctx.Done():
-		// The send is under way; its completion still reaches the CQ.
-		return Errorf(fi.EINTR, "interrupted; the message may still be sent")
+		// The operation is under way; its completion still reaches the CQ.
+		go func() {
+			<-done
+			release()
+		}()
+		return Errorf(fi.EINTR, "interrupted; the %s may still complete", what)
 	}
+}
+
+// defaultFlags are the flags of the shell's operations of kind k (the
+// data file, the ctl verbs write and read): the endpoint's tx_op_flags,
+// or rx_op_flags for a receive. Like fi_send, fi_recv, fi_write and
+// fi_read, which take no flags of their own, they use "the default
+// operation flags" of their context (fi_endpoint(3)): FI_COMPLETION under
+// a selective binding, FI_INJECT, FI_DELIVERY_COMPLETE. Ring requests
+// carry their own flags, as fi_sendmsg's.
+func (e *EP) defaultFlags(k OpKind) fi.OpFlags {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if k.IsRecv() {
+		return e.info.RxAttr.OpFlags
+	}
+	return e.info.TxAttr.OpFlags
 }
 
 // ReadData is a read of the data file. It returns the rest of the current
@@ -496,7 +530,7 @@ func (e *EP) ReadData(ctx context.Context, p []byte, off int64) (int, error) {
 // for the next read.
 func (e *EP) recvMessage(ctx context.Context) ([]byte, error) {
 	done := make(chan Completion, 1)
-	op := &Op{Kind: OpRecv}
+	op := &Op{Kind: OpRecv, Flags: e.defaultFlags(OpRecv)}
 	if err := e.post(op, func(c Completion) { done <- c }); err != nil {
 		return nil, err
 	}

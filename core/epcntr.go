@@ -56,8 +56,7 @@ func (k OpKind) class() opClass {
 // fi.RECV, fi.READ, fi.WRITE, fi.REMOTE_READ, fi.REMOTE_WRITE). "An
 // endpoint may only be bound to a single CQ or counter for a given type of
 // operation": a second counter for a class is fi.EINVAL, as libfabric's
-// ofi_ep_bind_cntr returns. No RMA operation exists yet, so the read,
-// write and remote bindings count nothing until it does.
+// ofi_ep_bind_cntr returns.
 func (e *EP) BindCntr(c *Cntr, flags fi.Caps) error {
 	if flags == 0 || flags&^cntrBindFlags != 0 {
 		return Errorf(fi.EINVAL, "bind cntr takes send, recv, read, write, remote_read, remote_write")

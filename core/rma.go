@@ -1,8 +1,44 @@
 package core
 
 import (
+	"context"
+
 	"github.com/fabricfs/fabricfs/core/fi"
 )
+
+// RMA is the ctl verbs write and read: an fi_write (fi_writedata when data
+// is not nil) from bytes [off, off+n) of the memory region mr, or an
+// fi_read into them, with the peer's region key at offset raddr; an
+// FI_EP_RDM endpoint's peer is its dest. mr is an object of the endpoint's
+// domain, which must belong to the endpoint's owner; it stays registered
+// while the operation runs. RMA returns once the operation completes, with
+// its error, as a write to the data file does; the completion (op_context
+// 0, buf the offset) also goes to the bound CQ and counters.
+func (e *EP) RMA(ctx context.Context, kind OpKind, mr *Object, off, n, raddr, key uint64, data *uint64) error {
+	if kind != OpWrite && kind != OpRead {
+		return Errorf(fi.EINVAL, "not an RMA operation")
+	}
+	if e.Info().Caps&fi.RMA == 0 {
+		return Errorf(fi.EOPNOTSUPP, "the endpoint does not have FI_RMA")
+	}
+	if mr.Owner != e.obj.Owner {
+		return Errorf(fi.EACCES, "memory region %s belongs to another user", mr.ID)
+	}
+	if err := mr.hold(); err != nil {
+		return err
+	}
+	buf, err := mr.Impl.(*MR).slice(off, n)
+	if err != nil {
+		mr.drop()
+		return err
+	}
+	op := &Op{Kind: kind, Buf: buf, Addr: raddr, Key: key, desc: mr.Serial, offset: off}
+	if data != nil {
+		op.Flags, op.Data = fi.OpFlags(fi.REMOTE_CQ_DATA), *data
+	}
+	what := map[OpKind]string{OpWrite: "write", OpRead: "read"}[kind]
+	return e.do(ctx, op, what, mr.drop)
+}
 
 // Remote memory access from peers: the provider finds the target memory of
 // a peer's write or read through EndpointEvents.Region, and reports the

@@ -41,6 +41,18 @@ var ctlErrorTests = []struct {
 	{core.KindEP, "dest", "dest", syscall.EINVAL},
 	{core.KindEP, "dest", "dest x", syscall.EINVAL},
 	{core.KindEP, "dest", "dest 0", syscall.EBADFD}, // an FI_EP_MSG endpoint
+	{core.KindEP, "write", "write x 0 8 0", syscall.EINVAL},
+	{core.KindEP, "write", "write x 0 8 0 1 2 3", syscall.EINVAL},
+	{core.KindEP, "write", "write nosuch 0 8 0 1", syscall.ENOENT},
+	{core.KindEP, "write", "write x 0 eight 0 1", syscall.EINVAL},
+	{core.KindEP, "write", "write x 60 8 0 1", syscall.EINVAL},                 // past the end of mr/x's 64 bytes
+	{core.KindEP, "write", "write x 0xffffffffffffffff 2 0 1", syscall.EINVAL}, // offset+len wraps
+	{core.KindEP, "write", "write x 0 8 0 1 0xfeed", syscall.EBADFD},           // in bounds; the endpoint is not enabled
+	{core.KindEP, "read", "read x 0 8 0", syscall.EINVAL},
+	{core.KindEP, "read", "read 99 0 8 0 1", syscall.ENOENT},
+	{core.KindEP, "read", "read x 0 8 0 1 2", syscall.EINVAL},
+	{core.KindEP, "read", "read x 0 65 0 1", syscall.EINVAL},
+	{core.KindEP, "read", "read x 56 8 0 1", syscall.EBADFD},
 	{core.KindEP, "setopt", "setopt min_multi_recv", syscall.EINVAL},
 	{core.KindEP, "setopt", "setopt min_multi_recv x", syscall.EINVAL},
 	{core.KindEP, "", "frobnicate", syscall.EINVAL},
@@ -88,6 +100,9 @@ func TestCtlErrors(t *testing.T) {
 	}
 	if err := os.Mkdir(d.path(append(dom, "cq", "c")...), 0o700); err != nil {
 		t.Fatal(err)
+	}
+	for _, w := range [][2]string{{"attr/len", "64"}, {"ctl", "reg"}} { // for write and read
+		d.mustCtl(t, w[1], append(dom, "mr", "x", w[0])...)
 	}
 	for _, tt := range ctlErrorTests {
 		dir := append(append([]string{}, dom...), tt.kind.String(), "x")

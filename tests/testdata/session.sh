@@ -89,6 +89,26 @@ wait $waiter || fail "wait 3 on cntr got: $(cat $D/cntr/got/err)"
 if echo bind cntr sent write > $D/ep/a/ctl 2>/dev/null; then fail "bind cntr after enable succeeded"; fi
 expect "$(cat $D/ep/a/err)" "bind cntr sent write: endpoint is connected" "ep a err"
 
+echo "== RMA into and out of mr/N/data"
+mkdir $D/mr/ma $D/mr/mb
+for m in ma mb; do echo 64 > $D/mr/$m/attr/len; echo reg > $D/mr/$m/ctl; done
+key=$(cat $D/mr/mb/attr/key)
+printf 'written by a' > $D/mr/ma/data
+echo write ma 0 12 20 $key > $D/ep/a/ctl
+got=$(dd if=$D/mr/mb/data bs=1 skip=20 count=12 2>/dev/null)
+[ "$got" = "written by a" ] || fail "mr mb holds '$got' after write"
+echo write ma 0 7 40 $key 0x2a > $D/ep/a/ctl
+cq=""
+until case "$cq" in *"flags=FI_RMA|FI_REMOTE_WRITE|FI_REMOTE_CQ_DATA len=7 buf=0x0 data=0x2a"*) true ;; *) false ;; esac; do
+	cq="$cq
+$(cat $D/cq/c/events)" # the target's entry may come after the write returned
+done
+echo read ma 32 7 40 $key > $D/ep/a/ctl
+got=$(dd if=$D/mr/ma/data bs=1 skip=32 count=7 2>/dev/null)
+[ "$got" = "written" ] || fail "mr ma holds '$got' after read"
+if echo write ma 60 8 0 $key > $D/ep/a/ctl 2>/dev/null; then fail "a write past the region succeeded"; fi
+expect "$(cat $D/ep/a/err)" "write ma 60 8 0 $key: " "ep a err"
+
 echo "== a bound cq or cntr cannot be removed"
 if rmdir $D/cq/c 2>/dev/null; then fail "rmdir of a bound cq succeeded"; fi
 if rmdir $D/cntr/sent 2>/dev/null; then fail "rmdir of a bound cntr succeeded"; fi
@@ -98,8 +118,8 @@ echo shutdown > $D/ep/a/ctl
 wait_event "shutdown fid=ep/$b"
 
 echo "== everything is removed"
-rmdir $D/ep/a $D/ep/$b $D/pep/l $D/cq/c $D/eq/ev $D/cntr/sent $D/cntr/got
-for k in ep pep cq eq cntr; do
+rmdir $D/ep/a $D/ep/$b $D/pep/l $D/cq/c $D/eq/ev $D/cntr/sent $D/cntr/got $D/mr/ma $D/mr/mb
+for k in ep pep cq eq cntr mr; do
 	left=$(echo $D/$k/*)
 	[ "$left" = "$D/$k/clone" ] || fail "left in $k: $left"
 done

@@ -1,0 +1,283 @@
+package tests
+
+import (
+	"bytes"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fabricfs/fabricfs/core/fi"
+)
+
+// The conformance scenarios (see conformance_test.go). Each checks the
+// completions both endpoints see, and the bytes that arrived.
+
+var (
+	cqSend    = fi.CQFlags(fi.MSG | fi.SEND)
+	cqRecv    = fi.CQFlags(fi.MSG | fi.RECV)
+	cqTRecv   = fi.CQFlags(fi.TAGGED | fi.RECV)
+	cqWrite   = fi.CQFlags(fi.RMA | fi.WRITE)
+	cqRead    = fi.CQFlags(fi.RMA | fi.READ)
+	cqRemoteW = fi.CQFlags(fi.RMA | fi.REMOTE_WRITE | fi.REMOTE_CQ_DATA)
+)
+
+// pattern is n bytes of test content, different for each seed.
+func pattern(n, seed int) []byte { return bytes.Clone(msgPattern[seed%251:][:n]) }
+
+// wantCQE checks a completion's flags, length and error.
+func wantCQE(t *testing.T, what string, c confCQE, flags fi.CQFlags, n int, err fi.Errno) {
+	t.Helper()
+	if c.Flags != flags || c.Len != uint64(n) || c.Err != err {
+		t.Errorf("%s: completion %v, want flags %v len %d err %v", what, c, flags, n, err.Name())
+	}
+}
+
+// wantRecv checks a successful receive's completion and bytes.
+func wantRecv(t *testing.T, c confCQE, flags fi.CQFlags, msg []byte) {
+	t.Helper()
+	wantCQE(t, "receive", c, flags, len(msg), 0)
+	if !bytes.Equal(c.Payload, msg) {
+		t.Errorf("received %d bytes %.16q..., want %.16q...", len(c.Payload), c.Payload, msg)
+	}
+}
+
+// transfer sends msg from a to b through a receive b posted before, and
+// checks both completions.
+func transfer(t *testing.T, a, b *confNode, msg []byte) {
+	t.Helper()
+	b.io.recv(t, len(msg), confRecv{})
+	a.io.send(t, msg, confSend{})
+	wantCQE(t, "send", a.io.poll(t, 1)[0], cqSend, len(msg), 0)
+	wantRecv(t, b.io.poll(t, 1)[0], cqRecv, msg)
+}
+
+var confScenarios = []confScenario{
+	{name: "send_recv", caps: fi.MSG | fi.SEND | fi.RECV, run: func(t *testing.T, x *confEnv) {
+		a, b, _ := x.confPair(t, confCfg{})
+		for i, n := range []int{1, 100, 9000} {
+			transfer(t, a, b, pattern(n, i))
+			transfer(t, b, a, pattern(n, i+7))
+		}
+	}},
+	{name: "remote_cq_data", caps: fi.MSG, cqData: true,
+		shellGap: "a write to ep data is fi_send: there is no fi_senddata (RMA writedata has one: rma_writedata)",
+		run: func(t *testing.T, x *confEnv) {
+			a, b, _ := x.confPair(t, confCfg{})
+			msg, data := pattern(64, 1), uint64(0xfeedf00d)
+			b.io.recv(t, 64, confRecv{})
+			a.io.send(t, msg, confSend{data: &data})
+			wantCQE(t, "send", a.io.poll(t, 1)[0], cqSend, 64, 0)
+			c := b.io.poll(t, 1)[0]
+			wantRecv(t, c, cqRecv|fi.CQFlags(fi.REMOTE_CQ_DATA), msg)
+			if c.Data != data {
+				t.Errorf("remote CQ data %#x, want %#x", c.Data, data)
+			}
+		}},
+	{name: "inject", caps: fi.MSG, run: func(t *testing.T, x *confEnv) {
+		a, b, _ := x.confPair(t, confCfg{a: confSide{txFlags: "FI_INJECT"}})
+		size := int(x.num(t, a.ep, "attr/tx_inject_size"))
+		transfer(t, a, b, pattern(size, 3))
+		transfer(t, a, b, pattern(1, 4))
+		if err := a.io.sendFails(t, pattern(size+1, 5)); err != fi.EINVAL {
+			t.Errorf("inject of inject_size+1 = %d bytes failed with %v, want FI_EINVAL", size+1, err.Name())
+		}
+		transfer(t, a, b, pattern(8, 6)) // the endpoint still works
+	}},
+	{name: "truncated_receive", caps: fi.MSG,
+		shellGap: "a read of ep data sizes its receive to the message, so nothing is truncated",
+		run: func(t *testing.T, x *confEnv) {
+			a, b, _ := x.confPair(t, confCfg{})
+			msg := pattern(100, 8)
+			b.io.recv(t, 10, confRecv{})
+			a.io.send(t, msg, confSend{})
+			wantCQE(t, "send", a.io.poll(t, 1)[0], cqSend, 100, 0)
+			c := b.io.poll(t, 1)[0]
+			wantCQE(t, "truncated receive", c, cqRecv, 10, fi.ETRUNC)
+			if c.OLen != 90 {
+				t.Errorf("olen %d, want 90", c.OLen)
+			}
+			if !bytes.Equal(c.Payload, msg[:10]) {
+				t.Errorf("the truncated buffer holds %q, want %q", c.Payload, msg[:10])
+			}
+			transfer(t, a, b, pattern(50, 9)) // the next message arrives whole
+		}},
+	{name: "selective_completion", caps: fi.MSG, run: func(t *testing.T, x *confEnv) {
+		// Both send bindings are selective; a's sends ask for a
+		// completion (FI_COMPLETION), b's do not: b's send makes no
+		// entry, but its counter counts it.
+		a, b, _ := x.confPair(t, confCfg{
+			a: confSide{selective: true, txFlags: "FI_COMPLETION", cntr: "send"},
+			b: confSide{selective: true, cntr: "send"}})
+		transfer(t, a, b, pattern(40, 10))
+		msg := pattern(41, 11)
+		a.io.recv(t, 41, confRecv{})
+		b.io.send(t, msg, confSend{})
+		wantRecv(t, a.io.poll(t, 1)[0], cqRecv, msg)
+		b.counts(t, 1, 0)
+		if !b.io.quiet(t, 50*time.Millisecond) {
+			t.Error("a send without FI_COMPLETION under a selective binding made an entry")
+		}
+		a.counts(t, 1, 0)
+	}},
+	{name: "cancel", caps: fi.MSG, run: func(t *testing.T, x *confEnv) {
+		a, b, _ := x.confPair(t, confCfg{b: confSide{cntr: "recv"}})
+		ctx := b.io.recv(t, 64, confRecv{})
+		x.cancel(t, b, ctx)
+		wantCQE(t, "cancelled receive", b.io.poll(t, 1)[0], cqRecv, 0, fi.ECANCELED)
+		b.counts(t, 0, 1)
+		transfer(t, a, b, pattern(64, 12)) // the message goes to the next receive
+		b.counts(t, 1, 1)
+	}},
+	{name: "delivery_complete", caps: fi.MSG, run: func(t *testing.T, x *confEnv) {
+		// Sent before and after the target posts its receive, a
+		// delivery-complete send completes, once the target has the
+		// message (tcp FI_EP_MSG: once it is placed in the receive; rxm,
+		// as libfabric's: once buffered), which the receive then holds.
+		a, b, _ := x.confPair(t, confCfg{a: confSide{txFlags: "FI_DELIVERY_COMPLETE"}})
+		msg := pattern(200, 13)
+		a.io.send(t, msg, confSend{})
+		b.io.recv(t, 200, confRecv{})
+		wantCQE(t, "send", a.io.poll(t, 1)[0], cqSend, 200, 0)
+		wantRecv(t, b.io.poll(t, 1)[0], cqRecv, msg)
+		transfer(t, a, b, pattern(3000, 14))
+	}},
+	{name: "counters", caps: fi.MSG, run: func(t *testing.T, x *confEnv) {
+		a, b, _ := x.confPair(t, confCfg{a: confSide{cntr: "send"}, b: confSide{cntr: "recv"}})
+		for i := range 3 {
+			transfer(t, a, b, pattern(10+i, i))
+		}
+		a.counts(t, 3, 0)
+		b.counts(t, 3, 0)
+		transfer(t, b, a, pattern(5, 5)) // b's sends and a's receives are not bound
+		a.counts(t, 3, 0)
+		b.counts(t, 3, 0)
+	}},
+	{name: "connect_accept_data", msgOnly: true, run: func(t *testing.T, x *confEnv) {
+		a, b, ev := x.confPair(t, confCfg{connData: "hello", acceptData: "welcome"})
+		for _, want := range []string{"connreq fid=pep/", "connected fid=" + a.name + " data=welcome", "connected fid=" + b.name} {
+			if !slices.ContainsFunc(ev, func(l string) bool { return strings.HasPrefix(l, want) }) {
+				t.Errorf("events %q lack %q", ev, want)
+			}
+		}
+		if !slices.ContainsFunc(ev, func(l string) bool {
+			return strings.HasPrefix(l, "connreq ") && strings.HasSuffix(l, " ep="+b.name[3:]+" data=hello")
+		}) {
+			t.Errorf("events %q lack the request for %s with data=hello", ev, b.name)
+		}
+		transfer(t, a, b, pattern(20, 14))
+	}},
+	{name: "reject_data", msgOnly: true, run: func(t *testing.T, x *confEnv) {
+		a, _, ev := x.confPair(t, confCfg{reject: "go-away"})
+		want := "error fid=" + a.name + " err=FI_ECONNREFUSED"
+		if !slices.ContainsFunc(ev, func(l string) bool { return strings.HasPrefix(l, want) && strings.HasSuffix(l, " data=go-away") }) {
+			t.Errorf("events %q lack %q ... data=go-away", ev, want)
+		}
+	}},
+	{name: "shutdown", msgOnly: true, run: func(t *testing.T, x *confEnv) {
+		a, b, _ := x.confPair(t, confCfg{})
+		transfer(t, a, b, pattern(20, 15))
+		x.ctl(t, a.ep, "shutdown")
+		x.events(t, a.eq, "shutdown fid="+a.name, "shutdown fid="+b.name)
+	}},
+	{name: "tagged", caps: fi.TAGGED,
+		shellGap: "ep data sends and receives untagged messages; there is no tagged verb",
+		run: func(t *testing.T, x *confEnv) {
+			a, b, _ := x.confPair(t, confCfg{})
+			other := b.io.recv(t, 64, confRecv{tagged: true, tag: 0x5000})      // no match
+			b.io.recv(t, 64, confRecv{tagged: true, tag: 0x1200, ignore: 0xff}) // matches 0x12xx
+			msg := pattern(64, 16)
+			a.io.send(t, msg, confSend{tagged: true, tag: 0x1234})
+			a.io.poll(t, 1)
+			c := b.io.poll(t, 1)[0]
+			wantRecv(t, c, cqTRecv, msg)
+			if c.Tag != 0x1234 {
+				t.Errorf("tag %#x, want 0x1234", c.Tag)
+			}
+			x.cancel(t, b, other)
+			wantCQE(t, "unmatched tagged receive", b.io.poll(t, 1)[0], cqTRecv, 0, fi.ECANCELED)
+		}},
+	{name: "directed_recv", caps: fi.DIRECTED_RECV,
+		shellGap: "a read of ep data receives from anyone",
+		run: func(t *testing.T, x *confEnv) {
+			a, b, _ := x.confPair(t, confCfg{})
+			// A receive only from b itself (an address that never sends
+			// to b here), then one only from a: a's message skips the first.
+			self := x.insert(t, b, b)
+			first := b.io.recv(t, 64, confRecv{from: self})
+			b.io.recv(t, 64, confRecv{from: b.peer})
+			msg := pattern(64, 17)
+			a.io.send(t, msg, confSend{})
+			a.io.poll(t, 1)
+			c := b.io.poll(t, 1)[0]
+			wantRecv(t, c, cqRecv, msg)
+			x.cancel(t, b, first)
+			wantCQE(t, "receive from another address", b.io.poll(t, 1)[0], cqRecv, 0, fi.ECANCELED)
+		}},
+	{name: "source", caps: fi.SOURCE, run: func(t *testing.T, x *confEnv) {
+		a, b, _ := x.confPair(t, confCfg{})
+		b.io.recv(t, 32, confRecv{})
+		a.io.send(t, pattern(32, 18), confSend{})
+		a.io.poll(t, 1)
+		if c := b.io.poll(t, 1)[0]; c.Src != b.peer {
+			t.Errorf("receive from a: src %#x, want a's fi_addr in b's AV %d", c.Src, b.peer)
+		}
+	}},
+	{name: "rma_write", caps: fi.RMA | fi.WRITE | fi.REMOTE_WRITE | fi.RMA_EVENT, run: func(t *testing.T, x *confEnv) {
+		a, b, _ := x.confPair(t, confCfg{a: confSide{cntr: "write"}, b: confSide{cntr: "remote_write"}})
+		data := pattern(3000, 19)
+		a.io.fill(t, confRMAOff, data)
+		a.io.rma(t, true, confRMAOff, 3000, 100, x.num(t, b.mr, "attr/key"), nil)
+		wantCQE(t, "write", a.io.poll(t, 1)[0], cqWrite, 3000, 0)
+		b.counts(t, 1, 0)
+		a.counts(t, 1, 0)
+		if got := b.io.mem(t, 100, 3000); !bytes.Equal(got, data) {
+			t.Error("the target region does not hold the written bytes")
+		}
+		if !b.io.quiet(t, 20*time.Millisecond) {
+			t.Error("a write without remote CQ data made an entry at the target")
+		}
+	}},
+	{name: "rma_writedata", caps: fi.RMA | fi.WRITE | fi.REMOTE_WRITE, cqData: true, run: func(t *testing.T, x *confEnv) {
+		a, b, _ := x.confPair(t, confCfg{})
+		data, imm := pattern(500, 20), uint64(0xabcdef)
+		a.io.fill(t, confRMAOff+8, data)
+		a.io.rma(t, true, confRMAOff+8, 500, 4000, x.num(t, b.mr, "attr/key"), &imm)
+		wantCQE(t, "writedata", a.io.poll(t, 1)[0], cqWrite, 500, 0)
+		c := b.io.poll(t, 1)[0]
+		wantCQE(t, "remote write", c, cqRemoteW, 500, 0)
+		if c.Data != imm {
+			t.Errorf("remote CQ data %#x, want %#x", c.Data, imm)
+		}
+		if got := b.io.mem(t, 4000, 500); !bytes.Equal(got, data) {
+			t.Error("the target region does not hold the written bytes")
+		}
+	}},
+	{name: "rma_read", caps: fi.RMA | fi.READ | fi.REMOTE_READ | fi.RMA_EVENT, run: func(t *testing.T, x *confEnv) {
+		a, b, _ := x.confPair(t, confCfg{a: confSide{cntr: "read"}, b: confSide{cntr: "remote_read"}})
+		data := pattern(5000, 21)
+		b.io.fill(t, 2000, data)
+		a.io.rma(t, false, confRMAOff, 5000, 2000, x.num(t, b.mr, "attr/key"), nil)
+		wantCQE(t, "read", a.io.poll(t, 1)[0], cqRead, 5000, 0)
+		if got := a.io.mem(t, confRMAOff, 5000); !bytes.Equal(got, data) {
+			t.Error("the local region does not hold the bytes read")
+		}
+		a.counts(t, 1, 0)
+		b.counts(t, 1, 0)
+	}},
+}
+
+// num reads a numeric file of an object.
+func (x *confEnv) num(t *testing.T, dir, name string) uint64 {
+	t.Helper()
+	return x.numField(t, x.file(t, dir, name))
+}
+
+// numField parses a number in decimal or 0x hex.
+func (x *confEnv) numField(t *testing.T, s string) uint64 {
+	t.Helper()
+	v, err := strconv.ParseUint(s, 0, 64)
+	must(t, err)
+	return v
+}
