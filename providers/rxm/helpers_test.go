@@ -14,12 +14,23 @@ import (
 const waitTime = 10 * time.Second
 
 // events are an RDM endpoint's events: it has no connection events of its
-// own; asynchronous errors are recorded. RMA events (the embedded,
-// nil interface) are not exercised here.
+// own; asynchronous errors are recorded. It has no memory regions: a
+// peer's RMA on a key that is not a rendezvous key is refused, and remote
+// events are recorded.
 type events struct {
-	core.EndpointEvents
-	mu   sync.Mutex
-	errs []error
+	mu      sync.Mutex
+	errs    []error
+	remotes []core.Completion
+}
+
+func (ev *events) Region(key, _, _ uint64, _ fi.Caps) ([]byte, func(), error) {
+	return nil, nil, core.Errorf(fi.EINVAL, "test: no memory region with key %#x", key)
+}
+
+func (ev *events) Remote(c core.Completion) {
+	ev.mu.Lock()
+	ev.remotes = append(ev.remotes, c)
+	ev.mu.Unlock()
 }
 
 func (ev *events) Connected([]byte)     {}

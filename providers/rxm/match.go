@@ -6,6 +6,7 @@ import (
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/providers/rxm/wire"
 )
 
 // Matching, as libfabric's rxm does it (docs/rxm.md 5.10): two queues,
@@ -18,13 +19,32 @@ import (
 // message is a received message on its way to a receive.
 type message struct {
 	tagged  bool
-	rndv    bool // a rendezvous request: the data is not here (size bytes)
 	tag     uint64
 	data    uint64     // remote CQ data
 	flags   fi.CQFlags // fi.REMOTE_CQ_DATA or 0
-	size    uint64
-	payload []byte // eager: in a receive buffer until kept as unexpected
+	payload []byte     // eager: in a receive buffer until kept as unexpected
 	src     netip.AddrPort
+
+	// A rendezvous request: the size bytes are read from conn's peer,
+	// where rndv says, and the read-done names id.
+	rndv *wire.RndvHeader
+	size uint64
+	id   uint64
+	conn *conn
+
+	readDone bool // not a message: the read-done of our rendezvous id
+}
+
+// rndvCost is what an unexpected rendezvous request counts against the
+// unexpected limit: its headers.
+const rndvCost = wire.HeaderSize + wire.RndvHeaderSize
+
+// cost is what msg counts against the unexpected limit.
+func (msg *message) cost() int {
+	if msg.rndv != nil {
+		return rndvCost
+	}
+	return len(msg.payload)
 }
 
 // matcher holds the posted receives and the unexpected messages, each by
@@ -34,7 +54,8 @@ type matcher struct {
 	limit    int  // UnexpectedLimit
 	recvs    [2][]*core.Op
 	unexp    [2][]*message
-	bytes    int // payload bytes of the unexpected messages
+	bytes    int         // what the unexpected messages cost
+	started  []*rndvRecv // rendezvous receives matched, whose reads the worker starts
 }
 
 func queueOf(tagged bool) int {
@@ -60,13 +81,13 @@ func (m *matcher) arrived(msg *message) {
 	for i, op := range m.recvs[q] {
 		if m.matches(op, msg) {
 			m.recvs[q] = slices.Delete(m.recvs[q], i, i+1)
-			deliver(op, msg)
+			m.deliver(op, msg)
 			return
 		}
 	}
 	msg.payload = slices.Clone(msg.payload)
 	m.unexp[q] = append(m.unexp[q], msg)
-	m.bytes += len(msg.payload)
+	m.bytes += msg.cost()
 }
 
 // post delivers the first unexpected message op matches, or queues op. It
@@ -77,8 +98,8 @@ func (m *matcher) post(op *core.Op) bool {
 		if m.matches(op, msg) {
 			m.unexp[q] = slices.Delete(m.unexp[q], i, i+1)
 			was := m.over()
-			m.bytes -= len(msg.payload)
-			deliver(op, msg)
+			m.bytes -= msg.cost()
+			m.deliver(op, msg)
 			return was && !m.over()
 		}
 	}
@@ -104,7 +125,22 @@ func (m *matcher) cancel(op *core.Op) bool {
 	return false
 }
 
-// flush completes every waiting receive with fi.ECANCELED and drops the
+// dropConn forgets the unexpected rendezvous requests that came on c:
+// their data cannot be read any more.
+func (m *matcher) dropConn(c *conn) {
+	for q := range m.unexp {
+		m.unexp[q] = slices.DeleteFunc(m.unexp[q], func(msg *message) bool {
+			if msg.rndv != nil && msg.conn == c {
+				m.bytes -= msg.cost()
+				return true
+			}
+			return false
+		})
+	}
+}
+
+// flush completes every waiting receive, and those matched to rendezvous
+// requests whose reads have not started, with fi.ECANCELED, and drops the
 // unexpected messages.
 func (m *matcher) flush() {
 	for q := range m.recvs {
@@ -113,29 +149,32 @@ func (m *matcher) flush() {
 		}
 		m.recvs[q], m.unexp[q] = nil, nil
 	}
+	for _, r := range m.started {
+		r.op.Complete(core.Completion{Flags: r.comp.Flags, Err: fi.ECANCELED})
+	}
+	m.started = nil
 	m.bytes = 0
 }
 
 // deliver completes op with msg: the payload copied into its buffer (a
 // buffer of the message's size if it has none), truncated with fi.ETRUNC
-// if longer. A rendezvous message cannot be received yet: fi.EMSGSIZE.
-func deliver(op *core.Op, msg *message) {
+// if longer. A rendezvous request is read first: it joins started.
+func (m *matcher) deliver(op *core.Op, msg *message) {
 	c := core.Completion{Flags: op.Kind.CQFlags() | msg.flags, Data: msg.data, Src: fiAddr(msg.src)}
 	if msg.tagged {
 		c.Tag = msg.tag
 	}
-	switch {
-	case msg.rndv:
-		c.Err, c.OLen = fi.EMSGSIZE, msg.size
-	default:
-		if op.Buf == nil {
-			op.Buf = make([]byte, len(msg.payload))
-		}
-		n := copy(op.Buf, msg.payload)
-		c.Len = uint64(n)
-		if rest := len(msg.payload) - n; rest > 0 {
-			c.Err, c.OLen = fi.ETRUNC, uint64(rest)
-		}
+	if msg.rndv != nil {
+		m.started = append(m.started, newRndvRecv(op, msg, c))
+		return
+	}
+	if op.Buf == nil {
+		op.Buf = make([]byte, len(msg.payload))
+	}
+	n := copy(op.Buf, msg.payload)
+	c.Len = uint64(n)
+	if rest := len(msg.payload) - n; rest > 0 {
+		c.Err, c.OLen = fi.ETRUNC, uint64(rest)
 	}
 	op.Complete(c)
 }

@@ -13,7 +13,8 @@ import (
 // FI_EP_RDM` prints.
 const (
 	ProvName        = "tcp;ofi_rxm"   // fabric_attr.prov_name of a layering over tcp
-	EagerLimit      = wire.EagerLimit // the largest message sent: rendezvous is not implemented yet
+	EagerLimit      = wire.EagerLimit // the largest message sent eagerly; larger ones go by rendezvous
+	MaxMsgSize      = math.MaxUint64  // ep_attr.max_msg_size, as rxm reports it
 	InjectSize      = 64              // tx_attr.inject_size: tcp's 128 minus the 64-byte rxm header
 	DefaultTxSize   = 2048            // tx_attr.size
 	DefaultRxSize   = 2048            // rx_attr.size
@@ -82,7 +83,7 @@ func rdmInfo(msg *fi.Info) *fi.Info {
 		Type:            fi.EP_RDM,
 		Protocol:        fi.PROTO_RXM,
 		ProtocolVersion: ProtocolVersion,
-		MaxMsgSize:      EagerLimit,
+		MaxMsgSize:      MaxMsgSize,
 		MaxOrderRAWSize: math.MaxUint64,
 		MaxOrderWAWSize: math.MaxUint64,
 		MemTagFormat:    MemTagFormat,
