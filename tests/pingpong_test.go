@@ -234,7 +234,9 @@ func checkPingpong(t *testing.T, c ppCase, ps ...*proc) {
 		}
 		if err := checkTable(p.out.String(), c); err != nil {
 			t.Errorf("%s: %v\n%v", p.name, err, p)
+			continue
 		}
+		t.Logf("%s: %s", p.name, strings.TrimSpace(p.out.String()[strings.LastIndex(strings.TrimSuffix(p.out.String(), "\n"), "\n")+1:]))
 	}
 }
 

@@ -1,6 +1,7 @@
 package rxm
 
 import (
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -235,4 +236,37 @@ func TestRendezvousClose(t *testing.T) {
 	c.none(t)
 	c.ep.Cancel(r)
 	noRndvLeft(t, c)
+}
+
+// BenchmarkRendezvous measures one-way throughput of rendezvous messages
+// between two endpoints over lo, one at a time and with 4 in flight.
+func BenchmarkRendezvous(b *testing.B) {
+	for _, size := range []int{100000, 1 << 20, 8 << 20} {
+		for _, window := range []int{1, 4} {
+			b.Run(strconv.Itoa(size)+"/window-"+strconv.Itoa(window), func(b *testing.B) { benchRendezvous(b, size, window) })
+		}
+	}
+}
+
+func benchRendezvous(b *testing.B, size, window int) {
+	p, d := testDomain(b)
+	from, to := newRDM(b, p, d), newRDM(b, p, d)
+	msg := pattern(1, size)
+	b.SetBytes(int64(size))
+	b.ResetTimer()
+	for i := 0; i < b.N; i += window {
+		k := min(window, b.N-i)
+		for range k {
+			to.recv(b, core.OpRecv, size, 0, 0)
+			from.send(b, core.OpSend, to.addr, msg, 0)
+		}
+		for range k {
+			if res := <-to.comps; res.c.Err != 0 || res.c.Len != uint64(size) {
+				b.Fatal(res.c)
+			}
+			if res := <-from.comps; res.c.Err != 0 {
+				b.Fatal(res.c)
+			}
+		}
+	}
 }
