@@ -360,3 +360,69 @@ func TestRDMRingStream(t *testing.T) {
 		}
 	}
 }
+
+// TestRDMRingMultiRecv posts receives with FI_MULTI_RECV through the rx
+// ring, with min_multi_recv set by the setopt verb: each message's
+// completion names its place in the buffer, and the one that releases the
+// buffer has FI_MULTI_RECV; rendezvous messages land in it too.
+func TestRDMRingMultiRecv(t *testing.T) {
+	d := mount(t)
+	tree, err := client.Open(d.mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dom := tree.Domain("tcp", "lo")
+	a, b := newRDMNode(t, dom), newRDMNode(t, dom)
+	if err := b.ep.Ctl("setopt FI_OPT_MIN_MULTI_RECV 1000"); err != nil {
+		t.Fatal(err)
+	}
+	dst := a.insert(t, b)
+	mem := a.mr.Mem()
+	for k := range mem {
+		mem[k] = byte(k*7 + k>>9)
+	}
+	type want struct {
+		buf, n  uint64
+		release bool
+	}
+	check := func(ctx uint64, base uint64, sizes []uint64, wants []want) {
+		t.Helper()
+		off := uint64(0)
+		for _, n := range sizes {
+			a.post(t, ring.WR{Op: ring.OpSend, Context: 100, Offset: off, Len: n, Addr: dst})
+			off += n
+		}
+		got := map[uint64]ring.CQE{}
+		for i := range wants {
+			e := b.recvDone(t)
+			if e.Err != 0 || e.Context != ctx {
+				t.Fatalf("completion %d: %+v", i, e)
+			}
+			if released := e.Flags&uint64(fi.MULTI_RECV) != 0; released && i != len(wants)-1 {
+				t.Fatalf("buffer released by completion %d of %d: %+v", i, len(wants), e)
+			}
+			got[e.Buf] = e
+		}
+		for _, w := range wants {
+			e, ok := got[w.buf]
+			if !ok || e.Len != w.n || (e.Flags&uint64(fi.MULTI_RECV) != 0) != w.release {
+				t.Fatalf("at %d: %+v, want %+v", w.buf, e, w)
+			}
+			src := w.buf - base // the sender's offset: messages are packed as sent
+			if !bytes.Equal(b.mr.Mem()[w.buf:][:w.n], mem[src:][:w.n]) {
+				t.Fatalf("wrong bytes at %d", w.buf)
+			}
+		}
+		for range sizes {
+			if e := a.next(t); e.Err != 0 {
+				t.Fatalf("send: %+v", e)
+			}
+		}
+	}
+	// Eager: 3 x 3000 leave 1000 each time; 100 then leaves 900: released.
+	b.post(t, ring.WR{Op: ring.OpRecv, Flags: uint64(fi.MULTI_RECV), Context: 7, Offset: 0, Len: 10000, Addr: anyAddr})
+	check(7, 0, []uint64{3000, 3000, 3000, 100}, []want{{0, 3000, false}, {3000, 3000, false}, {6000, 3000, false}, {9000, 100, true}})
+	// Rendezvous: 100000 leaves 20000; 19500 leaves 500: released.
+	b.post(t, ring.WR{Op: ring.OpRecv, Flags: uint64(fi.MULTI_RECV), Context: 8, Offset: 200000, Len: 120000, Addr: anyAddr})
+	check(8, 200000, []uint64{100000, 19500}, []want{{200000, 100000, false}, {300000, 19500, true}})
+}

@@ -85,6 +85,7 @@ type endpoint struct {
 
 var _ core.Endpoint = (*endpoint)(nil)
 var _ core.Poller = (*endpoint)(nil)
+var _ core.Options = (*endpoint)(nil)
 
 func newEndpoint(d *domain, info *fi.Info, ev core.EndpointEvents) (*endpoint, error) {
 	if ev == nil {
@@ -118,6 +119,7 @@ func newEndpoint(d *domain, info *fi.Info, ev core.EndpointEvents) (*endpoint, e
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	e.rx.directed, e.rx.limit = info.Caps&fi.DIRECTED_RECV != 0, UnexpectedLimit
+	e.rx.multi, e.rx.minMulti = map[*core.Op]*multiRecv{}, DefaultMinMultiRecv
 	return e, nil
 }
 
@@ -264,12 +266,26 @@ func (e *endpoint) Close() error {
 		e.sendFailed(it, fi.ECANCELED)
 	}
 	e.mu.Lock()
-	e.rx.flush()
-	read := e.rndvRead
-	e.rndvRead = nil
+	rs := append(e.rx.started, e.rndvRead...)
+	e.rx.started, e.rndvRead = nil, nil
 	e.mu.Unlock()
-	for _, r := range read {
-		r.op.Complete(core.Completion{Flags: r.comp.Flags, Err: fi.ECANCELED})
+	for _, r := range rs {
+		e.completeRndv(r, core.Completion{Flags: r.comp.Flags, Offset: r.comp.Offset, Err: fi.ECANCELED})
+	}
+	e.mu.Lock()
+	e.rx.flush()
+	e.mu.Unlock()
+	return nil
+}
+
+// SetOpt takes FI_OPT_MIN_MULTI_RECV; the other options (buffered_min,
+// buffered_limit) concern FI_BUFFERED_RECV, which fabricfs does not ask
+// for, and are ignored.
+func (e *endpoint) SetOpt(name string, value uint64) error {
+	if name == "min_multi_recv" {
+		e.mu.Lock()
+		e.rx.minMulti = value
+		e.mu.Unlock()
 	}
 	return nil
 }

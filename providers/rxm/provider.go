@@ -20,14 +20,17 @@ const (
 	DefaultRxSize   = 2048            // rx_attr.size
 	ProtocolVersion = 1               // ep_attr.protocol_version of FI_PROTO_RXM
 	MemTagFormat    = 0xaaaaaaaaaaaaaaaa
+	// DefaultMinMultiRecv is FI_OPT_MIN_MULTI_RECV until set: rxm's
+	// buffer size.
+	DefaultMinMultiRecv = EagerLimit
 )
 
 // Capabilities implemented. FI_SOURCE and FI_DIRECTED_RECV are secondary
 // and primary receive modifiers; fi_getinfo returns FI_SOURCE only when asked.
 const (
-	rdmCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV
+	rdmCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV
 	txCaps  = fi.MSG | fi.TAGGED | fi.SEND
-	rxCaps  = fi.MSG | fi.TAGGED | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV
+	rxCaps  = fi.MSG | fi.TAGGED | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV
 )
 
 // provider layers FI_EP_RDM over a provider of FI_EP_MSG endpoints.

@@ -128,6 +128,8 @@ func (e *endpoint) postRecv(op *core.Op) error {
 	switch {
 	case e.state != epEnabled:
 		err = core.Errorf(fi.EOPBADSTATE, "rxm: recv: endpoint is not enabled")
+	case isMulti(op) && (op.Kind != core.OpRecv || op.Buf == nil):
+		err = core.Errorf(fi.EINVAL, "rxm: FI_MULTI_RECV is for untagged receives with a buffer")
 	case e.rx.posted() >= e.rxSize:
 		err = fi.EAGAIN
 	default:

@@ -41,10 +41,12 @@ type rndvSend struct {
 // a request of conn, being read into.
 type rndvRecv struct {
 	op      *core.Op
+	buf     []byte     // where the data goes: op.Buf, or a part of it (FI_MULTI_RECV)
+	multi   *multiRecv // op's FI_MULTI_RECV state, or nil
 	conn    *conn
 	id      uint64          // the request's msg_id, echoed in the read-done
-	parts   []wire.RMAIov   // the reads, in order, and where they go in op.Buf
-	offs    []int           // offset in op.Buf of each part
+	parts   []wire.RMAIov   // the reads, in order, and where they go in buf
+	offs    []int           // offset in buf of each part
 	comp    core.Completion // the receive's completion once read
 	pending int             // reads posted and not completed
 	err     fi.Errno        // a read failed
@@ -52,19 +54,16 @@ type rndvRecv struct {
 	hdr     [wire.HeaderSize]byte
 }
 
-// newRndvRecv plans the reads of msg into op's buffer (one of at most
-// MaxDynamicRecv bytes if it has none): each remote entry in order, while
-// bytes that fit remain. comp is the receive's completion, without Len.
-func newRndvRecv(op *core.Op, msg *message, comp core.Completion) *rndvRecv {
-	if op.Buf == nil {
-		op.Buf = make([]byte, min(msg.size, MaxDynamicRecv))
-	}
-	n := min(uint64(len(op.Buf)), msg.size)
+// newRndvRecv plans the reads of msg into buf, a part of op's buffer:
+// each remote entry in order, while bytes that fit remain. comp is the
+// receive's completion, without Len.
+func newRndvRecv(op *core.Op, buf []byte, msg *message, comp core.Completion) *rndvRecv {
+	n := min(uint64(len(buf)), msg.size)
 	comp.Len = n
 	if rest := msg.size - n; rest > 0 {
 		comp.Err, comp.OLen = fi.ETRUNC, rest
 	}
-	r := &rndvRecv{op: op, conn: msg.conn, id: msg.id, comp: comp}
+	r := &rndvRecv{op: op, buf: buf, conn: msg.conn, id: msg.id, comp: comp}
 	left, off := n, 0
 	for _, v := range msg.rndv.Iov[:msg.rndv.Count] {
 		if left == 0 {
@@ -222,7 +221,7 @@ func (e *endpoint) startRndv() {
 	e.rndvRead = nil
 	e.mu.Unlock()
 	for _, r := range failed {
-		r.op.Complete(core.Completion{Flags: r.comp.Flags, Err: fi.ECONNRESET})
+		e.completeRndv(r, core.Completion{Flags: r.comp.Flags, Offset: r.comp.Offset, Err: fi.ECONNRESET})
 	}
 	for _, r := range start {
 		if len(r.parts) == 0 {
@@ -230,7 +229,7 @@ func (e *endpoint) startRndv() {
 			continue
 		}
 		for i, p := range r.parts {
-			op := &core.Op{Kind: core.OpRead, Buf: r.op.Buf[r.offs[i]:][:p.Len], Addr: p.Addr, Key: p.Key}
+			op := &core.Op{Kind: core.OpRead, Buf: r.buf[r.offs[i]:][:p.Len], Addr: p.Addr, Key: p.Key}
 			op.OnComplete(func(_ *core.Op, c core.Completion) { e.rndvReadDone(r, c) })
 			if err := r.conn.tcp.Post(op); err != nil {
 				for range r.parts[i:] {
@@ -272,7 +271,7 @@ func (e *endpoint) sendReadDone(r *rndvRecv) {
 		e.mu.Lock()
 		r.conn.ctrl--
 		e.mu.Unlock()
-		r.op.Complete(core.Completion{Flags: r.comp.Flags, Err: code})
+		e.completeRndv(r, core.Completion{Flags: r.comp.Flags, Offset: r.comp.Offset, Err: code})
 	}
 	if r.err != 0 {
 		fail(r.err)
@@ -291,10 +290,37 @@ func (e *endpoint) sendReadDone(r *rndvRecv) {
 		e.mu.Lock()
 		r.conn.ctrl--
 		e.mu.Unlock()
-		r.op.Complete(r.comp)
+		e.completeRndv(r, r.comp)
 	})
 	if err := r.conn.tcp.Post(&r.done); err != nil {
 		fail(core.Code(err))
+	}
+}
+
+// completeRndv completes r's receive with c; for a part of a buffer with
+// FI_MULTI_RECV, the buffer's release comes after every part read into it
+// (multiRecv.release).
+func (e *endpoint) completeRndv(r *rndvRecv, c core.Completion) {
+	if r.multi == nil {
+		r.op.Complete(c)
+		return
+	}
+	e.mu.Lock()
+	mr := r.multi
+	mr.reading--
+	var now []core.Completion
+	switch {
+	case c.Flags&fi.CQFlags(fi.MULTI_RECV) != 0 && mr.reading > 0:
+		mr.held = &c // the release waits for the others
+	case mr.reading == 0 && mr.held != nil:
+		now = append(now, c, *mr.held)
+		mr.held = nil
+	default:
+		now = append(now, c)
+	}
+	e.mu.Unlock()
+	for _, c := range now {
+		r.op.Complete(c)
 	}
 }
 
