@@ -277,13 +277,29 @@ func TestSimultaneousConnect(t *testing.T) {
 	}
 }
 
-// TestSelf sends to the endpoint's own address.
+// TestSelf sends to the endpoint's own address, eagerly and by rendezvous.
 func TestSelf(t *testing.T) {
 	p, d := testDomain(t)
 	a := newRDM(t, p, d)
 	r := a.recv(t, core.OpTRecv, 64, 5, 0)
 	a.send(t, core.OpTSend, a.addr, []byte("me"), 5)
 	wantRecv(t, r, a.waitFor(t, r), []byte("me"), 5, a.addr)
+	// A rendezvous to ourselves: the request goes out on our connection,
+	// the reads come back on it from the accepted one.
+	big := pattern(3, 300000)
+	r = a.recv(t, core.OpTRecv, len(big), 6, 0)
+	s := a.send(t, core.OpTSend, a.addr, big, 6)
+	for range 2 { // in either order: each completes on the other's answer
+		switch res := a.wait(t); res.op {
+		case r:
+			wantRecv(t, r, res.c, big, 6, a.addr)
+		case s:
+			if res.c.Err != 0 {
+				t.Fatalf("send: %+v", res.c)
+			}
+		}
+	}
+	noRndvLeft(t, a)
 }
 
 // TestThousandInOrder streams 1000 messages of mixed sizes each way at
