@@ -257,8 +257,21 @@ func (e *endpoint) rndvReadDone(r *rndvRecv, c core.Completion) {
 	if last {
 		e.rndvRead = append(e.rndvRead, r)
 	}
+	waiting := len(e.rx.started) > 0
 	e.mu.Unlock()
-	if last {
+	if last || waiting {
+		e.wake()
+	}
+}
+
+// readDoneSent frees the connection slot of r's read-done: receives
+// waiting for one may start.
+func (e *endpoint) readDoneSent(r *rndvRecv) {
+	e.mu.Lock()
+	r.conn.ctrl--
+	waiting := len(e.rx.started) > 0
+	e.mu.Unlock()
+	if waiting {
 		e.wake()
 	}
 }
@@ -268,9 +281,7 @@ func (e *endpoint) rndvReadDone(r *rndvRecv, c core.Completion) {
 // instead (its connection is ending).
 func (e *endpoint) sendReadDone(r *rndvRecv) {
 	fail := func(code fi.Errno) {
-		e.mu.Lock()
-		r.conn.ctrl--
-		e.mu.Unlock()
+		e.readDoneSent(r)
 		e.completeRndv(r, core.Completion{Flags: r.comp.Flags, Offset: r.comp.Offset, Err: code})
 	}
 	if r.err != 0 {
@@ -287,9 +298,7 @@ func (e *endpoint) sendReadDone(r *rndvRecv) {
 			fail(c.Err)
 			return
 		}
-		e.mu.Lock()
-		r.conn.ctrl--
-		e.mu.Unlock()
+		e.readDoneSent(r)
 		e.completeRndv(r, r.comp)
 	})
 	if err := r.conn.tcp.Post(&r.done); err != nil {

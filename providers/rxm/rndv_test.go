@@ -112,8 +112,9 @@ func noRndvLeft(t *testing.T, r *rdm) {
 
 // TestRendezvousTruncation: a receive shorter than the message reads what
 // fits and completes with fi.ETRUNC and olen; a receive of 0 bytes reads
-// nothing; a receive without a buffer gets one of the message's size; the
-// senders complete normally in every case.
+// nothing (and many of them do not run out of control slots); a receive
+// without a buffer gets one of the message's size; the senders complete
+// normally in every case.
 func TestRendezvousTruncation(t *testing.T) {
 	p, d := testDomain(t)
 	a, b := newRDM(t, p, d), newRDM(t, p, d)
@@ -128,6 +129,26 @@ func TestRendezvousTruncation(t *testing.T) {
 		}
 		if c := a.waitFor(t, s); c.Err != 0 || c.Len != size {
 			t.Fatalf("send: %+v", c)
+		}
+	}
+	// More empty receives than a connection's control slots: each takes
+	// a slot for its read-done only; none waits forever.
+	const many = 3 * ctrlSends
+	var rs []*core.Op
+	for range many {
+		rs = append(rs, b.recv(t, core.OpRecv, 0, 0, 0))
+	}
+	for i := range many {
+		a.send(t, core.OpSend, b.addr, pattern(i, EagerLimit+1), 0)
+	}
+	for _, r := range rs {
+		if c := b.waitFor(t, r); c.Err != fi.ETRUNC || c.OLen != EagerLimit+1 {
+			t.Fatalf("empty receive: %+v", c)
+		}
+	}
+	for range many {
+		if res := a.wait(t); res.c.Err != 0 {
+			t.Fatalf("send: %+v", res.c)
 		}
 	}
 	dyn := b.op(core.OpRecv, nil)
