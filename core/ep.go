@@ -217,6 +217,14 @@ func (e *EP) makeProvLocked() error {
 	if err != nil {
 		return err
 	}
+	if o, ok := p.(Options); ok {
+		for name, value := range e.opts {
+			if err := o.SetOpt(name, value); err != nil {
+				p.Close()
+				return err
+			}
+		}
+	}
 	e.prov = p
 	return nil
 }
@@ -304,6 +312,11 @@ func (e *EP) SetOpt(name string, value uint64) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if o, ok := e.prov.(Options); ok {
+		if err := o.SetOpt(n, value); err != nil {
+			return err
+		}
+	}
 	e.opts[n] = value
 	return nil
 }
@@ -320,16 +333,21 @@ func (e *EP) post(op *Op, wait func(Completion)) error {
 	e.inflight[op] = struct{}{}
 	e.mu.Unlock()
 	op.done = func(op *Op, c Completion) {
-		e.mu.Lock()
-		delete(e.inflight, op)
-		e.mu.Unlock()
-		e.deliver(op.Kind.class(), CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Buf: op.offset, Data: c.Data,
+		// A receive with FI_MULTI_RECV completes once per message, and is
+		// over when its buffer is released.
+		final := op.Flags&fi.OpFlags(fi.MULTI_RECV) == 0 || c.Flags&fi.CQFlags(fi.MULTI_RECV) != 0
+		if final {
+			e.mu.Lock()
+			delete(e.inflight, op)
+			e.mu.Unlock()
+		}
+		e.deliver(op.Kind.class(), CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Buf: op.offset + c.Offset, Data: c.Data,
 			Tag: c.Tag, Src: e.source(c.Src), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc},
 			op.Flags&fi.COMPLETION != 0)
 		if wait != nil {
 			wait(c)
 		}
-		if rings != nil {
+		if rings != nil && final {
 			if op.Kind.IsRecv() {
 				rings.rx.unblock()
 			} else {

@@ -126,6 +126,15 @@ type EndpointEvents interface {
 	Remote(c Completion)
 }
 
+// Options is an optional interface of an Endpoint with endpoint options
+// (fi_setopt at level FI_OPT_ENDPOINT): core passes it every option the
+// application sets, by its name without FI_OPT_ ("min_multi_recv"), those
+// set before enable as soon as the endpoint exists. An Endpoint without it
+// ignores them.
+type Options interface {
+	SetOpt(name string, value uint64) error
+}
+
 // AsyncErrors is implemented by the EndpointEvents core gives providers.
 // A provider reports through it an error that does not end the endpoint:
 // the loss of one peer's connection of an FI_EP_RDM endpoint, a peer's
@@ -179,7 +188,10 @@ func (k OpKind) IsRecv() bool { return k == OpRecv || k == OpTRecv }
 
 // Op is one data operation posted to an endpoint. The poster fills the
 // fields; the provider reads them, places data, and calls Complete exactly
-// once.
+// once; except for a receive with fi.MULTI_RECV in Flags (a provider with
+// the FI_MULTI_RECV capability): Buf takes many messages, each completing
+// with its place in Buf (Completion.Offset), and the completion that
+// releases the buffer has fi.MULTI_RECV in its Flags and is the last.
 type Op struct {
 	Kind    OpKind
 	Flags   fi.OpFlags // per-operation flags, e.g. fi.COMPLETION, fi.INJECT
@@ -218,6 +230,7 @@ type Completion struct {
 	Err       fi.Errno   // 0, or the error, e.g. fi.ETRUNC, fi.ECANCELED
 	ProvErrno int        // the provider's own error number, 0 if none
 	OLen      uint64     // with fi.ETRUNC: bytes that did not fit
+	Offset    uint64     // where in Op.Buf the data starts: 0 but for FI_MULTI_RECV
 }
 
 // OnComplete sets the function Complete calls. core sets it on the
@@ -225,12 +238,12 @@ type Completion struct {
 // sets it on the operations it posts to the provider below.
 func (op *Op) OnComplete(f func(*Op, Completion)) { op.done = f }
 
-// Complete reports the operation's outcome. It must be called exactly once.
-// The function it calls must not block, and may call back into the
-// endpoint only to Post: providers call it with some of their locks held,
-// to keep completions in order, and take care that Post does not need
-// them (a receive reposted from its own completion is the common case).
-// Cancel and Close from a completion are not allowed.
+// Complete reports the operation's outcome. It must be called exactly once
+// (for FI_MULTI_RECV: see Op). The function it calls must not block, and
+// may call back into the endpoint only to Post: providers call it with
+// some of their locks held, to keep completions in order, and take care
+// that Post does not need them (a receive reposted from its own completion
+// is the common case). Cancel and Close from a completion are not allowed.
 func (op *Op) Complete(c Completion) {
 	if op.done != nil {
 		op.done(op, c)

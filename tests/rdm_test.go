@@ -124,8 +124,8 @@ const anyAddr = uint64(fi.ADDR_UNSPEC)
 // through the rings: sends go to AV fi_addrs, receives report their source
 // through the receiver's AV (FI_SOURCE), a directed receive (its addr)
 // takes only its source's messages, a sender the receiver does not know is
-// FI_ADDR_NOTAVAIL, and a message above the eager limit fails with
-// EMSGSIZE.
+// FI_ADDR_NOTAVAIL, and a message above the eager limit goes by
+// rendezvous.
 func TestRDMRings(t *testing.T) {
 	d := mount(t)
 	tree, err := client.Open(d.mnt)
@@ -191,10 +191,119 @@ func TestRDMRings(t *testing.T) {
 		t.Fatalf("receive from a stranger: %+v", e)
 	}
 
-	// Above the eager limit: EMSGSIZE, for now.
+	// Above the eager limit: the rendezvous.
+	for k := range 16385 {
+		a.mr.Mem()[k] = byte(k * 7)
+	}
+	b.post(t, ring.WR{Op: ring.OpRecv, Context: 12, Offset: 0, Len: 20000, Addr: anyAddr})
 	a.post(t, ring.WR{Op: ring.OpSend, Context: 11, Offset: 0, Len: 16385, Addr: bInA})
-	if e := a.next(t); e.Context != 11 || e.Err != -int32(fi.EMSGSIZE) {
+	if e := a.next(t); e.Context != 11 || e.Err != 0 || e.Len != 16385 {
 		t.Fatalf("send of 16385 bytes: %+v", e)
+	}
+	if e := b.recvDone(t); e.Context != 12 || e.Err != 0 || e.Len != 16385 || !bytes.Equal(b.mr.Mem()[:16385], a.mr.Mem()[:16385]) {
+		t.Fatalf("receive of 16385 bytes: %+v", e)
+	}
+}
+
+// TestRDMRingRendezvous moves messages above the eager limit through the
+// rings: one of 8 MiB, a truncated one, and a stream of mixed sizes, eager
+// and rendezvous, with several in flight; each arrives intact with its tag.
+// Rendezvous receives complete when read, so completions come out of
+// order: every message has its own tag, buffer slot and context.
+func TestRDMRingRendezvous(t *testing.T) {
+	d := mount(t)
+	tree, err := client.Open(d.mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dom := tree.Domain("tcp", "lo")
+	a, b := newRDMNode(t, dom), newRDMNode(t, dom)
+	const big = 16 << 20
+	for _, n := range []*rdmNode{a, b} {
+		if n.mr, err = dom.NewMR(big, "FI_SEND,FI_RECV"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.mr.Close() })
+	}
+	dst := a.insert(t, b)
+	fill := func(buf []byte, i int) {
+		for k := range buf {
+			buf[k] = byte(i + k*13 + k>>10)
+		}
+	}
+
+	// 8 MiB, tagged.
+	const huge = 8 << 20
+	fill(a.mr.Mem()[:huge], 1)
+	b.post(t, ring.WR{Op: ring.OpTRecv, Context: 1, Offset: huge, Len: huge, Tag: 5, Addr: anyAddr})
+	a.post(t, ring.WR{Op: ring.OpTSend, Context: 2, Offset: 0, Len: huge, Tag: 5, Addr: dst})
+	if e := b.recvDone(t); e.Context != 1 || e.Err != 0 || e.Len != huge || e.Tag != 5 || !bytes.Equal(b.mr.Mem()[huge:][:huge], a.mr.Mem()[:huge]) {
+		t.Fatalf("receive of 8 MiB: %+v", e)
+	}
+	if e := a.next(t); e.Context != 2 || e.Err != 0 || e.Len != huge {
+		t.Fatalf("send of 8 MiB: %+v", e)
+	}
+
+	// Truncated: a receive of 20000 bytes for a message of 100000.
+	b.post(t, ring.WR{Op: ring.OpRecv, Context: 3, Offset: 0, Len: 20000, Addr: anyAddr})
+	a.post(t, ring.WR{Op: ring.OpSend, Context: 4, Offset: 0, Len: 100000, Addr: dst})
+	if e := b.recvDone(t); e.Context != 3 || e.Err != -int32(fi.ETRUNC) || e.Len != 20000 || e.OLen != 80000 ||
+		!bytes.Equal(b.mr.Mem()[:20000], a.mr.Mem()[:20000]) {
+		t.Fatalf("truncated receive: %+v", e)
+	}
+	if e := a.next(t); e.Context != 4 || e.Err != 0 {
+		t.Fatalf("send of a truncated message: %+v", e)
+	}
+
+	// A stream: slots of 1 MiB, window of 8 each side.
+	const n, window, slot = 200, 8, 1 << 20
+	size := func(i int) int { return []int{100, 16385, 100000, slot, 5000, 300000, 0}[i%7] }
+	var sendSlots, recvSlots []int
+	for k := range window {
+		sendSlots, recvSlots = append(sendSlots, k), append(recvSlots, window+k)
+	}
+	slotOf := map[uint64]int{} // a receive's context: its slot
+	sendSlotOf := map[uint64]int{}
+	var sent, posted, got int
+	deadline := time.Now().Add(2 * time.Minute)
+	for got < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("stuck: sent %d, posted %d, received %d", sent, posted, got)
+		}
+		for ; posted < n && len(recvSlots) > 0; posted++ {
+			k := recvSlots[0]
+			recvSlots = recvSlots[1:]
+			slotOf[uint64(posted)] = k
+			b.post(t, ring.WR{Op: ring.OpTRecv, Context: uint64(posted), Offset: uint64(k * slot), Len: slot, Tag: uint64(posted), Addr: anyAddr})
+		}
+		for ; sent < n && len(sendSlots) > 0; sent++ {
+			k := sendSlots[0]
+			sendSlots = sendSlots[1:]
+			sendSlotOf[uint64(sent)] = k
+			fill(a.mr.Mem()[k*slot:][:size(sent)], sent)
+			a.post(t, ring.WR{Op: ring.OpTSend, Context: uint64(sent), Offset: uint64(k * slot), Len: uint64(size(sent)), Addr: dst, Tag: uint64(sent)})
+		}
+		for _, e := range a.cq.Poll(64) {
+			if e.Err != 0 || e.Len != uint64(size(int(e.Context))) {
+				t.Fatalf("send %d: %+v", e.Context, e)
+			}
+			sendSlots = append(sendSlots, sendSlotOf[e.Context])
+		}
+		recvd := b.cq.Poll(64)
+		if len(recvd) == 0 {
+			b.cq.Wait(10 * time.Millisecond)
+		}
+		for _, e := range recvd {
+			i := int(e.Context)
+			want := make([]byte, size(i))
+			fill(want, i)
+			k := slotOf[e.Context]
+			if e.Err != 0 || e.Tag != uint64(i) || e.Buf != uint64(k*slot) || !bytes.Equal(b.mr.Mem()[e.Buf:][:e.Len], want) {
+				t.Fatalf("message %d: %+v", i, e)
+			}
+			recvSlots = append(recvSlots, k)
+			got++
+		}
 	}
 }
 
@@ -250,4 +359,70 @@ func TestRDMRingStream(t *testing.T) {
 			got++
 		}
 	}
+}
+
+// TestRDMRingMultiRecv posts receives with FI_MULTI_RECV through the rx
+// ring, with min_multi_recv set by the setopt verb: each message's
+// completion names its place in the buffer, and the one that releases the
+// buffer has FI_MULTI_RECV; rendezvous messages land in it too.
+func TestRDMRingMultiRecv(t *testing.T) {
+	d := mount(t)
+	tree, err := client.Open(d.mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dom := tree.Domain("tcp", "lo")
+	a, b := newRDMNode(t, dom), newRDMNode(t, dom)
+	if err := b.ep.Ctl("setopt FI_OPT_MIN_MULTI_RECV 1000"); err != nil {
+		t.Fatal(err)
+	}
+	dst := a.insert(t, b)
+	mem := a.mr.Mem()
+	for k := range mem {
+		mem[k] = byte(k*7 + k>>9)
+	}
+	type want struct {
+		buf, n  uint64
+		release bool
+	}
+	check := func(ctx uint64, base uint64, sizes []uint64, wants []want) {
+		t.Helper()
+		off := uint64(0)
+		for _, n := range sizes {
+			a.post(t, ring.WR{Op: ring.OpSend, Context: 100, Offset: off, Len: n, Addr: dst})
+			off += n
+		}
+		got := map[uint64]ring.CQE{}
+		for i := range wants {
+			e := b.recvDone(t)
+			if e.Err != 0 || e.Context != ctx {
+				t.Fatalf("completion %d: %+v", i, e)
+			}
+			if released := e.Flags&uint64(fi.MULTI_RECV) != 0; released && i != len(wants)-1 {
+				t.Fatalf("buffer released by completion %d of %d: %+v", i, len(wants), e)
+			}
+			got[e.Buf] = e
+		}
+		for _, w := range wants {
+			e, ok := got[w.buf]
+			if !ok || e.Len != w.n || (e.Flags&uint64(fi.MULTI_RECV) != 0) != w.release {
+				t.Fatalf("at %d: %+v, want %+v", w.buf, e, w)
+			}
+			src := w.buf - base // the sender's offset: messages are packed as sent
+			if !bytes.Equal(b.mr.Mem()[w.buf:][:w.n], mem[src:][:w.n]) {
+				t.Fatalf("wrong bytes at %d", w.buf)
+			}
+		}
+		for range sizes {
+			if e := a.next(t); e.Err != 0 {
+				t.Fatalf("send: %+v", e)
+			}
+		}
+	}
+	// Eager: 3 x 3000 leave 1000 each time; 100 then leaves 900: released.
+	b.post(t, ring.WR{Op: ring.OpRecv, Flags: uint64(fi.MULTI_RECV), Context: 7, Offset: 0, Len: 10000, Addr: anyAddr})
+	check(7, 0, []uint64{3000, 3000, 3000, 100}, []want{{0, 3000, false}, {3000, 3000, false}, {6000, 3000, false}, {9000, 100, true}})
+	// Rendezvous: 100000 leaves 20000; 19500 leaves 500: released.
+	b.post(t, ring.WR{Op: ring.OpRecv, Flags: uint64(fi.MULTI_RECV), Context: 8, Offset: 200000, Len: 120000, Addr: anyAddr})
+	check(8, 200000, []uint64{100000, 19500}, []want{{200000, 100000, false}, {300000, 19500, true}})
 }

@@ -66,6 +66,7 @@ type conn struct {
 	remotePID   uint32        // the pid in the peer's ConnID; 0: unknown
 	dead        bool          // abandoned: whoever set this closes tcp
 	free        []*core.Op    // receive buffers to repost
+	ctrl        int           // rendezvous reads and read-dones posted, at most ctrlSends
 }
 
 // connEvents are a connection's events. The RDM endpoint's own events
@@ -225,16 +226,22 @@ func (e *endpoint) connDown(c *conn, err error, data []byte) {
 			e.connectLocked(p)
 		}
 	}
-	e.txOut -= len(failed)
+	code := core.Code(err)
+	if err == nil {
+		code = fi.ECONNRESET
+	}
+	var fins []func()
+	if mine {
+		fins = e.connGoneLocked(c, code)
+	}
 	closed := e.state == epClosed
 	t := c.tcp
 	e.mu.Unlock()
 	if mine && err != nil && !already && !closed {
 		e.asyncError(core.WithOp("connection to "+fiAddr(p.addr).String(), err))
 	}
-	code := core.Code(err)
-	if err == nil {
-		code = fi.ECONNRESET
+	for _, fin := range fins {
+		fin()
 	}
 	for _, it := range failed {
 		e.sendFailed(it, code)
@@ -319,13 +326,18 @@ func (e *endpoint) connReq(req core.ConnReq) {
 	}
 	e.conns[c] = struct{}{}
 	var oldTCP core.Endpoint
+	var fins []func()
 	if old != nil {
 		old.dead = true
 		delete(e.conns, old)
 		oldTCP = old.tcp
 		e.updatePollersLocked()
+		fins = e.connGoneLocked(old, fi.ECONNRESET)
 	}
 	e.mu.Unlock()
+	for _, fin := range fins {
+		fin()
+	}
 	if oldTCP != nil {
 		e.closeAsync(oldTCP)
 	}

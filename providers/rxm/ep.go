@@ -31,6 +31,9 @@ const (
 	// keeps. Beyond it, connections stop being read (TCP back-pressure)
 	// until receives are posted.
 	UnexpectedLimit = 16 << 20
+	// MaxDynamicRecv bounds the buffer made for a receive without one:
+	// a longer rendezvous message is truncated to it.
+	MaxDynamicRecv = 64 << 20
 )
 
 type epState uint8
@@ -59,17 +62,21 @@ type endpoint struct {
 	pid    uint32 // the "process id" of our ConnIDs: random, non-zero, per endpoint
 	txSize int
 
-	mu      sync.Mutex
-	state   epState
-	pep     core.PassiveEndpoint
-	name    netip.AddrPort // the listening address, canonical
-	peers   []*peer        // by our index
-	byAddr  map[netip.AddrPort]*peer
-	conns   map[*conn]struct{} // every connection not yet closed
-	rx      matcher
-	rxSize  int
-	txOut   int
-	pollers atomic.Pointer[[]core.Poller] // the connections' endpoints, for Poll
+	mu     sync.Mutex
+	state  epState
+	pep    core.PassiveEndpoint
+	name   netip.AddrPort // the listening address, canonical
+	peers  []*peer        // by our index
+	byAddr map[netip.AddrPort]*peer
+	conns  map[*conn]struct{} // every connection not yet closed
+	rx     matcher
+	rxSize int
+	txOut  int // application sends not completed
+
+	rndvSends map[uint64]*sendItem          // rendezvous sends in progress, by msg_id
+	rndvNext  uint64                        // the next msg_id to try
+	rndvRead  []*rndvRecv                   // rendezvous receives read, for the worker to answer
+	pollers   atomic.Pointer[[]core.Poller] // the connections' endpoints, for Poll
 
 	kick chan struct{} // wakes the worker
 	done chan struct{} // closed by Close
@@ -78,6 +85,7 @@ type endpoint struct {
 
 var _ core.Endpoint = (*endpoint)(nil)
 var _ core.Poller = (*endpoint)(nil)
+var _ core.Options = (*endpoint)(nil)
 
 func newEndpoint(d *domain, info *fi.Info, ev core.EndpointEvents) (*endpoint, error) {
 	if ev == nil {
@@ -107,10 +115,11 @@ func newEndpoint(d *domain, info *fi.Info, ev core.EndpointEvents) (*endpoint, e
 	}
 	e := &endpoint{
 		dom: d, info: info, msg: msg, ev: ev, pid: rand.Uint32() | 1, txSize: int(txSize), rxSize: int(rxSize),
-		byAddr: map[netip.AddrPort]*peer{}, conns: map[*conn]struct{}{},
+		byAddr: map[netip.AddrPort]*peer{}, conns: map[*conn]struct{}{}, rndvSends: map[uint64]*sendItem{},
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	e.rx.directed, e.rx.limit = info.Caps&fi.DIRECTED_RECV != 0, UnexpectedLimit
+	e.rx.multi, e.rx.minMulti = map[*core.Op]*multiRecv{}, DefaultMinMultiRecv
 	return e, nil
 }
 
@@ -203,10 +212,8 @@ func (e *endpoint) Cancel(op *core.Op) bool {
 	if !found {
 		for _, p := range e.peers {
 			if it, ok := p.unqueue(op); ok {
-				e.txOut--
 				e.mu.Unlock()
-				it.free()
-				op.Complete(core.Completion{Flags: op.Kind.CQFlags(), Err: fi.ECANCELED})
+				e.sendFailed(it, fi.ECANCELED)
 				return true
 			}
 		}
@@ -228,19 +235,23 @@ func (e *endpoint) Close() error {
 	e.state = epClosed
 	pep := e.pep
 	var tcps []core.Endpoint
+	var fins []func()
 	for c := range e.conns {
 		c.dead = true
 		if c.tcp != nil {
 			tcps = append(tcps, c.tcp)
 		}
+		fins = append(fins, e.connGoneLocked(c, fi.ECANCELED)...)
 	}
 	var queued []*sendItem
 	for _, p := range e.peers {
 		queued = append(queued, p.queue...)
 		p.queue = nil
 	}
-	e.txOut -= len(queued)
 	e.mu.Unlock()
+	for _, fin := range fins {
+		fin()
+	}
 	if pep != nil {
 		pep.Close()
 	}
@@ -252,12 +263,30 @@ func (e *endpoint) Close() error {
 	}
 	e.wg.Wait()
 	for _, it := range queued {
-		it.free()
-		it.op.Complete(core.Completion{Flags: it.op.Kind.CQFlags(), Err: fi.ECANCELED})
+		e.sendFailed(it, fi.ECANCELED)
+	}
+	e.mu.Lock()
+	rs := append(e.rx.started, e.rndvRead...)
+	e.rx.started, e.rndvRead = nil, nil
+	e.mu.Unlock()
+	for _, r := range rs {
+		e.completeRndv(r, core.Completion{Flags: r.comp.Flags, Offset: r.comp.Offset, Err: fi.ECANCELED})
 	}
 	e.mu.Lock()
 	e.rx.flush()
 	e.mu.Unlock()
+	return nil
+}
+
+// SetOpt takes FI_OPT_MIN_MULTI_RECV; the other options (buffered_min,
+// buffered_limit) concern FI_BUFFERED_RECV, which fabricfs does not ask
+// for, and are ignored.
+func (e *endpoint) SetOpt(name string, value uint64) error {
+	if name == "min_multi_recv" {
+		e.mu.Lock()
+		e.rx.minMulti = value
+		e.mu.Unlock()
+	}
 	return nil
 }
 
@@ -296,7 +325,8 @@ func (e *endpoint) updatePollersLocked() {
 	e.pollers.Store(&ps)
 }
 
-// worker reposts the receive buffers that messages have been taken from.
+// worker reposts the receive buffers that messages have been taken from,
+// and posts the reads and read-dones of rendezvous receives.
 func (e *endpoint) worker() {
 	defer e.wg.Done()
 	for {
@@ -306,6 +336,7 @@ func (e *endpoint) worker() {
 			return
 		}
 		e.repost()
+		e.startRndv()
 	}
 }
 

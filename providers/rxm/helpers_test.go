@@ -14,12 +14,23 @@ import (
 const waitTime = 10 * time.Second
 
 // events are an RDM endpoint's events: it has no connection events of its
-// own; asynchronous errors are recorded. RMA events (the embedded,
-// nil interface) are not exercised here.
+// own; asynchronous errors are recorded. It has no memory regions: a
+// peer's RMA on a key that is not a rendezvous key is refused, and remote
+// events are recorded.
 type events struct {
-	core.EndpointEvents
-	mu   sync.Mutex
-	errs []error
+	mu      sync.Mutex
+	errs    []error
+	remotes []core.Completion
+}
+
+func (ev *events) Region(key, _, _ uint64, _ fi.Caps) ([]byte, func(), error) {
+	return nil, nil, core.Errorf(fi.EINVAL, "test: no memory region with key %#x", key)
+}
+
+func (ev *events) Remote(c core.Completion) {
+	ev.mu.Lock()
+	ev.remotes = append(ev.remotes, c)
+	ev.mu.Unlock()
 }
 
 func (ev *events) Connected([]byte)     {}
@@ -52,7 +63,7 @@ type rdm struct {
 }
 
 // testDomain opens tcp/lo wrapped by rxm.
-func testDomain(t *testing.T) (core.Provider, core.ProviderDomain) {
+func testDomain(t testing.TB) (core.Provider, core.ProviderDomain) {
 	t.Helper()
 	tp, err := tcp.New()
 	if err != nil {
@@ -72,7 +83,7 @@ func testDomain(t *testing.T) (core.Provider, core.ProviderDomain) {
 }
 
 // loInfo is the FI_EP_RDM entry of lo's IPv4 address.
-func loInfo(t *testing.T, p core.Provider) *fi.Info {
+func loInfo(t testing.TB, p core.Provider) *fi.Info {
 	t.Helper()
 	for _, in := range p.Infos() {
 		if in.EPAttr.Type == fi.EP_RDM && in.DomainAttr.Name == "lo" && in.AddrFormat == fi.SOCKADDR_IN {
@@ -84,12 +95,12 @@ func loInfo(t *testing.T, p core.Provider) *fi.Info {
 }
 
 // newRDM makes and enables an RDM endpoint; it is closed at cleanup.
-func newRDM(t *testing.T, p core.Provider, d core.ProviderDomain) *rdm {
+func newRDM(t testing.TB, p core.Provider, d core.ProviderDomain) *rdm {
 	t.Helper()
 	return newRDMWith(t, d, loInfo(t, p))
 }
 
-func newRDMWith(t *testing.T, d core.ProviderDomain, info *fi.Info) *rdm {
+func newRDMWith(t testing.TB, d core.ProviderDomain, info *fi.Info) *rdm {
 	t.Helper()
 	ev := &events{}
 	ep, err := d.NewEndpoint(info, nil, ev)
@@ -118,7 +129,7 @@ func (r *rdm) op(kind core.OpKind, buf []byte) *core.Op {
 }
 
 // send posts a send of buf to dst.
-func (r *rdm) send(t *testing.T, kind core.OpKind, dst fi.Addr, buf []byte, tag uint64) *core.Op {
+func (r *rdm) send(t testing.TB, kind core.OpKind, dst fi.Addr, buf []byte, tag uint64) *core.Op {
 	t.Helper()
 	op := r.op(kind, buf)
 	op.Peer, op.Tag = dst, tag
@@ -129,7 +140,7 @@ func (r *rdm) send(t *testing.T, kind core.OpKind, dst fi.Addr, buf []byte, tag 
 }
 
 // recv posts a receive of n bytes.
-func (r *rdm) recv(t *testing.T, kind core.OpKind, n int, tag, ignore uint64) *core.Op {
+func (r *rdm) recv(t testing.TB, kind core.OpKind, n int, tag, ignore uint64) *core.Op {
 	t.Helper()
 	op := r.op(kind, make([]byte, n))
 	op.Tag, op.Ignore = tag, ignore
@@ -140,7 +151,7 @@ func (r *rdm) recv(t *testing.T, kind core.OpKind, n int, tag, ignore uint64) *c
 }
 
 // wait takes the next completion.
-func (r *rdm) wait(t *testing.T) result {
+func (r *rdm) wait(t testing.TB) result {
 	t.Helper()
 	select {
 	case res := <-r.comps:

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/fabricfs/fabricfs/core"
-	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/providers/rxm/wire"
 	tcpwire "github.com/fabricfs/fabricfs/providers/tcp/wire"
 )
@@ -196,27 +195,148 @@ func TestMalformedPeers(t *testing.T) {
 	}
 
 	t.Run("rendezvous", func(t *testing.T) {
+		// A raw sender's rendezvous of two entries: the endpoint reads
+		// each, then answers read-done with the request's msg_id and
+		// the conn_id the raw peer announced (0).
 		c, idx := rawPeer(t, r, 42000)
-		recv := r.recv(t, core.OpRecv, 64, 0, 0)
-		var rh wire.RndvHeader
-		rh.Count = 1
-		rh.Iov[0] = wire.RMAIov{Len: 20000, Key: 0x80000000}
+		recv := r.recv(t, core.OpTRecv, 30000, 5, 0)
+		msg := pattern(3, 20000)
+		rh := wire.RndvHeader{Count: 2}
+		rh.Iov[0] = wire.RMAIov{Addr: 0, Len: 12000, Key: 0x80000005}
+		rh.Iov[1] = wire.RMAIov{Addr: 100, Len: 8000, Key: 0x80000009}
 		body, err := wire.AppendRndvHeader(nil, &rh)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rawSend(t, c, rxmMsg(t, wire.RndvReq(idx, 0, wire.OpMsg, 20000, 0, 0, 0), body))
-		if got := r.waitFor(t, recv); got.Err != fi.EMSGSIZE || got.OLen != 20000 {
-			t.Errorf("receive matched by a rendezvous request: %+v, want EMSGSIZE", got)
+		rawSend(t, c, rxmMsg(t, wire.RndvReq(idx, 77, wire.OpTagged, 20000, 0, 0, 5), body))
+		for i, want := range rh.Iov[:2] {
+			h, _ := rawRecv(t, c)
+			got := h.RMA[0]
+			if h.Op != tcpwire.OpReadReq || h.RMACount != 1 || got.Addr != want.Addr || got.Len != want.Len || got.Key != want.Key {
+				t.Fatalf("read request %d: %+v, want %+v", i, h, want)
+			}
+			part := msg[:12000]
+			if i == 1 {
+				part = msg[12000:]
+			}
+			rsp, _ := tcpwire.AppendHeader(nil, &tcpwire.Header{Op: tcpwire.OpReadRsp, Len: uint64(len(part))})
+			if _, err := c.Write(append(rsp, part...)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h, payload := rawRecv(t, c)
+		var done wire.Header
+		if err := done.Decode(payload); h.Op != tcpwire.OpMsg || err != nil || len(payload) != wire.HeaderSize ||
+			done.Type != wire.CtrlRndvRdDone || done.ConnID != 0 || done.MsgID != 77 {
+			t.Fatalf("read-done: %+v %+v (%v)", h, done, err)
+		}
+		got := r.waitFor(t, recv)
+		if got.Err != 0 || got.Len != 20000 || string(recv.Buf[:got.Len]) != string(msg) || got.Tag != 5 {
+			t.Fatalf("rendezvous receive: %+v", got)
+		}
+	})
+
+	rndv := func(idx uint64, count byte, lens ...uint64) []byte {
+		body := make([]byte, wire.RndvHeaderSize)
+		var total uint64
+		for i, n := range lens {
+			binary.LittleEndian.PutUint64(body[i*24+8:], n)
+			binary.LittleEndian.PutUint64(body[i*24+16:], 0x80000000)
+			total += n
+		}
+		body[96] = count
+		return rxmMsg(t, wire.RndvReq(idx, 1, wire.OpMsg, total, 0, 0, 0), body)
+	}
+	badRndv := []struct {
+		name, why string
+		msg       func(idx uint64) []byte
+	}{
+		{"rndv-count-0", "0 entries", func(idx uint64) []byte { return rndv(idx, 0, 20000) }},
+		{"rndv-count-5", "5 entries", func(idx uint64) []byte { return rndv(idx, 5, 20000) }},
+		{"rndv-size", "describes", func(idx uint64) []byte {
+			b := rndv(idx, 1, 20000)
+			binary.LittleEndian.PutUint64(b[40:], 30000) // the rxm header's size
+			return b
+		}},
+		{"rndv-overflow", "overflow", func(idx uint64) []byte { return rndv(idx, 2, 1<<63, 1<<63) }},
+		{"rndv-short", "body of", func(idx uint64) []byte { return rndv(idx, 1, 20000)[:wire.HeaderSize+50] }},
+		{"read-done-unknown", "read-done for msg_id 12345", func(idx uint64) []byte {
+			return rxmMsg(t, wire.ReadDone(idx, 12345), nil)
+		}},
+		{"read-done-body", "body of", func(idx uint64) []byte {
+			return rxmMsg(t, wire.ReadDone(idx, 1), []byte("extra"))
+		}},
+	}
+	for i, tc := range badRndv {
+		t.Run(tc.name, func(t *testing.T) {
+			c, idx := rawPeer(t, r, uint16(43000+i))
+			rawSend(t, c, tc.msg(idx))
+			waitClosed(t, c)
+			wantAsyncError(t, r, tc.why)
+		})
+	}
+
+	t.Run("read-unknown-key", func(t *testing.T) {
+		// A read of a key the endpoint did not give out ends the
+		// connection (the tcp layer's check, as libfabric's).
+		c, _ := rawPeer(t, r, 44000)
+		h := tcpwire.Header{Op: tcpwire.OpReadReq, RMACount: 1}
+		h.RMA[0] = tcpwire.RMAIov{Len: 10, Key: 0x80000000}
+		b, _ := tcpwire.AppendHeader(nil, &h)
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
 		}
 		waitClosed(t, c)
-		wantAsyncError(t, r, "rendezvous")
+	})
+
+	t.Run("read-response-length", func(t *testing.T) {
+		// A read response of the wrong length ends the connection, and
+		// the receive it was for fails.
+		c, idx := rawPeer(t, r, 44001)
+		recv := r.recv(t, core.OpRecv, 30000, 0, 0)
+		rawSend(t, c, rndv(idx, 1, 20000))
+		if h, _ := rawRecv(t, c); h.Op != tcpwire.OpReadReq {
+			t.Fatalf("got %+v, want a read request", h)
+		}
+		rsp, _ := tcpwire.AppendHeader(nil, &tcpwire.Header{Op: tcpwire.OpReadRsp, Len: 10})
+		c.Write(append(rsp, make([]byte, 10)...))
+		if got := r.waitFor(t, recv); got.Err == 0 {
+			t.Errorf("receive of a bad read response: %+v", got)
+		}
+		waitClosed(t, c)
 	})
 
 	// The endpoint still works.
 	recv := r.recv(t, core.OpRecv, 64, 0, 0)
 	good.send(t, core.OpSend, r.addr, []byte("still here"), 0)
 	wantRecv(t, recv, r.waitFor(t, recv), []byte("still here"), 0, good.addr)
+}
+
+// rawRecv reads one tcp message: its header and payload.
+func rawRecv(t *testing.T, c net.Conn) (tcpwire.Header, []byte) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(waitTime))
+	b := make([]byte, tcpwire.BaseHeaderSize)
+	if _, err := io.ReadFull(c, b); err != nil {
+		t.Fatal(err)
+	}
+	n, err := tcpwire.PeekHeaderSize(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = append(b, make([]byte, n-len(b))...)
+	if _, err := io.ReadFull(c, b[tcpwire.BaseHeaderSize:]); err != nil {
+		t.Fatal(err)
+	}
+	var h tcpwire.Header
+	if _, err := h.Decode(b); err != nil {
+		t.Fatal(err)
+	}
+	payload := make([]byte, h.Len)
+	if _, err := io.ReadFull(c, payload); err != nil {
+		t.Fatal(err)
+	}
+	return h, payload
 }
 
 func netipFrom(t *testing.T, s string) netip.AddrPort {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/providers/rxm/wire"
 )
 
 // Matching, as libfabric's rxm does it (docs/rxm.md 5.10): two queues,
@@ -18,13 +19,40 @@ import (
 // message is a received message on its way to a receive.
 type message struct {
 	tagged  bool
-	rndv    bool // a rendezvous request: the data is not here (size bytes)
 	tag     uint64
 	data    uint64     // remote CQ data
 	flags   fi.CQFlags // fi.REMOTE_CQ_DATA or 0
-	size    uint64
-	payload []byte // eager: in a receive buffer until kept as unexpected
+	payload []byte     // eager: in a receive buffer until kept as unexpected
 	src     netip.AddrPort
+
+	// A rendezvous request: the size bytes are read from conn's peer,
+	// where rndv says, and the read-done names id.
+	rndv *wire.RndvHeader
+	size uint64
+	id   uint64
+	conn *conn
+
+	readDone bool // not a message: the read-done of our rendezvous id
+}
+
+// rndvCost is what an unexpected rendezvous request counts against the
+// unexpected limit: its headers.
+const rndvCost = wire.HeaderSize + wire.RndvHeaderSize
+
+// len is the message's length.
+func (msg *message) len() uint64 {
+	if msg.rndv != nil {
+		return msg.size
+	}
+	return uint64(len(msg.payload))
+}
+
+// cost is what msg counts against the unexpected limit.
+func (msg *message) cost() int {
+	if msg.rndv != nil {
+		return rndvCost
+	}
+	return len(msg.payload)
 }
 
 // matcher holds the posted receives and the unexpected messages, each by
@@ -34,7 +62,10 @@ type matcher struct {
 	limit    int  // UnexpectedLimit
 	recvs    [2][]*core.Op
 	unexp    [2][]*message
-	bytes    int // payload bytes of the unexpected messages
+	bytes    int                     // what the unexpected messages cost
+	started  []*rndvRecv             // rendezvous receives matched, whose reads the worker starts
+	multi    map[*core.Op]*multiRecv // the posted receives with FI_MULTI_RECV
+	minMulti uint64                  // FI_OPT_MIN_MULTI_RECV
 }
 
 func queueOf(tagged bool) int {
@@ -48,7 +79,7 @@ func (m *matcher) matches(op *core.Op, msg *message) bool {
 	if msg.tagged && (op.Tag|op.Ignore) != (msg.tag|op.Ignore) {
 		return false
 	}
-	if m.directed && op.Peer != (fi.Addr{}) && canon(op.Peer.IP) != msg.src {
+	if m.directed && op.Peer != (fi.Addr{}) && !isMulti(op) && canon(op.Peer.IP) != msg.src {
 		return false
 	}
 	return true
@@ -58,27 +89,35 @@ func (m *matcher) matches(op *core.Op, msg *message) bool {
 func (m *matcher) arrived(msg *message) {
 	q := queueOf(msg.tagged)
 	for i, op := range m.recvs[q] {
-		if m.matches(op, msg) {
-			m.recvs[q] = slices.Delete(m.recvs[q], i, i+1)
-			deliver(op, msg)
-			return
+		if !m.matches(op, msg) {
+			continue
 		}
+		m.recvs[q] = slices.Delete(m.recvs[q], i, i+1)
+		if mr := m.multi[op]; mr != nil {
+			m.arrivedMulti(op, mr, msg)
+		} else {
+			m.deliver(op, msg, op.Buf, 0, nil, false)
+		}
+		return
 	}
 	msg.payload = slices.Clone(msg.payload)
 	m.unexp[q] = append(m.unexp[q], msg)
-	m.bytes += len(msg.payload)
+	m.bytes += msg.cost()
 }
 
 // post delivers the first unexpected message op matches, or queues op. It
 // reports whether that brought the unexpected bytes back under the limit.
 func (m *matcher) post(op *core.Op) bool {
+	if isMulti(op) {
+		return m.postMulti(op)
+	}
 	q := queueOf(op.Kind == core.OpTRecv)
 	for i, msg := range m.unexp[q] {
 		if m.matches(op, msg) {
 			m.unexp[q] = slices.Delete(m.unexp[q], i, i+1)
 			was := m.over()
-			m.bytes -= len(msg.payload)
-			deliver(op, msg)
+			m.bytes -= msg.cost()
+			m.deliver(op, msg, op.Buf, 0, nil, false)
 			return was && !m.over()
 		}
 	}
@@ -92,50 +131,92 @@ func (m *matcher) posted() int { return len(m.recvs[0]) + len(m.recvs[1]) }
 // over reports whether unexpected messages hold more than the limit.
 func (m *matcher) over() bool { return m.bytes > m.limit }
 
-// cancel completes op with fi.ECANCELED if it is waiting.
+// cancel completes op with fi.ECANCELED if it is waiting (a receive with
+// FI_MULTI_RECV: its buffer is released).
 func (m *matcher) cancel(op *core.Op) bool {
 	for q := range m.recvs {
 		if i := slices.Index(m.recvs[q], op); i >= 0 {
 			m.recvs[q] = slices.Delete(m.recvs[q], i, i+1)
-			op.Complete(core.Completion{Flags: op.Kind.CQFlags(), Err: fi.ECANCELED})
+			m.cancelled(op)
 			return true
 		}
 	}
 	return false
 }
 
+// dropConn forgets the unexpected rendezvous requests that came on c:
+// their data cannot be read any more.
+func (m *matcher) dropConn(c *conn) {
+	for q := range m.unexp {
+		m.unexp[q] = slices.DeleteFunc(m.unexp[q], func(msg *message) bool {
+			if msg.rndv != nil && msg.conn == c {
+				m.bytes -= msg.cost()
+				return true
+			}
+			return false
+		})
+	}
+}
+
 // flush completes every waiting receive with fi.ECANCELED and drops the
-// unexpected messages.
+// unexpected messages. The caller has ended the rendezvous receives.
 func (m *matcher) flush() {
 	for q := range m.recvs {
 		for _, op := range m.recvs[q] {
-			op.Complete(core.Completion{Flags: op.Kind.CQFlags(), Err: fi.ECANCELED})
+			m.cancelled(op)
 		}
 		m.recvs[q], m.unexp[q] = nil, nil
 	}
 	m.bytes = 0
 }
 
-// deliver completes op with msg: the payload copied into its buffer (a
-// buffer of the message's size if it has none), truncated with fi.ETRUNC
-// if longer. A rendezvous message cannot be received yet: fi.EMSGSIZE.
-func deliver(op *core.Op, msg *message) {
-	c := core.Completion{Flags: op.Kind.CQFlags() | msg.flags, Data: msg.data, Src: fiAddr(msg.src)}
+// cancelled completes op, taken off its queue, with fi.ECANCELED.
+func (m *matcher) cancelled(op *core.Op) {
+	c := core.Completion{Flags: op.Kind.CQFlags(), Err: fi.ECANCELED}
+	if mr := m.multi[op]; mr != nil {
+		delete(m.multi, op)
+		c.Flags |= fi.CQFlags(fi.MULTI_RECV)
+		c.Offset = uint64(mr.off)
+		mr.release(op, c)
+		return
+	}
+	op.Complete(c)
+}
+
+// deliver completes op with msg placed in buf, at off in op.Buf: the
+// payload copied, truncated with fi.ETRUNC if longer. A receive without a
+// buffer gets one of the message's size (at most MaxDynamicRecv). A
+// rendezvous request is read first: it joins started. mr is the state of
+// a receive with FI_MULTI_RECV, last says its buffer is released with msg.
+func (m *matcher) deliver(op *core.Op, msg *message, buf []byte, off int, mr *multiRecv, last bool) {
+	c := core.Completion{Flags: op.Kind.CQFlags() | msg.flags, Data: msg.data, Src: fiAddr(msg.src), Offset: uint64(off)}
 	if msg.tagged {
 		c.Tag = msg.tag
 	}
-	switch {
-	case msg.rndv:
-		c.Err, c.OLen = fi.EMSGSIZE, msg.size
-	default:
-		if op.Buf == nil {
-			op.Buf = make([]byte, len(msg.payload))
+	if last {
+		c.Flags |= fi.CQFlags(fi.MULTI_RECV)
+	}
+	if op.Buf == nil {
+		op.Buf = make([]byte, min(msg.len(), MaxDynamicRecv))
+		buf = op.Buf
+	}
+	if msg.rndv != nil {
+		r := newRndvRecv(op, buf, msg, c)
+		if mr != nil {
+			r.multi = mr
+			mr.reading++
 		}
-		n := copy(op.Buf, msg.payload)
-		c.Len = uint64(n)
-		if rest := len(msg.payload) - n; rest > 0 {
-			c.Err, c.OLen = fi.ETRUNC, uint64(rest)
-		}
+		m.started = append(m.started, r)
+		return
+	}
+	n := copy(buf, msg.payload)
+	c.Len = uint64(n)
+	if rest := len(msg.payload) - n; rest > 0 {
+		c.Err, c.OLen = fi.ETRUNC, uint64(rest)
+	}
+	if last {
+		mr.release(op, c)
+		return
 	}
 	op.Complete(c)
 }

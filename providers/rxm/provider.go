@@ -13,20 +13,24 @@ import (
 // FI_EP_RDM` prints.
 const (
 	ProvName        = "tcp;ofi_rxm"   // fabric_attr.prov_name of a layering over tcp
-	EagerLimit      = wire.EagerLimit // the largest message sent: rendezvous is not implemented yet
+	EagerLimit      = wire.EagerLimit // the largest message sent eagerly; larger ones go by rendezvous
+	MaxMsgSize      = math.MaxUint64  // ep_attr.max_msg_size, as rxm reports it
 	InjectSize      = 64              // tx_attr.inject_size: tcp's 128 minus the 64-byte rxm header
 	DefaultTxSize   = 2048            // tx_attr.size
 	DefaultRxSize   = 2048            // rx_attr.size
 	ProtocolVersion = 1               // ep_attr.protocol_version of FI_PROTO_RXM
 	MemTagFormat    = 0xaaaaaaaaaaaaaaaa
+	// DefaultMinMultiRecv is FI_OPT_MIN_MULTI_RECV until set: rxm's
+	// buffer size.
+	DefaultMinMultiRecv = EagerLimit
 )
 
 // Capabilities implemented. FI_SOURCE and FI_DIRECTED_RECV are secondary
 // and primary receive modifiers; fi_getinfo returns FI_SOURCE only when asked.
 const (
-	rdmCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV
+	rdmCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV
 	txCaps  = fi.MSG | fi.TAGGED | fi.SEND
-	rxCaps  = fi.MSG | fi.TAGGED | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV
+	rxCaps  = fi.MSG | fi.TAGGED | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV
 )
 
 // provider layers FI_EP_RDM over a provider of FI_EP_MSG endpoints.
@@ -82,7 +86,7 @@ func rdmInfo(msg *fi.Info) *fi.Info {
 		Type:            fi.EP_RDM,
 		Protocol:        fi.PROTO_RXM,
 		ProtocolVersion: ProtocolVersion,
-		MaxMsgSize:      EagerLimit,
+		MaxMsgSize:      MaxMsgSize,
 		MaxOrderRAWSize: math.MaxUint64,
 		MaxOrderWAWSize: math.MaxUint64,
 		MemTagFormat:    MemTagFormat,

@@ -45,22 +45,23 @@ func (c *conn) received(op *core.Op, comp core.Completion) {
 		return // the connection reports its own end
 	}
 	m, err := c.decode(op.Buf[:comp.Len], comp)
+	if err == nil && m != nil && m.readDone {
+		err, m = e.readDoneArrived(c, m.id), nil
+	}
 	if err != nil {
 		e.protocolError(c, err)
 		return
 	}
 	e.mu.Lock()
 	if m != nil {
+		m.conn = c
 		e.rx.arrived(m)
 	}
 	c.free = append(c.free, op)
-	kick := len(c.free) >= repostBatch
+	kick := len(c.free) >= repostBatch || len(e.rx.started) > 0
 	e.mu.Unlock()
 	if kick {
 		e.wake()
-	}
-	if m != nil && m.rndv {
-		e.protocolError(c, fmt.Errorf("a rendezvous message of %d bytes: messages above %d bytes are not implemented yet", m.size, EagerLimit))
 	}
 }
 
@@ -97,7 +98,15 @@ func (c *conn) decode(b []byte, comp core.Completion) (*message, error) {
 	case wire.CtrlEager:
 		m.payload = b[wire.HeaderSize:][:body]
 	case wire.CtrlRndvReq:
-		m.rndv, m.size = true, h.Size
+		m.rndv, m.size, m.id = new(wire.RndvHeader), h.Size, h.MsgID
+		if err := m.rndv.Decode(b[wire.HeaderSize:]); err != nil {
+			return nil, err
+		}
+		if err := m.rndv.CheckSize(h.Size); err != nil {
+			return nil, err
+		}
+	case wire.CtrlRndvRdDone:
+		return &message{readDone: true, id: h.MsgID}, nil
 	default:
 		return nil, fmt.Errorf("%s messages are not implemented", h.Type)
 	}
@@ -119,10 +128,12 @@ func (e *endpoint) postRecv(op *core.Op) error {
 	switch {
 	case e.state != epEnabled:
 		err = core.Errorf(fi.EOPBADSTATE, "rxm: recv: endpoint is not enabled")
+	case isMulti(op) && (op.Kind != core.OpRecv || op.Buf == nil):
+		err = core.Errorf(fi.EINVAL, "rxm: FI_MULTI_RECV is for untagged receives with a buffer")
 	case e.rx.posted() >= e.rxSize:
 		err = fi.EAGAIN
 	default:
-		wake = e.rx.post(op)
+		wake = e.rx.post(op) || len(e.rx.started) > 0
 	}
 	e.mu.Unlock()
 	if wake {

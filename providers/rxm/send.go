@@ -14,19 +14,19 @@ import (
 // tagged messages is the one every 1.17 peer takes). The payload is copied
 // behind the header at Post, so every send is also an inject.
 //
-// Messages above EagerLimit need the read rendezvous (5.5): a rendezvous
-// request naming a registered buffer, which the peer reads with RMA. Until
-// the tcp endpoints offer RMA read and registration, Post refuses them with
-// fi.EMSGSIZE. The place for it is postSend: register, queue a sendItem
-// whose message is the request, and complete on the read-done.
+// Messages above EagerLimit go by the read rendezvous (rndv.go): the
+// message is the request, and the application's buffer is read by the
+// peer, so it must stay untouched until the send completes.
 
-// sendItem is one application send: its message (header and payload) and
-// the operation of the wrapped provider that carries it.
+// sendItem is one application send: its message (header and payload, or
+// header and rendezvous header) and the operation of the wrapped provider
+// that carries it.
 type sendItem struct {
-	op  *core.Op // the application's
-	hdr wire.Header
-	buf *[]byte // pooled: the header's room, then the payload
-	msg core.Op // posted to the connection
+	op   *core.Op // the application's
+	hdr  wire.Header
+	buf  *[]byte // pooled: the header's room, then the payload or rendezvous header
+	msg  core.Op // posted to the connection
+	rndv *rndvSend
 }
 
 var bufPool = sync.Pool{New: func() any {
@@ -45,8 +45,6 @@ func (it *sendItem) free() {
 func (e *endpoint) postSend(op *core.Op) error {
 	n := len(op.Buf)
 	switch {
-	case n > EagerLimit:
-		return core.Errorf(fi.EMSGSIZE, "rxm: a message of %d bytes; above %d bytes messages need the rendezvous protocol, which is not implemented yet", n, EagerLimit)
 	case op.Flags&fi.INJECT != 0 && n > InjectSize:
 		return core.Errorf(fi.EINVAL, "rxm: inject of %d bytes; inject_size is %d", n, InjectSize)
 	case !op.Peer.IP.Addr().IsValid() || op.Peer.IP.Port() == 0:
@@ -61,9 +59,15 @@ func (e *endpoint) postSend(op *core.Op) error {
 	if op.Flags&fi.OpFlags(fi.REMOTE_CQ_DATA) != 0 {
 		flags = wire.FlagRemoteCQData
 	}
-	it.hdr = wire.Eager(0, wop, uint64(n), flags, op.Data, op.Tag)
-	copy((*it.buf)[wire.HeaderSize:], op.Buf)
-	it.msg = core.Op{Kind: core.OpSend, Buf: (*it.buf)[:wire.HeaderSize+n]}
+	if n > EagerLimit {
+		it.rndv = &rndvSend{}
+		it.hdr = wire.RndvReq(0, 0, wop, uint64(n), flags, op.Data, op.Tag)
+		it.msg = core.Op{Kind: core.OpSend, Buf: (*it.buf)[:wire.HeaderSize+wire.RndvHeaderSize]}
+	} else {
+		it.hdr = wire.Eager(0, wop, uint64(n), flags, op.Data, op.Tag)
+		copy((*it.buf)[wire.HeaderSize:], op.Buf)
+		it.msg = core.Op{Kind: core.OpSend, Buf: (*it.buf)[:wire.HeaderSize+n]}
+	}
 	it.msg.OnComplete(func(_ *core.Op, c core.Completion) { e.sendDone(it, c) })
 
 	addr := canon(op.Peer.IP)
@@ -84,6 +88,14 @@ func (e *endpoint) postSend(op *core.Op) error {
 		return err
 	}
 	e.txOut++
+	if it.rndv != nil {
+		it.rndv.id = e.newRndvIDLocked()
+		it.hdr.MsgID = it.rndv.id
+		rh := wire.RndvHeader{Count: 1}
+		rh.Iov[0] = wire.RMAIov{Addr: 0, Len: uint64(n), Key: wire.RndvKey(it.rndv.id)}
+		rh.Encode((*it.buf)[wire.HeaderSize:])
+		e.rndvSends[it.rndv.id] = it
+	}
 	p.queue = append(p.queue, it)
 	if p.state == pIdle {
 		e.connectLocked(p)
@@ -108,6 +120,11 @@ func (e *endpoint) flush(p *peer) {
 	for len(p.queue) > 0 && p.state == pConnected {
 		items, c := p.queue, p.conn
 		p.queue = nil
+		for _, it := range items {
+			if it.rndv != nil {
+				it.rndv.conn = c
+			}
+		}
 		e.mu.Unlock()
 		for i, it := range items {
 			it.hdr.ConnID = uint64(c.remoteIndex)
@@ -116,9 +133,6 @@ func (e *endpoint) flush(p *peer) {
 				err = c.tcp.Post(&it.msg)
 			}
 			if err != nil {
-				e.mu.Lock()
-				e.txOut -= len(items) - i
-				e.mu.Unlock()
 				for _, rest := range items[i:] {
 					e.sendFailed(rest, core.Code(err))
 				}
@@ -134,6 +148,10 @@ func (e *endpoint) flush(p *peer) {
 // sendDone completes an application send when the connection has written
 // its message (or failed to).
 func (e *endpoint) sendDone(it *sendItem, c core.Completion) {
+	if it.rndv != nil {
+		e.rndvSent(it, c)
+		return
+	}
 	e.mu.Lock()
 	e.txOut--
 	e.mu.Unlock()
@@ -145,9 +163,15 @@ func (e *endpoint) sendDone(it *sendItem, c core.Completion) {
 	it.op.Complete(comp)
 }
 
-// sendFailed completes an application send that never went out; the
-// caller has taken it off txOut.
+// sendFailed completes an application send that never went out and is
+// no longer queued.
 func (e *endpoint) sendFailed(it *sendItem, code fi.Errno) {
+	e.mu.Lock()
+	e.txOut--
+	if it.rndv != nil {
+		delete(e.rndvSends, it.rndv.id)
+	}
+	e.mu.Unlock()
 	it.free()
 	it.op.Complete(core.Completion{Flags: it.op.Kind.CQFlags(), Err: code})
 }
