@@ -78,9 +78,11 @@ type endpoint struct {
 	rndvRead  []*rndvRecv                   // rendezvous receives read, for the worker to answer
 	pollers   atomic.Pointer[[]core.Poller] // the connections' endpoints, for Poll
 
-	kick chan struct{} // wakes the worker
-	done chan struct{} // closed by Close
-	wg   sync.WaitGroup
+	kick    chan struct{} // wakes the worker
+	pending atomic.Bool   // the worker's work is waiting: reposts, rendezvous reads, read-dones
+	polled  atomic.Bool   // an engine group polls the endpoint and does that work itself
+	done    chan struct{} // closed by Close
+	wg      sync.WaitGroup
 }
 
 var _ core.Endpoint = (*endpoint)(nil)
@@ -290,13 +292,23 @@ func (e *endpoint) SetOpt(name string, value uint64) error {
 	return nil
 }
 
-// Poll drives the connections' progress on the engine's goroutine.
+// Poll drives the connections' progress on the engine's goroutine, and
+// does the worker's work there too, so that a busy conversation needs no
+// hand-off to the worker goroutine.
 func (e *endpoint) Poll() bool {
-	ps := e.pollers.Load()
-	if ps == nil {
-		return false
+	if !e.polled.Load() {
+		e.polled.Store(true)
 	}
 	any := false
+	if e.pending.Swap(false) {
+		e.repost()
+		e.startRndv()
+		any = true
+	}
+	ps := e.pollers.Load()
+	if ps == nil {
+		return any
+	}
 	for _, p := range *ps {
 		if p.Poll() {
 			any = true
@@ -305,8 +317,13 @@ func (e *endpoint) Poll() bool {
 	return any
 }
 
-// Park hands the connections back to their own goroutines.
+// Park hands the connections back to their own goroutines, and the
+// worker's work back to the worker.
 func (e *endpoint) Park() {
+	e.polled.Store(false)
+	if e.pending.Load() {
+		e.kickWorker()
+	}
 	if ps := e.pollers.Load(); ps != nil {
 		for _, p := range *ps {
 			p.Park()
@@ -335,6 +352,7 @@ func (e *endpoint) worker() {
 		case <-e.done:
 			return
 		}
+		e.pending.Store(false)
 		e.repost()
 		e.startRndv()
 	}
@@ -368,8 +386,17 @@ func (e *endpoint) repost() {
 	}
 }
 
-// wake kicks the worker without blocking.
+// wake has the worker's work done: by the engine group polling the
+// endpoint, or else by the worker.
 func (e *endpoint) wake() {
+	e.pending.Store(true)
+	if !e.polled.Load() {
+		e.kickWorker()
+	}
+}
+
+// kickWorker wakes the worker without blocking.
+func (e *endpoint) kickWorker() {
 	select {
 	case e.kick <- struct{}{}:
 	default:

@@ -2,6 +2,7 @@ package tcp
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -103,6 +104,41 @@ func TestInterop(t *testing.T) {
 	t.Run("CClient", func(t *testing.T) { interopCClient(t, bin) })
 	t.Run("CServer", func(t *testing.T) { interopCServer(t, bin) })
 	t.Run("RMA", func(t *testing.T) { interopRMA(t, bin) })
+	t.Run("Reject", func(t *testing.T) { interopReject(t, bin) })
+}
+
+// interopReject: fabricfs rejects the C program's request with private
+// data, which the C side gets as FI_ECONNREFUSED with that data; then the
+// C program rejects fabricfs's request, which fails with ECONNREFUSED and
+// the C side's data.
+func interopReject(t *testing.T, bin string) {
+	d, info := loDomain()
+	pep, pev := listen(t, d, info)
+	defer pep.Close()
+	addr, _ := pep.Name()
+	_, _, exit := startC(t, bin, "rejected", "127.0.0.1", fmt.Sprint(addr.IP.Port()))
+	req := pev.waitReq(t)
+	if string(req.Data()) != "may I?" {
+		t.Errorf("connreq data %q", req.Data())
+	}
+	e, err := d.NewEndpoint(req.Info(), req, newEPEvents())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.Reject([]byte("no thanks")); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, exit)
+
+	port, exit := startCServer(t, bin, "rejecter")
+	cli := dial(t, d, info, addrOf(fmt.Sprintf("127.0.0.1:%d", port)), []byte("hello from Go"))
+	defer cli.ep.Close()
+	f := cli.ev.waitFailed(t)
+	if !errors.Is(f.err, fi.ECONNREFUSED) || string(f.data) != "go away" {
+		t.Errorf("rejected with %v, data %q; want ECONNREFUSED, \"go away\"", f.err, f.data)
+	}
+	waitExit(t, exit)
 }
 
 // interopRMA: fabricfs connects to the C program, writes into and reads

@@ -3,6 +3,9 @@
  *
  *   interop client HOST PORT   connect with private data, exchange one message each way
  *   interop server             listen on 127.0.0.1, print "port N", accept, exchange, wait for FI_SHUTDOWN
+ *   interop rejected HOST PORT connect with "may I?" and expect FI_ECONNREFUSED with the data "no thanks"
+ *   interop rejecter           listen as server does, reject the first request (which must carry
+ *                              "hello from Go") with the data "go away"
  *   interop rma                listen as server does; expose 4096 bytes under key 0xC0DE for the
  *                              peer's writes and reads; once the peer says "go done", check its
  *                              write, then fi_writedata, fi_writemsg with FI_DELIVERY_COMPLETE
@@ -324,6 +327,50 @@ static int rma(void)
 	return 0;
 }
 
+static int rejected(const char *host, const char *port)
+{
+	struct fi_info *info;
+	struct fi_eq_attr eq_attr = {.wait_obj = FI_WAIT_UNSPEC};
+	struct fi_eq_cm_entry e;
+	uint32_t event;
+	char data[64];
+
+	CHECK(fi_getinfo(FI_VERSION(1, 17), host, port, 0, hints(), &info));
+	CHECK(fi_fabric(info->fabric_attr, &fabric, NULL));
+	CHECK(fi_eq_open(fabric, &eq_attr, &eq, NULL));
+	open_ep(info);
+	CHECK(fi_connect(ep, info->dest_addr, "may I?", 6));
+	ssize_t n = fi_eq_sread(eq, &event, &e, sizeof e, 10000, 0);
+	if (n != -FI_EAVAIL) {
+		fprintf(stderr, "interop: rejected: fi_eq_sread = %zd (event %u), want -FI_EAVAIL\n", n, event);
+		exit(3);
+	}
+	struct fi_eq_err_entry err = {.err_data = data, .err_data_size = sizeof data};
+	CHECK(fi_eq_readerr(eq, &err, 0));
+	if (err.err != FI_ECONNREFUSED)
+		die("rejected: the error is not FI_ECONNREFUSED");
+	if (err.err_data_size != 9 || memcmp(data, "no thanks", 9) != 0) {
+		fprintf(stderr, "interop: rejected: reject data %.*s (%zu bytes)\n", (int)err.err_data_size, data, err.err_data_size);
+		exit(3);
+	}
+	puts("ok");
+	return 0;
+}
+
+static int rejecter(void)
+{
+	struct fi_info *req;
+	char data[256];
+
+	listen_print();
+	size_t n = wait_cm(FI_CONNREQ, &req, data);
+	if (n != 13 || memcmp(data, "hello from Go", 13) != 0)
+		die("rejecter: wrong connreq data");
+	CHECK(fi_reject(pep, req->handle, "go away", 7));
+	puts("ok");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	alarm(30);
@@ -333,6 +380,10 @@ int main(int argc, char **argv)
 		return server();
 	if (argc == 2 && strcmp(argv[1], "rma") == 0)
 		return rma();
-	fprintf(stderr, "usage: interop client HOST PORT | interop server | interop rma\n");
+	if (argc == 4 && strcmp(argv[1], "rejected") == 0)
+		return rejected(argv[2], argv[3]);
+	if (argc == 2 && strcmp(argv[1], "rejecter") == 0)
+		return rejecter();
+	fprintf(stderr, "usage: interop client HOST PORT | interop server | interop rma | interop rejected HOST PORT | interop rejecter\n");
 	return 1;
 }
