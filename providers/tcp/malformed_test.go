@@ -12,17 +12,9 @@ import (
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/internal/testhex"
 	"github.com/fabricfs/fabricfs/providers/tcp/wire"
 )
-
-func unhex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(strings.Join(strings.Fields(s), ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // rawDial connects a plain TCP socket to addr.
 func rawDial(t testing.TB, addr fi.Addr) net.Conn {
@@ -72,7 +64,7 @@ func TestListenerGarbage(t *testing.T) {
 	addr, _ := pep.Name()
 	for _, tt := range badConnReqs {
 		c := rawDial(t, addr)
-		if b := unhex(t, tt.wire); len(b) > 0 {
+		if b := testhex.Bytes(t, tt.wire); len(b) > 0 {
 			c.Write(b)
 		}
 		if tt.name == "short header" || tt.name == "data cut" {
@@ -159,7 +151,7 @@ func TestConnectedGarbage(t *testing.T) {
 			}
 			dyn := &core.Op{Kind: core.OpRecv} // a receive without a buffer
 			post(t, srv.ep, dyn)
-			c.Write(unhex(t, tt.wire))
+			c.Write(testhex.Bytes(t, tt.wire))
 			if tt.code == fi.ECONNRESET {
 				c.(*net.TCPConn).CloseWrite()
 			}
@@ -207,7 +199,7 @@ func TestConnectToGarbage(t *testing.T) {
 				return
 			}
 			io.ReadFull(c, make([]byte, wire.CMHeaderSize+2))
-			c.Write(unhex(t, tt.answer))
+			c.Write(testhex.Bytes(t, tt.answer))
 			c.Close()
 		}()
 		d, info := loDomain()
@@ -250,7 +242,7 @@ func TestRxmTaggedReceive(t *testing.T) {
 	defer done()
 	buf := make([]byte, 8)
 	post(t, srv.ep, &core.Op{Kind: core.OpRecv, Buf: buf})
-	c.Write(unhex(t, "03 00 8100 00 00 20 00 2300000000000000 0700000000000000 0500000000000000 616263"))
+	c.Write(testhex.Bytes(t, "03 00 8100 00 00 20 00 2300000000000000 0700000000000000 0500000000000000 616263"))
 	d := waitDone(t, srv.done)
 	want := fi.CQFlags(fi.MSG | fi.RECV | fi.TAGGED | fi.REMOTE_CQ_DATA)
 	if d.c.Err != 0 || d.c.Flags != want || d.c.Tag != 5 || d.c.Data != 7 || string(buf[:d.c.Len]) != "abc" {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+
+	"github.com/fabricfs/fabricfs/internal/testhex"
 )
 
 // Every decoder has a fuzz target: it must never panic, and what it accepts
@@ -12,7 +14,7 @@ import (
 
 func FuzzConnect(f *testing.F) {
 	for _, tt := range connectTests {
-		f.Add(unhex(f, tt.wire))
+		f.Add(testhex.Bytes(f, tt.wire))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := DecodeConnect(b)
@@ -32,8 +34,8 @@ func FuzzConnect(f *testing.F) {
 }
 
 func FuzzAccept(f *testing.F) {
-	f.Add(unhex(f, "00000000 ee7d0000 00100000 02 000000"))
-	f.Add(unhex(f, "02000000 01000000 03000000 00 010203"))
+	f.Add(testhex.Bytes(f, "00000000 ee7d0000 00100000 02 000000"))
+	f.Add(testhex.Bytes(f, "02000000 01000000 03000000 00 010203"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		a, err := DecodeAccept(b)
 		if err != nil {
@@ -69,7 +71,7 @@ func FuzzReject(f *testing.F) {
 // the tcp payload length in the first 8 bytes of n.
 func FuzzHeader(f *testing.F) {
 	for _, tt := range headerTests {
-		f.Add(unhex(f, tt.wire), uint64(HeaderSize+1000))
+		f.Add(testhex.Bytes(f, tt.wire), uint64(HeaderSize+1000))
 	}
 	f.Fuzz(func(t *testing.T, b []byte, n uint64) {
 		var h Header
@@ -89,7 +91,7 @@ func FuzzHeader(f *testing.F) {
 
 func FuzzRndvHeader(f *testing.F) {
 	for _, tt := range rndvTests {
-		f.Add(unhex(f, tt.wire))
+		f.Add(testhex.Bytes(f, tt.wire))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r RndvHeader

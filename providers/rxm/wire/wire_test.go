@@ -2,23 +2,13 @@ package wire
 
 import (
 	"bytes"
-	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/internal/testhex"
 )
-
-// unhex turns "01 02 0403 ..." into bytes; spaces and newlines are ignored.
-func unhex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(strings.Join(strings.Fields(s), ""))
-	if err != nil {
-		t.Fatalf("bad hex %q: %v", s, err)
-	}
-	return b
-}
 
 // The private data below is from testdata/pingpong_1000.txt and
 // testdata/probe_*.txt (real libfabric 1.17).
@@ -40,7 +30,7 @@ var connectTests = []struct {
 
 func TestConnect(t *testing.T) {
 	for _, tt := range connectTests {
-		want := unhex(t, tt.wire)
+		want := testhex.Bytes(t, tt.wire)
 		got, err := tt.c.Encode()
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s: Encode(%+v) = %x, %v; want %x", tt.name, tt.c, got, err, want)
@@ -74,12 +64,12 @@ func TestConnectErrors(t *testing.T) {
 		{"index 2^31", "01 02 04 03 70bb 02 00 00400000 00100000 00000080 037e0000"},
 	}
 	for _, tt := range bad {
-		b := unhex(t, tt.wire)
+		b := testhex.Bytes(t, tt.wire)
 		if c, err := DecodeConnect(b); err == nil {
 			t.Errorf("%s: DecodeConnect(%x) = %+v, want error", tt.name, b, c)
 		}
 	}
-	b := unhex(t, "01 02 04 03 70bb 02 00 00200000 00100000 00000000 037e0000")
+	b := testhex.Bytes(t, "01 02 04 03 70bb 02 00 00200000 00100000 00000000 037e0000")
 	if _, err := DecodeConnect(b); !errors.Is(err, ErrEagerLimit) {
 		t.Errorf("DecodeConnect(eager limit 8192) = %v, want ErrEagerLimit", err)
 	}
@@ -100,7 +90,7 @@ func TestAccept(t *testing.T) {
 		{Accept{ConnID: MakeConnID(1, 2), RxSize: 3, FlowCtrl: FlowCtrlLocal}, "02000000 01000000 03000000 00 000000"},
 	}
 	for _, tt := range tests {
-		want := unhex(t, tt.wire)
+		want := testhex.Bytes(t, tt.wire)
 		got, err := tt.a.Encode()
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("Encode(%+v) = %x, %v; want %x", tt.a, got, err, want)
@@ -112,7 +102,7 @@ func TestAccept(t *testing.T) {
 	}
 	for _, s := range []string{"", "00000000 3d110000 00100000 02 0000", "00000000 3d110000 00100000 03 000000",
 		"00000080 3d110000 00100000 02 000000", "00000000 3d110000 00100000 02 000000 00"} {
-		b := unhex(t, s)
+		b := testhex.Bytes(t, s)
 		if a, err := DecodeAccept(b); err == nil {
 			t.Errorf("DecodeAccept(%x) = %+v, want error", b, a)
 		}
@@ -128,7 +118,7 @@ func TestReject(t *testing.T) {
 		{RejectConnRefused, "0101"}, // testdata/probe_reject.txt
 		{RejectAlready, "0102"},     // testdata/probe_simul.txt
 	} {
-		want := unhex(t, tt.wire)
+		want := testhex.Bytes(t, tt.wire)
 		r := Reject{Reason: tt.r}
 		got, err := r.Encode()
 		if err != nil || !bytes.Equal(got, want) {
@@ -139,7 +129,7 @@ func TestReject(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"", "01", "0201", "0103", "010100"} {
-		b := unhex(t, s)
+		b := testhex.Bytes(t, s)
 		if r, err := DecodeReject(b); err == nil {
 			t.Errorf("DecodeReject(%x) = %+v, want error", b, r)
 		}
@@ -207,7 +197,7 @@ var headerTests = []struct {
 
 func TestHeaderEncodeDecode(t *testing.T) {
 	for _, tt := range headerTests {
-		want := unhex(t, tt.wire)
+		want := testhex.Bytes(t, tt.wire)
 		if len(want) != HeaderSize {
 			t.Fatalf("%s: test vector of %d bytes", tt.name, len(want))
 		}
@@ -226,7 +216,7 @@ func TestHeaderEncodeDecode(t *testing.T) {
 }
 
 func TestHeaderDecodeErrors(t *testing.T) {
-	good := unhex(t, headerTests[0].wire)
+	good := testhex.Bytes(t, headerTests[0].wire)
 	bad := []struct {
 		name   string
 		mutate func(b []byte)
@@ -338,7 +328,7 @@ var rndvTests = []struct {
 
 func TestRndvHeader(t *testing.T) {
 	for _, tt := range rndvTests {
-		want := unhex(t, tt.wire)
+		want := testhex.Bytes(t, tt.wire)
 		got, err := AppendRndvHeader(nil, &tt.r)
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s: AppendRndvHeader = %x, %v; want %x", tt.name, got, err, want)
@@ -391,7 +381,7 @@ func TestRndvHeader(t *testing.T) {
 func TestAtomicRequest(t *testing.T) {
 	// testdata/probe_data.txt: fi_compare_atomic(FI_CSWAP, FI_UINT64) of one
 	// element at offset 1024, key 0, operand 99, compare 12.
-	body := unhex(t, "0004000000000000 0100000000000000 0000000000000000"+strings.Repeat("00", 72)+
+	body := testhex.Bytes(t, "0004000000000000 0100000000000000 0000000000000000"+strings.Repeat("00", 72)+
 		"6300000000000000 0c00000000000000")
 	h := Header{Type: CtrlAtomic, Op: OpAtomicCompare, Size: 112, Tag: AtomicTag(fi.UINT64, fi.CSWAP, 1)}
 	r, err := DecodeAtomicRequest(&h, body)
@@ -400,7 +390,7 @@ func TestAtomicRequest(t *testing.T) {
 	}
 	want := AtomicRequest{Datatype: fi.UINT64, AtomicOp: fi.CSWAP, Count: 1,
 		Ioc:     [4]RMAIoc{{Addr: 1024, Count: 1}},
-		Operand: unhex(t, "6300000000000000"), Compare: unhex(t, "0c00000000000000")}
+		Operand: testhex.Bytes(t, "6300000000000000"), Compare: testhex.Bytes(t, "0c00000000000000")}
 	if r.Datatype != want.Datatype || r.AtomicOp != want.AtomicOp || r.Count != want.Count || r.Ioc != want.Ioc ||
 		!bytes.Equal(r.Operand, want.Operand) || !bytes.Equal(r.Compare, want.Compare) {
 		t.Errorf("DecodeAtomicRequest = %+v, want %+v", r, want)
@@ -476,14 +466,14 @@ func TestAtomicResponse(t *testing.T) {
 		body string
 	}{
 		// testdata/probe_data.txt
-		{"fetch", req, AtomicResponse{Result: unhex(t, "0c00000000000000")}, "00000000 00000008 0c00000000000000"},
+		{"fetch", req, AtomicResponse{Result: testhex.Bytes(t, "0c00000000000000")}, "00000000 00000008 0c00000000000000"},
 		{"atomic", Header{Type: CtrlAtomic, Op: OpAtomic, Size: 104, Tag: AtomicTag(fi.UINT64, fi.SUM, 1)},
 			AtomicResponse{}, "00000000 00000000"},
 		{"bad key", Header{Type: CtrlAtomic, Op: OpAtomic, Size: 104, Tag: AtomicTag(fi.UINT64, fi.SUM, 1)},
 			AtomicResponse{Status: -int32(fi.EACCES)}, "fffffff3 00000000"},
 	}
 	for _, tt := range tests {
-		want := unhex(t, tt.body)
+		want := testhex.Bytes(t, tt.body)
 		h := tt.r.Header(0, &tt.req)
 		dt, _, _ := tt.req.AtomicFields()
 		got, err := tt.r.AppendBody(nil, tt.req.Op, dt)
@@ -516,7 +506,7 @@ func TestAtomicResponse(t *testing.T) {
 		{"not a response", req, "00000000 00000000"},
 	}
 	for _, tt := range bad {
-		b := unhex(t, tt.body)
+		b := testhex.Bytes(t, tt.body)
 		if r, err := DecodeAtomicResponse(&tt.h, b); err == nil {
 			t.Errorf("%s: DecodeAtomicResponse(%x) = %+v, want error", tt.name, b, r)
 		}

@@ -3,13 +3,15 @@ package wire
 import (
 	"bytes"
 	"testing"
+
+	"github.com/fabricfs/fabricfs/internal/testhex"
 )
 
 // FuzzDecodeHeader checks that Decode never panics, and that whatever it
 // accepts encodes back to the very same bytes.
 func FuzzDecodeHeader(f *testing.F) {
 	for _, tt := range headerTests {
-		f.Add(unhex(f, tt.wire))
+		f.Add(testhex.Bytes(f, tt.wire))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var h Header
@@ -34,7 +36,7 @@ func FuzzDecodeHeader(f *testing.F) {
 // encodes back to a message that decodes the same.
 func FuzzDecodeCM(f *testing.F) {
 	for _, tt := range cmTests {
-		f.Add(unhex(f, tt.wire))
+		f.Add(testhex.Bytes(f, tt.wire))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, data, n, err := DecodeCM(b)

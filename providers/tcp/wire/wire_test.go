@@ -2,21 +2,12 @@ package wire
 
 import (
 	"bytes"
-	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
-)
 
-// unhex turns "03 00 0000 ..." into bytes; spaces and newlines are ignored.
-func unhex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(strings.Join(strings.Fields(s), ""))
-	if err != nil {
-		t.Fatalf("bad hex %q: %v", s, err)
-	}
-	return b
-}
+	"github.com/fabricfs/fabricfs/internal/testhex"
+)
 
 var cmTests = []struct {
 	name string
@@ -38,7 +29,7 @@ var cmTests = []struct {
 
 func TestCMEncodeDecode(t *testing.T) {
 	for _, tt := range cmTests {
-		want := unhex(t, tt.wire)
+		want := testhex.Bytes(t, tt.wire)
 		got, err := AppendCM(nil, tt.typ, []byte(tt.data))
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s: AppendCM(%v, %q) = %x, %v; want %x", tt.name, tt.typ, tt.data, got, err, want)
@@ -78,7 +69,7 @@ var badCMTests = []struct {
 
 func TestCMDecodeErrors(t *testing.T) {
 	for _, tt := range badCMTests {
-		b := unhex(t, tt.wire)
+		b := testhex.Bytes(t, tt.wire)
 		if h, _, _, err := DecodeCM(b); err == nil {
 			t.Errorf("%s: DecodeCM(%x) = %+v, want error", tt.name, b, h)
 		}
@@ -139,7 +130,7 @@ var headerTests = []struct {
 
 func TestHeaderEncodeDecode(t *testing.T) {
 	for _, tt := range headerTests {
-		want := unhex(t, tt.wire)
+		want := testhex.Bytes(t, tt.wire)
 		got, err := AppendHeader(nil, &tt.h)
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s: AppendHeader(%+v) = %x, %v; want %x", tt.name, tt.h, got, err, want)
@@ -204,7 +195,7 @@ var badHeaderTests = []struct {
 
 func TestHeaderDecodeErrors(t *testing.T) {
 	for _, tt := range badHeaderTests {
-		b := unhex(t, tt.wire)
+		b := testhex.Bytes(t, tt.wire)
 		var h Header
 		if n, err := h.Decode(b); err == nil {
 			t.Errorf("%s: Decode(%x) = %+v, %d; want error", tt.name, b, h, n)

@@ -3,6 +3,8 @@ package roce
 import (
 	"reflect"
 	"testing"
+
+	"github.com/fabricfs/fabricfs/internal/testhex"
 )
 
 // FuzzDecode checks that Decode never panics, over IPv4 and IPv6, and
@@ -19,7 +21,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add(b, false)
 	}
 	for _, tt := range badPackets {
-		f.Add(append(unhex(f, tt.wire), 0, 0, 0, 0), true)
+		f.Add(append(testhex.Bytes(f, tt.wire), 0, 0, 0, 0), true)
 	}
 	f.Fuzz(func(t *testing.T, b []byte, v6 bool) {
 		path := pathV4

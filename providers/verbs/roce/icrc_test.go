@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/fabricfs/fabricfs/internal/testhex"
 )
 
 // TestICRCByHand checks ICRC against CRC-32 over bytes written out by hand
@@ -19,7 +21,7 @@ import (
 // bytes, so UDP length 28 (0x1c) and IPv4 total length 48 (0x30). The
 // expected value was computed with Python's zlib.crc32 over the same bytes.
 func TestICRCByHand(t *testing.T) {
-	masked := unhex(t, `
+	masked := testhex.Bytes(t, `
 		ffffffffffffffff
 		45 ff 0030 0000 4000 ff 11 ffff c0a80101 c0a80102
 		c000 12b7 001c ffff
@@ -29,7 +31,7 @@ func TestICRCByHand(t *testing.T) {
 	if got := crc32.ChecksumIEEE(masked); got != want {
 		t.Fatalf("CRC-32 of the masked bytes = %#08x, want %#08x", got, want)
 	}
-	pkt := unhex(t, "04 00 ffff 00 000011 80 000001 61626364")
+	pkt := testhex.Bytes(t, "04 00 ffff 00 000011 80 000001 61626364")
 	if got, err := ICRC(pathV4, pkt); got != want || err != nil {
 		t.Errorf("ICRC = %#08x, %v; want %#08x", got, err, want)
 	}
@@ -55,7 +57,7 @@ func TestICRCByHand(t *testing.T) {
 // traffic class and flow label all ones, payload length 28, next header
 // 17, hop limit 0xff.
 func TestICRCByHandIPv6(t *testing.T) {
-	masked := unhex(t, `
+	masked := testhex.Bytes(t, `
 		ffffffffffffffff
 		6fffffff 001c 11 ff
 		fe800000000000000000000000000001
@@ -63,7 +65,7 @@ func TestICRCByHandIPv6(t *testing.T) {
 		c001 12b7 001c ffff
 		04 00 ffff ff 000011 80 000001
 		61626364`)
-	pkt := unhex(t, "04 00 ffff 00 000011 80 000001 61626364")
+	pkt := testhex.Bytes(t, "04 00 ffff 00 000011 80 000001 61626364")
 	want := crc32.ChecksumIEEE(masked)
 	if got, err := ICRC(pathV6, pkt); got != want || err != nil {
 		t.Errorf("ICRC = %#08x, %v; want %#08x", got, err, want)
@@ -83,7 +85,7 @@ func TestCRCUpdate(t *testing.T) {
 }
 
 func TestICRCErrors(t *testing.T) {
-	pkt := unhex(t, "04 00 ffff 00 000011 80 000001 61626364")
+	pkt := testhex.Bytes(t, "04 00 ffff 00 000011 80 000001 61626364")
 	for _, tt := range []struct {
 		name string
 		path Path

@@ -2,23 +2,14 @@ package roce
 
 import (
 	"bytes"
-	"encoding/hex"
 	"errors"
 	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
-)
 
-// unhex turns "04 00 ffff ..." into bytes; spaces and newlines are ignored.
-func unhex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(strings.Join(strings.Fields(s), ""))
-	if err != nil {
-		t.Fatalf("bad hex %q: %v", s, err)
-	}
-	return b
-}
+	"github.com/fabricfs/fabricfs/internal/testhex"
+)
 
 var (
 	pathV4 = Path{Src: netip.MustParseAddrPort("192.168.1.1:49152"), Dst: netip.MustParseAddrPort("192.168.1.2:4791")}
@@ -98,7 +89,7 @@ func TestEncodeDecode(t *testing.T) {
 	seen := map[Opcode]bool{}
 	for _, tt := range packetTests {
 		seen[tt.p.Opcode] = true
-		want := unhex(t, tt.wire)
+		want := testhex.Bytes(t, tt.wire)
 		for _, path := range []Path{pathV4, pathV6} {
 			var b [MaxPacketSize]byte
 			n, err := tt.p.Encode(b[:], path)
@@ -170,7 +161,7 @@ var badPackets = []struct {
 
 func TestDecodeErrors(t *testing.T) {
 	for _, tt := range badPackets {
-		b := reseal(t, append(unhex(t, tt.wire), 0, 0, 0, 0))
+		b := reseal(t, append(testhex.Bytes(t, tt.wire), 0, 0, 0, 0))
 		p := Packet{ImmDt: 42}
 		if err := p.Decode(b, pathV4); err == nil || errors.Is(err, ErrICRC) {
 			t.Errorf("%s: Decode(% x) = %v, want a format error", tt.name, b, err)
