@@ -42,6 +42,9 @@ func (c *call) num(i int) (uint64, error) {
 	return v, nil
 }
 
+// is reports whether argument i is the word w, in any case.
+func (c *call) is(i int, w string) bool { return strings.EqualFold(c.args[i], w) }
+
 // data parses optional argument i as private data.
 func (c *call) data(i int) ([]byte, error) {
 	if i >= len(c.args) {
@@ -129,6 +132,54 @@ var commands = []command{
 			return err
 		}
 		return c.ep().SetDest(v)
+	}},
+	{KindEP, ctl.Cmd{Verb: "tag", Args: "TAG [IGNORE] | off", Min: 1, Max: 2}, func(c *call) error {
+		if c.is(0, "off") && len(c.args) == 1 {
+			c.ep().ClearTag()
+			return nil
+		}
+		var v [2]uint64
+		for i := range c.args {
+			var err error
+			if v[i], err = c.num(i); err != nil {
+				return err
+			}
+		}
+		return c.ep().SetTag(v[0], v[1])
+	}},
+	{KindEP, ctl.Cmd{Verb: "src", Args: "FIADDR | any", Min: 1, Max: 1}, func(c *call) error {
+		if c.is(0, "any") {
+			return c.ep().SetSrc(uint64(fi.ADDR_UNSPEC))
+		}
+		v, err := c.num(0)
+		if err != nil {
+			return err
+		}
+		return c.ep().SetSrc(v)
+	}},
+	{KindEP, ctl.Cmd{Verb: "cqdata", Args: "N | off", Min: 1, Max: 1}, func(c *call) error {
+		if c.is(0, "off") {
+			c.ep().ClearCQData()
+			return nil
+		}
+		v, err := c.num(0)
+		if err != nil {
+			return err
+		}
+		return c.ep().SetCQData(v)
+	}},
+	{KindEP, ctl.Cmd{Verb: "rxbuf", Args: "N | off", Min: 1, Max: 1}, func(c *call) error {
+		if c.is(0, "off") {
+			return c.ep().SetRxBuf(0)
+		}
+		v, err := c.num(0)
+		if err != nil {
+			return err
+		}
+		if v == 0 {
+			return Errorf(fi.EINVAL, "a receive of 0 bytes; 'rxbuf off' sizes receives to the message")
+		}
+		return c.ep().SetRxBuf(v)
 	}},
 	{KindEP, ctl.Cmd{Verb: "setopt", Args: "NAME VALUE", Min: 2, Max: 2}, func(c *call) error {
 		v, err := c.num(1)

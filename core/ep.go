@@ -44,10 +44,26 @@ type EP struct {
 	rings    *epRings   // after enable
 	ringMu   sync.Mutex // serialises the engine's consume with closing the rings
 
-	dataMu  sync.Mutex // serialises readers of the data file
-	pending []byte     // the rest of a message a data-file read did not take
-	dest    uint64     // FI_EP_RDM: the fi_addr data-file writes go to (ctl dest); ADDR_UNSPEC: none
+	dataMu     sync.Mutex // serialises readers of the data file
+	pending    []byte     // the rest of a message a data-file read did not take
+	pendingErr error      // the error a read returns once pending is taken: a truncation
+	dest       uint64     // FI_EP_RDM: the fi_addr data-file writes go to (ctl dest); ADDR_UNSPEC: none
+	shell      dataParams // how the data file sends and receives (ctl tag, src, cqdata, rxbuf)
 }
+
+// dataParams are the parameters of the data file's operations that the
+// ctl verbs tag, src, cqdata and rxbuf set. The zero value, but for src,
+// is fi_send and fi_recv of the whole message from anyone.
+type dataParams struct {
+	tagged      bool   // writes are fi_tsend with tag; reads fi_trecv of tag under ignore
+	tag, ignore uint64 //
+	src         uint64 // FI_DIRECTED_RECV: the only sender reads accept; ADDR_UNSPEC: anyone
+	hasData     bool   // writes carry remote CQ data (fi_senddata)
+	data        uint64 //
+	rxbuf       uint64 // the size of a read's receive; 0: the message's
+}
+
+var defaultDataParams = dataParams{src: uint64(fi.ADDR_UNSPEC)}
 
 func newEP(o *Object) (Impl, error) {
 	info := bestInfo(o.Dom, fi.EP_MSG)
@@ -55,7 +71,7 @@ func newEP(o *Object) (Impl, error) {
 		return nil, Errorf(fi.ENODATA, "domain %s offers no endpoint", o.Dom.Name)
 	}
 	return &EP{obj: o, info: info, state: stateIdle, opts: map[string]uint64{}, inflight: map[*Op]struct{}{},
-		dest: uint64(fi.ADDR_UNSPEC)}, nil
+		dest: uint64(fi.ADDR_UNSPEC), shell: defaultDataParams}, nil
 }
 
 // bestInfo returns a copy of the domain's first entry of type t, or of its
@@ -171,6 +187,7 @@ func (e *EP) setType(in *fi.Info, s string) error {
 		return Errorf(fi.ENODATA, "domain %s offers no %v endpoint", e.obj.Dom.Name, t)
 	}
 	*in = *best
+	e.shell = defaultDataParams // they depend on the capabilities
 	return nil
 }
 
@@ -452,12 +469,104 @@ func (e *EP) SetDest(a uint64) error {
 	return nil
 }
 
+// maxRxBuf is the largest receive size of the ctl verb rxbuf: as large
+// as the providers' receives sized to the message.
+const maxRxBuf = 64 << 20
+
+// SetTag is the ctl verb tag: writes to the data file become fi_tsend
+// with tag, reads fi_trecv matching tag under ignore. It needs FI_TAGGED.
+func (e *EP) SetTag(tag, ignore uint64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.info.Caps&fi.TAGGED == 0 {
+		return Errorf(fi.EOPNOTSUPP, "the endpoint's caps lack FI_TAGGED")
+	}
+	e.shell.tagged, e.shell.tag, e.shell.ignore = true, tag, ignore
+	return nil
+}
+
+// ClearTag is `tag off`: the data file's messages are untagged again.
+func (e *EP) ClearTag() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.shell.tagged, e.shell.tag, e.shell.ignore = false, 0, 0
+}
+
+// SetSrc is the ctl verb src: reads of the data file accept messages from
+// fi_addr a of the AV only (FI_DIRECTED_RECV); fi.ADDR_UNSPEC (`src any`)
+// accepts anyone again.
+func (e *EP) SetSrc(a uint64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if a == uint64(fi.ADDR_UNSPEC) {
+		e.shell.src = a
+		return nil
+	}
+	if e.info.Caps&fi.DIRECTED_RECV == 0 {
+		return Errorf(fi.EOPNOTSUPP, "the endpoint's caps lack FI_DIRECTED_RECV")
+	}
+	if e.av == nil {
+		return Errorf(fi.ENOAV, "no av bound; write 'bind av ID' first")
+	}
+	if _, ok := e.av.Lookup(a); !ok {
+		return Errorf(fi.EINVAL, "%s has no fi_addr %d", e.av.obj, a)
+	}
+	e.shell.src = a
+	return nil
+}
+
+// SetCQData is the ctl verb cqdata: writes to the data file carry remote
+// CQ data v (fi_senddata), which must fit the domain's cq_data_size.
+func (e *EP) SetCQData(v uint64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	size := e.info.DomainAttr.CQDataSize
+	if size == 0 {
+		return Errorf(fi.EOPNOTSUPP, "the domain's cq_data_size is 0")
+	}
+	if size < 8 && v>>(8*size) != 0 {
+		return Errorf(fi.EINVAL, "%#x does not fit cq_data_size %d", v, size)
+	}
+	e.shell.hasData, e.shell.data = true, v
+	return nil
+}
+
+// ClearCQData is `cqdata off`.
+func (e *EP) ClearCQData() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.shell.hasData, e.shell.data = false, 0
+}
+
+// SetRxBuf is the ctl verb rxbuf: a read of the data file posts a receive
+// of n bytes (1..maxRxBuf); 0 (`rxbuf off`) sizes it to the message again.
+func (e *EP) SetRxBuf(n uint64) error {
+	if n > maxRxBuf {
+		return Errorf(fi.EINVAL, "%d bytes is more than %d", n, maxRxBuf)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.shell.rxbuf = n
+	return nil
+}
+
 // WriteData sends b as one message: a write to the data file. The message
 // is an fi_send with the endpoint's default flags (tx_op_flags), so with
-// none it is reported on the send CQ unless that binding is selective. An
-// FI_EP_RDM endpoint sends it to its dest.
+// none it is reported on the send CQ unless that binding is selective; an
+// fi_tsend after `tag`, with remote CQ data after `cqdata`. An FI_EP_RDM
+// endpoint sends it to its dest.
 func (e *EP) WriteData(ctx context.Context, b []byte) error {
-	return e.do(ctx, &Op{Kind: OpSend, Buf: b}, "send", func() {})
+	e.mu.Lock()
+	p := e.shell
+	e.mu.Unlock()
+	op := &Op{Kind: OpSend, Buf: b}
+	if p.tagged {
+		op.Kind, op.Tag = OpTSend, p.tag
+	}
+	if p.hasData {
+		op.Flags, op.Data = fi.OpFlags(fi.REMOTE_CQ_DATA), p.data
+	}
+	return e.do(ctx, op, "send", func() {})
 }
 
 // do posts op, addressed to the dest of an FI_EP_RDM endpoint, and waits
@@ -528,11 +637,18 @@ func (e *EP) ReadData(ctx context.Context, p []byte, off int64) (int, error) {
 	e.dataMu.Lock()
 	defer e.dataMu.Unlock()
 	if len(e.pending) == 0 {
+		if err := e.pendingErr; err != nil {
+			e.pendingErr = nil
+			return 0, err
+		}
 		if off != 0 {
 			return 0, nil
 		}
 		msg, err := e.recvMessage(ctx)
 		e.pending = msg
+		if Code(err) == fi.ETRUNC {
+			e.pendingErr, err = err, nil // after the bytes that fit
+		}
 		if err != nil || len(msg) == 0 {
 			return 0, err
 		}
@@ -542,13 +658,30 @@ func (e *EP) ReadData(ctx context.Context, p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// recvMessage posts a receive with a buffer the provider sizes to the
-// message and waits for it. If ctx ends first the receive is cancelled; if
-// it had already started, the message is returned with fi.EINTR, to be kept
-// for the next read.
+// recvMessage posts a receive, with a buffer the provider sizes to the
+// message or of rxbuf bytes, and waits for it; after `tag` it is an
+// fi_trecv, after `src` it takes that sender's messages only. If ctx ends
+// first the receive is cancelled; if it had already started, the message
+// is returned with fi.EINTR, to be kept for the next read. A message
+// longer than rxbuf is returned truncated, with fi.ETRUNC.
 func (e *EP) recvMessage(ctx context.Context) ([]byte, error) {
-	done := make(chan Completion, 1)
+	e.mu.Lock()
+	p := e.shell
+	e.mu.Unlock()
 	op := &Op{Kind: OpRecv, Flags: e.defaultFlags(OpRecv)}
+	if p.tagged {
+		op.Kind, op.Tag, op.Ignore = OpTRecv, p.tag, p.ignore
+	}
+	if p.src != uint64(fi.ADDR_UNSPEC) {
+		var err error
+		if op.Peer, err = e.peer(p.src); err != nil {
+			return nil, err
+		}
+	}
+	if p.rxbuf > 0 {
+		op.Buf = make([]byte, p.rxbuf)
+	}
+	done := make(chan Completion, 1)
 	if err := e.post(op, func(c Completion) { done <- c }); err != nil {
 		return nil, err
 	}
@@ -568,10 +701,13 @@ func (e *EP) recvMessage(ctx context.Context) ([]byte, error) {
 			return nil, Errorf(fi.EINTR, "interrupted")
 		}
 	}
-	if c.Err != 0 {
-		return nil, Errorf(c.Err, "receive: %v", c.Err)
+	switch c.Err {
+	case 0:
+		return op.Buf[:c.Len], nil
+	case fi.ETRUNC:
+		return op.Buf[:c.Len], Errorf(c.Err, "receive: a message of %d bytes, truncated to rxbuf %d", c.Len+c.OLen, c.Len)
 	}
-	return op.Buf[:c.Len], nil
+	return nil, Errorf(c.Err, "receive: %v", c.Err)
 }
 
 // Name is fi_getname.
@@ -615,8 +751,27 @@ func (e *EP) Status() string {
 	if e.rdmLocked() && e.dest != uint64(fi.ADDR_UNSPEC) {
 		remote = fmt.Sprintf("fi_addr:%d", e.dest)
 	}
-	return fmt.Sprintf("%s %s cq=%s/%s eq=%s av=%s cntr=%s local=%s remote=%s", typ, state,
-		objID(e.txcq), objID(e.rxcq), objID(e.eq), objID(e.av), e.cntrStatusLocked(), local, remote)
+	return fmt.Sprintf("%s %s cq=%s/%s eq=%s av=%s cntr=%s local=%s remote=%s%s", typ, state,
+		objID(e.txcq), objID(e.rxcq), objID(e.eq), objID(e.av), e.cntrStatusLocked(), local, remote, e.shell)
+}
+
+// String is the data file's parameters in status: the ones set, each as
+// ` VERB=VALUE`.
+func (p dataParams) String() string {
+	var b strings.Builder
+	if p.tagged {
+		fmt.Fprintf(&b, " tag=%#x/%#x", p.tag, p.ignore)
+	}
+	if p.src != uint64(fi.ADDR_UNSPEC) {
+		fmt.Fprintf(&b, " src=fi_addr:%d", p.src)
+	}
+	if p.hasData {
+		fmt.Fprintf(&b, " cqdata=%#x", p.data)
+	}
+	if p.rxbuf > 0 {
+		fmt.Fprintf(&b, " rxbuf=%d", p.rxbuf)
+	}
+	return b.String()
 }
 
 // objID is the id of a bound object, or "-".

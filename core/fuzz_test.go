@@ -19,6 +19,7 @@ func FuzzCtl(f *testing.F) {
 		"reject x", "shutdown", "cancel 0x10", "setopt min_multi_recv 10", "listen 127.0.0.1:0",
 		"signal", "insert 127.0.0.1:1 [::1]:2", "remove 0 1", "reg", "add 1", "set 0x5",
 		"adderr 2", "seterr 3", "wait 0 1", "wait 99 0",
+		"tag 0x1234 0xff", "tag off", "src 0", "src any", "cqdata 0xfeed", "cqdata off", "rxbuf 10", "rxbuf off", "rxbuf 0",
 		"write fuzz 0 8 0 0x1234", "write fuzz 0 8 16 1 0xfeed", "read fuzz 0 8 0 1", "write fuzz 0xffffffffffffffff 2 0 1", "read 99 0 1 0 1", "bind 'x", "", "\n", "a\x00b",
 	} {
 		f.Add(s)

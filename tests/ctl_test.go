@@ -53,6 +53,22 @@ var ctlErrorTests = []struct {
 	{core.KindEP, "read", "read x 0 8 0 1 2", syscall.EINVAL},
 	{core.KindEP, "read", "read x 0 65 0 1", syscall.EINVAL},
 	{core.KindEP, "read", "read x 56 8 0 1", syscall.EBADFD},
+	{core.KindEP, "tag", "tag", syscall.EINVAL},
+	{core.KindEP, "tag", "tag 1 2 3", syscall.EINVAL},
+	{core.KindEP, "tag", "tag x", syscall.EINVAL},
+	{core.KindEP, "tag", "tag off 1", syscall.EINVAL},
+	{core.KindEP, "tag", "tag 0x1234 0xff", syscall.EOPNOTSUPP}, // FI_EP_MSG has no FI_TAGGED
+	{core.KindEP, "src", "src", syscall.EINVAL},
+	{core.KindEP, "src", "src 1 2", syscall.EINVAL},
+	{core.KindEP, "src", "src anyone", syscall.EINVAL},
+	{core.KindEP, "src", "src 0", syscall.EOPNOTSUPP}, // nor FI_DIRECTED_RECV
+	{core.KindEP, "cqdata", "cqdata", syscall.EINVAL},
+	{core.KindEP, "cqdata", "cqdata 1 2", syscall.EINVAL},
+	{core.KindEP, "cqdata", "cqdata -1", syscall.EINVAL},
+	{core.KindEP, "rxbuf", "rxbuf", syscall.EINVAL},
+	{core.KindEP, "rxbuf", "rxbuf 0", syscall.EINVAL},
+	{core.KindEP, "rxbuf", "rxbuf ten", syscall.EINVAL},
+	{core.KindEP, "rxbuf", "rxbuf 0x4000001", syscall.EINVAL}, // above 64 MiB
 	{core.KindEP, "setopt", "setopt min_multi_recv", syscall.EINVAL},
 	{core.KindEP, "setopt", "setopt min_multi_recv x", syscall.EINVAL},
 	{core.KindEP, "", "frobnicate", syscall.EINVAL},
@@ -170,4 +186,56 @@ func verbWords(usage string) int {
 		n++
 	}
 	return n
+}
+
+// TestCtlDataVerbs checks the state rules of the data file's verbs tag,
+// src, cqdata and rxbuf on an FI_EP_RDM endpoint, which has FI_TAGGED and
+// FI_DIRECTED_RECV, and that status shows what is set; conformance_test
+// checks what they do to messages.
+func TestCtlDataVerbs(t *testing.T) {
+	d := mount(t)
+	ep := func(f ...string) []string { return append([]string{"tcp", "lo", "ep", "r"}, f...) }
+	must(t, os.Mkdir(d.path(ep()...), 0o700))
+	must(t, os.Mkdir(d.path("tcp", "lo", "av", "v"), 0o700))
+	d.mustCtl(t, "FI_EP_RDM", ep("attr", "type")...)
+	fails := func(cmd string, want syscall.Errno) {
+		t.Helper()
+		if err := ctl(d.path(ep("ctl")...), cmd); !errors.Is(err, want) {
+			t.Errorf("%q = %v, want %v", cmd, err, want)
+		} else if msg := d.read(t, ep("err")...); !strings.HasPrefix(msg, cmd+": ") {
+			t.Errorf("%q: err file %q does not echo the command", cmd, msg)
+		}
+	}
+	fails("src 0", syscall.EBADFD) // no av
+	d.mustCtl(t, "bind av v", ep("ctl")...)
+	fails("src 0", syscall.EINVAL) // no entry 0
+	d.mustCtl(t, "insert 127.0.0.1:9", "tcp", "lo", "av", "v", "ctl")
+
+	params := []string{"tag=", "src=", "cqdata=", "rxbuf="}
+	for _, cmd := range []string{"tag 0x1234 0xff", "src 0", "cqdata 0xfeed", "rxbuf 10"} {
+		d.mustCtl(t, cmd, ep("ctl")...)
+	}
+	if st := strings.TrimSpace(d.read(t, ep("status")...)); !strings.HasSuffix(st, " tag=0x1234/0xff src=fi_addr:0 cqdata=0xfeed rxbuf=10") {
+		t.Errorf("status %q does not end with the data file's parameters", st)
+	}
+	for _, cmd := range []string{"tag off", "src ANY", "cqdata off", "rxbuf off"} {
+		d.mustCtl(t, cmd, ep("ctl")...)
+	}
+	for _, p := range params {
+		if st := d.read(t, ep("status")...); strings.Contains(st, p) {
+			t.Errorf("status %q shows %s after it was turned off", st, p)
+		}
+	}
+	d.mustCtl(t, "tag 7", ep("ctl")...)
+	if st := d.read(t, ep("status")...); !strings.Contains(st, " tag=0x7/0x0") {
+		t.Errorf("status %q lacks tag=0x7/0x0", st)
+	}
+	// attr/type replaces the endpoint's fi_info, and with it these.
+	d.mustCtl(t, "FI_EP_MSG", ep("attr", "type")...)
+	if st := d.read(t, ep("status")...); strings.Contains(st, "tag=") {
+		t.Errorf("status %q of an FI_EP_MSG endpoint shows a tag", st)
+	}
+	fails("tag 7", syscall.EOPNOTSUPP)
+	must(t, os.Remove(d.path(ep()...)))
+	must(t, os.Remove(d.path("tcp", "lo", "av", "v")))
 }
