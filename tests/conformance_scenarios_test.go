@@ -17,6 +17,7 @@ import (
 var (
 	cqSend    = fi.CQFlags(fi.MSG | fi.SEND)
 	cqRecv    = fi.CQFlags(fi.MSG | fi.RECV)
+	cqTSend   = fi.CQFlags(fi.TAGGED | fi.SEND)
 	cqTRecv   = fi.CQFlags(fi.TAGGED | fi.RECV)
 	cqWrite   = fi.CQFlags(fi.RMA | fi.WRITE)
 	cqRead    = fi.CQFlags(fi.RMA | fi.READ)
@@ -61,20 +62,19 @@ var confScenarios = []confScenario{
 			transfer(t, b, a, pattern(n, i+7))
 		}
 	}},
-	{name: "remote_cq_data", caps: fi.MSG, cqData: true,
-		shellGap: "a write to ep data is fi_send: there is no fi_senddata (RMA writedata has one: rma_writedata)",
-		run: func(t *testing.T, x *confEnv) {
-			a, b, _ := x.confPair(t, confCfg{})
-			msg, data := pattern(64, 1), uint64(0xfeedf00d)
-			b.io.recv(t, 64, confRecv{})
-			a.io.send(t, msg, confSend{data: &data})
-			wantCQE(t, "send", a.io.poll(t, 1)[0], cqSend, 64, 0)
-			c := b.io.poll(t, 1)[0]
-			wantRecv(t, c, cqRecv|fi.CQFlags(fi.REMOTE_CQ_DATA), msg)
-			if c.Data != data {
-				t.Errorf("remote CQ data %#x, want %#x", c.Data, data)
-			}
-		}},
+	{name: "remote_cq_data", caps: fi.MSG, cqData: true, run: func(t *testing.T, x *confEnv) {
+		a, b, _ := x.confPair(t, confCfg{})
+		msg, data := pattern(64, 1), uint64(0xfeedf00d)
+		b.io.recv(t, 64, confRecv{})
+		a.io.send(t, msg, confSend{data: &data})
+		wantCQE(t, "send", a.io.poll(t, 1)[0], cqSend, 64, 0)
+		c := b.io.poll(t, 1)[0]
+		wantRecv(t, c, cqRecv|fi.CQFlags(fi.REMOTE_CQ_DATA), msg)
+		if c.Data != data {
+			t.Errorf("remote CQ data %#x, want %#x", c.Data, data)
+		}
+		transfer(t, a, b, pattern(32, 2)) // the next send carries none
+	}},
 	{name: "inject", caps: fi.MSG, run: func(t *testing.T, x *confEnv) {
 		a, b, _ := x.confPair(t, confCfg{a: confSide{txFlags: "FI_INJECT"}})
 		size := int(x.num(t, a.ep, "attr/tx_inject_size"))
@@ -85,24 +85,22 @@ var confScenarios = []confScenario{
 		}
 		transfer(t, a, b, pattern(8, 6)) // the endpoint still works
 	}},
-	{name: "truncated_receive", caps: fi.MSG,
-		shellGap: "a read of ep data sizes its receive to the message, so nothing is truncated",
-		run: func(t *testing.T, x *confEnv) {
-			a, b, _ := x.confPair(t, confCfg{})
-			msg := pattern(100, 8)
-			b.io.recv(t, 10, confRecv{})
-			a.io.send(t, msg, confSend{})
-			wantCQE(t, "send", a.io.poll(t, 1)[0], cqSend, 100, 0)
-			c := b.io.poll(t, 1)[0]
-			wantCQE(t, "truncated receive", c, cqRecv, 10, fi.ETRUNC)
-			if c.OLen != 90 {
-				t.Errorf("olen %d, want 90", c.OLen)
-			}
-			if !bytes.Equal(c.Payload, msg[:10]) {
-				t.Errorf("the truncated buffer holds %q, want %q", c.Payload, msg[:10])
-			}
-			transfer(t, a, b, pattern(50, 9)) // the next message arrives whole
-		}},
+	{name: "truncated_receive", caps: fi.MSG, run: func(t *testing.T, x *confEnv) {
+		a, b, _ := x.confPair(t, confCfg{})
+		msg := pattern(100, 8)
+		b.io.recv(t, 10, confRecv{})
+		a.io.send(t, msg, confSend{})
+		wantCQE(t, "send", a.io.poll(t, 1)[0], cqSend, 100, 0)
+		c := b.io.poll(t, 1)[0]
+		wantCQE(t, "truncated receive", c, cqRecv, 10, fi.ETRUNC)
+		if c.OLen != 90 {
+			t.Errorf("olen %d, want 90", c.OLen)
+		}
+		if !bytes.Equal(c.Payload, msg[:10]) {
+			t.Errorf("the truncated buffer holds %q, want %q", c.Payload, msg[:10])
+		}
+		transfer(t, a, b, pattern(50, 9)) // the next message arrives whole
+	}},
 	{name: "selective_completion", caps: fi.MSG, run: func(t *testing.T, x *confEnv) {
 		// Both send bindings are selective; a's sends ask for a
 		// completion (FI_COMPLETION), b's do not: b's send makes no
@@ -181,40 +179,47 @@ var confScenarios = []confScenario{
 		x.ctl(t, a.ep, "shutdown")
 		x.events(t, a.eq, "shutdown fid="+a.name, "shutdown fid="+b.name)
 	}},
-	{name: "tagged", caps: fi.TAGGED,
-		shellGap: "ep data sends and receives untagged messages; there is no tagged verb",
-		run: func(t *testing.T, x *confEnv) {
-			a, b, _ := x.confPair(t, confCfg{})
-			other := b.io.recv(t, 64, confRecv{tagged: true, tag: 0x5000})      // no match
-			b.io.recv(t, 64, confRecv{tagged: true, tag: 0x1200, ignore: 0xff}) // matches 0x12xx
-			msg := pattern(64, 16)
-			a.io.send(t, msg, confSend{tagged: true, tag: 0x1234})
-			a.io.poll(t, 1)
-			c := b.io.poll(t, 1)[0]
-			wantRecv(t, c, cqTRecv, msg)
-			if c.Tag != 0x1234 {
-				t.Errorf("tag %#x, want 0x1234", c.Tag)
-			}
-			x.cancel(t, b, other)
-			wantCQE(t, "unmatched tagged receive", b.io.poll(t, 1)[0], cqTRecv, 0, fi.ECANCELED)
-		}},
-	{name: "directed_recv", caps: fi.DIRECTED_RECV,
-		shellGap: "a read of ep data receives from anyone",
-		run: func(t *testing.T, x *confEnv) {
-			a, b, _ := x.confPair(t, confCfg{})
-			// A receive only from b itself (an address that never sends
-			// to b here), then one only from a: a's message skips the first.
-			self := x.insert(t, b, b)
-			first := b.io.recv(t, 64, confRecv{from: self})
-			b.io.recv(t, 64, confRecv{from: b.peer})
-			msg := pattern(64, 17)
-			a.io.send(t, msg, confSend{})
-			a.io.poll(t, 1)
-			c := b.io.poll(t, 1)[0]
-			wantRecv(t, c, cqRecv, msg)
-			x.cancel(t, b, first)
-			wantCQE(t, "receive from another address", b.io.poll(t, 1)[0], cqRecv, 0, fi.ECANCELED)
-		}},
+	{name: "tagged", caps: fi.TAGGED, run: func(t *testing.T, x *confEnv) {
+		// A posted receive for another tag leaves the message alone; a
+		// receive posted after it arrived, whose tag matches under its
+		// ignore mask, takes it. One receive at a time, as the shell's
+		// reads of data come.
+		a, b, _ := x.confPair(t, confCfg{})
+		other := b.io.recv(t, 64, confRecv{tagged: true, tag: 0x5000})
+		msg := pattern(64, 16)
+		a.io.send(t, msg, confSend{tagged: true, tag: 0x1234})
+		wantCQE(t, "tagged send", a.io.poll(t, 1)[0], cqTSend, 64, 0)
+		if !b.io.quiet(t, 50*time.Millisecond) {
+			t.Error("a receive for tag 0x5000 completed with a message tagged 0x1234")
+		}
+		x.cancel(t, b, other)
+		wantCQE(t, "unmatched tagged receive", b.io.poll(t, 1)[0], cqTRecv, 0, fi.ECANCELED)
+		b.io.recv(t, 64, confRecv{tagged: true, tag: 0x1200, ignore: 0xff}) // matches 0x12xx
+		c := b.io.poll(t, 1)[0]
+		wantRecv(t, c, cqTRecv, msg)
+		if c.Tag != 0x1234 {
+			t.Errorf("tag %#x, want 0x1234", c.Tag)
+		}
+		transfer(t, a, b, pattern(20, 17)) // untagged again
+	}},
+	{name: "directed_recv", caps: fi.DIRECTED_RECV, run: func(t *testing.T, x *confEnv) {
+		// A receive only from b itself (an address that never sends to
+		// b here) leaves a's message alone; one only from a takes it.
+		a, b, _ := x.confPair(t, confCfg{})
+		self := x.insert(t, b, b)
+		first := b.io.recv(t, 64, confRecv{from: &self})
+		msg := pattern(64, 17)
+		a.io.send(t, msg, confSend{})
+		wantCQE(t, "send", a.io.poll(t, 1)[0], cqSend, 64, 0)
+		if !b.io.quiet(t, 50*time.Millisecond) {
+			t.Error("a receive from b's own address completed with a's message")
+		}
+		x.cancel(t, b, first)
+		wantCQE(t, "receive from another address", b.io.poll(t, 1)[0], cqRecv, 0, fi.ECANCELED)
+		b.io.recv(t, 64, confRecv{from: &b.peer})
+		wantRecv(t, b.io.poll(t, 1)[0], cqRecv, msg)
+		transfer(t, a, b, pattern(30, 18)) // from anyone again
+	}},
 	{name: "source", caps: fi.SOURCE, run: func(t *testing.T, x *confEnv) {
 		a, b, _ := x.confPair(t, confCfg{})
 		b.io.recv(t, 32, confRecv{})
