@@ -90,7 +90,11 @@ func TestInfoMatchesRealFiInfo(t *testing.T) {
 // TestRDMInfoMatchesRealFiInfo compares our FI_EP_RDM entry for lo (IPv4)
 // with real `fi_info -v -p tcp -t FI_EP_RDM` (libfabric's tcp;ofi_rxm):
 // same layout, and the same values where fabricfs behaves the same way.
-// Capabilities differ on purpose: ours are only what is implemented.
+// Capabilities: every one real fi_info lists (messages, tagged, RMA,
+// FI_MULTI_RECV) is ours too, in caps and in tx and rx caps; ours add
+// FI_SOURCE, FI_DIRECTED_RECV and FI_RMA_EVENT (peers' RMA reaches the
+// counters), and leave out what is not implemented. rma_iov_limit is 1
+// (rxm's 4).
 func TestRDMInfoMatchesRealFiInfo(t *testing.T) {
 	needCmd(t, "fi_info")
 	out, err := exec.Command("fi_info", "-v", "-p", "tcp", "-t", "FI_EP_RDM").Output()
@@ -120,4 +124,41 @@ func TestRDMInfoMatchesRealFiInfo(t *testing.T) {
 			t.Errorf("line %q: in real fi_info %v, in fabricfs %v", l, strings.Contains(real, l+"\n"), strings.Contains(ours, l+"\n"))
 		}
 	}
+	rc, oc := capLines(real), capLines(ours)
+	if len(rc) < 3 || len(oc) < 3 {
+		t.Fatalf("caps lines: %d in real fi_info, %d in fabricfs, want caps, tx caps, rx caps first", len(rc), len(oc))
+	}
+	for i, what := range []string{"caps", "tx caps", "rx caps"} {
+		for c := range rc[i] {
+			if !oc[i][c] {
+				t.Errorf("%s: real fi_info has %s, fabricfs does not", what, c)
+			}
+		}
+	}
+	for _, c := range []string{"FI_RMA", "FI_READ", "FI_WRITE", "FI_REMOTE_READ", "FI_REMOTE_WRITE", "FI_RMA_EVENT"} {
+		if !oc[0][c] {
+			t.Errorf("caps: fabricfs lacks %s", c)
+		}
+	}
+	if !strings.Contains(ours, "        rma_iov_limit: 1\n") {
+		t.Errorf("fabricfs rma_iov_limit is not 1")
+	}
+}
+
+var capsRE = regexp.MustCompile(`(?m)^\s*caps: \[(.*)\]$`)
+
+// capLines are the caps lines of an entry (caps, tx caps, rx caps), each
+// as a set of names.
+func capLines(entry string) []map[string]bool {
+	var out []map[string]bool
+	for _, m := range capsRE.FindAllStringSubmatch(entry, -1) {
+		set := map[string]bool{}
+		for _, c := range strings.Split(m[1], ",") {
+			if c = strings.TrimSpace(c); c != "" {
+				set[c] = true
+			}
+		}
+		out = append(out, set)
+	}
+	return out
 }

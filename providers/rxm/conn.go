@@ -67,6 +67,7 @@ type conn struct {
 	dead        bool          // abandoned: whoever set this closes tcp
 	free        []*core.Op    // receive buffers to repost
 	ctrl        int           // rendezvous reads and read-dones posted, at most ctrlSends
+	reads       []lentRead    // regions given to the peer's read requests, until their responses are written
 }
 
 // connEvents are a connection's events. The RDM endpoint's own events

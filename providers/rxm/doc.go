@@ -14,15 +14,15 @@
 // Crossing connect requests are settled as libfabric settles them (the
 // request of the endpoint with the greater address wins).
 //
-// What is implemented: FI_MSG and FI_TAGGED sends and receives up to
-// EagerLimit (16384) bytes, remote CQ data, inject, tag matching with
-// ignore bits, unexpected messages (kept, up to UnexpectedLimit bytes per
-// endpoint, then the connections wait), FI_DIRECTED_RECV (Op.Peer of a
-// receive) and FI_SOURCE (Completion.Src: the sender's listening address
-// as its connect request announced it). Messages above EagerLimit need the
-// read rendezvous, which needs RMA read on the MSG endpoints: sends above
-// it fail with fi.EMSGSIZE, and a peer's rendezvous request fails the
-// matching receive with fi.EMSGSIZE and closes that connection.
+// What is implemented: FI_MSG and FI_TAGGED sends and receives, eager up
+// to EagerLimit (16384) bytes and by the read rendezvous above it (rndv.go),
+// remote CQ data, inject, tag matching with ignore bits, unexpected
+// messages (kept, up to UnexpectedLimit bytes per endpoint, then the
+// connections wait), FI_DIRECTED_RECV (Op.Peer of a receive), FI_SOURCE
+// (Completion.Src: the sender's listening address as its connect request
+// announced it), FI_MULTI_RECV, and FI_RMA: writes and reads go unchanged
+// to the peer's MSG connection, and peers' RMA on the endpoint's memory
+// is resolved and reported through its events (rma.go).
 //
 // Sends always carry the rxm header, also tagged ones (op tagged), which
 // every 1.17 peer accepts; received tagged messages come in either form.

@@ -192,7 +192,8 @@ func errConnectionless(what string) error {
 	return core.Errorf(fi.EOPBADSTATE, "rxm: %s: an FI_EP_RDM endpoint has no connection of its own", what)
 }
 
-// Post starts a send (OpSend, OpTSend) or a receive (OpRecv, OpTRecv).
+// Post starts a send (OpSend, OpTSend), an RMA operation (OpWrite,
+// OpRead) or a receive (OpRecv, OpTRecv).
 func (e *endpoint) Post(op *core.Op) error {
 	if op == nil {
 		return core.Errorf(fi.EINVAL, "rxm: post: no operation")
@@ -200,14 +201,16 @@ func (e *endpoint) Post(op *core.Op) error {
 	switch op.Kind {
 	case core.OpSend, core.OpTSend:
 		return e.postSend(op)
+	case core.OpWrite, core.OpRead:
+		return e.postRMA(op)
 	case core.OpRecv, core.OpTRecv:
 		return e.postRecv(op)
 	}
 	return core.Errorf(fi.EOPNOTSUPP, "rxm: operation kind %d is not supported", op.Kind)
 }
 
-// Cancel removes a posted receive, or a send still waiting for its
-// connection, and completes it with fi.ECANCELED.
+// Cancel removes a posted receive, or a send or RMA operation still
+// waiting for its connection, and completes it with fi.ECANCELED.
 func (e *endpoint) Cancel(op *core.Op) bool {
 	e.mu.Lock()
 	found := e.rx.cancel(op)

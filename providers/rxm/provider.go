@@ -27,10 +27,15 @@ const (
 
 // Capabilities implemented. FI_SOURCE and FI_DIRECTED_RECV are secondary
 // and primary receive modifiers; fi_getinfo returns FI_SOURCE only when asked.
+// RMA goes straight to the peer's tcp connection (rma.go); peers' RMA on
+// the endpoint's memory reaches its counters (FI_RMA_EVENT, which
+// libfabric's rxm does not offer).
 const (
-	rdmCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV
-	txCaps  = fi.MSG | fi.TAGGED | fi.SEND
-	rxCaps  = fi.MSG | fi.TAGGED | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV
+	rdmCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV |
+		fi.RMA | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT
+	txCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RMA | fi.READ | fi.WRITE
+	rxCaps = fi.MSG | fi.TAGGED | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV |
+		fi.RMA | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT
 )
 
 // provider layers FI_EP_RDM over a provider of FI_EP_MSG endpoints.
@@ -68,12 +73,13 @@ func rdmInfo(msg *fi.Info) *fi.Info {
 	in.Caps = rdmCaps | msg.Caps&(fi.LOCAL_COMM|fi.REMOTE_COMM)
 	in.Mode = 0
 	in.TxAttr = &fi.TxAttr{
-		Caps:       txCaps,
-		MsgOrder:   msg.TxAttr.MsgOrder,
-		CompOrder:  fi.ORDER_NONE,
-		InjectSize: InjectSize,
-		Size:       DefaultTxSize,
-		IovLimit:   1,
+		Caps:        txCaps,
+		MsgOrder:    msg.TxAttr.MsgOrder,
+		CompOrder:   fi.ORDER_NONE,
+		InjectSize:  InjectSize,
+		Size:        DefaultTxSize,
+		IovLimit:    1,
+		RMAIovLimit: 1,
 	}
 	in.RxAttr = &fi.RxAttr{
 		Caps:      rxCaps,

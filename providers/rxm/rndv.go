@@ -335,19 +335,23 @@ func (e *endpoint) completeRndv(r *rndvRecv, c core.Completion) {
 
 // connEvents' answers about memory: a connection's read requests may
 // read the rendezvous messages sent on it; other keys are the RDM
-// endpoint's. The reads of rendezvous messages are rxm's own, so remote
-// read events are not passed on (an FI_EP_RDM endpoint of fabricfs has
-// no FI_RMA_EVENT); remote writes are.
+// endpoint's. The reads of rendezvous messages are rxm's own, so their
+// remote read events are not passed on; the application's remote reads
+// and remote writes are (FI_RMA_EVENT; rma.go).
 
 func (ev connEvents) Region(key, addr, n uint64, access fi.Caps) ([]byte, func(), error) {
-	if buf, release, ok, err := ev.c.ep.lend(ev.c, key, addr, n, access); ok {
-		return buf, release, err
+	buf, release, ok, err := ev.c.ep.lend(ev.c, key, addr, n, access)
+	if !ok {
+		buf, release, err = ev.EndpointEvents.Region(key, addr, n, access)
 	}
-	return ev.EndpointEvents.Region(key, addr, n, access)
+	if err == nil && access == fi.REMOTE_READ {
+		ev.c.ep.noteRead(ev.c, n, !ok)
+	}
+	return buf, release, err
 }
 
 func (ev connEvents) Remote(c core.Completion) {
-	if c.Flags&fi.CQFlags(fi.REMOTE_READ) == 0 {
+	if c.Flags&fi.CQFlags(fi.REMOTE_READ) == 0 || ev.c.ep.readReported(ev.c, c.Len) {
 		ev.EndpointEvents.Remote(c)
 	}
 }

@@ -29,8 +29,12 @@ func TestInfos(t *testing.T) {
 				t.Errorf("RDM entry: prov_name %q protocol %v inject_size %d max_msg_size %d mem_tag_format %#x",
 					in.FabricAttr.ProvName, in.EPAttr.Protocol, in.TxAttr.InjectSize, in.EPAttr.MaxMsgSize, in.EPAttr.MemTagFormat)
 			}
-			if in.Caps&(fi.RMA|fi.ATOMIC) != 0 || in.Caps&(fi.MSG|fi.TAGGED|fi.DIRECTED_RECV|fi.SOURCE|fi.MULTI_RECV) == 0 {
-				t.Errorf("RDM caps %v", in.Caps)
+			all := fi.MSG | fi.TAGGED | fi.DIRECTED_RECV | fi.SOURCE | fi.MULTI_RECV | fi.RMA | fi.READ | fi.WRITE |
+				fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT
+			if in.Caps&fi.ATOMIC != 0 || in.Caps&all != all || in.TxAttr.RMAIovLimit != 1 ||
+				in.TxAttr.Caps&(fi.RMA|fi.READ|fi.WRITE) != fi.RMA|fi.READ|fi.WRITE ||
+				in.RxAttr.Caps&(fi.RMA|fi.REMOTE_READ|fi.REMOTE_WRITE|fi.RMA_EVENT) != fi.RMA|fi.REMOTE_READ|fi.REMOTE_WRITE|fi.RMA_EVENT {
+				t.Errorf("RDM caps %v, tx %v, rx %v, rma_iov_limit %d", in.Caps, in.TxAttr.Caps, in.RxAttr.Caps, in.TxAttr.RMAIovLimit)
 			}
 		}
 	}

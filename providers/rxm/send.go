@@ -20,13 +20,14 @@ import (
 
 // sendItem is one application send: its message (header and payload, or
 // header and rendezvous header) and the operation of the wrapped provider
-// that carries it.
+// that carries it; or one application RMA operation (rma.go).
 type sendItem struct {
 	op   *core.Op // the application's
 	hdr  wire.Header
 	buf  *[]byte // pooled: the header's room, then the payload or rendezvous header
 	msg  core.Op // posted to the connection
 	rndv *rndvSend
+	rma  bool // an fi_write or fi_read: msg is the operation itself, without rxm header
 }
 
 var bufPool = sync.Pool{New: func() any {
@@ -68,15 +69,24 @@ func (e *endpoint) postSend(op *core.Op) error {
 		copy((*it.buf)[wire.HeaderSize:], op.Buf)
 		it.msg = core.Op{Kind: core.OpSend, Buf: (*it.buf)[:wire.HeaderSize+n]}
 	}
-	it.msg.OnComplete(func(_ *core.Op, c core.Completion) { e.sendDone(it, c) })
+	return e.enqueue(it, "send")
+}
 
+// enqueue queues the item of an application send or RMA operation for
+// its peer's connection, connecting to the peer if it has none, and posts
+// it at once if the connection is up. The item's buffer is freed if it
+// fails.
+func (e *endpoint) enqueue(it *sendItem, what string) error {
+	op := it.op
+	n := len(op.Buf)
+	it.msg.OnComplete(func(_ *core.Op, c core.Completion) { e.sendDone(it, c) })
 	addr := canon(op.Peer.IP)
 	e.mu.Lock()
 	var err error
 	var p *peer
 	switch {
 	case e.state != epEnabled:
-		err = core.Errorf(fi.EOPBADSTATE, "rxm: send: endpoint is not enabled")
+		err = core.Errorf(fi.EOPBADSTATE, "rxm: %s: endpoint is not enabled", what)
 	case e.txOut >= e.txSize:
 		err = fi.EAGAIN
 	default:
@@ -127,8 +137,11 @@ func (e *endpoint) flush(p *peer) {
 		}
 		e.mu.Unlock()
 		for i, it := range items {
-			it.hdr.ConnID = uint64(c.remoteIndex)
-			err := it.hdr.Encode(*it.buf)
+			var err error
+			if !it.rma {
+				it.hdr.ConnID = uint64(c.remoteIndex)
+				err = it.hdr.Encode(*it.buf)
+			}
 			if err == nil {
 				err = c.tcp.Post(&it.msg)
 			}
