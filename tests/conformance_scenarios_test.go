@@ -21,7 +21,7 @@ var (
 	cqTRecv   = fi.CQFlags(fi.TAGGED | fi.RECV)
 	cqWrite   = fi.CQFlags(fi.RMA | fi.WRITE)
 	cqRead    = fi.CQFlags(fi.RMA | fi.READ)
-	cqRemoteW = fi.CQFlags(fi.RMA | fi.REMOTE_WRITE | fi.REMOTE_CQ_DATA)
+	cqRemoteW = fi.CQFlags(fi.REMOTE_WRITE | fi.REMOTE_CQ_DATA)
 )
 
 // pattern is n bytes of test content, different for each seed.

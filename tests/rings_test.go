@@ -463,7 +463,7 @@ func TestRMAOnRings(t *testing.T) {
 	if !bytes.Equal(target.Mem()[1000:1300], msgPattern[:300]) || !bytes.Equal(p.mrA.Mem()[2000:2300], msgPattern[:300]) {
 		t.Error("written or read bytes differ")
 	}
-	if c := pollN(t, p.cqB, 1)[0]; c.Flags != fiRMA|fiRemoteWrite|fiRemoteCQData || c.Data != 0xfeed || c.Err != 0 {
+	if c := pollN(t, p.cqB, 1)[0]; c.Flags != fiRemoteWrite|fiRemoteCQData || c.Data != 0xfeed || c.Err != 0 {
 		t.Errorf("remote CQ data entry on the target: %+v", c)
 	}
 }

@@ -99,7 +99,7 @@ got=$(dd if=$D/mr/mb/data bs=1 skip=20 count=12 2>/dev/null)
 [ "$got" = "written by a" ] || fail "mr mb holds '$got' after write"
 echo write ma 0 7 40 $key 0x2a > $D/ep/a/ctl
 cq=""
-until case "$cq" in *"flags=FI_RMA|FI_REMOTE_WRITE|FI_REMOTE_CQ_DATA len=7 buf=0x0 data=0x2a"*) true ;; *) false ;; esac; do
+until case "$cq" in *"flags=FI_REMOTE_WRITE|FI_REMOTE_CQ_DATA len=7 buf=0x0 data=0x2a"*) true ;; *) false ;; esac; do
 	cq="$cq
 $(cat $D/cq/c/events)" # the target's entry may come after the write returned
 done
