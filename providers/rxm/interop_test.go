@@ -6,41 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/internal/cbuild"
 )
-
-// buildRDMRMA compiles testdata/rdm_rma.c against libfabric. Without gcc
-// or libfabric-dev the test is skipped, unless CI is set.
-func buildRDMRMA(t *testing.T) string {
-	t.Helper()
-	skip := func(format string, a ...any) {
-		t.Helper()
-		if os.Getenv("CI") != "" {
-			t.Fatalf("interop test needs gcc and libfabric-dev (CI is set): "+format, a...)
-		}
-		t.Skipf("interop test skipped: "+format, a...)
-	}
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		skip("no gcc: %v", err)
-	}
-	if _, err := os.Stat("/usr/include/rdma/fabric.h"); err != nil {
-		skip("no libfabric headers (install libfabric-dev): %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "rdm_rma")
-	out, err := exec.Command(gcc, "-O1", "-Wall", "-o", bin, "testdata/rdm_rma.c", "-lfabric").CombinedOutput()
-	if err != nil {
-		skip("cannot build testdata/rdm_rma.c: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // TestInteropRMA does RMA both ways between a fabricfs RDM endpoint and
 // real libfabric's (tcp;ofi_rxm, testdata/rdm_rma.c, which describes the
@@ -48,7 +21,7 @@ func buildRDMRMA(t *testing.T) string {
 // injected write and fi_read each way, over the one connection the C side
 // opens.
 func TestInteropRMA(t *testing.T) {
-	bin := buildRDMRMA(t)
+	bin := cbuild.Libfabric(t, "testdata/rdm_rma.c")
 	p, d := testDomain(t)
 	g := newRDM(t, p, d)
 	const key = 0x600d

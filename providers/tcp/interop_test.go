@@ -4,42 +4,15 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/internal/cbuild"
 )
-
-// buildInterop compiles testdata/interop.c against libfabric. Without gcc
-// or libfabric-dev the test is skipped, unless CI is set.
-func buildInterop(t *testing.T) string {
-	t.Helper()
-	skip := func(format string, a ...any) {
-		t.Helper()
-		if os.Getenv("CI") != "" {
-			t.Fatalf("interop test needs gcc and libfabric-dev (CI is set): "+format, a...)
-		}
-		t.Skipf("interop test skipped: "+format, a...)
-	}
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		skip("no gcc: %v", err)
-	}
-	if _, err := os.Stat("/usr/include/rdma/fabric.h"); err != nil {
-		skip("no libfabric headers (install libfabric-dev): %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "interop")
-	out, err := exec.Command(gcc, "-O1", "-Wall", "-o", bin, "testdata/interop.c", "-lfabric").CombinedOutput()
-	if err != nil {
-		skip("cannot build testdata/interop.c: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // startC runs the C peer; its exit status arrives on the channel.
 func startC(t *testing.T, bin string, args ...string) (*exec.Cmd, *bufio.Reader, chan error) {
@@ -100,7 +73,7 @@ func waitExit(t *testing.T, exit chan error) {
 // message with remote CQ data asking for delivery complete, so each also
 // checks the other's ACK.
 func TestInterop(t *testing.T) {
-	bin := buildInterop(t)
+	bin := cbuild.Libfabric(t, "testdata/interop.c")
 	t.Run("CClient", func(t *testing.T) { interopCClient(t, bin) })
 	t.Run("CServer", func(t *testing.T) { interopCServer(t, bin) })
 	t.Run("RMA", func(t *testing.T) { interopRMA(t, bin) })
