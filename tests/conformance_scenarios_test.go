@@ -229,6 +229,39 @@ var confScenarios = []confScenario{
 			t.Errorf("receive from a: src %#x, want a's fi_addr in b's AV %d", c.Src, b.peer)
 		}
 	}},
+	{name: "multi_recv", caps: fi.MULTI_RECV,
+		shellGap: "a read of data posts one receive and returns one message from the start of its buffer; no file posts a buffer for many messages",
+		run: func(t *testing.T, x *confEnv) {
+			// One 1024-byte receive with FI_MULTI_RECV and min_multi_recv 64:
+			// messages are packed into it, one after the other, while at least
+			// 64 bytes would be left. 3 x 300 leave 124; 100 more would leave
+			// 24, so that message takes the rest, and its completion, with
+			// FI_MULTI_RECV, releases the buffer.
+			a, b, _ := x.confPair(t, confCfg{})
+			x.ctl(t, b.ep, "setopt min_multi_recv 64")
+			b.io.recv(t, 1024, confRecv{multi: true})
+			var msgs [][]byte
+			for i, n := range []int{300, 300, 300, 100} {
+				msgs = append(msgs, pattern(n, 30+i))
+				a.io.send(t, msgs[i], confSend{})
+			}
+			for i, c := range a.io.poll(t, len(msgs)) {
+				wantCQE(t, "send", c, cqSend, len(msgs[i]), 0)
+			}
+			off := uint64(0)
+			for i, c := range b.io.poll(t, len(msgs)) {
+				flags := cqRecv
+				if i == len(msgs)-1 {
+					flags |= fi.CQFlags(fi.MULTI_RECV)
+				}
+				wantRecv(t, c, flags, msgs[i])
+				if c.Off != off {
+					t.Errorf("message %d at offset %d of the buffer, want %d", i, c.Off, off)
+				}
+				off += uint64(len(msgs[i]))
+			}
+			transfer(t, a, b, pattern(50, 40)) // the released buffer takes no more
+		}},
 	{name: "rma_write", caps: fi.RMA | fi.WRITE | fi.REMOTE_WRITE | fi.RMA_EVENT, run: func(t *testing.T, x *confEnv) {
 		a, b, _ := x.confPair(t, confCfg{a: confSide{cntr: "write"}, b: confSide{cntr: "remote_write"}})
 		data := pattern(3000, 19)

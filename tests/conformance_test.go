@@ -28,7 +28,8 @@ import (
 // fs/client's clone objects, the shell one with mkdir); counters and EQ
 // events are files for both. A scenario is skipped when the endpoint's
 // attr/caps (or the domain's attr/cq_data_size) lacks what it needs, with
-// the reason.
+// the reason; the shell skips a scenario it has no form for (shellGap),
+// with the reason.
 
 // confRuns are the provider runs: one line per provider and endpoint type.
 var confRuns = []confRun{
@@ -47,7 +48,9 @@ type confScenario struct {
 	msgOnly bool    // connection management: FI_EP_MSG
 	caps    fi.Caps // the endpoint capabilities it needs
 	cqData  bool    // it needs remote CQ data (the domain's cq_data_size > 0)
-	run     func(t *testing.T, x *confEnv)
+	// shellGap is why the shell's files cannot run it; "" if they can.
+	shellGap string
+	run      func(t *testing.T, x *confEnv)
 }
 
 // TestConformance runs every scenario for every run and implementation,
@@ -64,6 +67,9 @@ func TestConformance(t *testing.T) {
 					t.Run(impl.name()+"/"+s.name, func(t *testing.T) {
 						if why := x.lacks(s); why != "" {
 							t.Skip(why)
+						}
+						if _, shell := impl.(*shellImpl); shell && s.shellGap != "" {
+							t.Skip("no shell form: " + s.shellGap)
 						}
 						t.Cleanup(func() { x.checkEmpty(t) }) // after the scenario's own cleanups
 						xi := *x
@@ -339,6 +345,7 @@ type confCQE struct {
 	Err       fi.Errno
 	OLen      uint64
 	Payload   []byte // the bytes a receive placed (successful or truncated)
+	Off       uint64 // rings: where in its receive's buffer a receive's data starts (FI_MULTI_RECV: this message's place)
 }
 
 func (c confCQE) String() string {
@@ -357,6 +364,7 @@ type confRecv struct {
 	tagged      bool
 	tag, ignore uint64
 	from        *uint64 // FI_DIRECTED_RECV: the only sender; nil: anyone
+	multi       bool    // FI_MULTI_RECV: one buffer for many messages (rings only; see shellGap)
 }
 
 // confIO is the data path of one endpoint, through rings or files. Sends
@@ -479,9 +487,10 @@ type ringsIO struct {
 	ep    *client.EP
 	cq    *client.CQ
 	mr    *client.MR
-	flags uint64 // the endpoint's tx_op_flags, on every send
-	next  uint64 // contexts
-	slot  int    // rotating 1K slots of the send and receive areas
+	flags uint64            // the endpoint's tx_op_flags, on every send
+	next  uint64            // contexts
+	slot  int               // rotating 1K slots of the send and receive areas
+	recvs map[uint64]uint64 // a receive's context -> its buffer's offset in the region
 }
 
 func (r *ringsIO) post(t *testing.T, w ring.WR) {
@@ -540,8 +549,33 @@ func (r *ringsIO) recv(t *testing.T, n int, o confRecv) uint64 {
 	if o.from != nil {
 		w.Addr = *o.from
 	}
+	if o.multi {
+		w.Flags |= uint64(fi.MULTI_RECV)
+	}
 	r.post(t, w)
+	if r.recvs == nil {
+		r.recvs = map[uint64]uint64{}
+	}
+	r.recvs[r.next] = w.Offset
+	if o.multi {
+		r.posted(t)
+	}
 	return r.next
+}
+
+// posted waits until the daemon has taken every receive from the rx ring:
+// it releases the ring's entries once it has posted them to the provider,
+// so messages sent from now on find them posted (a multi-receive buffer
+// that finds messages waiting takes them differently).
+func (r *ringsIO) posted(t *testing.T) {
+	t.Helper()
+	rx, err := r.ep.Rx()
+	must(t, err)
+	for deadline := time.Now().Add(10 * time.Second); rx.Len() > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the daemon did not take the receives from the rx ring", r.n.name)
+		}
+	}
 }
 
 func (r *ringsIO) poll(t *testing.T, n int) []confCQE {
@@ -551,6 +585,9 @@ func (r *ringsIO) poll(t *testing.T, n int) []confCQE {
 		e := confCQE{Flags: fi.CQFlags(c.Flags), Len: c.Len, Data: c.Data, Tag: c.Tag, Src: c.SrcAddr, Err: fi.Errno(-c.Err), OLen: c.OLen}
 		if (e.Err == 0 || e.Err == fi.ETRUNC) && e.Flags&fi.CQFlags(fi.RECV) != 0 {
 			e.Payload = bytes.Clone(r.mr.Mem()[c.Buf : c.Buf+c.Len])
+			if base, ok := r.recvs[c.Context]; ok {
+				e.Off = c.Buf - base
+			}
 		}
 		out = append(out, e)
 	}
@@ -733,6 +770,9 @@ func (s *shellIO) recv(t *testing.T, n int, o confRecv) uint64 {
 	}
 	if o.from != nil {
 		p["src"] = strconv.FormatUint(*o.from, 10)
+	}
+	if o.multi {
+		t.Fatalf("%s: the data file has no FI_MULTI_RECV receive", s.n.name)
 	}
 	s.set(t, p)
 	s.recvs++
