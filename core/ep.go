@@ -618,12 +618,13 @@ func (e *EP) do(ctx context.Context, op *Op, what string, release func()) error 
 // fi_read, which take no flags of their own, they use "the default
 // operation flags" of their context (fi_endpoint(3)): FI_COMPLETION under
 // a selective binding, FI_INJECT, FI_DELIVERY_COMPLETE. Ring requests
-// carry their own flags, as fi_sendmsg's.
+// carry their own flags, as fi_sendmsg's. FI_MULTI_RECV is left out: a
+// read of the data file takes one message into a buffer of its own.
 func (e *EP) defaultFlags(k OpKind) fi.OpFlags {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if k.IsRecv() {
-		return e.info.RxAttr.OpFlags
+		return e.info.RxAttr.OpFlags &^ fi.OpFlags(fi.MULTI_RECV)
 	}
 	return e.info.TxAttr.OpFlags
 }
