@@ -18,7 +18,9 @@ import (
 )
 
 // All-to-all over FI_EP_RDM: 32 endpoints on two fabricfs daemons, every
-// endpoint sends one tagged message to every other one, all at once.
+// endpoint sends one tagged message to every other one, all at once; half
+// of the endpoints address their peers through an FI_AV_MAP, half through an
+// FI_AV_TABLE.
 
 const (
 	a2aPerDaemon = 16
@@ -171,6 +173,13 @@ func newA2ANode(t *testing.T, dom *client.Domain, idx int) *a2aNode {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.av.Close() })
+	// Half the endpoints address their peers through an FI_AV_MAP, half
+	// through an FI_AV_TABLE.
+	if idx%4 >= 2 {
+		if err := n.av.SetAttr("type", "FI_AV_MAP"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if n.cq, err = dom.NewCQ(256); err != nil { // 62 completions at most
 		t.Fatal(err)
 	}
