@@ -27,6 +27,10 @@ if echo enable > $D/ep/a/ctl 2>/dev/null; then fail "enable without an av succee
 expect "$(cat $D/ep/a/err)" "no av bound" "ep a err"
 echo bind av va > $D/ep/a/ctl
 echo bind av vb > $D/ep/b/ctl
+# A default of FI_MULTI_RECV does not apply to data-file reads: each still
+# takes one message into a buffer of its own.
+echo FI_MULTI_RECV > $D/ep/b/attr/rx_op_flags
+expect "$(cat $D/ep/b/attr/rx_op_flags)" "FI_MULTI_RECV" "ep b rx_op_flags"
 echo enable > $D/ep/a/ctl
 echo enable > $D/ep/b/ctl
 if echo FI_EP_MSG > $D/ep/a/attr/type 2>/dev/null; then fail "type changed after enable"; fi
