@@ -255,3 +255,58 @@ func pattern(i, n int) []byte {
 	}
 	return b
 }
+
+// streamBothWays sends n tagged messages (tag i, pattern(i, size(i))) each
+// way between a and b at once, with at most window receives of bufLen
+// bytes posted and window sends outstanding, and checks every send
+// completes and every message arrives intact, exactly once; inOrder also
+// requires arrival in sending order (otherwise the tag says which).
+func streamBothWays(t *testing.T, a, b *rdm, n, window, bufLen int, size func(int) int, inOrder bool) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for _, s := range []struct{ from, to *rdm }{{a, b}, {b, a}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var posted, got, sent int
+			for got < n {
+				for ; posted < n && posted-got < window; posted++ {
+					op := s.to.op(core.OpTRecv, make([]byte, bufLen))
+					op.Ignore = ^uint64(0)
+					if err := s.to.ep.Post(op); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+				for ; sent < n && sent-got < window; sent++ {
+					op := s.from.op(core.OpTSend, pattern(sent, size(sent)))
+					op.Peer, op.Tag = s.to.addr, uint64(sent)
+					if err := s.from.ep.Post(op); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+				select {
+				case res := <-s.to.comps:
+					if !res.op.Kind.IsRecv() {
+						if res.c.Err != 0 {
+							t.Errorf("send: %+v", res.c)
+							return
+						}
+						continue // a send of the other direction
+					}
+					i := int(res.c.Tag)
+					if res.c.Err != 0 || (inOrder && i != got) || string(res.op.Buf[:res.c.Len]) != string(pattern(i, size(i))) {
+						t.Errorf("message %d (arrival %d): %+v, %d bytes", i, got, res.c, res.c.Len)
+						return
+					}
+					got++
+				case <-time.After(waitTime):
+					t.Errorf("stuck at %d of %d messages", got, n)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}

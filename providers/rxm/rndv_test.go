@@ -2,7 +2,6 @@ package rxm
 
 import (
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -170,54 +169,7 @@ func TestRendezvousMany(t *testing.T) {
 	a, b := newRDM(t, p, d), newRDM(t, p, d)
 	const n, window = 300, 100
 	size := func(i int) int { return []int{100, 50000, EagerLimit, 300000, EagerLimit + 1, 7}[i%6] }
-	var wg sync.WaitGroup
-	for _, s := range []struct{ from, to *rdm }{{a, b}, {b, a}} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var posted, got, sent int
-			for got < n {
-				for ; posted < n && posted-got < window; posted++ {
-					op := s.to.op(core.OpTRecv, make([]byte, 300000))
-					op.Ignore = ^uint64(0)
-					if err := s.to.ep.Post(op); err != nil {
-						t.Error(err)
-						return
-					}
-				}
-				for ; sent < n && sent-got < window; sent++ {
-					op := s.from.op(core.OpTSend, pattern(sent, size(sent)))
-					op.Peer, op.Tag = s.to.addr, uint64(sent)
-					if err := s.from.ep.Post(op); err != nil {
-						t.Error(err)
-						return
-					}
-				}
-				select {
-				case res := <-s.to.comps:
-					if !res.op.Kind.IsRecv() {
-						if res.c.Err != 0 {
-							t.Errorf("send: %+v", res.c)
-							return
-						}
-						continue // a send of the other direction
-					}
-					// Rendezvous receives complete when read: not in
-					// order with the eager ones; the tag says which.
-					i := int(res.c.Tag)
-					if res.c.Err != 0 || string(res.op.Buf[:res.c.Len]) != string(pattern(i, size(i))) {
-						t.Errorf("message %d: %+v, %d bytes", i, res.c, res.c.Len)
-						return
-					}
-					got++
-				case <-time.After(waitTime):
-					t.Errorf("stuck at %d of %d messages", got, n)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	streamBothWays(t, a, b, n, window, 300000, size, false)
 	noRndvLeft(t, a)
 	noRndvLeft(t, b)
 }

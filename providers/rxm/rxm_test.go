@@ -313,47 +313,7 @@ func TestThousandInOrder(t *testing.T) {
 	a, b := newRDM(t, p, d), newRDM(t, p, d)
 	const n, window = 1000, 64
 	size := func(i int) int { return []int{0, 1, 63, 64, 65, 1000, 4096, 9000, EagerLimit}[i%9] }
-	var wg sync.WaitGroup
-	for _, s := range []struct{ from, to *rdm }{{a, b}, {b, a}} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var posted, got, sent int
-			for got < n {
-				for ; posted < n && posted-got < window; posted++ {
-					op := s.to.op(core.OpTRecv, make([]byte, EagerLimit))
-					op.Ignore = ^uint64(0)
-					if err := s.to.ep.Post(op); err != nil {
-						t.Error(err)
-						return
-					}
-				}
-				for ; sent < n && sent-got < window; sent++ {
-					op := s.from.op(core.OpTSend, pattern(sent, size(sent)))
-					op.Peer, op.Tag = s.to.addr, uint64(sent)
-					if err := s.from.ep.Post(op); err != nil {
-						t.Error(err)
-						return
-					}
-				}
-				select {
-				case res := <-s.to.comps:
-					if !res.op.Kind.IsRecv() {
-						continue // a send of the other direction
-					}
-					if res.c.Err != 0 || res.c.Tag != uint64(got) || string(res.op.Buf[:res.c.Len]) != string(pattern(got, size(got))) {
-						t.Errorf("message %d: %+v, %d bytes", got, res.c, res.c.Len)
-						return
-					}
-					got++
-				case <-time.After(waitTime):
-					t.Errorf("stuck at message %d of %d", got, n)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	streamBothWays(t, a, b, n, window, EagerLimit, size, true)
 }
 
 // TestClose: closing an endpoint cancels its receives and queued sends,
