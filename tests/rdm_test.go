@@ -226,15 +226,10 @@ func TestRDMRingRendezvous(t *testing.T) {
 		t.Cleanup(func() { n.mr.Close() })
 	}
 	dst := a.insert(t, b)
-	fill := func(buf []byte, i int) {
-		for k := range buf {
-			buf[k] = byte(i + k*13 + k>>10)
-		}
-	}
 
 	// 8 MiB, tagged.
 	const huge = 8 << 20
-	fill(a.mr.Mem()[:huge], 1)
+	fillPattern(a.mr.Mem()[:huge], 1)
 	b.post(t, ring.WR{Op: ring.OpTRecv, Context: 1, Offset: huge, Len: huge, Tag: 5, Addr: anyAddr})
 	a.post(t, ring.WR{Op: ring.OpTSend, Context: 2, Offset: 0, Len: huge, Tag: 5, Addr: dst})
 	if e := b.recvDone(t); e.Context != 1 || e.Err != 0 || e.Len != huge || e.Tag != 5 || !bytes.Equal(b.mr.Mem()[huge:][:huge], a.mr.Mem()[:huge]) {
@@ -255,56 +250,10 @@ func TestRDMRingRendezvous(t *testing.T) {
 		t.Fatalf("send of a truncated message: %+v", e)
 	}
 
-	// A stream: slots of 1 MiB, window of 8 each side.
-	const n, window, slot = 200, 8, 1 << 20
-	size := func(i int) int { return []int{100, 16385, 100000, slot, 5000, 300000, 0}[i%7] }
-	var sendSlots, recvSlots []int
-	for k := range window {
-		sendSlots, recvSlots = append(sendSlots, k), append(recvSlots, window+k)
-	}
-	slotOf := map[uint64]int{} // a receive's context: its slot
-	sendSlotOf := map[uint64]int{}
-	var sent, posted, got int
-	deadline := time.Now().Add(2 * time.Minute)
-	for got < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("stuck: sent %d, posted %d, received %d", sent, posted, got)
-		}
-		for ; posted < n && len(recvSlots) > 0; posted++ {
-			k := recvSlots[0]
-			recvSlots = recvSlots[1:]
-			slotOf[uint64(posted)] = k
-			b.post(t, ring.WR{Op: ring.OpTRecv, Context: uint64(posted), Offset: uint64(k * slot), Len: slot, Tag: uint64(posted), Addr: anyAddr})
-		}
-		for ; sent < n && len(sendSlots) > 0; sent++ {
-			k := sendSlots[0]
-			sendSlots = sendSlots[1:]
-			sendSlotOf[uint64(sent)] = k
-			fill(a.mr.Mem()[k*slot:][:size(sent)], sent)
-			a.post(t, ring.WR{Op: ring.OpTSend, Context: uint64(sent), Offset: uint64(k * slot), Len: uint64(size(sent)), Addr: dst, Tag: uint64(sent)})
-		}
-		for _, e := range a.cq.Poll(64) {
-			if e.Err != 0 || e.Len != uint64(size(int(e.Context))) {
-				t.Fatalf("send %d: %+v", e.Context, e)
-			}
-			sendSlots = append(sendSlots, sendSlotOf[e.Context])
-		}
-		recvd := b.cq.Poll(64)
-		if len(recvd) == 0 {
-			b.cq.Wait(10 * time.Millisecond)
-		}
-		for _, e := range recvd {
-			i := int(e.Context)
-			want := make([]byte, size(i))
-			fill(want, i)
-			k := slotOf[e.Context]
-			if e.Err != 0 || e.Tag != uint64(i) || e.Buf != uint64(k*slot) || !bytes.Equal(b.mr.Mem()[e.Buf:][:e.Len], want) {
-				t.Fatalf("message %d: %+v", i, e)
-			}
-			recvSlots = append(recvSlots, k)
-			got++
-		}
-	}
+	// A stream: slots of 1 MiB, window of 8 each side, completions in any
+	// order (rendezvous receives complete when read).
+	size := func(i int) int { return []int{100, 16385, 100000, 1 << 20, 5000, 300000, 0}[i%7] }
+	ringStream(t, a, b, dst, 200, 8, 1<<20, size, false)
 }
 
 // TestRDMRingStream streams 2000 tagged messages of mixed sizes up to the
@@ -319,46 +268,8 @@ func TestRDMRingStream(t *testing.T) {
 	dom := tree.Domain("tcp", "lo")
 	a, b := newRDMNode(t, dom), newRDMNode(t, dom)
 	dst := a.insert(t, b)
-	const n, window, slot = 2000, 32, 16384
 	size := func(i int) int { return []int{0, 1, 64, 1000, 4096, 16384, 9000}[i%7] }
-	fill := func(buf []byte, i int) {
-		for k := range buf {
-			buf[k] = byte(i + k*13)
-		}
-	}
-	var sent, sendDone, posted, got int
-	deadline := time.Now().Add(2 * time.Minute)
-	for got < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("stuck: sent %d, done %d, posted %d, received %d", sent, sendDone, posted, got)
-		}
-		for ; posted < n && posted-got < window; posted++ {
-			b.post(t, ring.WR{Op: ring.OpTRecv, Context: uint64(posted), Offset: uint64(posted%window) * slot, Len: slot, Ignore: ^uint64(0), Addr: anyAddr})
-		}
-		for ; sent < n && sent-sendDone < window; sent++ {
-			off := uint64(sent%window) * slot
-			fill(a.mr.Mem()[off:][:size(sent)], sent)
-			a.post(t, ring.WR{Op: ring.OpTSend, Context: uint64(sent), Offset: off, Len: uint64(size(sent)), Addr: dst, Tag: uint64(sent)})
-		}
-		for _, e := range a.cq.Poll(64) {
-			if e.Err != 0 {
-				t.Fatalf("send %d: %+v", e.Context, e)
-			}
-			sendDone++
-		}
-		recvd := b.cq.Poll(64)
-		if len(recvd) == 0 {
-			b.cq.Wait(10 * time.Millisecond)
-		}
-		for _, e := range recvd {
-			want := make([]byte, size(got))
-			fill(want, got)
-			if e.Err != 0 || e.Context != uint64(got) || e.Tag != uint64(got) || !bytes.Equal(b.mr.Mem()[e.Buf:][:e.Len], want) {
-				t.Fatalf("message %d: %+v", got, e)
-			}
-			got++
-		}
-	}
+	ringStream(t, a, b, dst, 2000, 32, 16384, size, true)
 }
 
 // TestRDMRingMultiRecv posts receives with FI_MULTI_RECV through the rx
@@ -425,4 +336,75 @@ func TestRDMRingMultiRecv(t *testing.T) {
 	// Rendezvous: 100000 leaves 20000; 19500 leaves 500: released.
 	b.post(t, ring.WR{Op: ring.OpRecv, Flags: uint64(fi.MULTI_RECV), Context: 8, Offset: 200000, Len: 120000, Addr: anyAddr})
 	check(8, 200000, []uint64{100000, 19500}, []want{{200000, 100000, false}, {300000, 19500, true}})
+}
+
+// ringStream sends n tagged messages (tag i, fillPattern(i), size(i) bytes)
+// from a to b through the rings, with window receives of slot bytes
+// posted and window sends outstanding, recycling the region's slots as
+// operations complete, and checks every completion and every byte. With
+// inOrder the receives match any tag and must complete in sending order;
+// otherwise each receive takes its own tag and completions may come in any
+// order.
+func ringStream(t *testing.T, a, b *rdmNode, dst uint64, n, window, slot int, size func(int) int, inOrder bool) {
+	t.Helper()
+	var sendSlots, recvSlots []int
+	for k := range window {
+		sendSlots, recvSlots = append(sendSlots, k), append(recvSlots, window+k)
+	}
+	recvSlotOf := map[uint64]int{} // by context
+	sendSlotOf := map[uint64]int{}
+	ignore := uint64(0)
+	if inOrder {
+		ignore = ^uint64(0)
+	}
+	var sent, posted, got int
+	deadline := time.Now().Add(2 * time.Minute)
+	for got < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("stuck: sent %d, posted %d, received %d", sent, posted, got)
+		}
+		for ; posted < n && len(recvSlots) > 0; posted++ {
+			k := recvSlots[0]
+			recvSlots = recvSlots[1:]
+			recvSlotOf[uint64(posted)] = k
+			b.post(t, ring.WR{Op: ring.OpTRecv, Context: uint64(posted), Offset: uint64(k * slot), Len: uint64(slot),
+				Tag: uint64(posted), Ignore: ignore, Addr: anyAddr})
+		}
+		for ; sent < n && len(sendSlots) > 0; sent++ {
+			k := sendSlots[0]
+			sendSlots = sendSlots[1:]
+			sendSlotOf[uint64(sent)] = k
+			fillPattern(a.mr.Mem()[k*slot:][:size(sent)], sent)
+			a.post(t, ring.WR{Op: ring.OpTSend, Context: uint64(sent), Offset: uint64(k * slot), Len: uint64(size(sent)), Addr: dst, Tag: uint64(sent)})
+		}
+		for _, e := range a.cq.Poll(64) {
+			if e.Err != 0 || e.Len != uint64(size(int(e.Context))) {
+				t.Fatalf("send %d: %+v", e.Context, e)
+			}
+			sendSlots = append(sendSlots, sendSlotOf[e.Context])
+		}
+		recvd := b.cq.Poll(64)
+		if len(recvd) == 0 {
+			b.cq.Wait(10 * time.Millisecond)
+		}
+		for _, e := range recvd {
+			i := int(e.Tag)
+			want := make([]byte, size(i))
+			fillPattern(want, i)
+			k := recvSlotOf[e.Context]
+			if e.Err != 0 || e.Context != uint64(i) || (inOrder && i != got) || e.Buf != uint64(k*slot) ||
+				!bytes.Equal(b.mr.Mem()[e.Buf:][:e.Len], want) {
+				t.Fatalf("message %d (arrival %d): %+v", i, got, e)
+			}
+			recvSlots = append(recvSlots, k)
+			got++
+		}
+	}
+}
+
+// fillPattern fills buf with message i's bytes.
+func fillPattern(buf []byte, i int) {
+	for k := range buf {
+		buf[k] = byte(i + k*13 + k>>10)
+	}
 }
