@@ -384,10 +384,13 @@ func (e *EP) post(op *Op, wait func(Completion)) error {
 // source is the fi_addr a completion reports for a sender: its entry in
 // the endpoint's AV, or FI_ADDR_NOTAVAIL.
 func (e *EP) source(a fi.Addr) uint64 {
+	if a == (fi.Addr{}) {
+		return uint64(fi.ADDR_NOTAVAIL) // the provider does not know: most completions
+	}
 	e.mu.Lock()
 	av := e.av
 	e.mu.Unlock()
-	if av != nil && a != (fi.Addr{}) {
+	if av != nil {
 		if i, ok := av.Find(a); ok {
 			return i
 		}
@@ -411,11 +414,14 @@ func (e *EP) deliver(cl opClass, ent CQEntry, requested bool) {
 	if classes[cl].rx {
 		cq, sel = e.rxcq, e.rxSel
 	}
+	cntr := e.cntrs[cl]
 	e.mu.Unlock()
 	if cq != nil && (ent.Err != 0 || !sel || requested) {
 		cq.post(ent)
 	}
-	e.count(cl, ent.Err != 0)
+	if cntr != nil {
+		cntr.completed(ent.Err != 0)
+	}
 }
 
 // count counts a completion of class cl on the counter bound for it.
