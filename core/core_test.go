@@ -373,3 +373,51 @@ func TestAV(t *testing.T) {
 	}
 	wantCode(t, "remove twice", o.Ctl(context.Background(), 0, "remove 1"), fi.ENOENT)
 }
+
+// TestMRKeys: a requested key in use by another region of the domain is
+// refused with FI_ENOKEY, as fi_mr_reg does, and is free again once that
+// region is gone; keys the daemon picks differ.
+func TestMRKeys(t *testing.T) {
+	d := lo(t)
+	mr := func(name, key string) (*core.Object, error) {
+		o := create(t, d, core.KindMR, name)
+		for _, a := range o.Impl.Attrs() {
+			switch a.Name {
+			case "len":
+				if err := a.Set("4096"); err != nil {
+					t.Fatal(err)
+				}
+			case "requested_key":
+				if key != "" {
+					if err := a.Set(key); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+		return o, o.Ctl(context.Background(), 0, "reg")
+	}
+	a, err := mr("a", "7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := mr("b", "7")
+	wantCode(t, "reg of a key in use", err, fi.ENOKEY)
+	if err := a.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Ctl(context.Background(), 0, "reg"); err != nil {
+		t.Errorf("reg of key 7 after its region is gone: %v", err)
+	}
+	x, err := mr("x", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := mr("y", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kx, ky := x.Impl.(*core.MR).Key(), y.Impl.(*core.MR).Key(); kx == ky || kx == 7 || ky == 7 {
+		t.Errorf("picked keys %#x and %#x (and 7 in use)", kx, ky)
+	}
+}

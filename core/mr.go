@@ -48,15 +48,47 @@ func (m *MR) Register() error {
 	if err != nil {
 		return err
 	}
-	if m.requestedKey != uint64(fi.KEY_NOTAVAIL) {
-		m.key = m.requestedKey
-	} else {
-		var b [8]byte
-		rand.Read(b[:])
-		m.key = binary.LittleEndian.Uint64(b[:])
+	key, err := m.obj.Dom.claimKey(m.obj, m.requestedKey)
+	if err != nil {
+		shm.Close()
+		return err
 	}
-	m.shm = shm
+	m.key, m.shm = key, shm
 	return nil
+}
+
+// claimKey gives o (a memory region being registered) its key in the
+// domain's index: the requested one, unless another region has it
+// (fi.ENOKEY, as fi_mr_reg), or with fi.KEY_NOTAVAIL a random free one.
+func (d *Domain) claimKey(o *Object, requested uint64) (uint64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.mrKeys == nil {
+		d.mrKeys = map[uint64]*Object{}
+	}
+	key := requested
+	if requested == uint64(fi.KEY_NOTAVAIL) {
+		for {
+			var b [8]byte
+			rand.Read(b[:])
+			key = binary.LittleEndian.Uint64(b[:])
+			if _, used := d.mrKeys[key]; !used && key != uint64(fi.KEY_NOTAVAIL) {
+				break
+			}
+		}
+	} else if _, used := d.mrKeys[key]; used {
+		return 0, Errorf(fi.ENOKEY, "key %#x is in use by another memory region of domain %s", key, d.Name)
+	}
+	d.mrKeys[key] = o
+	return key, nil
+}
+
+// regionByKey finds the registered memory region with key.
+func (d *Domain) regionByKey(key uint64) (*Object, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	o, ok := d.mrKeys[key]
+	return o, ok
 }
 
 // Region is the registered memory, for mr/N/data.
@@ -153,5 +185,11 @@ func (m *MR) Close() error {
 	}
 	err := m.shm.Close()
 	m.shm = nil
+	d := m.obj.Dom
+	d.mu.Lock()
+	if d.mrKeys[m.key] == m.obj {
+		delete(d.mrKeys, m.key)
+	}
+	d.mu.Unlock()
 	return err
 }

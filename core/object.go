@@ -265,6 +265,7 @@ type Domain struct {
 	objs     [NumKinds]map[string]*Object
 	next     [NumKinds]uint64
 	bySerial map[uint64]*Object
+	mrKeys   map[uint64]*Object // registered memory regions by key
 }
 
 // lookupSerial finds a live object of kind k by its serial (an MR's desc).

@@ -52,31 +52,29 @@ func (e *EP) RMA(ctx context.Context, kind OpKind, mr *Object, off, n, raddr, ke
 // as libfabric's tcp. The region stays registered until release is called.
 func (ev epEvents) Region(key, addr, n uint64, access fi.Caps) ([]byte, func(), error) {
 	e := ev.e
-	for _, o := range e.obj.Dom.List(KindMR) {
-		m := o.Impl.(*MR)
-		if o.Owner != e.obj.Owner || m.Key() != key {
-			continue
-		}
-		if err := o.hold(); err != nil {
-			break
-		}
-		m.mu.Lock()
-		ok := m.access&access == access
-		m.mu.Unlock()
-		buf, err := m.slice(addr, n)
-		switch {
-		case !ok:
-			err = Errorf(fi.EACCES, "memory region %s does not allow %v", o.ID, access)
-		case err != nil:
-			err = Errorf(fi.EINVAL, "key %#x: %v", key, err)
-		}
-		if err != nil {
-			o.drop()
-			return nil, nil, err
-		}
-		return buf, o.drop, nil
+	o, ok := e.obj.Dom.regionByKey(key)
+	if !ok || o.Owner != e.obj.Owner {
+		return nil, nil, Errorf(fi.EINVAL, "no memory region with key %#x for %s", key, e.obj)
 	}
-	return nil, nil, Errorf(fi.EINVAL, "no memory region with key %#x for %s", key, e.obj)
+	if err := o.hold(); err != nil {
+		return nil, nil, err
+	}
+	m := o.Impl.(*MR)
+	m.mu.Lock()
+	allowed := m.access&access == access
+	m.mu.Unlock()
+	buf, err := m.slice(addr, n)
+	switch {
+	case !allowed:
+		err = Errorf(fi.EACCES, "memory region %s does not allow %v", o.ID, access)
+	case err != nil:
+		err = Errorf(fi.EINVAL, "key %#x: %v", key, err)
+	}
+	if err != nil {
+		o.drop()
+		return nil, nil, err
+	}
+	return buf, o.drop, nil
 }
 
 // Remote reports a peer's write into (c.Flags has fi.REMOTE_WRITE) or read
