@@ -1,0 +1,423 @@
+// Package ibv is fabricfs's software RDMA device: the objects and semantics
+// of libibverbs (device, protection domain, memory region, completion
+// queue, queue pair, shared receive queue, address handle) implemented in
+// Go over real RoCEv2 packets (package roce) in UDP datagrams. It is what
+// the verbs provider (package verbs) drives, in place of a NIC.
+//
+// Names, numeric values and semantics are libibverbs' (infiniband/verbs.h):
+// WCStatus 5 is IBV_WC_WR_FLUSH_ERR here as there. Where the Go API differs
+// from the C one (a CQ notifies through a callback instead of a completion
+// channel; an address handle names a UDP address instead of a GID and a
+// port), the comment says so.
+package ibv
+
+import (
+	"errors"
+	"net/netip"
+)
+
+// DeviceConfig says where a device sends and receives.
+type DeviceConfig struct {
+	// Addr is the IP address the device's UDP socket binds; its GID is the
+	// address as IPv6 (IPv4-mapped for IPv4), as RoCEv2 GIDs are.
+	Addr netip.Addr
+	// Port is the UDP port the device receives on; 0 means roce.Port
+	// (4791). Several devices may share an address on different ports.
+	Port int
+	// Name is the device's name (ibv_get_device_name); "" picks
+	// "rxe_<address>" style names, see OpenDevice.
+	Name string
+	// Fault, if not nil, makes the device's transmit path drop, duplicate,
+	// reorder and corrupt datagrams, for tests.
+	Fault *Fault
+}
+
+// Fault is a fault-injection plan for a device's transmit path. Each
+// probability is in [0, 1] and applies to every datagram independently.
+type Fault struct {
+	Drop, Duplicate, Reorder, Corrupt float64
+	Seed                              int64 // the random source's seed
+}
+
+// Device is an opened software RDMA device (ibv_open_device).
+type Device struct{}
+
+// OpenDevice opens a device bound to cfg.Addr and cfg.Port.
+func OpenDevice(cfg DeviceConfig) (*Device, error) { return nil, errNotYet }
+
+// Name is the device's name.
+func (d *Device) Name() string { return "" }
+
+// GID is the device's port 1 GID index 0.
+func (d *Device) GID() [16]byte { return [16]byte{} }
+
+// Addr is the UDP address the device receives on.
+func (d *Device) Addr() netip.AddrPort { return netip.AddrPort{} }
+
+// Attr is ibv_query_device with the port attributes that matter here.
+func (d *Device) Attr() DeviceAttr { return DeviceAttr{} }
+
+// Stats counts what the device's reliability machinery did, for tests
+// and the bench: retransmitted packets, NAKs and RNR NAKs sent and
+// received, duplicates seen, datagrams dropped for a bad ICRC.
+func (d *Device) Stats() Stats { return Stats{} }
+
+// Close destroys every object of the device and closes its socket.
+func (d *Device) Close() error { return errNotYet }
+
+// DeviceAttr is the part of ibv_device_attr and ibv_port_attr a provider
+// reports.
+type DeviceAttr struct {
+	MaxMRSize       uint64
+	MaxQP           int
+	MaxQPWR         int
+	MaxSGE          int
+	MaxCQ           int
+	MaxCQE          int
+	MaxMR           int
+	MaxPD           int
+	MaxQPRdAtom     int // max_qp_rd_atom: outstanding RDMA reads and atomics as responder
+	MaxQPInitRdAtom int // max_qp_init_rd_atom: as requester
+	MaxSRQ          int
+	MaxSRQWR        int
+	MaxInlineData   int
+	ActiveMTU       MTU
+	AtomicCap       int // IBV_ATOMIC_HCA (1): atomics are atomic among this device's QPs
+}
+
+// Stats are a device's reliability counters.
+type Stats struct {
+	TxPackets, RxPackets uint64
+	Retransmits          uint64 // packets sent again by go-back-N or a timeout
+	Timeouts             uint64 // retransmit timer expirations
+	NAKsSent, NAKsRcvd   uint64 // PSN sequence error NAKs
+	RNRSent, RNRRcvd     uint64 // RNR NAKs
+	Duplicates           uint64 // duplicate requests a responder saw
+	BadICRC              uint64 // datagrams dropped for their ICRC
+	Dropped              uint64 // other malformed or unroutable datagrams dropped
+}
+
+// Access is enum ibv_access_flags.
+type Access uint32
+
+const (
+	AccessLocalWrite   Access = 1 // IBV_ACCESS_LOCAL_WRITE
+	AccessRemoteWrite  Access = 2 // IBV_ACCESS_REMOTE_WRITE
+	AccessRemoteRead   Access = 4 // IBV_ACCESS_REMOTE_READ
+	AccessRemoteAtomic Access = 8 // IBV_ACCESS_REMOTE_ATOMIC
+)
+
+// PD is a protection domain (ibv_alloc_pd).
+type PD struct{}
+
+// AllocPD allocates a protection domain.
+func (d *Device) AllocPD() (*PD, error) { return nil, errNotYet }
+
+// Dealloc frees the protection domain; it fails with EBUSY while objects
+// use it.
+func (pd *PD) Dealloc() error { return errNotYet }
+
+// MR is a registered memory region (ibv_reg_mr). Local work requests name
+// its bytes as SGE{Addr: IOVA+offset, LKey}, remote ones as (IOVA+offset,
+// RKey).
+type MR struct {
+	LKey, RKey uint32
+	IOVA       uint64 // the address the region's first byte has in work requests
+}
+
+// RegMR registers buf with the address iova (ibv_reg_mr_iova: a provider
+// that wants offsets passes 0) and access. Keys are index<<8 | 8 random
+// bits, as rxe makes them. Remote write and atomic access require local
+// write (EINVAL otherwise), as in libibverbs. The device reads and writes
+// buf until Dereg.
+func (pd *PD) RegMR(buf []byte, iova uint64, access Access) (*MR, error) { return nil, errNotYet }
+
+// Dereg deregisters the region; operations using it afterwards fail with
+// protection errors.
+func (mr *MR) Dereg() error { return errNotYet }
+
+// CQ is a completion queue (ibv_create_cq).
+type CQ struct{}
+
+// CreateCQ creates a CQ of at least cqe entries. notify, if not nil, is
+// called (from any goroutine, with no device lock held, never blocking)
+// after entries were added that Poll has not returned yet: the Go
+// equivalent of a completion channel armed after every event. An overrun
+// CQ moves its QPs to the error state, as an IBV_EVENT_CQ_ERR would.
+func (d *Device) CreateCQ(cqe int, notify func()) (*CQ, error) { return nil, errNotYet }
+
+// Poll moves up to len(wc) completions into wc, oldest first, and returns
+// how many (ibv_poll_cq).
+func (cq *CQ) Poll(wc []WC) int { return 0 }
+
+// Destroy destroys the CQ; EBUSY while a QP or SRQ uses it.
+func (cq *CQ) Destroy() error { return errNotYet }
+
+// WC is a work completion (struct ibv_wc).
+type WC struct {
+	WRID      uint64
+	Status    WCStatus
+	Opcode    WCOpcode
+	VendorErr uint32
+	ByteLen   uint32
+	Imm       uint32 // host order here (the C struct has it in network order)
+	Flags     WCFlags
+	QPNum     uint32         // the local QP
+	SrcQP     uint32         // UD: the sender's QPN
+	Src       netip.AddrPort // UD: the sender's device address (what the GRH names)
+}
+
+// WCStatus is enum ibv_wc_status.
+type WCStatus uint32
+
+const (
+	WCSuccess        WCStatus = 0  // IBV_WC_SUCCESS
+	WCLocLenErr      WCStatus = 1  // IBV_WC_LOC_LEN_ERR
+	WCLocQPOpErr     WCStatus = 2  // IBV_WC_LOC_QP_OP_ERR
+	WCLocProtErr     WCStatus = 4  // IBV_WC_LOC_PROT_ERR
+	WCWRFlushErr     WCStatus = 5  // IBV_WC_WR_FLUSH_ERR
+	WCBadRespErr     WCStatus = 7  // IBV_WC_BAD_RESP_ERR
+	WCLocAccessErr   WCStatus = 8  // IBV_WC_LOC_ACCESS_ERR
+	WCRemInvReqErr   WCStatus = 9  // IBV_WC_REM_INV_REQ_ERR
+	WCRemAccessErr   WCStatus = 10 // IBV_WC_REM_ACCESS_ERR
+	WCRemOpErr       WCStatus = 11 // IBV_WC_REM_OP_ERR
+	WCRetryExcErr    WCStatus = 12 // IBV_WC_RETRY_EXC_ERR
+	WCRNRRetryExcErr WCStatus = 13 // IBV_WC_RNR_RETRY_EXC_ERR
+	WCRemAbortErr    WCStatus = 16 // IBV_WC_REM_ABORT_ERR
+	WCFatalErr       WCStatus = 19 // IBV_WC_FATAL_ERR
+	WCRespTimeoutErr WCStatus = 20 // IBV_WC_RESP_TIMEOUT_ERR
+	WCGeneralErr     WCStatus = 21 // IBV_WC_GENERAL_ERR
+)
+
+// WCOpcode is enum ibv_wc_opcode.
+type WCOpcode uint32
+
+const (
+	WCSend            WCOpcode = 0   // IBV_WC_SEND
+	WCRDMAWrite       WCOpcode = 1   // IBV_WC_RDMA_WRITE
+	WCRDMARead        WCOpcode = 2   // IBV_WC_RDMA_READ
+	WCCompSwap        WCOpcode = 3   // IBV_WC_COMP_SWAP
+	WCFetchAdd        WCOpcode = 4   // IBV_WC_FETCH_ADD
+	WCRecv            WCOpcode = 128 // IBV_WC_RECV
+	WCRecvRDMAWithImm WCOpcode = 129 // IBV_WC_RECV_RDMA_WITH_IMM
+)
+
+// WCFlags is enum ibv_wc_flags.
+type WCFlags uint32
+
+const (
+	WCGRH     WCFlags = 1 // IBV_WC_GRH: a UD receive buffer starts with the 40-byte GRH area
+	WCWithImm WCFlags = 2 // IBV_WC_WITH_IMM
+)
+
+// MTU is enum ibv_mtu.
+type MTU uint8
+
+const (
+	MTU256  MTU = 1 // IBV_MTU_256
+	MTU512  MTU = 2
+	MTU1024 MTU = 3
+	MTU2048 MTU = 4
+	MTU4096 MTU = 5 // IBV_MTU_4096
+)
+
+// Bytes is the MTU in bytes, 0 for an invalid value.
+func (m MTU) Bytes() int {
+	if m < MTU256 || m > MTU4096 {
+		return 0
+	}
+	return 128 << m
+}
+
+// QPType is enum ibv_qp_type (and ib_qp_type for GSI).
+type QPType uint8
+
+const (
+	QPTGSI QPType = 1 // IB_QPT_GSI: QP1, one per device, UD with Q_Key 0x80010000; for connection managers
+	QPTRC  QPType = 2 // IBV_QPT_RC
+	QPTUD  QPType = 4 // IBV_QPT_UD
+)
+
+// QPState is enum ibv_qp_state.
+type QPState uint8
+
+const (
+	QPSReset QPState = 0 // IBV_QPS_RESET
+	QPSInit  QPState = 1 // IBV_QPS_INIT
+	QPSRTR   QPState = 2 // IBV_QPS_RTR
+	QPSRTS   QPState = 3 // IBV_QPS_RTS
+	QPSSQD   QPState = 4 // IBV_QPS_SQD
+	QPSSQE   QPState = 5 // IBV_QPS_SQE
+	QPSErr   QPState = 6 // IBV_QPS_ERR
+)
+
+// QPCap is struct ibv_qp_cap.
+type QPCap struct {
+	MaxSendWR, MaxRecvWR   uint32
+	MaxSendSGE, MaxRecvSGE uint32
+	MaxInlineData          uint32
+}
+
+// QPInitAttr is struct ibv_qp_init_attr.
+type QPInitAttr struct {
+	Type           QPType
+	SendCQ, RecvCQ *CQ
+	SRQ            *SRQ // receives come from the SRQ; MaxRecvWR is ignored
+	Cap            QPCap
+	SigAll         bool // every send work request completes, IBV_SEND_SIGNALED or not
+}
+
+// AHAttr names a destination: the Go equivalent of ibv_ah_attr with a
+// GRH, where the GID is Dest's address and Dest's port the peer device's
+// UDP port.
+type AHAttr struct {
+	Dest netip.AddrPort
+}
+
+// AH is an address handle (ibv_create_ah) for UD sends.
+type AH struct{}
+
+// CreateAH creates an address handle.
+func (pd *PD) CreateAH(a AHAttr) (*AH, error) { return nil, errNotYet }
+
+// Destroy destroys the address handle.
+func (ah *AH) Destroy() error { return errNotYet }
+
+// QPAttr is struct ibv_qp_attr, the fields fabricfs's device implements.
+type QPAttr struct {
+	State           QPState
+	PKeyIndex       uint16
+	PortNum         uint8 // 1
+	QKey            uint32
+	AccessFlags     Access // remote access the QP allows (with the MR's)
+	PathMTU         MTU
+	DestQPNum       uint32
+	RQPSN           uint32
+	MaxDestRdAtomic uint8
+	MinRNRTimer     uint8
+	AH              AHAttr // ah_attr: the RC peer
+	SQPSN           uint32
+	Timeout         uint8 // local ACK timeout: 4.096 us * 2^Timeout, 0 = infinite
+	RetryCnt        uint8 // 0..7
+	RNRRetry        uint8 // 0..7, 7 = infinite
+	MaxRdAtomic     uint8
+}
+
+// QPAttrMask is enum ibv_qp_attr_mask.
+type QPAttrMask uint32
+
+const (
+	QPState_          QPAttrMask = 1 << 0  // IBV_QP_STATE
+	QPAccessFlags     QPAttrMask = 1 << 3  // IBV_QP_ACCESS_FLAGS
+	QPPKeyIndex       QPAttrMask = 1 << 4  // IBV_QP_PKEY_INDEX
+	QPPort            QPAttrMask = 1 << 5  // IBV_QP_PORT
+	QPQKey            QPAttrMask = 1 << 6  // IBV_QP_QKEY
+	QPAV              QPAttrMask = 1 << 7  // IBV_QP_AV
+	QPPathMTU         QPAttrMask = 1 << 8  // IBV_QP_PATH_MTU
+	QPTimeout         QPAttrMask = 1 << 9  // IBV_QP_TIMEOUT
+	QPRetryCnt        QPAttrMask = 1 << 10 // IBV_QP_RETRY_CNT
+	QPRNRRetry        QPAttrMask = 1 << 11 // IBV_QP_RNR_RETRY
+	QPRQPSN           QPAttrMask = 1 << 12 // IBV_QP_RQ_PSN
+	QPMaxQPRdAtomic   QPAttrMask = 1 << 13 // IBV_QP_MAX_QP_RD_ATOMIC
+	QPMinRNRTimer     QPAttrMask = 1 << 15 // IBV_QP_MIN_RNR_TIMER
+	QPSQPSN           QPAttrMask = 1 << 16 // IBV_QP_SQ_PSN
+	QPMaxDestRdAtomic QPAttrMask = 1 << 17 // IBV_QP_MAX_DEST_RD_ATOMIC
+	QPDestQPN         QPAttrMask = 1 << 20 // IBV_QP_DEST_QPN
+)
+
+// QP is a queue pair (ibv_create_qp).
+type QP struct{}
+
+// CreateQP creates a QP in the RESET state.
+func (pd *PD) CreateQP(a QPInitAttr) (*QP, error) { return nil, errNotYet }
+
+// QPNum is the QP's number.
+func (qp *QP) QPNum() uint32 { return 0 }
+
+// Modify is ibv_modify_qp: it checks the transition and the attributes
+// the IB state machine requires and allows for it (EINVAL otherwise).
+func (qp *QP) Modify(a *QPAttr, mask QPAttrMask) error { return errNotYet }
+
+// Query is ibv_query_qp.
+func (qp *QP) Query() (QPAttr, QPInitAttr) { return QPAttr{}, QPInitAttr{} }
+
+// Destroy destroys the QP; its outstanding work requests are discarded
+// without completions, as ibv_destroy_qp does.
+func (qp *QP) Destroy() error { return errNotYet }
+
+// SGE is struct ibv_sge.
+type SGE struct {
+	Addr   uint64
+	Length uint32
+	LKey   uint32
+}
+
+// WROpcode is enum ibv_wr_opcode.
+type WROpcode uint32
+
+const (
+	WRRDMAWrite         WROpcode = 0 // IBV_WR_RDMA_WRITE
+	WRRDMAWriteWithImm  WROpcode = 1 // IBV_WR_RDMA_WRITE_WITH_IMM
+	WRSend              WROpcode = 2 // IBV_WR_SEND
+	WRSendWithImm       WROpcode = 3 // IBV_WR_SEND_WITH_IMM
+	WRRDMARead          WROpcode = 4 // IBV_WR_RDMA_READ
+	WRAtomicCmpAndSwp   WROpcode = 5 // IBV_WR_ATOMIC_CMP_AND_SWP
+	WRAtomicFetchAndAdd WROpcode = 6 // IBV_WR_ATOMIC_FETCH_AND_ADD
+)
+
+// SendFlags is enum ibv_send_flags.
+type SendFlags uint32
+
+const (
+	SendFence     SendFlags = 1 // IBV_SEND_FENCE
+	SendSignaled  SendFlags = 2 // IBV_SEND_SIGNALED
+	SendSolicited SendFlags = 4 // IBV_SEND_SOLICITED
+	SendInline    SendFlags = 8 // IBV_SEND_INLINE
+)
+
+// SendWR is struct ibv_send_wr, one work request (no next pointer: post
+// one at a time).
+type SendWR struct {
+	WRID       uint64
+	SGList     []SGE
+	Opcode     WROpcode
+	Flags      SendFlags
+	Imm        uint32 // host order
+	RemoteAddr uint64 // RDMA and atomic
+	RKey       uint32
+	CompareAdd uint64 // atomic: the compare value (CMP_AND_SWP) or the addend
+	Swap       uint64
+	AH         *AH    // UD
+	RemoteQPN  uint32 // UD
+	RemoteQKey uint32 // UD
+}
+
+// RecvWR is struct ibv_recv_wr.
+type RecvWR struct {
+	WRID   uint64
+	SGList []SGE
+}
+
+// PostSend posts a send work request (ibv_post_send). It fails with
+// ENOMEM when the send queue is full and EINVAL for a malformed request
+// or a QP in a state that does not take sends; once accepted, a request
+// completes (if signaled, or with an error) on the send CQ.
+func (qp *QP) PostSend(wr *SendWR) error { return errNotYet }
+
+// PostRecv posts a receive (ibv_post_recv); ENOMEM when the receive queue
+// is full.
+func (qp *QP) PostRecv(wr *RecvWR) error { return errNotYet }
+
+// SRQ is a shared receive queue (ibv_create_srq).
+type SRQ struct{}
+
+// CreateSRQ creates an SRQ for maxWR receives of up to maxSGE entries.
+func (pd *PD) CreateSRQ(maxWR, maxSGE int) (*SRQ, error) { return nil, errNotYet }
+
+// PostRecv posts a receive to the SRQ (ibv_post_srq_recv).
+func (s *SRQ) PostRecv(wr *RecvWR) error { return errNotYet }
+
+// Destroy destroys the SRQ; EBUSY while a QP uses it.
+func (s *SRQ) Destroy() error { return errNotYet }
+
+var errNotYet = errors.New("ibv: not implemented yet")
