@@ -702,7 +702,7 @@ func (e *EP) recvMessage(ctx context.Context) ([]byte, error) {
 		prov.Cancel(op)
 		c = <-done
 		if c.Err == 0 {
-			return op.Buf[:c.Len], Errorf(fi.EINTR, "interrupted; the message is kept for the next read")
+			return placed(op, c), Errorf(fi.EINTR, "interrupted; the message is kept for the next read")
 		}
 		if c.Err == fi.ECANCELED {
 			return nil, Errorf(fi.EINTR, "interrupted")
@@ -710,11 +710,22 @@ func (e *EP) recvMessage(ctx context.Context) ([]byte, error) {
 	}
 	switch c.Err {
 	case 0:
-		return op.Buf[:c.Len], nil
+		return placed(op, c), nil
 	case fi.ETRUNC:
-		return op.Buf[:c.Len], Errorf(c.Err, "receive: a message of %d bytes, truncated to rxbuf %d", c.Len+c.OLen, c.Len)
+		return placed(op, c), Errorf(c.Err, "receive: a message of %d bytes, truncated to rxbuf %d", c.Len+c.OLen, c.Len)
 	}
 	return nil, Errorf(c.Err, "receive: %v", c.Err)
+}
+
+// placed is the message a receive's completion c says op.Buf holds. A
+// receive taken by the remote CQ data of a peer's RMA write (a provider
+// with FI_RX_CQ_DATA, such as verbs) holds none: its completion's length
+// is the write's.
+func placed(op *Op, c Completion) []byte {
+	if c.Flags&fi.CQFlags(fi.REMOTE_WRITE) != 0 {
+		return nil
+	}
+	return op.Buf[:min(c.Len, uint64(len(op.Buf)))]
 }
 
 // Name is fi_getname.

@@ -184,12 +184,12 @@ func (e *EP) opFromWR(w *ring.WR, q *workQueue) (*Op, error) {
 	if err != nil {
 		return nil, err
 	}
-	buf, err := m.slice(w.Offset, w.Len)
+	buf, mem, err := m.sliceMem(w.Offset, w.Len)
 	if err != nil {
 		return nil, err
 	}
 	op := &Op{Kind: kind, Flags: flags, Context: w.Context, Buf: buf, Data: w.Data, Tag: w.Tag, Ignore: w.Ignore,
-		Addr: w.RMAAddr, Key: w.RMAKey, desc: w.Desc, offset: w.Offset}
+		Addr: w.RMAAddr, Key: w.RMAKey, Mem: mem, MemOff: w.Offset, desc: w.Desc, offset: w.Offset}
 	// A connectionless endpoint's sends go to addr; its receives take it
 	// as the only sender they accept, with FI_DIRECTED_RECV only.
 	directed := !kind.IsRecv() || e.info.Caps&fi.DIRECTED_RECV != 0

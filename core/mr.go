@@ -17,8 +17,10 @@ const MaxMRLen = 1 << 30
 // MR is a memory region (fi_mr_reg). Its length, access and requested key
 // are set through attr/ before the `reg` command registers it; registration
 // allocates the region's shared memory (mr/N/data) and gives it a key,
-// random and unguessable unless one was requested. Work requests name it by
-// its desc (attr/desc).
+// random and unguessable unless one was requested. On a domain that
+// registers memory itself (MemoryRegistrar: FI_MR_PROV_KEY), the shared
+// memory is registered with it and the key is the provider's. Work
+// requests name it by its desc (attr/desc).
 type MR struct {
 	obj *Object
 
@@ -28,6 +30,7 @@ type MR struct {
 	requestedKey uint64
 	key          uint64
 	shm          *ring.Region // after reg
+	mem          Memory       // the provider's registration of shm, if the domain makes them
 }
 
 func newMR(o *Object) (Impl, error) {
@@ -48,18 +51,31 @@ func (m *MR) Register() error {
 	if err != nil {
 		return err
 	}
-	key, err := m.obj.Dom.claimKey(m.obj, m.requestedKey)
+	requested := m.requestedKey
+	var mem Memory
+	if r, ok := m.obj.Dom.prov.(MemoryRegistrar); ok {
+		if mem, err = r.RegisterMemory(shm.Mem, m.access, requested); err != nil {
+			shm.Close()
+			return err
+		}
+		requested = mem.Key()
+	}
+	key, err := m.obj.Dom.claimKey(m.obj, requested)
 	if err != nil {
+		if mem != nil {
+			mem.Close()
+		}
 		shm.Close()
 		return err
 	}
-	m.key, m.shm = key, shm
+	m.key, m.shm, m.mem = key, shm, mem
 	return nil
 }
 
 // claimKey gives o (a memory region being registered) its key in the
-// domain's index: the requested one, unless another region has it
-// (fi.ENOKEY, as fi_mr_reg), or with fi.KEY_NOTAVAIL a random free one.
+// domain's index: the requested one (or the provider's), unless another
+// region has it (fi.ENOKEY, as fi_mr_reg), or with fi.KEY_NOTAVAIL a
+// random free one.
 func (d *Domain) claimKey(o *Object, requested uint64) (uint64, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -103,15 +119,22 @@ func (m *MR) Region() (*ring.Region, error) {
 
 // slice returns [off, off+n) of the registered memory.
 func (m *MR) slice(off, n uint64) ([]byte, error) {
+	buf, _, err := m.sliceMem(off, n)
+	return buf, err
+}
+
+// sliceMem is slice with the provider's registration of the memory, nil
+// if the domain makes none.
+func (m *MR) sliceMem(off, n uint64) ([]byte, Memory, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.shm == nil {
-		return nil, Errorf(fi.EINVAL, "memory region %s is not registered", m.obj.ID)
+		return nil, nil, Errorf(fi.EINVAL, "memory region %s is not registered", m.obj.ID)
 	}
 	if off > m.length || n > m.length-off {
-		return nil, Errorf(fi.EINVAL, "[%d, %d+%d) is outside memory region %s of %d bytes", off, off, n, m.obj.ID, m.length)
+		return nil, nil, Errorf(fi.EINVAL, "[%d, %d+%d) is outside memory region %s of %d bytes", off, off, n, m.obj.ID, m.length)
 	}
-	return m.shm.Mem[off : off+n : off+n], nil
+	return m.shm.Mem[off : off+n : off+n], m.mem, nil
 }
 
 // Key is fi_mr_key: the key, or fi.KEY_NOTAVAIL before registration.
@@ -183,7 +206,14 @@ func (m *MR) Close() error {
 	if m.shm == nil {
 		return nil
 	}
-	err := m.shm.Close()
+	var err error
+	if m.mem != nil {
+		err = m.mem.Close()
+		m.mem = nil
+	}
+	if e := m.shm.Close(); err == nil {
+		err = e
+	}
 	m.shm = nil
 	d := m.obj.Dom
 	d.mu.Lock()

@@ -33,6 +33,40 @@ type ProviderDomain interface {
 	Close() error
 }
 
+// MemoryRegistrar is an optional interface of a ProviderDomain whose
+// endpoints reach memory only through registrations made with the domain:
+// libfabric's FI_MR_LOCAL (local buffers must be registered) and
+// FI_MR_PROV_KEY (the provider picks the keys), as the verbs provider,
+// whose device places data in registered memory only.
+//
+// When the domain has it, core's memory regions register their shared
+// memory with it at `reg` (fi_mr_reg) and take the key it returns into the
+// domain's key index (fi_mr_key): peers name the region by that key, and
+// the provider resolves their operations itself, so EndpointEvents.Region
+// is not asked for them. Close deregisters. Operations posted from rings
+// (and the ctl verbs read and write) carry the registration of the region
+// their buffer lies in: Op.Mem and Op.MemOff. A domain without it gets no
+// registrations, and remote operations are resolved by core through
+// EndpointEvents.Region.
+type MemoryRegistrar interface {
+	// RegisterMemory registers buf, to be accessed as access allows
+	// (fi.SEND, fi.RECV, fi.READ, fi.WRITE, fi.REMOTE_READ, fi.REMOTE_WRITE;
+	// fi_mr_reg(3)). requestedKey is the key the application asked for, or
+	// fi.KEY_NOTAVAIL; a provider with FI_MR_PROV_KEY ignores it, as
+	// fi_mr_reg(3) says ("Parameter is ignored if FI_MR_PROV_KEY flag is
+	// set in the domain mr_mode bits"). Addresses in the registration are
+	// offsets from buf's first byte. buf stays valid until Close.
+	RegisterMemory(buf []byte, access fi.Caps, requestedKey uint64) (Memory, error)
+}
+
+// Memory is a registration made by a MemoryRegistrar.
+type Memory interface {
+	// Key is the remote key peers name the memory by (fi_mr_key).
+	Key() uint64
+	// Close deregisters the memory; operations using it afterwards fail.
+	Close() error
+}
+
 // Endpoint is a provider's active endpoint. Operations are posted with Post
 // and complete, in any goroutine, through Op.Complete; a provider may
 // complete an operation inside Post, on the poster's goroutine, before
@@ -213,6 +247,17 @@ type Op struct {
 	Peer fi.Addr
 
 	Addr, Key uint64 // OpWrite, OpRead: the remote buffer (fi_rma_iov)
+
+	// Mem is the registration (MemoryRegistrar) of the memory Buf lies
+	// in, MemOff the offset of Buf's first byte in it: the desc of
+	// libfabric's data calls, which an FI_MR_LOCAL provider needs. core
+	// sets them for operations from rings and the ctl verbs read and
+	// write on a domain that registers memory; Mem is nil for a buffer
+	// core made itself (the data file's), which such a provider then
+	// registers on its own, and for every operation of a domain that
+	// does not register memory.
+	Mem    Memory
+	MemOff uint64
 
 	done   func(*Op, Completion)
 	desc   uint64 // the work request's memory region, for its completion

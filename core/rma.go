@@ -27,12 +27,12 @@ func (e *EP) RMA(ctx context.Context, kind OpKind, mr *Object, off, n, raddr, ke
 	if err := mr.hold(); err != nil {
 		return err
 	}
-	buf, err := mr.Impl.(*MR).slice(off, n)
+	buf, mem, err := mr.Impl.(*MR).sliceMem(off, n)
 	if err != nil {
 		mr.drop()
 		return err
 	}
-	op := &Op{Kind: kind, Buf: buf, Addr: raddr, Key: key, desc: mr.Serial, offset: off}
+	op := &Op{Kind: kind, Buf: buf, Addr: raddr, Key: key, Mem: mem, MemOff: off, desc: mr.Serial, offset: off}
 	if data != nil {
 		op.Flags, op.Data = fi.OpFlags(fi.REMOTE_CQ_DATA), *data
 	}

@@ -61,6 +61,7 @@ type endpoint struct {
 	ev     core.EndpointEvents
 	pid    uint32 // the "process id" of our ConnIDs: random, non-zero, per endpoint
 	txSize int
+	inject int // the largest FI_INJECT payload: tx_attr.inject_size, at most EagerLimit
 
 	mu     sync.Mutex
 	state  epState
@@ -111,12 +112,19 @@ func newEndpoint(d *domain, info *fi.Info, ev core.EndpointEvents) (*endpoint, e
 		info.TxAttr = &fi.TxAttr{}
 	}
 	info.TxAttr.Size = txSize
+	switch {
+	case info.TxAttr.InjectSize == 0:
+		info.TxAttr.InjectSize = InjectSize
+	case info.TxAttr.InjectSize > EagerLimit:
+		info.TxAttr.InjectSize = EagerLimit // injected payloads are copied into eager buffers
+	}
 	msg, err := d.msgInfo(info)
 	if err != nil {
 		return nil, err
 	}
 	e := &endpoint{
 		dom: d, info: info, msg: msg, ev: ev, pid: rand.Uint32() | 1, txSize: int(txSize), rxSize: int(rxSize),
+		inject: int(info.TxAttr.InjectSize),
 		byAddr: map[netip.AddrPort]*peer{}, conns: map[*conn]struct{}{}, rndvSends: map[uint64]*sendItem{},
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
 	}

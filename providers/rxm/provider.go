@@ -1,8 +1,6 @@
 package rxm
 
 import (
-	"math"
-
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/providers/rxm/wire"
@@ -12,10 +10,10 @@ import (
 // libfabric 1.17's rxm over tcp does, they are what `fi_info -v -p tcp -t
 // FI_EP_RDM` prints.
 const (
-	ProvName        = "tcp;ofi_rxm"   // fabric_attr.prov_name of a layering over tcp
+	UtilName        = "ofi_rxm"       // the utility provider's name: prov_name is "tcp;ofi_rxm", "verbs;ofi_rxm"
 	EagerLimit      = wire.EagerLimit // the largest message sent eagerly; larger ones go by rendezvous
-	MaxMsgSize      = math.MaxUint64  // ep_attr.max_msg_size, as rxm reports it
-	InjectSize      = 64              // tx_attr.inject_size: tcp's 128 minus the 64-byte rxm header
+	CQDataSize      = 8               // domain_attr.cq_data_size of rxm itself: its header carries 8 bytes
+	InjectSize      = 64              // tx_attr.inject_size over tcp: tcp's 128 minus the 64-byte rxm header
 	DefaultTxSize   = 2048            // tx_attr.size
 	DefaultRxSize   = 2048            // rx_attr.size
 	ProtocolVersion = 1               // ep_attr.protocol_version of FI_PROTO_RXM
@@ -68,21 +66,39 @@ func (p *provider) Infos() []*fi.Info {
 }
 
 // rdmInfo is the FI_EP_RDM entry layered over the FI_EP_MSG entry msg.
+// As libfabric's rxm_info_to_rxm builds it, the memory registration
+// attributes (mr_mode, mr_key_size), cq_data_size (at most rxm's 8), the
+// ordering and max_msg_size are msg's, and so is the mode, but for
+// FI_RX_CQ_DATA, which rxm handles itself. FI_RMA_EVENT is offered when
+// msg has it: peers' RMA reaches rxm only through the MSG endpoint's
+// events.
 func rdmInfo(msg *fi.Info) *fi.Info {
 	in := msg.Clone()
-	in.Caps = rdmCaps | msg.Caps&(fi.LOCAL_COMM|fi.REMOTE_COMM)
-	in.Mode = 0
+	noEvent := fi.Caps(0)
+	if msg.Caps&fi.RMA_EVENT == 0 {
+		noEvent = fi.RMA_EVENT
+	}
+	in.Caps = rdmCaps&^noEvent | msg.Caps&(fi.LOCAL_COMM|fi.REMOTE_COMM)
+	in.Mode = msg.Mode &^ fi.RX_CQ_DATA
+	in.DomainAttr.CQDataSize = min(msg.DomainAttr.CQDataSize, CQDataSize)
+	inject := uint64(InjectSize)
+	if msg.DomainAttr.MRMode&fi.MR_LOCAL != 0 {
+		// Sends are copied into rxm's buffers anyway, which saves the
+		// application registering them: libfabric's rxm reports its
+		// eager size then.
+		inject = EagerLimit
+	}
 	in.TxAttr = &fi.TxAttr{
 		Caps:        txCaps,
 		MsgOrder:    msg.TxAttr.MsgOrder,
 		CompOrder:   fi.ORDER_NONE,
-		InjectSize:  InjectSize,
+		InjectSize:  inject,
 		Size:        DefaultTxSize,
 		IovLimit:    1,
 		RMAIovLimit: 1,
 	}
 	in.RxAttr = &fi.RxAttr{
-		Caps:      rxCaps,
+		Caps:      rxCaps &^ noEvent,
 		MsgOrder:  msg.RxAttr.MsgOrder,
 		CompOrder: fi.ORDER_NONE,
 		Size:      DefaultRxSize,
@@ -92,31 +108,51 @@ func rdmInfo(msg *fi.Info) *fi.Info {
 		Type:            fi.EP_RDM,
 		Protocol:        fi.PROTO_RXM,
 		ProtocolVersion: ProtocolVersion,
-		MaxMsgSize:      MaxMsgSize,
-		MaxOrderRAWSize: math.MaxUint64,
-		MaxOrderWAWSize: math.MaxUint64,
+		MaxMsgSize:      msg.EPAttr.MaxMsgSize,
+		MaxOrderRAWSize: msg.EPAttr.MaxOrderRAWSize,
+		MaxOrderWARSize: msg.EPAttr.MaxOrderWARSize,
+		MaxOrderWAWSize: msg.EPAttr.MaxOrderWAWSize,
 		MemTagFormat:    MemTagFormat,
 		TxCtxCnt:        1,
 		RxCtxCnt:        1,
 	}
-	in.FabricAttr.ProvName = ProvName
+	in.FabricAttr.ProvName = msg.FabricAttr.ProvName + ";" + UtilName
 	return in
 }
 
-// OpenDomain opens p's domain and wraps it.
+// OpenDomain opens p's domain and wraps it. A domain of p that registers
+// memory (core.MemoryRegistrar) stays one: its memory regions are the
+// wrapped provider's, for RDM endpoints as for MSG ones.
 func (p *provider) OpenDomain(name string) (core.ProviderDomain, error) {
 	d, err := p.inner.OpenDomain(name)
 	if err != nil {
 		return nil, err
 	}
-	return &domain{prov: p, inner: d, name: name}, nil
+	dom := &domain{prov: p, inner: d, name: name}
+	if r, ok := d.(core.MemoryRegistrar); ok {
+		dom.reg = r
+		return regDomain{dom}, nil
+	}
+	return dom, nil
 }
 
 // domain is an opened domain of the wrapped provider.
 type domain struct {
 	prov  *provider
 	inner core.ProviderDomain
+	reg   core.MemoryRegistrar // inner, if it registers memory
 	name  string
+}
+
+// regDomain is a domain whose wrapped domain registers memory.
+type regDomain struct{ *domain }
+
+var _ core.MemoryRegistrar = regDomain{}
+
+// RegisterMemory registers buf with the wrapped domain, as libfabric's rxm
+// passes fi_mr_reg to its msg domain.
+func (d regDomain) RegisterMemory(buf []byte, access fi.Caps, requestedKey uint64) (core.Memory, error) {
+	return d.reg.RegisterMemory(buf, access, requestedKey)
 }
 
 // NewEndpoint makes FI_EP_RDM endpoints here and passes every other type

@@ -44,6 +44,11 @@ func (c *conn) received(op *core.Op, comp core.Completion) {
 	default:
 		return // the connection reports its own end
 	}
+	if comp.Flags&fi.CQFlags(fi.REMOTE_WRITE) != 0 {
+		e.ev.Remote(core.Completion{Flags: comp.Flags, Len: comp.Len, Data: comp.Data})
+		c.reuse(op)
+		return
+	}
 	m, err := c.decode(op.Buf[:comp.Len], comp)
 	if err == nil && m != nil && m.readDone {
 		err, m = e.readDoneArrived(c, m.id), nil
@@ -57,6 +62,14 @@ func (c *conn) received(op *core.Op, comp core.Completion) {
 		m.conn = c
 		e.rx.arrived(m)
 	}
+	e.mu.Unlock()
+	c.reuse(op)
+}
+
+// reuse gives the receive buffer of op back to c, to be reposted.
+func (c *conn) reuse(op *core.Op) {
+	e := c.ep
+	e.mu.Lock()
 	c.free = append(c.free, op)
 	kick := len(c.free) >= repostBatch || len(e.rx.started) > 0
 	e.mu.Unlock()

@@ -9,8 +9,15 @@ import (
 // 5.7): no rxm header; fi_write, fi_writedata, fi_inject_write and fi_read
 // go to the tcp connection of the peer, unchanged (tcp ops 4, 2 and 3),
 // with the application's key, offset and op flags (FI_DELIVERY_COMPLETE
-// asks tcp for an ACK). They wait for the connection as sends do, in the
-// same queue, so they keep their order with the peer's sends.
+// asks tcp for an ACK), and the registration of the local buffer (Op.Mem)
+// when the domain registers memory. They wait for the connection as sends
+// do, in the same queue, so they keep their order with the peer's sends.
+//
+// Over a provider whose remote CQ data takes a receive (FI_RX_CQ_DATA:
+// verbs's RDMA write with immediate), a peer's fi_writedata completes one
+// of the connection's receive buffers with FI_REMOTE_WRITE and the data
+// (conn.received); it is reported through the endpoint's events as the
+// tcp connection reports it, and the buffer is reposted.
 //
 // The target side is the tcp connection's: it asks the endpoint's events
 // for the region of a key (connEvents.Region: rendezvous keys are rxm's,
@@ -32,16 +39,17 @@ func (e *endpoint) postRMA(op *core.Op) error {
 		return core.Errorf(fi.EOPNOTSUPP, "rxm: RMA on an endpoint without FI_RMA")
 	case op.Kind == core.OpRead && inject:
 		return core.Errorf(fi.EINVAL, "rxm: a read cannot be injected")
-	case inject && n > InjectSize:
-		return core.Errorf(fi.EINVAL, "rxm: inject of %d bytes; inject_size is %d", n, InjectSize)
+	case inject && n > e.inject:
+		return core.Errorf(fi.EINVAL, "rxm: inject of %d bytes; inject_size is %d", n, e.inject)
 	case !op.Peer.IP.Addr().IsValid() || op.Peer.IP.Port() == 0:
 		return core.Errorf(fi.EINVAL, "rxm: RMA without a destination address")
 	}
 	it := &sendItem{op: op, rma: true}
-	it.msg = core.Op{Kind: op.Kind, Flags: op.Flags & rmaFlags, Buf: op.Buf, Data: op.Data, Addr: op.Addr, Key: op.Key}
+	it.msg = core.Op{Kind: op.Kind, Flags: op.Flags & rmaFlags, Buf: op.Buf, Data: op.Data, Addr: op.Addr, Key: op.Key,
+		Mem: op.Mem, MemOff: op.MemOff}
 	if inject {
 		it.buf = bufPool.Get().(*[]byte)
-		it.msg.Buf = (*it.buf)[:n]
+		it.msg.Buf, it.msg.Mem, it.msg.MemOff = (*it.buf)[:n], nil, 0
 		copy(it.msg.Buf, op.Buf)
 	}
 	what := "write"

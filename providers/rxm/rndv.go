@@ -19,6 +19,13 @@ import (
 // send completes when the read-done has arrived, its request's own send
 // has completed and no read response still holds the buffer.
 //
+// Over a provider that registers memory (core.MemoryRegistrar: verbs),
+// whose peers read registered memory without asking the endpoint, the
+// buffer is registered with the wrapped domain for remote reads instead,
+// and the entry carries that registration's key, offset 0 being its
+// first byte, as libfabric's rxm registers it with fi_mr_reg on its msg
+// domain; the registration ends with the rendezvous.
+//
 // Receiver: a request matched to a receive (at once, or later from the
 // unexpected list) becomes an rndvRecv; the worker posts its tcp read
 // requests (one per remote entry, while bytes that fit the receive
@@ -29,11 +36,12 @@ import (
 // rndvSend is the sender's state of a rendezvous; its sendItem is in
 // endpoint.rndvSends under id until it completes. Guarded by endpoint.mu.
 type rndvSend struct {
-	id    uint64 // msg_id of the request; the key is wire.RndvKey(id)
-	conn  *conn  // the connection the request went out on; nil while queued
-	holds int    // slices of the buffer lent to read responses, not yet released
-	sent  bool   // the request's send has completed
-	done  bool   // the peer's read-done has arrived
+	id    uint64      // msg_id of the request; the key is wire.RndvKey(id), or mem's
+	mem   core.Memory // the buffer's registration with a domain that registers memory
+	conn  *conn       // the connection the request went out on; nil while queued
+	holds int         // slices of the buffer lent to read responses, not yet released
+	sent  bool        // the request's send has completed
+	done  bool        // the peer's read-done has arrived
 	err   fi.Errno
 }
 
@@ -79,6 +87,36 @@ func newRndvRecv(op *core.Op, buf []byte, msg *message, comp core.Completion) *r
 		off += int(l)
 	}
 	return r
+}
+
+// exposeRndv registers the buffer of a rendezvous send for remote reads
+// when the wrapped domain registers memory.
+func (e *endpoint) exposeRndv(it *sendItem) error {
+	if e.dom.reg == nil {
+		return nil
+	}
+	m, err := e.dom.reg.RegisterMemory(it.op.Buf, fi.REMOTE_READ, uint64(fi.KEY_NOTAVAIL))
+	if err != nil {
+		return err
+	}
+	it.rndv.mem = m
+	return nil
+}
+
+// key is the key the request announces.
+func (rs *rndvSend) key() uint64 {
+	if rs.mem != nil {
+		return rs.mem.Key()
+	}
+	return wire.RndvKey(rs.id)
+}
+
+// unexpose ends the buffer's registration, if any; rs may be nil.
+func (rs *rndvSend) unexpose() {
+	if rs != nil && rs.mem != nil {
+		rs.mem.Close()
+		rs.mem = nil
+	}
 }
 
 // newRndvIDLocked picks the msg_id of a new rendezvous: the next value of
@@ -145,7 +183,10 @@ func (e *endpoint) finishRndvLocked(it *sendItem) func() {
 	if rs.err != 0 {
 		comp = core.Completion{Flags: it.op.Kind.CQFlags(), Err: rs.err}
 	}
-	return func() { it.op.Complete(comp) }
+	return func() {
+		rs.unexpose()
+		it.op.Complete(comp)
+	}
 }
 
 // rndvSent is the completion of a rendezvous request's send.

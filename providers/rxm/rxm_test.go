@@ -1,6 +1,7 @@
 package rxm
 
 import (
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -25,7 +26,7 @@ func TestInfos(t *testing.T) {
 		case fi.EP_RDM:
 			rdm++
 			if in.FabricAttr.ProvName != "tcp;ofi_rxm" || in.EPAttr.Protocol != fi.PROTO_RXM || in.TxAttr.InjectSize != 64 ||
-				in.EPAttr.MaxMsgSize != MaxMsgSize || in.EPAttr.MemTagFormat != MemTagFormat {
+				in.EPAttr.MaxMsgSize != math.MaxUint64 || in.DomainAttr.CQDataSize != 8 || in.EPAttr.MemTagFormat != MemTagFormat {
 				t.Errorf("RDM entry: prov_name %q protocol %v inject_size %d max_msg_size %d mem_tag_format %#x",
 					in.FabricAttr.ProvName, in.EPAttr.Protocol, in.TxAttr.InjectSize, in.EPAttr.MaxMsgSize, in.EPAttr.MemTagFormat)
 			}

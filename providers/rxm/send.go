@@ -46,8 +46,8 @@ func (it *sendItem) free() {
 func (e *endpoint) postSend(op *core.Op) error {
 	n := len(op.Buf)
 	switch {
-	case op.Flags&fi.INJECT != 0 && n > InjectSize:
-		return core.Errorf(fi.EINVAL, "rxm: inject of %d bytes; inject_size is %d", n, InjectSize)
+	case op.Flags&fi.INJECT != 0 && n > e.inject:
+		return core.Errorf(fi.EINVAL, "rxm: inject of %d bytes; inject_size is %d", n, e.inject)
 	case !op.Peer.IP.Addr().IsValid() || op.Peer.IP.Port() == 0:
 		return core.Errorf(fi.EINVAL, "rxm: send without a destination address")
 	}
@@ -62,6 +62,10 @@ func (e *endpoint) postSend(op *core.Op) error {
 	}
 	if n > EagerLimit {
 		it.rndv = &rndvSend{}
+		if err := e.exposeRndv(it); err != nil {
+			it.free()
+			return err
+		}
 		it.hdr = wire.RndvReq(0, 0, wop, uint64(n), flags, op.Data, op.Tag)
 		it.msg = core.Op{Kind: core.OpSend, Buf: (*it.buf)[:wire.HeaderSize+wire.RndvHeaderSize]}
 	} else {
@@ -94,6 +98,7 @@ func (e *endpoint) enqueue(it *sendItem, what string) error {
 	}
 	if err != nil {
 		e.mu.Unlock()
+		it.rndv.unexpose()
 		it.free()
 		return err
 	}
@@ -102,7 +107,7 @@ func (e *endpoint) enqueue(it *sendItem, what string) error {
 		it.rndv.id = e.newRndvIDLocked()
 		it.hdr.MsgID = it.rndv.id
 		rh := wire.RndvHeader{Count: 1}
-		rh.Iov[0] = wire.RMAIov{Addr: 0, Len: uint64(n), Key: wire.RndvKey(it.rndv.id)}
+		rh.Iov[0] = wire.RMAIov{Addr: 0, Len: uint64(n), Key: it.rndv.key()}
 		rh.Encode((*it.buf)[wire.HeaderSize:])
 		e.rndvSends[it.rndv.id] = it
 	}
@@ -185,6 +190,7 @@ func (e *endpoint) sendFailed(it *sendItem, code fi.Errno) {
 		delete(e.rndvSends, it.rndv.id)
 	}
 	e.mu.Unlock()
+	it.rndv.unexpose()
 	it.free()
 	it.op.Complete(core.Completion{Flags: it.op.Kind.CQFlags(), Err: code})
 }

@@ -1,0 +1,221 @@
+package core_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
+)
+
+// regProvider is the tcp provider whose domains also register memory
+// (core.MemoryRegistrar), recording what core asks of them, and whose
+// endpoints record the operations posted to them.
+type regProvider struct {
+	core.Provider
+	mu      sync.Mutex
+	next    uint64
+	regs    map[*regMem]bool // live registrations
+	posted  []*core.Op
+	badKeys bool // every registration gets key 1
+}
+
+type regDomain struct {
+	core.ProviderDomain
+	p *regProvider
+}
+
+type regMem struct {
+	p      *regProvider
+	key    uint64
+	buf    []byte
+	access fi.Caps
+}
+
+type regEP struct {
+	core.Endpoint
+	p *regProvider
+}
+
+func (p *regProvider) OpenDomain(name string) (core.ProviderDomain, error) {
+	d, err := p.Provider.OpenDomain(name)
+	if err != nil {
+		return nil, err
+	}
+	return regDomain{d, p}, nil
+}
+
+func (d regDomain) RegisterMemory(buf []byte, access fi.Caps, requestedKey uint64) (core.Memory, error) {
+	p := d.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.next++
+	m := &regMem{p: p, key: 0x1000 + p.next, buf: buf, access: access}
+	if p.badKeys {
+		m.key = 1
+	}
+	p.regs[m] = true
+	return m, nil
+}
+
+func (d regDomain) NewEndpoint(info *fi.Info, req core.ConnReq, ev core.EndpointEvents) (core.Endpoint, error) {
+	e, err := d.ProviderDomain.NewEndpoint(info, req, ev)
+	if err != nil {
+		return nil, err
+	}
+	return regEP{e, d.p}, nil
+}
+
+func (e regEP) Post(op *core.Op) error {
+	e.p.mu.Lock()
+	e.p.posted = append(e.p.posted, op)
+	e.p.mu.Unlock()
+	return e.Endpoint.Post(op)
+}
+
+func (m *regMem) Key() uint64 { return m.key }
+
+func (m *regMem) Close() error {
+	m.p.mu.Lock()
+	defer m.p.mu.Unlock()
+	if !m.p.regs[m] {
+		return fmt.Errorf("key %#x deregistered twice", m.key)
+	}
+	delete(m.p.regs, m)
+	return nil
+}
+
+func (p *regProvider) live() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.regs)
+}
+
+// regDomainOf opens a fabric over regProvider and returns its lo domain.
+func regDomainOf(t *testing.T) (*core.Domain, *regProvider) {
+	t.Helper()
+	tp, err := newTCP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &regProvider{Provider: tp, regs: map[*regMem]bool{}}
+	f, err := core.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	d, ok := f.Domain("tcp", "lo")
+	if !ok {
+		t.Fatal("no tcp/lo domain")
+	}
+	return d, p
+}
+
+// regMR makes and registers a memory region of n bytes with the
+// requested key (if not empty) and access (if not empty).
+func regMR(t *testing.T, d *core.Domain, name string, n int, key, access string) (*core.Object, error) {
+	t.Helper()
+	o := create(t, d, core.KindMR, name)
+	for _, a := range o.Impl.Attrs() {
+		v := map[string]string{"len": fmt.Sprint(n), "requested_key": key, "access": access}[a.Name]
+		if v != "" {
+			if err := a.Set(v); err != nil {
+				t.Fatalf("%s = %s: %v", a.Name, v, err)
+			}
+		}
+	}
+	return o, o.Ctl(context.Background(), 0, "reg")
+}
+
+// TestMemoryRegistrar: on a domain that registers memory, a region's
+// shared memory is registered with the provider at reg, with the region's
+// access; its key is the provider's (a requested key does not change it,
+// FI_MR_PROV_KEY); closing the region deregisters it; a provider key
+// already in the domain's index is refused (FI_ENOKEY) and the new
+// registration undone.
+func TestMemoryRegistrar(t *testing.T) {
+	d, p := regDomainOf(t)
+	a, err := regMR(t, d, "a", 8192, "0x77", "FI_RECV,FI_REMOTE_WRITE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := a.Impl.(*core.MR).Key()
+	var m *regMem
+	p.mu.Lock()
+	for r := range p.regs {
+		if r.key == key {
+			m = r
+		}
+	}
+	p.mu.Unlock()
+	if m == nil {
+		t.Fatalf("region key %#x is not a provider registration (live: %d)", key, p.live())
+	}
+	shm, err := a.Impl.(*core.MR).Region()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.buf) != 8192 || &m.buf[0] != &shm.Mem[0] {
+		t.Errorf("registered %d bytes, not the region's shared memory", len(m.buf))
+	}
+	if m.access != fi.RECV|fi.REMOTE_WRITE {
+		t.Errorf("registered with access %v, want [FI_RECV, FI_REMOTE_WRITE]", m.access)
+	}
+	if err := a.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.live(); n != 0 {
+		t.Errorf("%d registrations left after the region closed", n)
+	}
+
+	p.badKeys = true
+	if _, err := regMR(t, d, "b", 4096, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err = regMR(t, d, "c", 4096, "", "")
+	wantCode(t, "reg with a provider key in use", err, fi.ENOKEY)
+	if n := p.live(); n != 1 {
+		t.Errorf("%d registrations live, want the first region's only", n)
+	}
+}
+
+// TestOpsCarryRegistration: an RMA operation of the ctl verb write carries
+// the registration of its region and its offset in it (Op.Mem, Op.MemOff);
+// a write to the data file, whose buffer is core's, carries none.
+func TestOpsCarryRegistration(t *testing.T) {
+	d, p := regDomainOf(t)
+	a, _, _, _, _ := pair(t, d, "bind cq c send,recv")
+	mr, err := regMR(t, d, "m", 4096, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := a.Ctl(ctx, 0, fmt.Sprintf("write m 100 16 0 %#x", mr.Impl.(*core.MR).Key())); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Impl.(*core.EP).WriteData(ctx, []byte("plain")); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var write, send *core.Op
+	for _, op := range p.posted {
+		switch op.Kind {
+		case core.OpWrite:
+			write = op
+		case core.OpSend:
+			send = op
+		}
+	}
+	if write == nil || send == nil {
+		t.Fatalf("posted %d operations, want a write and a send", len(p.posted))
+	}
+	if m, ok := write.Mem.(*regMem); !ok || m.key != mr.Impl.(*core.MR).Key() || write.MemOff != 100 {
+		t.Errorf("write: Mem %v MemOff %d, want the region's registration and 100", write.Mem, write.MemOff)
+	}
+	if send.Mem != nil {
+		t.Errorf("a data-file send carries registration %v", send.Mem)
+	}
+}
