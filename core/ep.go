@@ -47,7 +47,7 @@ type EP struct {
 	dataMu     sync.Mutex // serialises readers of the data file
 	pending    []byte     // the rest of a message a data-file read did not take
 	pendingErr error      // the error a read returns once pending is taken: a truncation
-	dest       uint64     // FI_EP_RDM: the fi_addr data-file writes go to (ctl dest); ADDR_UNSPEC: none
+	dest       uint64     // FI_EP_RDM, FI_EP_DGRAM: the fi_addr data-file writes go to (ctl dest); ADDR_UNSPEC: none
 	shell      dataParams // how the data file sends and receives (ctl tag, src, cqdata, rxbuf)
 }
 
@@ -67,6 +67,9 @@ var defaultDataParams = dataParams{src: uint64(fi.ADDR_UNSPEC)}
 
 func newEP(o *Object) (Impl, error) {
 	info := bestInfo(o.Dom, fi.EP_MSG)
+	if info == nil {
+		info = bestInfo(o.Dom, fi.EP_UNSPEC) // a domain without FI_EP_MSG (verbs's -dgram)
+	}
 	if info == nil {
 		return nil, Errorf(fi.ENODATA, "domain %s offers no endpoint", o.Dom.Name)
 	}
@@ -167,9 +170,13 @@ func (e *EP) idleLocked(what string) error {
 	return nil
 }
 
-// rdm reports whether the endpoint is connectionless (FI_EP_RDM): it sends
-// to addresses of its AV and has no connection of its own.
-func (e *EP) rdmLocked() bool { return e.info.EPAttr.Type == fi.EP_RDM }
+// connectionlessLocked reports whether the endpoint is connectionless
+// (FI_EP_RDM, FI_EP_DGRAM): it sends to addresses of its AV and has no
+// connection of its own.
+func (e *EP) connectionlessLocked() bool {
+	t := e.info.EPAttr.Type
+	return t == fi.EP_RDM || t == fi.EP_DGRAM
+}
 
 // setType is a write of attr/type before enable: the endpoint takes the
 // domain's best fi_info of that type, replacing every attribute (so write
@@ -203,7 +210,7 @@ func (e *EP) Enable() error {
 	if e.info.EPAttr.Type == fi.EP_MSG && e.eq == nil {
 		return Errorf(fi.ENOEQ, "no eq bound; write 'bind eq ID' first")
 	}
-	if e.rdmLocked() && e.av == nil {
+	if e.connectionlessLocked() && e.av == nil {
 		return Errorf(fi.ENOAV, "no av bound; write 'bind av ID' first")
 	}
 	caps := e.info.Caps
@@ -250,8 +257,8 @@ func (e *EP) makeProvLocked() error {
 func (e *EP) Connect(addr fi.Addr, data []byte) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.rdmLocked() {
-		return Errorf(fi.EOPBADSTATE, "connect is for FI_EP_MSG endpoints; an FI_EP_RDM endpoint sends to the addresses of its av")
+	if e.connectionlessLocked() {
+		return Errorf(fi.EOPBADSTATE, "connect is for FI_EP_MSG endpoints; a connectionless endpoint sends to the addresses of its av")
 	}
 	if e.state != stateEnabled || e.req != nil {
 		return Errorf(fi.EOPBADSTATE, "endpoint is %s; connect needs an enabled endpoint that was not made from a request", e.state)
@@ -304,8 +311,8 @@ func (e *EP) Reject(data []byte) error {
 func (e *EP) Shutdown() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.rdmLocked() {
-		return Errorf(fi.EOPBADSTATE, "shutdown is for FI_EP_MSG endpoints; an FI_EP_RDM endpoint has no connection of its own")
+	if e.connectionlessLocked() {
+		return Errorf(fi.EOPBADSTATE, "shutdown is for FI_EP_MSG endpoints; a connectionless endpoint has no connection of its own")
 	}
 	if e.state != stateConnected && e.state != stateConnecting {
 		return Errorf(fi.ENOTCONN, "endpoint is %s, not connected", e.state)
@@ -457,13 +464,13 @@ func (e *EP) Cancel(context uint64) error {
 	return nil
 }
 
-// SetDest is the ctl verb dest of an FI_EP_RDM endpoint: data-file writes
+// SetDest is the ctl verb dest of a connectionless endpoint: data-file writes
 // go to fi_addr a of its AV from now on.
 func (e *EP) SetDest(a uint64) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !e.rdmLocked() {
-		return Errorf(fi.EOPBADSTATE, "dest is for FI_EP_RDM endpoints; a connected endpoint sends to its peer")
+	if !e.connectionlessLocked() {
+		return Errorf(fi.EOPBADSTATE, "dest is for FI_EP_RDM and FI_EP_DGRAM endpoints; a connected endpoint sends to its peer")
 	}
 	if e.av == nil {
 		return Errorf(fi.ENOAV, "no av bound; write 'bind av ID' first")
@@ -559,7 +566,7 @@ func (e *EP) SetRxBuf(n uint64) error {
 // WriteData sends b as one message: a write to the data file. The message
 // is an fi_send with the endpoint's default flags (tx_op_flags), so with
 // none it is reported on the send CQ unless that binding is selective; an
-// fi_tsend after `tag`, with remote CQ data after `cqdata`. An FI_EP_RDM
+// fi_tsend after `tag`, with remote CQ data after `cqdata`. A connectionless
 // endpoint sends it to its dest.
 func (e *EP) WriteData(ctx context.Context, b []byte) error {
 	e.mu.Lock()
@@ -575,14 +582,14 @@ func (e *EP) WriteData(ctx context.Context, b []byte) error {
 	return e.do(ctx, op, "send", func() {})
 }
 
-// do posts op, addressed to the dest of an FI_EP_RDM endpoint, and waits
+// do posts op, addressed to the dest of a connectionless endpoint, and waits
 // for its completion, whose error it returns: the data file's writes and
 // the ctl's RMA verbs. The completion also reaches the CQ and counters as
 // every operation's. release runs once op is no longer in use: after its
 // completion, also when ctx ends first, or when it could not be posted.
 func (e *EP) do(ctx context.Context, op *Op, what string, release func()) error {
 	e.mu.Lock()
-	rdm, dest := e.rdmLocked(), e.dest
+	rdm, dest := e.connectionlessLocked(), e.dest
 	e.mu.Unlock()
 	if rdm {
 		if dest == uint64(fi.ADDR_UNSPEC) {
@@ -766,7 +773,7 @@ func (e *EP) Status() string {
 	if e.req != nil && state == stateIdle {
 		state = "connreq"
 	}
-	if e.rdmLocked() && e.dest != uint64(fi.ADDR_UNSPEC) {
+	if e.connectionlessLocked() && e.dest != uint64(fi.ADDR_UNSPEC) {
 		remote = fmt.Sprintf("fi_addr:%d", e.dest)
 	}
 	return fmt.Sprintf("%s %s cq=%s/%s eq=%s av=%s cntr=%s local=%s remote=%s%s", typ, state,

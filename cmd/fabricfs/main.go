@@ -1,22 +1,30 @@
 // Command fabricfs mounts the fabricfs tree: libfabric's object model as
 // files.
 //
-//	fabricfs [-debug] MOUNTPOINT
+//	fabricfs [-debug] [-verbs-addrs ADDR,...] [-roce-port PORT] MOUNTPOINT
 //
 // It serves in the foreground until SIGINT or SIGTERM, then unmounts (lazily
 // if files are still open), closes every object and exits. As root it mounts
 // directly with allow_other, so every user can use the tree; as another user
 // it mounts through fusermount3, and allow_other needs user_allow_other in
 // /etc/fuse.conf (see -allow-other).
+//
+// Providers: tcp, over the host's interfaces, and verbs, one software RDMA
+// device per address of -verbs-addrs (the host's interface addresses by
+// default; "none" for no device), all receiving RoCEv2 on UDP port
+// -roce-port. Two daemons on one machine are two hosts of one fabric when
+// they use different addresses (127.0.0.2, 127.0.0.3) and the same port.
 package main
 
 import (
 	"flag"
 	"fmt"
 	"log"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -25,6 +33,8 @@ import (
 	"github.com/fabricfs/fabricfs/fs"
 	"github.com/fabricfs/fabricfs/providers/rxm"
 	"github.com/fabricfs/fabricfs/providers/tcp"
+	"github.com/fabricfs/fabricfs/providers/verbs"
+	"github.com/fabricfs/fabricfs/providers/verbs/roce"
 )
 
 func main() {
@@ -33,6 +43,8 @@ func main() {
 	debug := flag.Bool("debug", false, "log every FUSE request")
 	allowOther := flag.Bool("allow-other", os.Geteuid() == 0, "let every user use the tree (default as root)")
 	mapping := flag.String("mapping", core.DefaultMapping(), "how clients reach shared memory: passthrough (FUSE passthrough; root, Linux >= 6.9) or symlink (links into a private tmpfs directory)")
+	verbsAddrs := flag.String("verbs-addrs", "", "comma-separated IP addresses, one verbs device each (default: the host's interface addresses; none: no device)")
+	rocePort := flag.Int("roce-port", roce.Port, "the UDP port of every verbs device of the fabric (RoCEv2)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: fabricfs [flags] MOUNTPOINT\n\nMounts libfabric's object model as a file tree; see docs/tree.md.\n\n")
 		flag.PrintDefaults()
@@ -42,17 +54,51 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(flag.Arg(0), *mapping, fs.Options{AllowOther: *allowOther, Debug: *debug}); err != nil {
+	vcfg, err := verbsConfig(*verbsAddrs, *rocePort)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fabricfs:", err)
+		os.Exit(2)
+	}
+	if err := run(flag.Arg(0), *mapping, vcfg, fs.Options{AllowOther: *allowOther, Debug: *debug}); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(mnt, mapping string, opts fs.Options) error {
+// verbsConfig reads the verbs flags.
+func verbsConfig(addrs string, port int) (verbs.Config, error) {
+	cfg := verbs.Config{Port: port}
+	if port < 1 || port > 65535 {
+		return cfg, fmt.Errorf("-roce-port %d is not a UDP port", port)
+	}
+	switch addrs {
+	case "":
+		return cfg, nil
+	case "none":
+		cfg.Addrs = []netip.Addr{}
+		return cfg, nil
+	}
+	for _, s := range strings.Split(addrs, ",") {
+		a, err := netip.ParseAddr(strings.TrimSpace(s))
+		if err != nil {
+			return cfg, fmt.Errorf("-verbs-addrs: %v", err)
+		}
+		cfg.Addrs = append(cfg.Addrs, a)
+	}
+	return cfg, nil
+}
+
+func run(mnt, mapping string, vcfg verbs.Config, opts fs.Options) error {
 	tp, err := tcp.New()
 	if err != nil {
 		return fmt.Errorf("tcp provider: %w", err)
 	}
-	fab, err := core.New(rxm.Wrap(tp)) // tcp, with FI_EP_RDM as "tcp;ofi_rxm"
+	vp, err := verbs.New(vcfg)
+	if err != nil {
+		return fmt.Errorf("verbs provider: %w", err)
+	}
+	defer vp.Close()
+	// tcp and verbs, each with FI_EP_RDM as "tcp;ofi_rxm", "verbs;ofi_rxm"
+	fab, err := core.New(rxm.Wrap(tp), rxm.Wrap(vp))
 	if err != nil {
 		return err
 	}

@@ -132,3 +132,14 @@ func splitHostPort(s string) (host, port string, err error) {
 	}
 	return host, port, nil
 }
+
+// SockAddr is ap as a socket address of its family: SOCKADDR_IN for IPv4
+// (also IPv4-mapped IPv6, which it unmaps), else SOCKADDR_IN6.
+func SockAddr(ap netip.AddrPort) Addr {
+	ip := ap.Addr().Unmap()
+	f := SOCKADDR_IN6
+	if ip.Is4() {
+		f = SOCKADDR_IN
+	}
+	return Addr{Format: f, IP: netip.AddrPortFrom(ip, ap.Port())}
+}

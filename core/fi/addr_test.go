@@ -110,3 +110,18 @@ func FuzzParseAddr(f *testing.F) {
 		}
 	})
 }
+
+func TestSockAddr(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want Addr
+	}{
+		{"127.0.0.1:7", Addr{SOCKADDR_IN, ap("127.0.0.1:7")}},
+		{"[::ffff:10.0.0.1]:8", Addr{SOCKADDR_IN, ap("10.0.0.1:8")}},
+		{"[::1]:9", Addr{SOCKADDR_IN6, ap("[::1]:9")}},
+	} {
+		if got := SockAddr(ap(tt.in)); got != tt.want {
+			t.Errorf("SockAddr(%s) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,412 @@
+package verbs
+
+import (
+	"math/rand/v2"
+	"net/netip"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/providers/verbs/cm"
+	"github.com/fabricfs/fabricfs/providers/verbs/ibv"
+)
+
+// RC QP attributes: libfabric verbs's (rdma_cm's) choices.
+const (
+	rcTimeout     = 14 // local ACK timeout 4.096 us * 2^14: 67 ms
+	rcRetryCount  = 7
+	rcRNRRetry    = 7  // forever: a send waits for the peer's receive (FI_RM_ENABLED: "retried")
+	rcMinRNRTimer = 12 // libfabric verbs's VERBS_DEFAULT_MIN_RNR_TIMER: 0.64 ms
+	rcAccess      = ibv.AccessLocalWrite | ibv.AccessRemoteWrite | ibv.AccessRemoteRead
+)
+
+// rcState is where an FI_EP_MSG endpoint is.
+type rcState uint8
+
+const (
+	rcIdle       rcState = iota // not connected; or made from a request not yet answered
+	rcConnecting                // REQ sent, or REP sent
+	rcConnected
+	rcDown // shut down, failed or rejected: its one terminal event is reported
+	rcClosed
+)
+
+// rcEndpoint is an FI_EP_MSG endpoint: an RC QP connected by the agent.
+// Its events come from the agent's goroutine, each at most once: one
+// Connected, then one Shutdown or Failed.
+type rcEndpoint struct {
+	qpBase
+	info *fi.Info
+
+	// guarded by qpBase.mu
+	state   rcState
+	c       *cmConn // the connection, or the request it was made from
+	fromReq bool
+	psn     uint32 // our starting PSN
+	port    uint16 // our service port: bound at Connect, or the listener's
+	bound   bool   // port is ours to give back
+	remote  netip.AddrPort
+	depth   uint8 // the RDMA reads we issue at once, once connected
+}
+
+var (
+	_ core.Endpoint = (*rcEndpoint)(nil)
+	_ core.Poller   = (*rcEndpoint)(nil)
+)
+
+func newRCEndpoint(d *domain, info *fi.Info, tx, rx int, ev core.EndpointEvents) *rcEndpoint {
+	e := &rcEndpoint{info: info, psn: rand.Uint32N(cm.MaxPSN + 1)}
+	e.init(d, ev, tx, rx, info, false)
+	e.fatal = e.qpFailed
+	return e
+}
+
+// adopt makes e the endpoint of the connection request c.
+func (e *rcEndpoint) adopt(c *cmConn) {
+	e.c, e.fromReq = c, true
+	if l := c.pep; l != nil {
+		l.mu.Lock()
+		e.port = l.port
+		l.mu.Unlock()
+	}
+	e.remote = netip.AddrPortFrom(c.peer, c.req.SrcPort)
+}
+
+// Enable makes the QP and takes it to INIT: receives may be posted.
+func (e *rcEndpoint) Enable() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.state == rcClosed:
+		return core.Errorf(fi.EOPBADSTATE, "verbs: endpoint is closed")
+	case e.qp != nil:
+		return nil
+	}
+	if err := e.createQPLocked(ibv.QPTRC); err != nil {
+		return err
+	}
+	a := ibv.QPAttr{State: ibv.QPSInit, PKeyIndex: 0, PortNum: 1, AccessFlags: rcAccess}
+	if err := e.qp.Modify(&a, ibv.QPState_|ibv.QPPKeyIndex|ibv.QPPort|ibv.QPAccessFlags); err != nil {
+		return ibvError("taking the QP to INIT", err)
+	}
+	return nil
+}
+
+// checkData refuses private data longer than cm_data_size.
+func checkData(what string, data []byte) error {
+	if len(data) > MaxPrivateData {
+		return core.Errorf(fi.EINVAL, "verbs: %s: %d bytes of private data; at most %d (cm_data_size)", what, len(data), MaxPrivateData)
+	}
+	return nil
+}
+
+// Connect sends a connection request to addr (a device's IP and a
+// listener's service port) with data.
+func (e *rcEndpoint) Connect(addr fi.Addr, data []byte) error {
+	if err := checkData("connect", data); err != nil {
+		return err
+	}
+	dst := addr.IP.Addr().Unmap().WithZone("")
+	if !dst.IsValid() || dst.IsUnspecified() || addr.IP.Port() == 0 {
+		return core.Errorf(fi.EINVAL, "verbs: connect: %v is not a device address with a port", addr)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.fromReq || e.state != rcIdle:
+		return core.Errorf(fi.EOPBADSTATE, "verbs: connect: endpoint is not idle")
+	case e.qp == nil:
+		return core.Errorf(fi.EOPBADSTATE, "verbs: connect: endpoint is not enabled")
+	}
+	a := e.d.dev.cm
+	port, err := a.bindRC(0, nil)
+	if err != nil {
+		return err
+	}
+	// The answer may come before connect returns: it waits for mu.
+	e.port, e.bound, e.remote, e.state = port, true, netip.AddrPortFrom(dst, addr.IP.Port()), rcConnecting
+	c, err := a.connect(e, dst, addr.IP.Port(), port, e.qp.QPNum(), e.psn, data)
+	if err != nil {
+		a.unbindRC(port)
+		e.port, e.bound, e.remote, e.state = 0, false, netip.AddrPort{}, rcIdle
+		return err
+	}
+	e.c = c
+	return nil
+}
+
+// cmEstablish is the REP to our REQ: the QP goes to RTR and RTS with the
+// peer's QP, PSN and read resources. The agent sends RTU next.
+func (e *rcEndpoint) cmEstablish(rep *cm.Msg) error {
+	e.mu.Lock()
+	ok, peer := e.state == rcConnecting, e.remote.Addr()
+	e.mu.Unlock()
+	if !ok {
+		return core.Errorf(fi.EOPBADSTATE, "verbs: the endpoint is no longer connecting")
+	}
+	at := e.d.dev.attr
+	rtr := ibv.QPAttr{State: ibv.QPSRTR, PathMTU: min(ibv.MTU(rep.PathMTU), at.ActiveMTU), DestQPNum: rep.QPN, RQPSN: rep.PSN,
+		MaxDestRdAtomic: rep.InitiatorDepth, MinRNRTimer: rcMinRNRTimer, AH: ibv.AHAttr{Dest: e.d.dev.peer(peer)}}
+	if err := e.modify(&rtr, rtrMask); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.depth = rep.ResponderResources
+	e.mu.Unlock()
+	return e.toRTS(rep.RNRRetryCount)
+}
+
+const rtrMask = ibv.QPState_ | ibv.QPAV | ibv.QPPathMTU | ibv.QPDestQPN | ibv.QPRQPSN | ibv.QPMaxDestRdAtomic | ibv.QPMinRNRTimer
+
+// toRTS takes the QP from RTR to RTS.
+func (e *rcEndpoint) toRTS(rnrRetry uint8) error {
+	e.mu.Lock()
+	rts := ibv.QPAttr{State: ibv.QPSRTS, SQPSN: e.psn, Timeout: rcTimeout, RetryCnt: rcRetryCount, RNRRetry: rnrRetry, MaxRdAtomic: e.depth}
+	e.mu.Unlock()
+	return e.modify(&rts, ibv.QPState_|ibv.QPSQPSN|ibv.QPTimeout|ibv.QPRetryCnt|ibv.QPRNRRetry|ibv.QPMaxQPRdAtomic)
+}
+
+// Accept answers the request the endpoint was made from: the QP goes to
+// RTR with the requester's QP and PSN, and REP goes out; FI_CONNECTED
+// follows the RTU.
+func (e *rcEndpoint) Accept(data []byte) error {
+	if err := checkData("accept", data); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	c, qp := e.c, e.qp
+	switch {
+	case !e.fromReq || e.state != rcIdle:
+		e.mu.Unlock()
+		return core.Errorf(fi.EOPBADSTATE, "verbs: accept: the endpoint has no pending request")
+	case qp == nil:
+		e.mu.Unlock()
+		return core.Errorf(fi.EOPBADSTATE, "verbs: accept: endpoint is not enabled")
+	}
+	at := e.d.dev.attr
+	req := c.req
+	mtu := min(ibv.MTU(req.PathMTU), at.ActiveMTU)
+	resp := min(uint8(min(at.MaxQPRdAtom, 255)), req.InitiatorDepth)
+	e.depth = min(uint8(min(at.MaxQPInitRdAtom, 255)), req.ResponderResources)
+	e.mu.Unlock()
+	rtr := ibv.QPAttr{State: ibv.QPSRTR, PathMTU: mtu, DestQPNum: req.QPN, RQPSN: req.PSN, MaxDestRdAtomic: resp,
+		MinRNRTimer: rcMinRNRTimer, AH: ibv.AHAttr{Dest: e.d.dev.peer(c.peer)}}
+	if err := e.modify(&rtr, rtrMask); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.state != rcIdle {
+		return core.Errorf(fi.EOPBADSTATE, "verbs: accept: the endpoint was closed")
+	}
+	if err := e.d.dev.cm.accept(c, e, qp.QPNum(), e.psn, resp, e.depth, uint8(mtu), data); err != nil {
+		return err
+	}
+	e.state = rcConnecting
+	return nil
+}
+
+// cmReady is the RTU of the request we accepted: the QP goes to RTS.
+func (e *rcEndpoint) cmReady() error {
+	e.mu.Lock()
+	c := e.c
+	e.mu.Unlock()
+	return e.toRTS(c.req.RNRRetryCount)
+}
+
+// cmConnected reports FI_CONNECTED.
+func (e *rcEndpoint) cmConnected(data []byte) {
+	e.mu.Lock()
+	ok := e.state == rcConnecting
+	if ok {
+		e.state = rcConnected
+	}
+	e.mu.Unlock()
+	if ok {
+		e.ev.Connected(data)
+	}
+}
+
+// Reject refuses the request the endpoint was made from, with data.
+func (e *rcEndpoint) Reject(data []byte) error {
+	if err := checkData("reject", data); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.fromReq || e.state != rcIdle {
+		return core.Errorf(fi.EOPBADSTATE, "verbs: reject: the endpoint has no pending request")
+	}
+	if err := e.d.dev.cm.reject(e.c, cm.RejConsumer, data); err != nil {
+		return err
+	}
+	e.state = rcDown
+	return nil
+}
+
+// Shutdown disconnects: DREQ to the peer, the QP to the error state
+// (posted operations complete with FI_ECANCELED), and FI_SHUTDOWN here
+// too, as libfabric reports it on the side that calls fi_shutdown.
+func (e *rcEndpoint) Shutdown() error {
+	e.mu.Lock()
+	if e.state != rcConnected && e.state != rcConnecting {
+		e.mu.Unlock()
+		return core.Errorf(fi.ENOTCONN, "verbs: shutdown: endpoint is not connected")
+	}
+	e.state = rcDown
+	c := e.c
+	e.mu.Unlock()
+	e.toError()
+	a := e.d.dev.cm
+	a.disconnect(c)
+	a.do(e.ev.Shutdown)
+	return nil
+}
+
+// cmDisconnected is the peer's DREQ: FI_SHUTDOWN.
+func (e *rcEndpoint) cmDisconnected() {
+	if e.down() {
+		e.ev.Shutdown()
+	}
+}
+
+// cmFailed is a connection that could not be made or ended in error:
+// rejected (with the rejecter's data), timed out, or its QP in error.
+func (e *rcEndpoint) cmFailed(err error, data []byte) {
+	if e.down() {
+		e.ev.Failed(err, data)
+	}
+}
+
+// down ends the connection from the peer's side or by an error, and
+// reports whether the endpoint's terminal event is still to be reported.
+func (e *rcEndpoint) down() bool {
+	e.mu.Lock()
+	live := e.state == rcConnecting || e.state == rcConnected
+	if live {
+		e.state = rcDown
+	}
+	e.mu.Unlock()
+	if live {
+		e.toError()
+	}
+	return live
+}
+
+// qpFailed is a completion error that put the QP in the error state: the
+// connection is over. The peer learns it by DREQ, the application by
+// FI_EIO on the EQ (after the completion).
+func (e *rcEndpoint) qpFailed(wc *ibv.WC) {
+	e.mu.Lock()
+	live := e.state == rcConnected || e.state == rcConnecting
+	if live {
+		e.state = rcDown
+	}
+	c := e.c
+	e.mu.Unlock()
+	if !live {
+		return
+	}
+	a := e.d.dev.cm
+	a.disconnect(c)
+	err := core.Errorf(fi.EIO, "verbs: the connection failed: completion status %d", wc.Status)
+	a.do(func() { e.ev.Failed(err, nil) })
+}
+
+// Post starts a send, RMA write or read (on a connected endpoint) or a
+// receive.
+func (e *rcEndpoint) Post(op *core.Op) error {
+	if op == nil {
+		return core.Errorf(fi.EINVAL, "verbs: post: no operation")
+	}
+	if op.Kind == core.OpRecv {
+		return e.postRecv(op)
+	}
+	e.mu.Lock()
+	st := e.state
+	e.mu.Unlock()
+	if st != rcConnected {
+		return core.Errorf(fi.ENOTCONN, "verbs: endpoint is not connected")
+	}
+	if len(op.Buf) > e.d.maxMsg {
+		return core.Errorf(fi.EMSGSIZE, "verbs: %d bytes; max_msg_size is %d", len(op.Buf), e.d.maxMsg)
+	}
+	wr := &ibv.SendWR{}
+	withData := op.Flags&fi.OpFlags(fi.REMOTE_CQ_DATA) != 0
+	switch op.Kind {
+	case core.OpSend:
+		wr.Opcode = ibv.WRSend
+		if withData {
+			wr.Opcode = ibv.WRSendWithImm
+		}
+	case core.OpWrite, core.OpRead:
+		if op.Key > 1<<32-1 {
+			return core.Errorf(fi.EINVAL, "verbs: key %#x is wider than mr_key_size %d", op.Key, MRKeySize)
+		}
+		wr.RemoteAddr, wr.RKey = op.Addr, uint32(op.Key)
+		wr.Opcode = ibv.WRRDMAWrite
+		switch {
+		case op.Kind == core.OpRead:
+			if op.Flags&fi.INJECT != 0 {
+				return core.Errorf(fi.EINVAL, "verbs: a read cannot be injected")
+			}
+			wr.Opcode = ibv.WRRDMARead
+		case withData:
+			wr.Opcode = ibv.WRRDMAWriteWithImm
+		}
+	default:
+		return core.Errorf(fi.EOPNOTSUPP, "verbs: operation kind %d is not supported", op.Kind)
+	}
+	if withData {
+		if op.Data > 1<<32-1 {
+			return core.Errorf(fi.EINVAL, "verbs: remote CQ data %#x is wider than cq_data_size %d", op.Data, CQDataSize)
+		}
+		wr.Imm = uint32(op.Data)
+	}
+	return e.postSend(op, wr)
+}
+
+// Cancel cannot take back a posted receive or send: a QP offers no way
+// to, as with libfabric's verbs (fi_cancel is fi_no_cancel there). It
+// returns false; the operation completes normally, or with FI_ECANCELED
+// when the connection ends or the endpoint closes.
+func (e *rcEndpoint) Cancel(*core.Op) bool { return false }
+
+// Name is the device's address and the endpoint's service port.
+func (e *rcEndpoint) Name() (fi.Addr, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return fi.SockAddr(e.d.dev.addr(e.port)), nil
+}
+
+// Peer is the peer's device address and service port.
+func (e *rcEndpoint) Peer() (fi.Addr, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.remote.IsValid() {
+		return fi.Addr{}, core.Errorf(fi.ENOTCONN, "verbs: endpoint is not connected")
+	}
+	return fi.SockAddr(e.remote), nil
+}
+
+// Close disconnects (DREQ, or REJ for a request never answered), destroys
+// the QP and completes what was posted with FI_ECANCELED.
+func (e *rcEndpoint) Close() error {
+	e.mu.Lock()
+	if e.state == rcClosed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.state = rcClosed
+	c, port, bound := e.c, e.port, e.bound
+	e.mu.Unlock()
+	a := e.d.dev.cm
+	if c != nil {
+		a.disconnect(c)
+	}
+	e.destroy()
+	if bound {
+		a.unbindRC(port)
+	}
+	e.d.release()
+	return nil
+}
