@@ -243,12 +243,12 @@ func (a *agent) completed(wc *ibv.WC) {
 		a.mu.Unlock()
 		return
 	}
-	if wc.Status != ibv.WCSuccess {
-		return // flushed: the agent is closing
+	if wc.Status == ibv.WCWRFlushErr {
+		return // the agent is closing
 	}
 	var m cm.Msg
-	err := errShortMAD
-	if n := int(wc.ByteLen); n >= GRHSize && n <= cmSlotSize {
+	err := errShortMAD // or longer than a MAD: IBV_WC_LOC_LEN_ERR
+	if n := int(wc.ByteLen); wc.Status == ibv.WCSuccess && n >= GRHSize && n <= cmSlotSize {
 		b := a.slot(slot)[GRHSize:n]
 		m, err = cm.Decode(b)
 	}
@@ -265,7 +265,7 @@ func (a *agent) completed(wc *ibv.WC) {
 	a.handle(src, &m)
 }
 
-var errShortMAD = core.Errorf(fi.EIO, "verbs: a datagram on QP1 shorter than a GRH")
+var errShortMAD = core.Errorf(fi.EIO, "verbs: a datagram on QP1 that does not fit a GRH and a MAD")
 
 func (a *agent) slot(i int) []byte { return a.buf[i*cmSlotSize : (i+1)*cmSlotSize] }
 

@@ -19,9 +19,9 @@ type device struct {
 
 // openDevice opens the device of address ip and starts its connection
 // manager.
-func openDevice(ip netip.Addr, port int) (*device, error) {
+func openDevice(ip netip.Addr, port int, fault *ibv.Fault) (*device, error) {
 	name := DeviceName(ip)
-	dev, err := ibv.OpenDevice(ibv.DeviceConfig{Addr: ip, Port: port, Name: name})
+	dev, err := ibv.OpenDevice(ibv.DeviceConfig{Addr: ip, Port: port, Name: name, Fault: fault})
 	if err != nil {
 		return nil, ibvError("opening device "+name, err)
 	}

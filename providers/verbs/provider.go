@@ -30,6 +30,8 @@ type Config struct {
 	Port int
 	// Logf reports devices left out; nil logs with the log package.
 	Logf func(format string, a ...any)
+
+	fault *ibv.Fault // the devices' transmit faults, for tests
 }
 
 // Provider is the verbs provider: one domain per device for FI_EP_MSG
@@ -73,7 +75,7 @@ func New(cfg Config) (*Provider, error) {
 			continue
 		}
 		seen[a] = true
-		d, err := openDevice(a, port)
+		d, err := openDevice(a, port, cfg.fault)
 		if err != nil {
 			if explicit {
 				p.Close()

@@ -1,0 +1,352 @@
+package verbs
+
+import (
+	"bytes"
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/providers/verbs/cm"
+	"github.com/fabricfs/fabricfs/providers/verbs/ibv"
+)
+
+// twoDevices opens devices on 127.0.0.1 and 127.0.0.2 and their domains.
+func twoDevices(t testing.TB, fault *ibv.Fault) (*Provider, *domain, *domain) {
+	p := testProvider(t, fault, "127.0.0.1", "127.0.0.2")
+	return p, openDomain(t, p, "rxe_127_0_0_1"), openDomain(t, p, "rxe_127_0_0_2")
+}
+
+// TestConnectAcceptData: private data travels with the request and the
+// accept; the request names the requester's address, which is its
+// endpoint's name, and each side's peer is the other's name.
+func TestConnectAcceptData(t *testing.T) {
+	p, da, db := twoDevices(t, nil)
+	_, pev, addr := listen(t, p, db)
+	if addr.IP.Addr() != netip.MustParseAddr("127.0.0.2") || addr.IP.Port() == 0 {
+		t.Fatalf("listener name %v", addr)
+	}
+	cli := newSide(t, da, infoOf(t, p, da.name, fi.EP_MSG), nil)
+	if err := cli.ep.Connect(addr, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	req := pev.waitReq(t)
+	if !bytes.Equal(req.Data(), []byte("hello")) {
+		t.Errorf("request data %q, want hello", req.Data())
+	}
+	srv := newSide(t, db, req.Info(), req)
+	if err := srv.ep.Accept([]byte("welcome")); err != nil {
+		t.Fatal(err)
+	}
+	if d := cli.ev.waitConnected(t); !bytes.Equal(d, []byte("welcome")) {
+		t.Errorf("connected data %q, want welcome", d)
+	}
+	if d := srv.ev.waitConnected(t); len(d) != 0 {
+		t.Errorf("the accepting side's connected data %q, want none", d)
+	}
+	cliName, _ := cli.ep.Name()
+	cliPeer, _ := cli.ep.Peer()
+	srvName, _ := srv.ep.Name()
+	srvPeer, _ := srv.ep.Peer()
+	if *req.Info().DestAddr != cliName || srvPeer != cliName || cliPeer != addr || srvName != addr {
+		t.Errorf("request from %v; client %v -> %v; server %v -> %v; listener %v", req.Info().DestAddr, cliName, cliPeer, srvName, srvPeer, addr)
+	}
+	if _, err := d2(req); err == nil {
+		t.Error("a second endpoint took the same request")
+	}
+}
+
+// d2 tries to make a second endpoint from a request already taken.
+func d2(req core.ConnReq) (core.Endpoint, error) {
+	r := req.(*connReq)
+	return r.pep.d.NewEndpoint(req.Info(), req, newEPEvents())
+}
+
+func TestReject(t *testing.T) {
+	p, da, db := twoDevices(t, nil)
+	_, pev, addr := listen(t, p, db)
+	cli := newSide(t, da, infoOf(t, p, da.name, fi.EP_MSG), nil)
+	if err := cli.ep.Connect(addr, nil); err != nil {
+		t.Fatal(err)
+	}
+	req := pev.waitReq(t)
+	srv := side{ev: newEPEvents()}
+	e, err := db.NewEndpoint(req.Info(), req, srv.ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Reject([]byte("go-away")); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	f := cli.ev.waitFailed(t)
+	if !errors.Is(f.err, fi.ECONNREFUSED) || !bytes.Equal(f.data, []byte("go-away")) {
+		t.Errorf("Failed(%v, %q), want FI_ECONNREFUSED with go-away", f.err, f.data)
+	}
+	if srv.ev.count() != 0 {
+		t.Error("the rejecting endpoint got events")
+	}
+}
+
+// TestNoListener: a request for a port nobody listens on is refused.
+func TestNoListener(t *testing.T) {
+	p, da, _ := twoDevices(t, nil)
+	cli := newSide(t, da, infoOf(t, p, da.name, fi.EP_MSG), nil)
+	if err := cli.ep.Connect(fi.SockAddr(netip.MustParseAddrPort("127.0.0.2:7")), nil); err != nil {
+		t.Fatal(err)
+	}
+	if f := cli.ev.waitFailed(t); !errors.Is(f.err, fi.ECONNREFUSED) {
+		t.Errorf("Failed(%v), want FI_ECONNREFUSED", f.err)
+	}
+}
+
+// TestConnectTimeout: a request to an address without a device is sent
+// again until the retries run out: FI_ETIMEDOUT.
+func TestConnectTimeout(t *testing.T) {
+	shortTimers(t)
+	p, da, _ := twoDevices(t, nil)
+	cli := newSide(t, da, infoOf(t, p, da.name, fi.EP_MSG), nil)
+	if err := cli.ep.Connect(fi.SockAddr(netip.MustParseAddrPort("127.0.0.9:7")), nil); err != nil {
+		t.Fatal(err)
+	}
+	if f := cli.ev.waitFailed(t); !errors.Is(f.err, fi.ETIMEDOUT) {
+		t.Errorf("Failed(%v), want FI_ETIMEDOUT", f.err)
+	}
+}
+
+// shortTimers makes the connection manager retransmit after 10 ms, for
+// the rest of the test.
+func shortTimers(t *testing.T) {
+	old := [4]any{cmTimeout, cmMaxTimeout, cmRetries, cmLinger}
+	cmTimeout, cmMaxTimeout, cmRetries, cmLinger = 10*time.Millisecond, 40*time.Millisecond, 8, time.Second
+	t.Cleanup(func() {
+		cmTimeout, cmMaxTimeout, cmRetries, cmLinger = old[0].(time.Duration), old[1].(time.Duration), old[2].(int), old[3].(time.Duration)
+	})
+}
+
+func TestPrivateDataLimit(t *testing.T) {
+	p, da, db := twoDevices(t, nil)
+	_, pev, addr := listen(t, p, db)
+	cli := newSide(t, da, infoOf(t, p, da.name, fi.EP_MSG), nil)
+	if err := cli.ep.Connect(addr, make([]byte, MaxPrivateData+1)); !errors.Is(err, fi.EINVAL) {
+		t.Errorf("Connect with %d bytes = %v, want FI_EINVAL", MaxPrivateData+1, err)
+	}
+	data := pattern(MaxPrivateData, 3)
+	if err := cli.ep.Connect(addr, data); err != nil {
+		t.Fatal(err)
+	}
+	if req := pev.waitReq(t); !bytes.Equal(req.Data(), data) {
+		t.Errorf("request data %x, want %x", req.Data(), data)
+	}
+}
+
+// TestShutdown: fi_shutdown on one side reports FI_SHUTDOWN on both; the
+// receives posted complete with FI_ECANCELED; sends fail afterwards.
+func TestShutdown(t *testing.T) {
+	p, da, db := twoDevices(t, nil)
+	pr := connect(t, p, da, db)
+	pr.srv.post(t, &core.Op{Kind: core.OpRecv, Buf: make([]byte, 10)})
+	if err := pr.cli.ep.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	pr.cli.ev.waitShutdown(t)
+	pr.srv.ev.waitShutdown(t)
+	if d := pr.srv.wait(t); d.c.Err != fi.ECANCELED {
+		t.Errorf("posted receive: %v, want FI_ECANCELED", d.c.Err)
+	}
+	if err := pr.cli.try(&core.Op{Kind: core.OpSend, Buf: []byte("x")}); !errors.Is(err, fi.ENOTCONN) {
+		t.Errorf("send after shutdown = %v, want FI_ENOTCONN", err)
+	}
+	if err := pr.cli.ep.Shutdown(); !errors.Is(err, fi.ENOTCONN) {
+		t.Errorf("second shutdown = %v, want FI_ENOTCONN", err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if pr.cli.ev.count() != 2 || pr.srv.ev.count() != 2 {
+		t.Errorf("%d and %d events, want Connected and Shutdown each", pr.cli.ev.count(), pr.srv.ev.count())
+	}
+}
+
+// TestCloseDisconnects: closing a connected endpoint shuts its peer down.
+func TestCloseDisconnects(t *testing.T) {
+	p, da, db := twoDevices(t, nil)
+	pr := connect(t, p, da, db)
+	pr.cli.post(t, &core.Op{Kind: core.OpRecv, Buf: make([]byte, 10)})
+	if err := pr.cli.ep.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := pr.cli.wait(t); d.c.Err != fi.ECANCELED {
+		t.Errorf("receive posted at close: %v, want FI_ECANCELED", d.c.Err)
+	}
+	pr.srv.ev.waitShutdown(t)
+}
+
+// TestListenerCloseRejects: requests the listener holds when it closes
+// are rejected.
+func TestListenerCloseRejects(t *testing.T) {
+	p, da, db := twoDevices(t, nil)
+	pep, pev, addr := listen(t, p, db)
+	cli := newSide(t, da, infoOf(t, p, da.name, fi.EP_MSG), nil)
+	if err := cli.ep.Connect(addr, nil); err != nil {
+		t.Fatal(err)
+	}
+	pev.waitReq(t)
+	pep.Close()
+	if f := cli.ev.waitFailed(t); !errors.Is(f.err, fi.ECONNREFUSED) {
+		t.Errorf("Failed(%v), want FI_ECONNREFUSED", f.err)
+	}
+	if err := newSide(t, da, infoOf(t, p, da.name, fi.EP_MSG), nil).ep.Connect(addr, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestListenAddresses: a listener takes its device's address or none;
+// a port is taken once.
+func TestListenAddresses(t *testing.T) {
+	p, _, db := twoDevices(t, nil)
+	_, _, addr := listen(t, p, db)
+	pep, err := db.NewPassiveEndpoint(infoOf(t, p, db.name, fi.EP_MSG), newPEPEvents())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pep.Close()
+	if err := pep.Listen(addr); !errors.Is(err, fi.EADDRINUSE) {
+		t.Errorf("listen on a taken port = %v, want FI_EADDRINUSE", err)
+	}
+	if err := pep.Listen(fi.SockAddr(netip.MustParseAddrPort("127.0.0.1:5000"))); !errors.Is(err, fi.EADDRNOTAVAIL) {
+		t.Errorf("listen on another device's address = %v, want FI_EADDRNOTAVAIL", err)
+	}
+	if err := pep.Listen(fi.SockAddr(netip.MustParseAddrPort("127.0.0.2:5000"))); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := pep.Name(); n.IP.Port() != 5000 {
+		t.Errorf("name %v, want port 5000", n)
+	}
+}
+
+// TestLossyConnections: with datagrams dropped, duplicated and reordered,
+// connections are made (each request reported once), carry messages, and
+// shut down on both sides.
+func TestLossyConnections(t *testing.T) {
+	shortTimers(t)
+	p, da, db := twoDevices(t, &ibv.Fault{Drop: 0.2, Duplicate: 0.2, Reorder: 0.2, Seed: 7})
+	_, pev, addr := listen(t, p, db)
+	for i := range 5 {
+		cli := newSide(t, da, infoOf(t, p, da.name, fi.EP_MSG), nil)
+		if err := cli.ep.Connect(addr, []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		req := pev.waitReq(t)
+		if d := req.Data(); len(d) != 1 || d[0] != byte(i) {
+			t.Fatalf("connection %d: request data %x", i, d)
+		}
+		srv := newSide(t, db, req.Info(), req)
+		if err := srv.ep.Accept(nil); err != nil {
+			t.Fatal(err)
+		}
+		cli.ev.waitConnected(t)
+		srv.ev.waitConnected(t)
+		msg := pattern(3000, i)
+		srv.post(t, &core.Op{Kind: core.OpRecv, Buf: make([]byte, 4000)})
+		cli.post(t, &core.Op{Kind: core.OpSend, Buf: msg})
+		if d := srv.wait(t); d.c.Err != 0 || !bytes.Equal(d.op.Buf[:d.c.Len], msg) {
+			t.Fatalf("connection %d: receive %+v", i, d.c)
+		}
+		if err := srv.ep.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
+		srv.ev.waitShutdown(t)
+		cli.ev.waitShutdown(t)
+	}
+	select {
+	case r := <-pev.reqs:
+		t.Errorf("a duplicate request was reported: %q", r.Data())
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// sendRaw sends b as a datagram from a's QP1 to the QP1 of the device
+// with IP dst.
+func sendRaw(t *testing.T, a *agent, dst netip.Addr, b []byte) {
+	t.Helper()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.free) == 0 {
+		t.Fatal("no free send slot")
+	}
+	slot := a.free[len(a.free)-1]
+	s := a.slot(slot)
+	clear(s)
+	copy(s, b)
+	ah, err := a.ahLocked(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wr := ibv.SendWR{WRID: uint64(slot), Opcode: ibv.WRSend, Flags: ibv.SendSignaled, AH: ah, RemoteQPN: 1, RemoteQKey: cm.GSIQKey,
+		SGList: []ibv.SGE{{Addr: a.mr.IOVA + uint64(slot*cmSlotSize), Length: uint32(len(b)), LKey: a.mr.LKey}}}
+	if err := a.qp.PostSend(&wr); err != nil {
+		t.Fatal(err)
+	}
+	a.free = a.free[:len(a.free)-1]
+}
+
+// TestMalformedMADs: datagrams that are not CM messages, and CM messages
+// about connections that do not exist, are dropped or answered without
+// harm; the agent goes on connecting.
+func TestMalformedMADs(t *testing.T) {
+	p, da, db := twoDevices(t, nil)
+	a, b := da.dev.cm, db.dev.cm
+	dst := db.dev.ip
+	valid := func(m cm.Msg) []byte {
+		var buf [cm.MADSize]byte
+		if err := m.Encode(buf[:]); err != nil {
+			t.Fatal(err)
+		}
+		return buf[:]
+	}
+	bad := [][]byte{
+		nil,
+		[]byte("short"),
+		bytes.Repeat([]byte{0xff}, cm.MADSize),
+		append(valid(cm.Msg{Type: cm.RTU, LocalCommID: 1, RemoteCommID: 2}), 0), // too long
+	}
+	for _, d := range bad {
+		sendRaw(t, a, dst, d)
+	}
+	req := valid(cm.Msg{Type: cm.REQ, LocalCommID: 1, PathMTU: 3})
+	req[cm.HeaderSize+32] = 200 // private data longer than the field
+	sendRaw(t, a, dst, req)
+	// Well-formed, about nothing.
+	for _, m := range []cm.Msg{
+		{Type: cm.REP, LocalCommID: 5, RemoteCommID: 6, PathMTU: 3},
+		{Type: cm.RTU, LocalCommID: 5, RemoteCommID: 6},
+		{Type: cm.REJ, LocalCommID: 5, RemoteCommID: 6},
+		{Type: cm.DREQ, LocalCommID: 5, RemoteCommID: 6},
+		{Type: cm.DREP, LocalCommID: 5, RemoteCommID: 6},
+		{Type: cm.SIDRREP, RequestID: 9},
+		{Type: cm.REQ, LocalCommID: 7, PathMTU: 3, ServiceID: cm.ServiceID(cm.PortSpaceUDP, 1)},
+	} {
+		sendRaw(t, a, dst, valid(m))
+	}
+	deadline := time.Now().Add(waitTime)
+	for {
+		b.mu.Lock()
+		n := b.malformed
+		b.mu.Unlock()
+		if n == 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d datagrams counted as malformed, want 5", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	pr := connect(t, p, da, db)
+	msg := []byte("still working")
+	pr.srv.post(t, &core.Op{Kind: core.OpRecv, Buf: make([]byte, 64)})
+	pr.cli.post(t, &core.Op{Kind: core.OpSend, Buf: msg})
+	if d := pr.srv.wait(t); !bytes.Equal(d.op.Buf[:d.c.Len], msg) {
+		t.Errorf("received %q", d.op.Buf[:d.c.Len])
+	}
+}

@@ -1,0 +1,136 @@
+package verbs
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/providers/rxm"
+)
+
+// rdmPair makes an FI_EP_RDM endpoint (rxm over verbs) on each device.
+func rdmPair(t *testing.T) (a, b side, nameA, nameB fi.Addr, da, db core.ProviderDomain) {
+	p := testProvider(t, nil, "127.0.0.1", "127.0.0.2")
+	w := rxm.Wrap(p)
+	open := func(name string) (core.ProviderDomain, side, fi.Addr) {
+		d, err := w.OpenDomain(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var info *fi.Info
+		for _, in := range w.Infos() {
+			if in.DomainAttr.Name == name && in.EPAttr.Type == fi.EP_RDM {
+				info = in
+			}
+		}
+		s := side{ev: newEPEvents(), done: make(chan done, 1<<10)}
+		if s.ep, err = d.NewEndpoint(info, nil, s.ev); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ep.Enable(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			s.ep.Close()
+			d.Close()
+		})
+		n, _ := s.ep.Name()
+		return d, s, n
+	}
+	da, a, nameA = open("rxe_127_0_0_1")
+	db, b, nameB = open("rxe_127_0_0_2")
+	return
+}
+
+// TestRDMInfo: the FI_EP_RDM entries over verbs are "verbs;ofi_rxm" with
+// verbs's memory registration and CQ data attributes, rxm's eager size as
+// inject_size (FI_MR_LOCAL), and no FI_RMA_EVENT.
+func TestRDMInfo(t *testing.T) {
+	p := testProvider(t, nil, "127.0.0.1")
+	var n int
+	for _, in := range rxm.Wrap(p).Infos() {
+		if in.EPAttr.Type != fi.EP_RDM {
+			continue
+		}
+		n++
+		d := in.DomainAttr
+		if in.FabricAttr.ProvName != "verbs;ofi_rxm" || d.Name != "rxe_127_0_0_1" || d.MRMode&fi.MR_LOCAL == 0 || d.MRKeySize != 4 ||
+			d.CQDataSize != 4 || in.TxAttr.InjectSize != rxm.EagerLimit || in.Caps&fi.RMA_EVENT != 0 || in.EPAttr.MaxMsgSize != MaxMsgSize ||
+			in.RxAttr.Mode&fi.RX_CQ_DATA != 0 {
+			t.Errorf("RDM entry: prov_name %q domain %s mr_mode %v key size %d cq_data_size %d inject %d caps %v max_msg %d rx mode %v",
+				in.FabricAttr.ProvName, d.Name, d.MRMode, d.MRKeySize, d.CQDataSize, in.TxAttr.InjectSize, in.Caps, in.EPAttr.MaxMsgSize, in.RxAttr.Mode)
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d FI_EP_RDM entries, want 1", n)
+	}
+}
+
+// TestRDM: rxm over verbs carries eager messages, rendezvous messages
+// (read by the receiver from a registration of the send buffer), RMA with
+// the keys of memory registered through the RDM domain, and remote CQ
+// data of writes, which take one of rxm's receive buffers.
+func TestRDM(t *testing.T) {
+	a, b, nameA, nameB, _, db := rdmPair(t)
+	for i, n := range []int{10, rxm.EagerLimit, rxm.EagerLimit + 1, 300000} {
+		msg := pattern(n, i)
+		b.post(t, &core.Op{Kind: core.OpRecv, Buf: make([]byte, n)})
+		a.post(t, &core.Op{Kind: core.OpSend, Buf: msg, Peer: nameB})
+		if d := a.wait(t); d.c.Err != 0 || d.c.Len != uint64(n) {
+			t.Fatalf("%d bytes: send %+v", n, d.c)
+		}
+		if d := b.wait(t); d.c.Err != 0 || !bytes.Equal(d.op.Buf[:d.c.Len], msg) {
+			t.Fatalf("%d bytes: receive %+v", n, d.c)
+		}
+	}
+	// b answers over the same connection.
+	a.post(t, &core.Op{Kind: core.OpRecv, Buf: make([]byte, 8)})
+	b.post(t, &core.Op{Kind: core.OpSend, Buf: []byte("back"), Peer: nameA})
+	b.wait(t)
+	if d := a.wait(t); string(d.op.Buf[:d.c.Len]) != "back" {
+		t.Errorf("a received %q", d.op.Buf[:d.c.Len])
+	}
+
+	reg, ok := db.(core.MemoryRegistrar)
+	if !ok {
+		t.Fatal("the RDM domain over verbs does not register memory")
+	}
+	target := sharedMem(t, 1<<16)
+	m, err := reg.RegisterMemory(target, fi.REMOTE_READ|fi.REMOTE_WRITE, uint64(fi.KEY_NOTAVAIL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	data := pattern(3000, 7)
+	a.post(t, &core.Op{Kind: core.OpWrite, Buf: data, Addr: 10, Key: m.Key(), Peer: nameB})
+	if d := a.wait(t); d.c.Err != 0 || d.c.Flags != fi.CQFlags(fi.RMA|fi.WRITE) {
+		t.Fatalf("write: %+v", d.c)
+	}
+	if !bytes.Equal(target[10:3010], data) {
+		t.Error("the target does not hold the written bytes")
+	}
+	got := make([]byte, 3000)
+	a.post(t, &core.Op{Kind: core.OpRead, Buf: got, Addr: 10, Key: m.Key(), Peer: nameB})
+	if d := a.wait(t); d.c.Err != 0 || !bytes.Equal(got, data) {
+		t.Errorf("read: %+v", d.c)
+	}
+	a.post(t, &core.Op{Kind: core.OpWrite, Buf: data[:100], Addr: 5000, Key: m.Key(), Peer: nameB,
+		Flags: fi.OpFlags(fi.REMOTE_CQ_DATA), Data: 0x1234})
+	a.wait(t)
+	select {
+	case c := <-b.ev.remote:
+		if c.Flags&fi.CQFlags(fi.REMOTE_WRITE|fi.REMOTE_CQ_DATA) != fi.CQFlags(fi.REMOTE_WRITE|fi.REMOTE_CQ_DATA) || c.Data != 0x1234 || c.Len != 100 {
+			t.Errorf("remote write event %+v", c)
+		}
+	case <-time.After(waitTime):
+		t.Fatal("no remote write event for writedata")
+	}
+	// The connection still carries messages: the buffer was reposted.
+	b.post(t, &core.Op{Kind: core.OpRecv, Buf: make([]byte, 8)})
+	a.post(t, &core.Op{Kind: core.OpSend, Buf: []byte("after"), Peer: nameB})
+	if d := b.wait(t); string(d.op.Buf[:d.c.Len]) != "after" {
+		t.Errorf("b received %q", d.op.Buf[:d.c.Len])
+	}
+}
