@@ -35,9 +35,13 @@ import (
 var confRuns = []confRun{
 	{prov: "tcp", dom: "lo", typ: "FI_EP_MSG"},
 	{prov: "tcp", dom: "lo", typ: "FI_EP_RDM"},
+	{prov: "verbs", dom: verbsDevice, typ: "FI_EP_MSG", noCancel: "a receive posted to a QP cannot be taken back (libfabric's verbs: fi_no_cancel)"},
+	{prov: "verbs", dom: verbsDevice, typ: "FI_EP_RDM"},
 }
 
-type confRun struct{ prov, dom, typ string }
+// confRun is a provider, a domain and an endpoint type; noCancel says why
+// its posted receives cannot be cancelled, if they cannot.
+type confRun struct{ prov, dom, typ, noCancel string }
 
 func (r confRun) msg() bool { return r.typ == "FI_EP_MSG" }
 
@@ -48,6 +52,7 @@ type confScenario struct {
 	msgOnly bool    // connection management: FI_EP_MSG
 	caps    fi.Caps // the endpoint capabilities it needs
 	cqData  bool    // it needs remote CQ data (the domain's cq_data_size > 0)
+	cancels bool    // it cancels a posted receive
 	// shellGap is why the shell's files cannot run it; "" if they can.
 	shellGap string
 	run      func(t *testing.T, x *confEnv)
@@ -89,7 +94,10 @@ type confEnv struct {
 	dom  string // the domain's directory
 	caps fi.Caps
 	data bool // cq_data_size > 0
-	impl confImpl
+	// rxCQData: the endpoint's rx_attr.mode has FI_RX_CQ_DATA, so remote
+	// CQ data (of an RMA write too) takes a posted receive.
+	rxCQData bool
+	impl     confImpl
 }
 
 // probe reads the capabilities of an endpoint of the run's type.
@@ -102,6 +110,9 @@ func (x *confEnv) probe(t *testing.T) {
 	must(t, err)
 	x.caps = caps
 	x.data = x.file(t, x.dom, "attr/cq_data_size") != "0"
+	mode, err := fi.Parse[fi.Mode](x.file(t, ep, "attr/rx_mode"))
+	must(t, err)
+	x.rxCQData = mode&fi.RX_CQ_DATA != 0
 }
 
 // lacks says why the run cannot have scenario s, or "".
@@ -113,6 +124,8 @@ func (x *confEnv) lacks(s confScenario) string {
 		return fmt.Sprintf("attr/caps %v lacks %v", x.caps, s.caps&^x.caps)
 	case s.cqData && !x.data:
 		return "attr/cq_data_size is 0"
+	case s.cancels && x.run.noCancel != "":
+		return "no cancel: " + x.run.noCancel
 	}
 	return ""
 }
@@ -841,7 +854,13 @@ func (s *shellIO) parse(t *testing.T, line string) confCQE {
 			t.Fatalf("%s: cq events line %q: %v", s.n.name, line, err)
 		}
 	}
-	if e.Flags&fi.CQFlags(fi.RECV) != 0 && e.Flags&fi.CQFlags(fi.REMOTE_WRITE) == 0 {
+	// A receive completes: a message, or with FI_RX_CQ_DATA the remote CQ
+	// data of an RMA write (then the read of data returns no bytes).
+	recv := e.Flags&fi.CQFlags(fi.RECV) != 0 && e.Flags&fi.CQFlags(fi.REMOTE_WRITE) == 0
+	if s.x.rxCQData && e.Flags&fi.CQFlags(fi.REMOTE_WRITE|fi.REMOTE_CQ_DATA) == fi.CQFlags(fi.REMOTE_WRITE|fi.REMOTE_CQ_DATA) {
+		recv = true
+	}
+	if recv {
 		if s.recvs == 0 {
 			t.Fatalf("%s: a receive completed that the shell did not post: %q", s.n.name, line)
 		}

@@ -36,7 +36,7 @@ func treeDocs(t *testing.T) map[string]string {
 // /tcp/lo/ep/a/ctl -> /<prov>/<domain>/ep/<id>/ctl.
 func generic(rel string) string {
 	p := strings.Split(strings.TrimPrefix(rel, "/"), "/")
-	if len(p) >= 1 && p[0] == "tcp" {
+	if len(p) >= 1 && (p[0] == "tcp" || p[0] == "verbs") {
 		p[0] = "<prov>"
 	}
 	if len(p) >= 2 && p[0] == "<prov>" && p[1] != "info" {
@@ -75,8 +75,8 @@ func TestTreeMatchesDocs(t *testing.T) {
 		if rel == "" {
 			return nil
 		}
-		// Walk one domain: the others have the same shape.
-		if p := strings.Split(rel, "/"); len(p) >= 3 && p[1] == "tcp" && p[2] != "lo" && p[2] != "info" {
+		// Walk one domain (tcp's lo): the others have the same shape.
+		if p := strings.Split(rel, "/"); len(p) >= 3 && (p[1] == "tcp" && p[2] != "lo" || p[1] == "verbs") && p[2] != "info" {
 			if e.IsDir() {
 				seen[generic(rel)] = "dir"
 				return fs.SkipDir

@@ -6,9 +6,11 @@ package tests
 import (
 	"bufio"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -98,7 +100,10 @@ func mount(t *testing.T) *daemon {
 }
 
 // mountWith is mount with extra daemon flags (such as -mapping=symlink),
-// given before the mount point.
+// given before the mount point. The daemon has one verbs device,
+// verbsDevice on 127.0.0.1, on a UDP port free when it starts, so that
+// daemons of tests running at the same time do not share a fabric; a flag
+// of the test's own overrides it.
 func mountWith(t *testing.T, flags ...string) *daemon {
 	t.Helper()
 	needFUSE(t)
@@ -107,7 +112,8 @@ func mountWith(t *testing.T, flags ...string) *daemon {
 		t.Fatal(err)
 	}
 	d := &daemon{mnt: mnt, log: &strings.Builder{}}
-	d.cmd = exec.Command(daemonBin, append(append([]string(nil), flags...), mnt)...)
+	args := []string{"-verbs-addrs", "127.0.0.1", "-roce-port", strconv.Itoa(freeUDPPort(t))}
+	d.cmd = exec.Command(daemonBin, append(append(args, flags...), mnt)...)
 	pr, pw, _ := os.Pipe()
 	d.cmd.Stdout, d.cmd.Stderr = pw, pw
 	if err := d.cmd.Start(); err != nil {
@@ -137,6 +143,20 @@ func mountWith(t *testing.T, flags ...string) *daemon {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return d
+}
+
+// verbsDevice is the verbs device mount gives a daemon: its domain's name.
+const verbsDevice = "rxe_127_0_0_1"
+
+// freeUDPPort is a UDP port of 127.0.0.1 that nothing uses now.
+func freeUDPPort(t *testing.T) int {
+	t.Helper()
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port
 }
 
 // stop sends SIGTERM to the daemon (by PID) and waits for it to exit and
