@@ -47,6 +47,7 @@ type EP struct {
 	dataMu     sync.Mutex // serialises readers of the data file
 	pending    []byte     // the rest of a message a data-file read did not take
 	pendingErr error      // the error a read returns once pending is taken: a truncation
+	held       *heldRecv  // a receive an interrupted read left posted, for the next read
 	dest       uint64     // FI_EP_RDM, FI_EP_DGRAM: the fi_addr data-file writes go to (ctl dest); ADDR_UNSPEC: none
 	shell      dataParams // how the data file sends and receives (ctl tag, src, cqdata, rxbuf)
 }
@@ -675,10 +676,67 @@ func (e *EP) ReadData(ctx context.Context, p []byte, off int64) (int, error) {
 // recvMessage posts a receive, with a buffer the provider sizes to the
 // message or of rxbuf bytes, and waits for it; after `tag` it is an
 // fi_trecv, after `src` it takes that sender's messages only. If ctx ends
-// first the receive is cancelled; if it had already started, the message
-// is returned with fi.EINTR, to be kept for the next read. A message
-// longer than rxbuf is returned truncated, with fi.ETRUNC.
+// first the receive is cancelled; if it had already completed, the
+// message is returned with fi.EINTR, to be kept for the next read; if it
+// cannot be cancelled, it stays posted and the next read waits for it
+// instead of posting one. A message longer than rxbuf is returned
+// truncated, with fi.ETRUNC. Called with dataMu held.
 func (e *EP) recvMessage(ctx context.Context) ([]byte, error) {
+	h := e.held
+	e.held = nil
+	if h == nil {
+		var err error
+		if h, err = e.postRecvMessage(); err != nil {
+			return nil, err
+		}
+	}
+	op, done := h.op, h.done
+	var c Completion
+	select {
+	case c = <-done:
+	case <-ctx.Done():
+		e.mu.Lock()
+		prov := e.prov
+		e.mu.Unlock()
+		if !prov.Cancel(op) {
+			select {
+			case c = <-done:
+			default:
+				// Under way, or a provider that cannot take a
+				// receive back (verbs): the next read takes its
+				// message.
+				e.held = h
+				return nil, Errorf(fi.EINTR, "interrupted; the receive stays posted for the next read")
+			}
+		} else {
+			c = <-done
+		}
+		if c.Err == 0 {
+			return placed(op, c), Errorf(fi.EINTR, "interrupted; the message is kept for the next read")
+		}
+		if c.Err == fi.ECANCELED {
+			return nil, Errorf(fi.EINTR, "interrupted")
+		}
+	}
+	switch c.Err {
+	case 0:
+		return placed(op, c), nil
+	case fi.ETRUNC:
+		return placed(op, c), Errorf(c.Err, "receive: a message of %d bytes, truncated to rxbuf %d", c.Len+c.OLen, c.Len)
+	}
+	return nil, Errorf(c.Err, "receive: %v", c.Err)
+}
+
+// heldRecv is a receive of the data file and the channel of its
+// completion.
+type heldRecv struct {
+	op   *Op
+	done chan Completion
+}
+
+// postRecvMessage posts a receive for a read of the data file, with the
+// parameters of the ctl verbs tag, src and rxbuf.
+func (e *EP) postRecvMessage() (*heldRecv, error) {
 	e.mu.Lock()
 	p := e.shell
 	e.mu.Unlock()
@@ -699,29 +757,7 @@ func (e *EP) recvMessage(ctx context.Context) ([]byte, error) {
 	if err := e.post(op, func(c Completion) { done <- c }); err != nil {
 		return nil, err
 	}
-	var c Completion
-	select {
-	case c = <-done:
-	case <-ctx.Done():
-		e.mu.Lock()
-		prov := e.prov
-		e.mu.Unlock()
-		prov.Cancel(op)
-		c = <-done
-		if c.Err == 0 {
-			return placed(op, c), Errorf(fi.EINTR, "interrupted; the message is kept for the next read")
-		}
-		if c.Err == fi.ECANCELED {
-			return nil, Errorf(fi.EINTR, "interrupted")
-		}
-	}
-	switch c.Err {
-	case 0:
-		return placed(op, c), nil
-	case fi.ETRUNC:
-		return placed(op, c), Errorf(c.Err, "receive: a message of %d bytes, truncated to rxbuf %d", c.Len+c.OLen, c.Len)
-	}
-	return nil, Errorf(c.Err, "receive: %v", c.Err)
+	return &heldRecv{op, done}, nil
 }
 
 // placed is the message a receive's completion c says op.Buf holds. A

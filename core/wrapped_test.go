@@ -2,9 +2,11 @@ package core_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -18,8 +20,9 @@ type regProvider struct {
 	mu      sync.Mutex
 	next    uint64
 	regs    map[*regMem]bool // live registrations
-	posted  []*core.Op
-	badKeys bool // every registration gets key 1
+	posted   []*core.Op
+	badKeys  bool // every registration gets key 1
+	noCancel bool // endpoints cannot cancel, as verbs's
 }
 
 type regDomain struct {
@@ -73,6 +76,13 @@ func (e regEP) Post(op *core.Op) error {
 	e.p.posted = append(e.p.posted, op)
 	e.p.mu.Unlock()
 	return e.Endpoint.Post(op)
+}
+
+func (e regEP) Cancel(op *core.Op) bool {
+	if e.p.noCancel {
+		return false
+	}
+	return e.Endpoint.Cancel(op)
 }
 
 func (m *regMem) Key() uint64 { return m.key }
@@ -217,5 +227,39 @@ func TestOpsCarryRegistration(t *testing.T) {
 	}
 	if send.Mem != nil {
 		t.Errorf("a data-file send carries registration %v", send.Mem)
+	}
+}
+
+// TestInterruptedReadKeepsReceive: a read of the data file interrupted
+// while its receive cannot be cancelled returns EINTR at once, and the
+// next read takes the message that receive gets.
+func TestInterruptedReadKeepsReceive(t *testing.T) {
+	d, p := regDomainOf(t)
+	p.noCancel = true
+	a, b, _, _, _ := pair(t, d, "bind cq c send,recv")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	epB := b.Impl.(*core.EP)
+	if _, err := epB.ReadData(ctx, make([]byte, 64), 0); !errors.Is(err, fi.EINTR) {
+		t.Fatalf("interrupted read = %v, want FI_EINTR", err)
+	}
+	if err := a.Impl.(*core.EP).WriteData(context.Background(), []byte("later")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	n, err := epB.ReadData(context.Background(), buf, 0)
+	if err != nil || string(buf[:n]) != "later" {
+		t.Errorf("next read = %q, %v; want later", buf[:n], err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	recvs := 0
+	for _, op := range p.posted {
+		if op.Kind == core.OpRecv {
+			recvs++
+		}
+	}
+	if recvs != 1 {
+		t.Errorf("%d receives posted, want the one the interrupted read left", recvs)
 	}
 }
