@@ -17,9 +17,9 @@ import (
 // endpoints record the operations posted to them.
 type regProvider struct {
 	core.Provider
-	mu      sync.Mutex
-	next    uint64
-	regs    map[*regMem]bool // live registrations
+	mu       sync.Mutex
+	next     uint64
+	regs     map[*regMem]bool // live registrations
 	posted   []*core.Op
 	badKeys  bool // every registration gets key 1
 	noCancel bool // endpoints cannot cancel, as verbs's
