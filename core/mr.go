@@ -54,7 +54,7 @@ func (m *MR) Register() error {
 	requested := m.requestedKey
 	var mem Memory
 	if r, ok := m.obj.Dom.prov.(MemoryRegistrar); ok {
-		if mem, err = r.RegisterMemory(shm.Mem, m.access, requested); err != nil {
+		if mem, err = r.RegisterMemory(m.obj.Owner, shm.Mem, m.access, requested); err != nil {
 			shm.Close()
 			return err
 		}

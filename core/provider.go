@@ -49,14 +49,36 @@ type ProviderDomain interface {
 // registrations, and remote operations are resolved by core through
 // EndpointEvents.Region.
 type MemoryRegistrar interface {
-	// RegisterMemory registers buf, to be accessed as access allows
-	// (fi.SEND, fi.RECV, fi.READ, fi.WRITE, fi.REMOTE_READ, fi.REMOTE_WRITE;
-	// fi_mr_reg(3)). requestedKey is the key the application asked for, or
-	// fi.KEY_NOTAVAIL; a provider with FI_MR_PROV_KEY ignores it, as
-	// fi_mr_reg(3) says ("Parameter is ignored if FI_MR_PROV_KEY flag is
-	// set in the domain mr_mode bits"). Addresses in the registration are
-	// offsets from buf's first byte. buf stays valid until Close.
-	RegisterMemory(buf []byte, access fi.Caps, requestedKey uint64) (Memory, error)
+	// RegisterMemory registers buf for the user owner, to be accessed as
+	// access allows (fi.SEND, fi.RECV, fi.READ, fi.WRITE, fi.REMOTE_READ,
+	// fi.REMOTE_WRITE; fi_mr_reg(3)). requestedKey is the key the
+	// application asked for, or fi.KEY_NOTAVAIL; a provider with
+	// FI_MR_PROV_KEY ignores it, as fi_mr_reg(3) says ("Parameter is
+	// ignored if FI_MR_PROV_KEY flag is set in the domain mr_mode bits").
+	// Addresses in the registration are offsets from buf's first byte.
+	// buf stays valid until Close.
+	//
+	// Peers' operations reach the memory without core, so the provider
+	// keeps owners apart itself: a peer of an endpoint of one owner
+	// (Owned) reaches only that owner's memory, whatever key it names, as
+	// core ensures through EndpointEvents.Region for other providers.
+	RegisterMemory(owner uint32, buf []byte, access fi.Caps, requestedKey uint64) (Memory, error)
+}
+
+// Owned is implemented by the EndpointEvents core gives providers: Owner
+// is the uid of the user the endpoint belongs to, for a MemoryRegistrar's
+// separation of owners. A provider layered over another passes it on to
+// the events it gives the provider below.
+type Owned interface {
+	Owner() uint32
+}
+
+// OwnerOf is the owner ev names (Owned), or 0 (root) when it names none.
+func OwnerOf(ev EndpointEvents) uint32 {
+	if o, ok := ev.(Owned); ok {
+		return o.Owner()
+	}
+	return 0
 }
 
 // Memory is a registration made by a MemoryRegistrar.

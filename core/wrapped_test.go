@@ -21,8 +21,9 @@ type regProvider struct {
 	next     uint64
 	regs     map[*regMem]bool // live registrations
 	posted   []*core.Op
-	badKeys  bool // every registration gets key 1
-	noCancel bool // endpoints cannot cancel, as verbs's
+	owners   []uint32 // of the endpoints made, in order
+	badKeys  bool     // every registration gets key 1
+	noCancel bool     // endpoints cannot cancel, as verbs's
 }
 
 type regDomain struct {
@@ -35,6 +36,7 @@ type regMem struct {
 	key    uint64
 	buf    []byte
 	access fi.Caps
+	owner  uint32
 }
 
 type regEP struct {
@@ -50,12 +52,12 @@ func (p *regProvider) OpenDomain(name string) (core.ProviderDomain, error) {
 	return regDomain{d, p}, nil
 }
 
-func (d regDomain) RegisterMemory(buf []byte, access fi.Caps, requestedKey uint64) (core.Memory, error) {
+func (d regDomain) RegisterMemory(owner uint32, buf []byte, access fi.Caps, requestedKey uint64) (core.Memory, error) {
 	p := d.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.next++
-	m := &regMem{p: p, key: 0x1000 + p.next, buf: buf, access: access}
+	m := &regMem{p: p, key: 0x1000 + p.next, buf: buf, access: access, owner: owner}
 	if p.badKeys {
 		m.key = 1
 	}
@@ -68,6 +70,9 @@ func (d regDomain) NewEndpoint(info *fi.Info, req core.ConnReq, ev core.Endpoint
 	if err != nil {
 		return nil, err
 	}
+	d.p.mu.Lock()
+	d.p.owners = append(d.p.owners, core.OwnerOf(ev))
+	d.p.mu.Unlock()
 	return regEP{e, d.p}, nil
 }
 
@@ -123,11 +128,19 @@ func regDomainOf(t *testing.T) (*core.Domain, *regProvider) {
 	return d, p
 }
 
-// regMR makes and registers a memory region of n bytes with the
+// regMR makes and registers a memory region of n bytes for uid 0 with the
 // requested key (if not empty) and access (if not empty).
 func regMR(t *testing.T, d *core.Domain, name string, n int, key, access string) (*core.Object, error) {
+	return regMRAs(t, d, 0, name, n, key, access)
+}
+
+// regMRAs is regMR for uid.
+func regMRAs(t *testing.T, d *core.Domain, uid uint32, name string, n int, key, access string) (*core.Object, error) {
 	t.Helper()
-	o := create(t, d, core.KindMR, name)
+	o, err := d.Create(core.KindMR, name, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, a := range o.Impl.Attrs() {
 		v := map[string]string{"len": fmt.Sprint(n), "requested_key": key, "access": access}[a.Name]
 		if v != "" {
@@ -136,7 +149,7 @@ func regMR(t *testing.T, d *core.Domain, name string, n int, key, access string)
 			}
 		}
 	}
-	return o, o.Ctl(context.Background(), 0, "reg")
+	return o, o.Ctl(context.Background(), uid, "reg")
 }
 
 // TestMemoryRegistrar: on a domain that registers memory, a region's
@@ -180,14 +193,27 @@ func TestMemoryRegistrar(t *testing.T) {
 		t.Errorf("%d registrations left after the region closed", n)
 	}
 
+	// The owner is the region's: a registrar keeps owners apart.
+	if _, err := regMRAs(t, d, 1000, "u", 4096, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	var owners []uint32
+	for r := range p.regs {
+		owners = append(owners, r.owner)
+	}
+	p.mu.Unlock()
+	if len(owners) != 1 || owners[0] != 1000 {
+		t.Errorf("registrations for owners %v, want [1000]", owners)
+	}
 	p.badKeys = true
 	if _, err := regMR(t, d, "b", 4096, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	_, err = regMR(t, d, "c", 4096, "", "")
 	wantCode(t, "reg with a provider key in use", err, fi.ENOKEY)
-	if n := p.live(); n != 1 {
-		t.Errorf("%d registrations live, want the first region's only", n)
+	if n := p.live(); n != 2 {
+		t.Errorf("%d registrations live, want uid 1000's and the first with key 1", n)
 	}
 }
 
@@ -261,5 +287,29 @@ func TestInterruptedReadKeepsReceive(t *testing.T) {
 	}
 	if recvs != 1 {
 		t.Errorf("%d receives posted, want the one the interrupted read left", recvs)
+	}
+}
+
+// TestEndpointOwner: the events core gives a provider's endpoint name its
+// owner (core.Owned), for a registrar's separation of owners.
+func TestEndpointOwner(t *testing.T) {
+	d, p := regDomainOf(t)
+	objs := map[core.Kind]*core.Object{}
+	for _, k := range []core.Kind{core.KindEQ, core.KindCQ, core.KindEP} {
+		o, err := d.Create(k, "o"+k.String(), 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs[k] = o
+	}
+	for _, c := range []string{"bind eq oeq", "bind cq ocq send,recv", "enable"} {
+		if err := objs[core.KindEP].Ctl(context.Background(), 1000, c); err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.owners) != 1 || p.owners[0] != 1000 {
+		t.Errorf("endpoints made for owners %v, want [1000]", p.owners)
 	}
 }

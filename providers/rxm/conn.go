@@ -78,6 +78,10 @@ type connEvents struct {
 	c *conn
 }
 
+// Owner passes the RDM endpoint's owner on to the connection
+// (core.Owned): its peers reach that owner's memory only.
+func (ev connEvents) Owner() uint32 { return core.OwnerOf(ev.EndpointEvents) }
+
 func (ev connEvents) Connected(data []byte)         { ev.c.ep.connected(ev.c, data) }
 func (ev connEvents) Shutdown()                     { ev.c.ep.connDown(ev.c, nil, nil) }
 func (ev connEvents) Failed(err error, data []byte) { ev.c.ep.connDown(ev.c, err, data) }

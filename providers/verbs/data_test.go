@@ -279,3 +279,37 @@ func TestPoller(t *testing.T) {
 		t.Errorf("received %q", d.op.Buf[:d.c.Len])
 	}
 }
+
+// TestOwnersApart: a peer of one user's endpoint reaches that user's
+// memory by key, and not another user's, though both are in the domain:
+// each user has a protection domain of its own.
+func TestOwnersApart(t *testing.T) {
+	p, da, db := twoDevices(t, nil)
+	_, pev, addr := listen(t, p, db)
+	cli := newSide(t, da, infoOf(t, p, da.name, fi.EP_MSG), nil)
+	if err := cli.ep.Connect(addr, nil); err != nil {
+		t.Fatal(err)
+	}
+	req := pev.waitReq(t)
+	srv := newSideOf(t, 1000, db, req.Info(), req)
+	if err := srv.ep.Accept(nil); err != nil {
+		t.Fatal(err)
+	}
+	cli.ev.waitConnected(t)
+	srv.ev.waitConnected(t)
+	mine := sharedMem(t, 4096)
+	theirs := sharedMem(t, 4096)
+	mineKey := regMemOf(t, 1000, db, mine, fi.REMOTE_WRITE).Key()
+	theirKey := regMemOf(t, 2000, db, theirs, fi.REMOTE_WRITE).Key()
+	cli.post(t, &core.Op{Kind: core.OpWrite, Buf: []byte("mine"), Key: mineKey})
+	if d := cli.wait(t); d.c.Err != 0 || string(mine[:4]) != "mine" {
+		t.Fatalf("write to the endpoint owner's memory: %+v", d.c)
+	}
+	cli.post(t, &core.Op{Kind: core.OpWrite, Buf: []byte("evil"), Key: theirKey})
+	if d := cli.wait(t); d.c.Err != fi.EIO || d.c.ProvErrno != int(ibv.WCRemAccessErr) {
+		t.Errorf("write to another owner's memory: %+v, want FI_EIO, IBV_WC_REM_ACCESS_ERR", d.c)
+	}
+	if string(theirs[:4]) == "evil" {
+		t.Error("another owner's memory was written")
+	}
+}

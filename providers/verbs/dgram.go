@@ -46,9 +46,9 @@ var (
 	_ core.Poller   = (*udEndpoint)(nil)
 )
 
-func newUDEndpoint(d *domain, info *fi.Info, tx, rx int, ev core.EndpointEvents) *udEndpoint {
+func newUDEndpoint(o *owned, info *fi.Info, tx, rx int, ev core.EndpointEvents) *udEndpoint {
 	e := &udEndpoint{info: info, dests: map[netip.AddrPort]*udDest{}, byQP: map[udSource]netip.AddrPort{}}
-	e.init(d, ev, tx, rx, info, true)
+	e.init(o, ev, tx, rx, info, true)
 	e.source = e.sourceOf
 	return e
 }
@@ -153,7 +153,7 @@ func (e *udEndpoint) send(op *core.Op, d *udDest) error {
 func (e *udEndpoint) resolved(dst netip.AddrPort, d *udDest, qpn, qkey uint32, err error) {
 	var ah *ibv.AH
 	if err == nil {
-		if ah, err = e.d.pd.CreateAH(ibv.AHAttr{Dest: e.d.dev.peer(dst.Addr())}); err != nil {
+		if ah, err = e.o.pd.CreateAH(ibv.AHAttr{Dest: e.d.dev.peer(dst.Addr())}); err != nil {
 			err = ibvError("address handle for "+dst.String(), err)
 		}
 	}

@@ -12,19 +12,29 @@ import (
 // route header (IBV_WC_GRH).
 const GRHSize = 40
 
-// domain is an opened domain: a protection domain of its device, for
-// FI_EP_MSG endpoints (RC) or, for the "-dgram" domain, FI_EP_DGRAM ones
-// (UD).
+// domain is an opened domain of a device, for FI_EP_MSG endpoints (RC)
+// or, for the "-dgram" domain, FI_EP_DGRAM ones (UD). Each user of the
+// domain has a protection domain of its own (owned): the device lets a
+// peer reach memory only through QPs of the memory's protection domain,
+// so a peer of one user's endpoint never reaches another user's memory,
+// whatever key it names (core.MemoryRegistrar).
 type domain struct {
-	dev     *device
-	name    string
-	dgram   bool
-	pd      *ibv.PD
-	maxMsg  int      // the longest message an endpoint sends or receives
-	discard *mapping // where the bytes of too-long messages (and UD GRHs) go
+	dev    *device
+	name   string
+	dgram  bool
+	maxMsg int // the longest message an endpoint sends or receives
 
-	mu  sync.Mutex
-	eps int // endpoints and passive endpoints open
+	mu     sync.Mutex
+	eps    int // endpoints and passive endpoints open
+	owners map[uint32]*owned
+}
+
+// owned is the protection domain of one user of a domain, and its discard
+// region (mem.go).
+type owned struct {
+	d       *domain
+	pd      *ibv.PD
+	discard *mapping // where the bytes of too-long messages (and UD GRHs) go
 }
 
 var (
@@ -33,19 +43,31 @@ var (
 )
 
 func newDomain(dev *device, name string, dgram bool) (*domain, error) {
-	pd, err := dev.dev.AllocPD()
-	if err != nil {
-		return nil, ibvError("allocating a protection domain", err)
-	}
-	d := &domain{dev: dev, name: name, dgram: dgram, pd: pd, maxMsg: int(maxMsgSize(dev.attr))}
+	d := &domain{dev: dev, name: name, dgram: dgram, maxMsg: int(maxMsgSize(dev.attr)), owners: map[uint32]*owned{}}
 	if dgram {
 		d.maxMsg = dev.attr.ActiveMTU.Bytes()
 	}
-	if d.discard, err = d.newMapping(GRHSize + d.maxMsg); err != nil {
+	return d, nil
+}
+
+// owner is the protection domain of uid, made on first use.
+func (d *domain) owner(uid uint32) (*owned, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if o := d.owners[uid]; o != nil {
+		return o, nil
+	}
+	pd, err := d.dev.dev.AllocPD()
+	if err != nil {
+		return nil, ibvError("allocating a protection domain", err)
+	}
+	o := &owned{d: d, pd: pd}
+	if o.discard, err = o.newMapping(GRHSize + d.maxMsg); err != nil {
 		pd.Dealloc()
 		return nil, err
 	}
-	return d, nil
+	d.owners[uid] = o
+	return o, nil
 }
 
 // NewEndpoint makes an FI_EP_MSG endpoint (from req, to accept or reject
@@ -68,13 +90,17 @@ func (d *domain) NewEndpoint(info *fi.Info, req core.ConnReq, ev core.EndpointEv
 			return nil, core.Errorf(fi.EINVAL, "verbs: connection request of another device or provider")
 		}
 	}
+	o, err := d.owner(core.OwnerOf(ev))
+	if err != nil {
+		return nil, err
+	}
 	if err := d.hold(); err != nil {
 		return nil, err
 	}
 	if d.dgram {
-		return newUDEndpoint(d, info.Clone(), txSize, rxSize, ev), nil
+		return newUDEndpoint(o, info.Clone(), txSize, rxSize, ev), nil
 	}
-	e := newRCEndpoint(d, info.Clone(), txSize, rxSize, ev)
+	e := newRCEndpoint(o, info.Clone(), txSize, rxSize, ev)
 	if cr != nil {
 		c, err := cr.take()
 		if err != nil {
@@ -103,22 +129,23 @@ func (d *domain) NewPassiveEndpoint(info *fi.Info, ev core.PassiveEvents) (core.
 	return newPassiveEndpoint(d, info.Clone(), ev), nil
 }
 
-// Close releases the domain's protection domain. Every endpoint must have
-// been closed.
+// Close releases the domain's protection domains. Every endpoint and
+// memory region must have been closed.
 func (d *domain) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.eps > 0 {
 		return core.Errorf(fi.EBUSY, "verbs: domain %s has %d endpoints open", d.name, d.eps)
 	}
-	if d.discard != nil {
-		d.discard.close()
-		d.discard = nil
+	var err error
+	for uid, o := range d.owners {
+		o.discard.close()
+		if e := o.pd.Dealloc(); e != nil && err == nil {
+			err = ibvError("closing domain "+d.name, e)
+		}
+		delete(d.owners, uid)
 	}
-	if err := d.pd.Dealloc(); err != nil {
-		return ibvError("closing domain "+d.name, err)
-	}
-	return nil
+	return err
 }
 
 func (d *domain) hold() error {

@@ -53,9 +53,9 @@ var (
 	_ core.Poller   = (*rcEndpoint)(nil)
 )
 
-func newRCEndpoint(d *domain, info *fi.Info, tx, rx int, ev core.EndpointEvents) *rcEndpoint {
+func newRCEndpoint(o *owned, info *fi.Info, tx, rx int, ev core.EndpointEvents) *rcEndpoint {
 	e := &rcEndpoint{info: info, psn: rand.Uint32N(cm.MaxPSN + 1)}
-	e.init(d, ev, tx, rx, info, false)
+	e.init(o, ev, tx, rx, info, false)
 	e.fatal = e.qpFailed
 	return e
 }

@@ -76,10 +76,13 @@ type epEvents struct {
 	shutdown  chan struct{}
 	failed    chan failure
 	remote    chan core.Completion
+	owner     uint32 // core.Owned
 
 	mu sync.Mutex
 	n  int
 }
+
+func (ev *epEvents) Owner() uint32 { return ev.owner }
 
 type failure struct {
 	err  error
@@ -230,8 +233,14 @@ func (s side) quiet(t testing.TB, d time.Duration) {
 
 // newSide makes an enabled endpoint of d with info (from req, if not nil).
 func newSide(t testing.TB, d *domain, info *fi.Info, req core.ConnReq) side {
+	return newSideOf(t, 0, d, info, req)
+}
+
+// newSideOf is newSide for an endpoint of owner.
+func newSideOf(t testing.TB, owner uint32, d *domain, info *fi.Info, req core.ConnReq) side {
 	t.Helper()
 	s := side{ev: newEPEvents(), done: make(chan done, 1<<12)}
+	s.ev.owner = owner
 	e, err := d.NewEndpoint(info, req, s.ev)
 	if err != nil {
 		t.Fatalf("NewEndpoint: %v", err)
@@ -289,8 +298,13 @@ func connect(t testing.TB, p *Provider, da, db *domain) pair {
 // regMem registers buf with d for access, deregistered at the end of the
 // test.
 func regMem(t testing.TB, d *domain, buf []byte, access fi.Caps) core.Memory {
+	return regMemOf(t, 0, d, buf, access)
+}
+
+// regMemOf is regMem for owner.
+func regMemOf(t testing.TB, owner uint32, d *domain, buf []byte, access fi.Caps) core.Memory {
 	t.Helper()
-	m, err := d.RegisterMemory(buf, access, uint64(fi.KEY_NOTAVAIL))
+	m, err := d.RegisterMemory(owner, buf, access, uint64(fi.KEY_NOTAVAIL))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 //     pages the message touches are ever backed; the message is copied
 //     out of it at completion, and the mapping unmapped.
 //
-// Each domain also registers one discard region (an anonymous mapping as
+// Each protection domain also registers one discard region (an anonymous mapping as
 // large as the longest message the domain's endpoints receive), whose
 // bytes nobody reads: every receive names it after its own buffer, so a
 // message longer than the buffer fills the buffer, spills into the
@@ -38,7 +38,7 @@ import (
 // mem is a registration made for core (core.Memory): a memory region of
 // the tree, or a buffer rxm lends to its peer's reads.
 type mem struct {
-	d    *domain
+	o    *owned
 	mr   *ibv.MR
 	once sync.Once
 }
@@ -59,14 +59,18 @@ func (m *mem) Close() error {
 	return err
 }
 
-// RegisterMemory registers buf with the domain's protection domain,
+// RegisterMemory registers buf with the owner's protection domain,
 // addresses being offsets from its start (iova 0). Local write is always
 // allowed (receives, reads, and remote writes need it); remote access as
 // fi_mr_reg's access says. The requested key is ignored: the domain's
 // mr_mode has FI_MR_PROV_KEY, and the device makes keys.
-func (d *domain) RegisterMemory(buf []byte, access fi.Caps, _ uint64) (core.Memory, error) {
+func (d *domain) RegisterMemory(owner uint32, buf []byte, access fi.Caps, _ uint64) (core.Memory, error) {
 	if len(buf) == 0 {
 		return nil, core.Errorf(fi.EINVAL, "verbs: registering no memory")
+	}
+	o, err := d.owner(owner)
+	if err != nil {
+		return nil, err
 	}
 	acc := ibv.AccessLocalWrite
 	if access&fi.REMOTE_READ != 0 {
@@ -75,11 +79,11 @@ func (d *domain) RegisterMemory(buf []byte, access fi.Caps, _ uint64) (core.Memo
 	if access&fi.REMOTE_WRITE != 0 {
 		acc |= ibv.AccessRemoteWrite
 	}
-	mr, err := d.pd.RegMR(buf, 0, acc)
+	mr, err := o.pd.RegMR(buf, 0, acc)
 	if err != nil {
 		return nil, ibvError("registering memory", err)
 	}
-	return &mem{d: d, mr: mr}, nil
+	return &mem{o: o, mr: mr}, nil
 }
 
 // mapping is an anonymous mapping outside Go's heap, registered for local
@@ -90,12 +94,12 @@ type mapping struct {
 }
 
 // newMapping maps and registers n bytes; pages are backed when written.
-func (d *domain) newMapping(n int) (*mapping, error) {
+func (o *owned) newMapping(n int) (*mapping, error) {
 	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
 	if err != nil {
 		return nil, core.Errorf(fi.ENOMEM, "verbs: mapping %d bytes: %v", n, err)
 	}
-	mr, err := d.pd.RegMR(b, 0, ibv.AccessLocalWrite)
+	mr, err := o.pd.RegMR(b, 0, ibv.AccessLocalWrite)
 	if err != nil {
 		unix.Munmap(b)
 		return nil, ibvError("registering a mapping", err)
@@ -122,11 +126,11 @@ type opMem struct {
 }
 
 // opMemory resolves the buffer of op for the device: op.Mem when it is a
-// registration of this domain, a registration for op otherwise, and for
-// a receive without a buffer a mapping of max bytes.
-func (d *domain) opMemory(op *core.Op, max int) (opMem, error) {
+// registration of this protection domain, a registration for op
+// otherwise, and for a receive without a buffer a mapping of max bytes.
+func (o *owned) opMemory(op *core.Op, max int) (opMem, error) {
 	if op.Buf == nil && op.Kind.IsRecv() {
-		m, err := d.newMapping(max)
+		m, err := o.newMapping(max)
 		if err != nil {
 			return opMem{}, err
 		}
@@ -135,11 +139,11 @@ func (d *domain) opMemory(op *core.Op, max int) (opMem, error) {
 	if len(op.Buf) == 0 {
 		return opMem{}, nil
 	}
-	if m, ok := op.Mem.(*mem); ok && m.d == d {
+	if m, ok := op.Mem.(*mem); ok && m.o == o {
 		mr := m.mr
 		return opMem{sge: ibv.SGE{Addr: mr.IOVA + op.MemOff, Length: uint32(len(op.Buf)), LKey: mr.LKey}, has: true}, nil
 	}
-	mr, err := d.pd.RegMR(op.Buf, 0, ibv.AccessLocalWrite)
+	mr, err := o.pd.RegMR(op.Buf, 0, ibv.AccessLocalWrite)
 	if err != nil {
 		return opMem{}, ibvError("registering a buffer", err)
 	}

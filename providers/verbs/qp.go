@@ -31,7 +31,8 @@ type pending struct {
 
 // qpBase is the queue pair, CQ and posted operations of an endpoint.
 type qpBase struct {
-	d              *domain
+	o              *owned  // the protection domain of the endpoint's owner
+	d              *domain // o's
 	ev             core.EndpointEvents
 	txSize, rxSize int
 	inject         int  // the largest FI_INJECT payload: the QP's max_inline_data
@@ -54,8 +55,9 @@ type qpBase struct {
 	source func(wc *ibv.WC) fi.Addr // UD: the sender of a datagram, if known
 }
 
-func (b *qpBase) init(d *domain, ev core.EndpointEvents, tx, rx int, info *fi.Info, ud bool) {
-	b.d, b.ev, b.txSize, b.rxSize, b.ud = d, ev, tx, rx, ud
+func (b *qpBase) init(o *owned, ev core.EndpointEvents, tx, rx int, info *fi.Info, ud bool) {
+	d := o.d
+	b.o, b.d, b.ev, b.txSize, b.rxSize, b.ud = o, d, ev, tx, rx, ud
 	b.inject = d.dev.attr.MaxInlineData
 	if info.TxAttr != nil && info.TxAttr.InjectSize < uint64(b.inject) {
 		b.inject = int(info.TxAttr.InjectSize)
@@ -75,7 +77,7 @@ func (b *qpBase) createQPLocked(t ibv.QPType) error {
 	if b.ud {
 		sges = 3 // the GRH area first
 	}
-	qp, err := b.d.pd.CreateQP(ibv.QPInitAttr{Type: t, SendCQ: cq, RecvCQ: cq, Cap: ibv.QPCap{
+	qp, err := b.o.pd.CreateQP(ibv.QPInitAttr{Type: t, SendCQ: cq, RecvCQ: cq, Cap: ibv.QPCap{
 		MaxSendWR: uint32(b.txSize), MaxRecvWR: uint32(b.rxSize), MaxSendSGE: 1, MaxRecvSGE: sges,
 		MaxInlineData: uint32(b.inject)}})
 	if err != nil {
@@ -153,7 +155,7 @@ func (b *qpBase) postRecv(op *core.Op) error {
 	if op.Flags&fi.OpFlags(fi.MULTI_RECV) != 0 {
 		return core.Errorf(fi.EOPNOTSUPP, "verbs: FI_MULTI_RECV is not supported")
 	}
-	m, err := b.d.opMemory(op, b.d.maxMsg)
+	m, err := b.o.opMemory(op, b.d.maxMsg)
 	if err != nil {
 		return err
 	}
@@ -165,13 +167,13 @@ func (b *qpBase) postRecv(op *core.Op) error {
 	}
 	var sg []ibv.SGE
 	if b.ud {
-		sg = append(sg, b.d.discard.sge(0, GRHSize))
+		sg = append(sg, b.o.discard.sge(0, GRHSize))
 	}
 	if m.has {
 		sg = append(sg, m.sge)
 	}
 	if rest := b.d.maxMsg - m.bufLen(); rest > 0 {
-		sg = append(sg, b.d.discard.sge(GRHSize, rest))
+		sg = append(sg, b.o.discard.sge(GRHSize, rest))
 	}
 	b.mu.Lock()
 	qp := b.qp
@@ -192,7 +194,7 @@ func (b *qpBase) postSend(op *core.Op, wr *ibv.SendWR) error {
 	if inject && len(op.Buf) > b.inject {
 		return core.Errorf(fi.EINVAL, "verbs: inject of %d bytes; inject_size is %d", len(op.Buf), b.inject)
 	}
-	m, err := b.d.opMemory(op, 0)
+	m, err := b.o.opMemory(op, 0)
 	if err != nil {
 		return err
 	}

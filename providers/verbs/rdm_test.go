@@ -98,7 +98,7 @@ func TestRDM(t *testing.T) {
 		t.Fatal("the RDM domain over verbs does not register memory")
 	}
 	target := sharedMem(t, 1<<16)
-	m, err := reg.RegisterMemory(target, fi.REMOTE_READ|fi.REMOTE_WRITE, uint64(fi.KEY_NOTAVAIL))
+	m, err := reg.RegisterMemory(0, target, fi.REMOTE_READ|fi.REMOTE_WRITE, uint64(fi.KEY_NOTAVAIL))
 	if err != nil {
 		t.Fatal(err)
 	}
