@@ -59,8 +59,7 @@ type agent struct {
 	mu        sync.Mutex
 	closed    bool
 	free      []int    // send slots not in use
-	backlog   []cm.Msg // with the destination in dsts
-	dsts      []netip.Addr
+	backlog   []outMAD // waiting for a send slot
 	ahs       map[netip.Addr]*ibv.AH
 	rcPorts   map[uint16]*passiveEndpoint // RC service ports taken; nil for a connecting endpoint's
 	udPorts   map[uint16]*udEndpoint
@@ -69,6 +68,12 @@ type agent struct {
 	sidrs     map[uint32]*sidrReq  // service resolutions under way, by request ID
 	work      []func()             // for the agent's goroutine
 	malformed uint64               // MADs dropped as malformed
+}
+
+// outMAD is a message and the device it goes to.
+type outMAD struct {
+	dst netip.Addr
+	msg cm.Msg
 }
 
 // remoteID names a connection by its requester: device and its
@@ -278,20 +283,14 @@ func (a *agent) postRecv(slot int) error {
 	return nil
 }
 
-// send sends m to the connection manager of the device with IP dst.
-func (a *agent) send(dst netip.Addr, m cm.Msg) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.sendLocked(dst, m)
-}
-
+// sendLocked sends m to the connection manager of the device with IP
+// dst, as soon as a send buffer is free.
 func (a *agent) sendLocked(dst netip.Addr, m cm.Msg) {
 	if a.closed {
 		return
 	}
 	if len(a.backlog) < cmBacklog {
-		a.backlog = append(a.backlog, m)
-		a.dsts = append(a.dsts, dst)
+		a.backlog = append(a.backlog, outMAD{dst, m})
 	}
 	a.flushLocked()
 }
@@ -299,13 +298,13 @@ func (a *agent) sendLocked(dst netip.Addr, m cm.Msg) {
 // flushLocked sends what waits while send buffers are free.
 func (a *agent) flushLocked() {
 	for len(a.backlog) > 0 && len(a.free) > 0 && !a.closed {
-		m, dst := a.backlog[0], a.dsts[0]
-		a.backlog, a.dsts = a.backlog[1:], a.dsts[1:]
+		out := a.backlog[0]
+		a.backlog = a.backlog[1:]
 		slot := a.free[len(a.free)-1]
-		if err := m.Encode(a.slot(slot)); err != nil {
+		if err := out.msg.Encode(a.slot(slot)); err != nil {
 			continue // our own message: cannot happen
 		}
-		ah, err := a.ahLocked(dst)
+		ah, err := a.ahLocked(out.dst)
 		if err != nil {
 			continue
 		}
@@ -317,7 +316,7 @@ func (a *agent) flushLocked() {
 		a.free = a.free[:len(a.free)-1]
 	}
 	if len(a.backlog) == 0 {
-		a.backlog, a.dsts = nil, nil
+		a.backlog = nil
 	}
 }
 
@@ -342,7 +341,7 @@ func (a *agent) ahLocked(ip netip.Addr) (*ibv.AH, error) {
 
 // Service ports.
 
-// bindRCLocked takes RC service port p (0: a free ephemeral one) for l, a
+// bindRC takes RC service port p (0: a free ephemeral one) for l, a
 // listener, or nil for a connecting endpoint.
 func (a *agent) bindRC(p uint16, l *passiveEndpoint) (uint16, error) {
 	a.mu.Lock()

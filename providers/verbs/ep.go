@@ -256,10 +256,22 @@ func (e *rcEndpoint) Shutdown() error {
 	c := e.c
 	e.mu.Unlock()
 	e.toError()
-	a := e.d.dev.cm
-	a.disconnect(c)
-	a.do(e.ev.Shutdown)
+	e.d.dev.cm.disconnect(c)
+	e.later(e.ev.Shutdown)
 	return nil
+}
+
+// later reports an event on the agent's goroutine, after the events it
+// reports itself, unless the endpoint is closed by then.
+func (e *rcEndpoint) later(report func()) {
+	e.d.dev.cm.do(func() {
+		e.mu.Lock()
+		closed := e.state == rcClosed
+		e.mu.Unlock()
+		if !closed {
+			report()
+		}
+	})
 }
 
 // cmDisconnected is the peer's DREQ: FI_SHUTDOWN.
@@ -306,10 +318,9 @@ func (e *rcEndpoint) qpFailed(wc *ibv.WC) {
 	if !live {
 		return
 	}
-	a := e.d.dev.cm
-	a.disconnect(c)
+	e.d.dev.cm.disconnect(c)
 	err := core.Errorf(fi.EIO, "verbs: the connection failed: completion status %d", wc.Status)
-	a.do(func() { e.ev.Failed(err, nil) })
+	e.later(func() { e.ev.Failed(err, nil) })
 }
 
 // Post starts a send, RMA write or read (on a connected endpoint) or a

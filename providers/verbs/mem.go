@@ -14,8 +14,9 @@ import (
 // buffer of an operation is named by a registration (FI_MR_LOCAL):
 //
 //   - a buffer of a ring request or an RMA ctl verb lies in a memory
-//     region that core registered with the domain (RegisterMemory; the
-//     operation's Op.Mem and Op.MemOff), and is used as it is;
+//     region that core registered with the domain, in the protection
+//     domain of its owner (RegisterMemory; the operation's Op.Mem and
+//     Op.MemOff), and is used as it is;
 //   - any other buffer (the data file's, rxm's own) is registered for the
 //     operation alone and deregistered when it completes: a software
 //     device registers by recording the slice, so this costs a map entry,
@@ -25,9 +26,9 @@ import (
 //     pages the message touches are ever backed; the message is copied
 //     out of it at completion, and the mapping unmapped.
 //
-// Each protection domain also registers one discard region (an anonymous mapping as
-// large as the longest message the domain's endpoints receive), whose
-// bytes nobody reads: every receive names it after its own buffer, so a
+// Each protection domain also registers one discard region (an
+// anonymous mapping as large as the longest message the domain's
+// endpoints receive), whose bytes nobody reads: every receive names it after its own buffer, so a
 // message longer than the buffer fills the buffer, spills into the
 // discard region and completes as a truncation (FI_ETRUNC, with olen)
 // instead of a length error that would end the connection; and a UD
