@@ -25,7 +25,10 @@ import (
 // -s/--src_addr (node as the source: FI_SOURCE), and fabricfs's
 // --flags (fi_getinfo flags such as FI_NUMERICHOST|FI_PROV_ATTR_ONLY) and
 // --version MAJOR.MINOR. Long options take their value after '=' or as the
-// next word. As with fi_info, the mode defaults to every mode bit set.
+// next word. As with fi_info (util/info.c), the mode and the domain's mode
+// default to every bit set, and mr_mode to every bit but FI_MR_BASIC and
+// FI_MR_SCALABLE: the query accepts what providers ask of applications,
+// such as verbs's FI_MR_LOCAL and FI_RX_CQ_DATA.
 type Query struct {
 	Version fi.Version
 	Node    string
@@ -49,7 +52,7 @@ func ParseQuery(s string) (*Query, error) {
 		TxAttr:     &fi.TxAttr{},
 		RxAttr:     &fi.RxAttr{},
 		EPAttr:     &fi.EPAttr{},
-		DomainAttr: &fi.DomainAttr{},
+		DomainAttr: &fi.DomainAttr{Mode: ^fi.Mode(0), MRMode: ^(fi.MR_BASIC | fi.MR_SCALABLE)},
 		FabricAttr: &fi.FabricAttr{},
 	}}
 	h := q.Hints

@@ -12,7 +12,10 @@ var parseQueryTests = []struct {
 	check func(q *Query) bool
 	err   string
 }{
-	{"", func(q *Query) bool { return q.Hints.Mode == ^fi.Mode(0) && q.Node == "" }, ""},
+	{"", func(q *Query) bool {
+		return q.Hints.Mode == ^fi.Mode(0) && q.Node == "" && q.Hints.DomainAttr.Mode == ^fi.Mode(0) &&
+			q.Hints.DomainAttr.MRMode == ^(fi.MR_BASIC|fi.MR_SCALABLE)
+	}, ""},
 	{"-p tcp -t FI_EP_MSG", func(q *Query) bool {
 		return q.Hints.FabricAttr.ProvName == "tcp" && q.Hints.EPAttr.Type == fi.EP_MSG
 	}, ""},
