@@ -298,6 +298,14 @@ func (e *end) sge(off, n int) SGE {
 	return SGE{Addr: e.mr.IOVA + uint64(off), Length: uint32(n), LKey: e.mr.LKey}
 }
 
+// sync orders the test goroutine's accesses to the end's memory with
+// the device's: the device reads and writes region memory holding the
+// QP's lock, and taking it here makes the race detector (which does not
+// see the network between two devices) see the order the protocol gives.
+// Call it before and after writing memory a peer reads, and before
+// reading memory a peer wrote without a completion on this side.
+func (e *end) sync() { e.qp.Query() }
+
 // postRecv posts a receive of n bytes at off.
 func (e *end) postRecv(t testing.TB, id uint64, off, n int) {
 	t.Helper()

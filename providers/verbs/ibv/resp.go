@@ -320,7 +320,10 @@ func (qp *QP) sendReadResponses(va uint64, rkey, length uint32, psn uint32) {
 		}
 		size := min(mtu, int(length)-k*mtu)
 		d.mrMu.RLock()
-		b, ok := d.remote(qp.pd, rkey, va+uint64(k*mtu), uint64(size), AccessRemoteRead)
+		b, ok := []byte(nil), true
+		if size > 0 {
+			b, ok = d.remote(qp.pd, rkey, va+uint64(k*mtu), uint64(size), AccessRemoteRead)
+		}
 		if ok {
 			p.Payload = b
 			qp.transmit(&p, qp.dest)
