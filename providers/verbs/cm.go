@@ -30,7 +30,7 @@ import (
 var (
 	cmTimeout    = 250 * time.Millisecond // until a request is sent again; doubles each time
 	cmMaxTimeout = 2 * time.Second
-	cmRetries    = 8                // sends after the first before giving up: about 10 s
+	cmRetries    = 8                // sends after the first before giving up, 14 s after it
 	cmLinger     = 10 * time.Second // a finished connection answers duplicates this long
 )
 
