@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The verbs provider through the tree, beyond the conformance suite:
@@ -121,9 +122,22 @@ func TestVerbsDgram(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(eps[1], "data"))
 		got <- string(b)
 	}()
-	must(t, os.WriteFile(filepath.Join(eps[0], "data"), []byte("a datagram"), 0))
-	if g := <-got; g != "a datagram" {
-		t.Errorf("received %q", g)
+	// A datagram that comes before the read has posted its receive is
+	// dropped, as UD drops it: send until one arrives.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		must(t, os.WriteFile(filepath.Join(eps[0], "data"), []byte("a datagram"), 0))
+		select {
+		case g := <-got:
+			if g != "a datagram" {
+				t.Errorf("received %q", g)
+			}
+		case <-time.After(20 * time.Millisecond):
+			if time.Now().Before(deadline) {
+				continue
+			}
+			t.Fatal("no datagram arrived")
+		}
+		break
 	}
 	if err := ctl(filepath.Join(eps[0], "ctl"), "connect "+readFile(t, filepath.Join(eps[1], "local"))); err == nil {
 		t.Error("connect on an FI_EP_DGRAM endpoint succeeded")
