@@ -586,8 +586,10 @@ func (e *EP) WriteData(ctx context.Context, b []byte) error {
 // do posts op, addressed to the dest of a connectionless endpoint, and waits
 // for its completion, whose error it returns: the data file's writes and
 // the ctl's RMA verbs. The completion also reaches the CQ and counters as
-// every operation's. release runs once op is no longer in use: after its
-// completion, also when ctx ends first, or when it could not be posted.
+// every operation's. When ctx ends first (a signal), do returns nil: the
+// operation was taken and goes on. release runs once op is no longer in
+// use: after its completion, also when ctx ends first, or when it could
+// not be posted.
 func (e *EP) do(ctx context.Context, op *Op, what string, release func()) error {
 	e.mu.Lock()
 	rdm, dest := e.connectionlessLocked(), e.dest
@@ -617,12 +619,15 @@ func (e *EP) do(ctx context.Context, op *Op, what string, release func()) error 
 		}
 		return nil
 	case <-ctx.Done():
-		// The operation is under way; its completion still reaches the CQ.
+		// The provider has taken the operation; its completion still
+		// reaches the CQ and counters. The write succeeds: failing it
+		// with EINTR would have the writer (Go, libc wrappers, shells)
+		// write it again, and the message would go twice.
 		go func() {
 			<-done
 			release()
 		}()
-		return Errorf(fi.EINTR, "interrupted; the %s may still complete", what)
+		return nil
 	}
 }
 

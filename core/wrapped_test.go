@@ -24,6 +24,8 @@ type regProvider struct {
 	owners   []uint32 // of the endpoints made, in order
 	badKeys  bool     // every registration gets key 1
 	noCancel bool     // endpoints cannot cancel, as verbs's
+	holdSend bool     // sends are kept in held, not passed on
+	held     []*core.Op
 }
 
 type regDomain struct {
@@ -79,7 +81,14 @@ func (d regDomain) NewEndpoint(info *fi.Info, req core.ConnReq, ev core.Endpoint
 func (e regEP) Post(op *core.Op) error {
 	e.p.mu.Lock()
 	e.p.posted = append(e.p.posted, op)
+	hold := e.p.holdSend && op.Kind == core.OpSend
+	if hold {
+		e.p.held = append(e.p.held, op)
+	}
 	e.p.mu.Unlock()
+	if hold {
+		return nil
+	}
 	return e.Endpoint.Post(op)
 }
 
@@ -311,5 +320,34 @@ func TestEndpointOwner(t *testing.T) {
 	defer p.mu.Unlock()
 	if len(p.owners) != 1 || p.owners[0] != 1000 {
 		t.Errorf("endpoints made for owners %v, want [1000]", p.owners)
+	}
+}
+
+// TestInterruptedWriteSucceeds: a write to the data file interrupted
+// after the provider took its send succeeds, so that the writer does not
+// send it again; the send's completion still reaches the CQ.
+func TestInterruptedWriteSucceeds(t *testing.T) {
+	d, p := regDomainOf(t)
+	a, _, _, _, cq := pair(t, d, "bind cq c send,recv")
+	p.mu.Lock()
+	p.holdSend = true
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := a.Impl.(*core.EP).WriteData(ctx, []byte("once")); err != nil {
+		t.Fatalf("interrupted write = %v, want success", err)
+	}
+	p.mu.Lock()
+	held := p.held
+	p.mu.Unlock()
+	if len(held) != 1 {
+		t.Fatalf("%d sends held, want 1", len(held))
+	}
+	held[0].Complete(core.Completion{Flags: held[0].Kind.CQFlags(), Len: 4})
+	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer rcancel()
+	es, err := cq.Read(rctx, 1, true)
+	if err != nil || len(es) != 1 || es[0].Len != 4 {
+		t.Errorf("CQ after the send completed: %v, %v", es, err)
 	}
 }
