@@ -61,6 +61,7 @@ type Stats struct {
 	TxPackets, RxPackets uint64
 	Retransmits          uint64 // packets sent again by go-back-N or a timeout
 	Timeouts             uint64 // retransmit timer expirations
+	Probes               uint64 // tail-loss probes: resends after a few round trips without progress
 	NAKsSent, NAKsRcvd   uint64 // PSN sequence error NAKs
 	RNRSent, RNRRcvd     uint64 // RNR NAKs
 	Duplicates           uint64 // duplicate requests a responder saw

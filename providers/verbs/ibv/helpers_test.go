@@ -302,8 +302,8 @@ func (e *end) sge(off, n int) SGE {
 // the device's: the device reads and writes region memory holding the
 // QP's lock, and taking it here makes the race detector (which does not
 // see the network between two devices) see the order the protocol gives.
-// Call it before and after writing memory a peer reads, and before
-// reading memory a peer wrote without a completion on this side.
+// Call it before and after touching memory the device reads or writes
+// for a peer without a completion on this side.
 func (e *end) sync() { e.qp.Query() }
 
 // postRecv posts a receive of n bytes at off.
