@@ -182,7 +182,8 @@ type rcConfig struct {
 	sqpsn        [2]uint32 // each side's first send PSN
 	timeout      uint8     // 0: 14, unless noTimeout
 	noTimeout    bool      // a timeout of 0: no timer at all
-	retry, rnr   uint8
+	retry, rnr   uint8     // 0: 7, unless exactRetries
+	exactRetries bool      // retry and rnr as given, 0 too
 	minRNR       uint8
 	access       Access // QP access flags (both sides)
 	mrAccess     Access
@@ -207,6 +208,16 @@ func (c *rcConfig) defaults() {
 	}
 	if c.timeout == 0 && !c.noTimeout {
 		c.timeout = 14
+	}
+	// Tests of other things than retries have them all: a machine busy
+	// with other work can hold a goroutine for a timeout or more.
+	if !c.exactRetries {
+		if c.retry == 0 {
+			c.retry = 7
+		}
+		if c.rnr == 0 {
+			c.rnr = 7
+		}
 	}
 	if c.access == 0 {
 		c.access = AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic
