@@ -3,7 +3,6 @@ package ibv
 import (
 	"encoding/binary"
 	"net/netip"
-	"time"
 
 	"github.com/fabricfs/fabricfs/providers/verbs/roce"
 )
@@ -14,20 +13,16 @@ type completer struct {
 	psn        uint32 // the oldest PSN not acknowledged
 	retries    uint8  // timeouts left before IBV_WC_RETRY_EXC_ERR
 	rnrRetries uint8  // RNR NAKs left before IBV_WC_RNR_RETRY_EXC_ERR (7: no limit)
-	// retried says a retry for a lost response (an implied NAK) was
-	// started at psn and nothing was acknowledged since; another implied
-	// NAK then waits for that retry's responses.
-	retried  bool
-	recover  uint32    // the window shrinks once per loss before this PSN
-	deadline time.Time // when the timer expires: a timeout, or the end of an RNR wait
-	armed    bool      // the timer is set
-	rnrWait  bool      // waiting after an RNR NAK; the requester sends nothing
-}
+	recover    uint32 // the PSN of the last go-back: the window halves for a loss after it
+	// After a go-back for a lost response (backOn: since the last
+	// progress), responses to what the old round sent keep arriving,
+	// with rising PSNs, and look like more losses. sigMax is the highest
+	// PSN of such a signal; one well below it comes from the resent
+	// round, whose first packet was lost again (see restarted).
+	backOn bool
+	sigMax uint32
 
-// timeout is the QP's local ACK timeout; 0 means none.
-func (qp *QP) timeout() time.Duration {
-	d, _ := roce.RetransmitTimeout(qp.attr.Timeout)
-	return d
+	timers
 }
 
 // resetRetries restores the retry budgets; the requester made progress.
@@ -40,75 +35,37 @@ func (qp *QP) resetRetries() {
 // outstanding reports whether packets were sent and not acknowledged.
 func (qp *QP) outstanding() bool { return qp.comp.psn != qp.req.maxPSN }
 
-// armTimer sets the timer for the deadline if packets are outstanding
-// and it is not set. qp.mu is held.
-func (qp *QP) armTimer() {
-	c := &qp.comp
-	if c.armed || !qp.outstanding() || qp.timeout() == 0 {
-		return
+// retry makes the requester resend from PSN x after a loss: a sequence
+// NAK, an implied NAK or a timeout. The window shrinks: halved for each
+// loss after the last go-back's PSN, to its minimum after a timeout; it
+// grows back by a packet per acknowledgement. qp.mu is held.
+func (qp *QP) retry(x uint32, timeout bool) {
+	r, c := &qp.req, &qp.comp
+	qp.seek(x)
+	c.backOn, c.rttOn = false, false
+	switch {
+	case timeout:
+		r.cwnd = minCwnd
+	case roce.PSNCompare(x, c.recover) > 0:
+		r.cwnd = max(r.cwnd/2, minCwnd)
 	}
-	c.armed = true
-	qp.timer.Reset(time.Until(c.deadline))
+	c.recover = x
 }
 
-// onTimer runs when the QP's timer fires: at the end of an RNR wait it
-// resends the message the RNR NAK was for; after the local ACK timeout
-// with no progress it resends from the oldest unacknowledged PSN, or,
-// with no retries left, completes the oldest request with
-// IBV_WC_RETRY_EXC_ERR.
-func (qp *QP) onTimer() {
-	qp.mu.Lock()
-	defer qp.unlock()
+// impliedNAK handles a response with PSN y past a read or atomic whose own
+// response has not come: that response was lost, and the requester
+// resends from the oldest unacknowledged PSN, unless y is a late response
+// to what it sent before its last such go-back. qp.mu is held.
+func (qp *QP) impliedNAK(y uint32) {
 	c := &qp.comp
-	c.armed = false
-	if qp.dead || (qp.attr.State != QPSRTS && qp.attr.State != QPSSQD) {
-		return
-	}
-	now := time.Now()
-	if now.Before(c.deadline) {
-		if c.rnrWait || qp.outstanding() {
-			c.armed = true
-			qp.timer.Reset(c.deadline.Sub(now))
+	if c.backOn && !restarted(y, c.psn, c.sigMax) {
+		if roce.PSNCompare(y, c.sigMax) > 0 {
+			c.sigMax = y
 		}
 		return
 	}
-	if c.rnrWait {
-		c.rnrWait = false
-		c.deadline = now.Add(qp.timeout())
-		qp.reqRun()
-		qp.armTimer()
-		return
-	}
-	if !qp.outstanding() {
-		return
-	}
-	qp.dev.stats.timeouts.Add(1)
-	if c.retries == 0 {
-		qp.failHead(WCRetryExcErr)
-		return
-	}
-	c.retries--
-	qp.seek(c.psn)
-	qp.lossSignal(c.psn, true)
-	c.deadline = now.Add(qp.timeout())
-	qp.reqRun()
-	qp.armTimer()
-}
-
-// lossSignal shrinks the window after a loss: halved once per window of
-// packets, or to one packet after a timeout. It grows back by one packet
-// per acknowledgement. qp.mu is held.
-func (qp *QP) lossSignal(psn uint32, timeout bool) {
-	r, c := &qp.req, &qp.comp
-	switch {
-	case timeout:
-		r.cwnd = 1
-	case roce.PSNCompare(psn, c.recover) >= 0:
-		r.cwnd = max(r.cwnd/2, 2)
-	default:
-		return
-	}
-	c.recover = r.maxPSN
+	qp.retry(c.psn, false)
+	c.backOn, c.sigMax = true, y
 }
 
 // inputResponse is the completer's handling of an ACK, NAK, read
@@ -161,15 +118,11 @@ func (qp *QP) onAck(p *roce.Packet) {
 		}
 		wait, _ := roce.RNRTimer(syn.Value())
 		qp.seek(psn)
-		c.rnrWait = true
-		c.deadline = time.Now().Add(wait)
-		c.armed = true
-		qp.timer.Reset(wait)
+		qp.rnrWait(wait)
 	case syn == roce.AETHNAKPSNSeqError:
 		qp.dev.stats.naksRcvd.Add(1)
 		if qp.req.psn != psn {
-			qp.seek(psn)
-			qp.lossSignal(psn, false)
+			qp.retry(psn, false)
 		}
 	case syn == roce.AETHNAKInvalidReq:
 		qp.failHead(WCRemInvReqErr)
@@ -195,10 +148,8 @@ func (qp *QP) ackTo(psn uint32, implied bool) {
 			break
 		}
 		if isReadAtomic(w.wr.Opcode) {
-			if implied && !c.retried {
-				c.retried = true
-				qp.seek(c.psn)
-				qp.lossSignal(c.psn, false)
+			if implied {
+				qp.impliedNAK(psn)
 			}
 			break
 		}
@@ -219,15 +170,13 @@ func (qp *QP) ackTo(psn uint32, implied bool) {
 }
 
 // onProgress notes that PSNs were acknowledged: the retry budgets are
-// whole again, the timer restarts, the window grows, and a requester
+// whole again, the timers restart, the window grows, and a requester
 // resending PSNs now acknowledged skips them. qp.mu is held.
 func (qp *QP) onProgress() {
 	c, r := &qp.comp, &qp.req
-	c.retried = false
 	qp.resetRetries()
-	if qp.outstanding() {
-		c.deadline = time.Now().Add(qp.timeout())
-	}
+	c.backOn = false
+	qp.progressTimers()
 	if r.cwnd < maxUnacked {
 		r.cwnd++
 	}
@@ -245,16 +194,16 @@ func (qp *QP) onReadResponse(p *roce.Packet) {
 	if w == nil {
 		return
 	}
+	w.answered = true
 	if psn != c.psn {
 		qp.ackTo(psn, true) // an implied NAK for the missing responses
 		return
 	}
 	mtu := qp.attr.PathMTU.Bytes()
 	off := int(roce.PSNDiff(psn, w.first)) * mtu
-	want := min(mtu, int(w.length)-off)
-	last := psn == w.last
-	isLast := p.Opcode == roce.RCRDMAReadResponseLast || p.Opcode == roce.RCRDMAReadResponseOnly
-	if len(p.Payload) != want || last != isLast {
+	// A read resent in parts (see sendPacket) has responses FIRST to
+	// LAST per part: only the length says where a response belongs.
+	if len(p.Payload) != min(mtu, int(w.length)-off) {
 		qp.failHead(WCBadRespErr)
 		return
 	}
@@ -267,7 +216,7 @@ func (qp *QP) onReadResponse(p *roce.Packet) {
 		return
 	}
 	c.psn = roce.PSNAdd(psn, 1)
-	if last {
+	if psn == w.last {
 		qp.completeHead(WCSuccess)
 	}
 	qp.onProgress()

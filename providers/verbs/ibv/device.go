@@ -186,9 +186,9 @@ func (d *Device) Attr() DeviceAttr { return deviceAttr }
 func (d *Device) Stats() Stats { return d.stats.snapshot() }
 
 // Close destroys every object of the device and closes its socket. Work
-// requests still queued are discarded without completions; the objects'
-// methods fail afterwards (EINVAL), except Poll, which returns what the
-// CQs hold.
+// requests still queued are discarded without completions; posting to its
+// QPs, modifying them and creating objects fail afterwards (EINVAL); Poll
+// still returns what the CQs hold.
 func (d *Device) Close() error {
 	d.mu.Lock()
 	if d.closed {
@@ -260,6 +260,7 @@ func (d *Device) allocQPN() uint32 {
 // counters are the device's Stats, updated atomically.
 type counters struct {
 	txPackets, rxPackets, retransmits, timeouts atomic.Uint64
+	probes                                      atomic.Uint64
 	naksSent, naksRcvd, rnrSent, rnrRcvd        atomic.Uint64
 	duplicates, badICRC, dropped                atomic.Uint64
 	faultDrop, faultDup, faultReorder, faultBad atomic.Uint64
@@ -268,7 +269,7 @@ type counters struct {
 func (c *counters) snapshot() Stats {
 	return Stats{
 		TxPackets: c.txPackets.Load(), RxPackets: c.rxPackets.Load(),
-		Retransmits: c.retransmits.Load(), Timeouts: c.timeouts.Load(),
+		Retransmits: c.retransmits.Load(), Timeouts: c.timeouts.Load(), Probes: c.probes.Load(),
 		NAKsSent: c.naksSent.Load(), NAKsRcvd: c.naksRcvd.Load(),
 		RNRSent: c.rnrSent.Load(), RNRRcvd: c.rnrRcvd.Load(),
 		Duplicates: c.duplicates.Load(), BadICRC: c.badICRC.Load(), Dropped: c.dropped.Load(),

@@ -35,8 +35,10 @@ func (d *Device) input(b []byte, src netip.AddrPort) {
 	d.stats.rxPackets.Add(1)
 	src = netip.AddrPortFrom(src.Addr().Unmap(), src.Port())
 	var p roce.Packet
-	if err := p.Decode(b, roce.Path{Src: src, Dst: d.addr}); err != nil {
-		if errors.Is(err, roce.ErrICRC) {
+	path := roce.Path{Src: src, Dst: d.addr}
+	if err := p.Decode(b, path); err != nil {
+		// A malformed datagram with a bad ICRC was damaged on the way.
+		if errors.Is(err, roce.ErrICRC) || roce.CheckICRC(path, b) != nil {
 			d.stats.badICRC.Add(1)
 		} else {
 			d.stats.dropped.Add(1)

@@ -2,7 +2,6 @@ package ibv
 
 import (
 	"syscall"
-	"time"
 
 	"github.com/fabricfs/fabricfs/providers/verbs/roce"
 )
@@ -11,7 +10,7 @@ import (
 // RXE_MAX_PKT_PER_ACK).
 const (
 	maxUnacked = 128 // PSNs a requester may have sent and not seen acknowledged
-	ackEvery   = 16  // the requester sets the A bit at least every this many packets
+	minCwnd    = 8   // the smallest the window gets after losses
 )
 
 // A sendWQE is a posted RC send work request and its progress.
@@ -29,6 +28,9 @@ type sendWQE struct {
 	// counted says a read or atomic request went out and counts in
 	// requester.rdAtomic until it completes or is to be resent.
 	counted bool
+	// answered says a response to the read came: the responder executed
+	// it, and it may be requested again in parts.
+	answered bool
 }
 
 // A sendQueue is the ring of an RC QP's send work requests. Indices run
@@ -83,13 +85,15 @@ func (qp *QP) postRC(wr *SendWR) error {
 		return errorf(syscall.ENOMEM, "post send: the send queue holds %d requests already", len(q.slots))
 	}
 	w := q.at(q.tail)
-	w.wr = *wr
-	w.wr.AH = nil
+	// Field by field: storing the caller's SGList, even for a moment,
+	// would make every caller's SGE array escape to the heap.
+	w.wr = SendWR{WRID: wr.WRID, Opcode: wr.Opcode, Flags: wr.Flags, Imm: wr.Imm, RemoteAddr: wr.RemoteAddr,
+		RKey: wr.RKey, CompareAdd: wr.CompareAdd, Swap: wr.Swap}
 	w.sges = append(w.sges[:0], wr.SGList...)
 	w.wr.SGList = w.sges
 	w.length = uint32(sgeTotal(wr.SGList))
 	w.signaled = qp.init.SigAll || wr.Flags&SendSignaled != 0
-	w.started, w.counted = false, false
+	w.started, w.counted, w.answered = false, false, false
 	w.inline = w.inline[:0]
 	if wr.Flags&SendInline != 0 && w.length > 0 {
 		d := qp.dev
@@ -123,6 +127,11 @@ func npsn(op WROpcode, length uint32, mtu int) uint32 {
 
 // window is the number of unacknowledged PSNs the requester may have.
 func (qp *QP) window() int { return min(qp.req.cwnd, maxUnacked) }
+
+// ackEvery is how many packets may go without the A bit: a quarter of
+// the window, so that ACKs keep it open, between 2 and 16 (rxe's
+// RXE_MAX_PKT_PER_ACK is 64).
+func (qp *QP) ackEvery() int { return max(2, min(16, qp.window()/4)) }
 
 // reqRun sends packets of the send queue while the state, the window,
 // fences and the read/atomic limit allow. It is called wherever one of
@@ -210,10 +219,19 @@ func (qp *QP) sendPacket(w *sendWQE) bool {
 	d := qp.dev
 	switch op := w.wr.Opcode; op {
 	case WRRDMARead:
+		// A read goes as one request. Resent once a response came (so
+		// the responder executed the whole read and saved it), it goes
+		// in parts of at most a window of PSNs, each a duplicate the
+		// responder answers from the saved read: a loss then costs the
+		// rest of a part, not the rest of the read.
+		n := n - k
+		if w.answered {
+			n = min(n, qp.window())
+		}
 		p.Opcode = roce.RCRDMAReadRequest
-		p.RETH = roce.RETH{VA: w.wr.RemoteAddr + uint64(off), RKey: w.wr.RKey, DMALen: w.length - uint32(min(off, int(w.length)))}
+		p.RETH = roce.RETH{VA: w.wr.RemoteAddr + uint64(off), RKey: w.wr.RKey, DMALen: uint32(min(n*mtu, int(w.length)-off))}
 		p.AckReq = true
-		next = roce.PSNAdd(w.last, 1)
+		next = roce.PSNAdd(r.psn, n)
 	case WRAtomicCmpAndSwp, WRAtomicFetchAndAdd:
 		p.Opcode = roce.RCFetchAdd
 		p.AtomicETH = roce.AtomicETH{VA: w.wr.RemoteAddr, RKey: w.wr.RKey, SwapAdd: w.wr.CompareAdd}
@@ -234,7 +252,7 @@ func (qp *QP) sendPacket(w *sendWQE) bool {
 			p.ImmDt = w.wr.Imm
 		}
 		p.SE = last && w.wr.Flags&SendSolicited != 0 && op != WRRDMAWrite
-		p.AckReq = last || r.noAck+1 >= ackEvery || int(roce.PSNDiff(next, qp.comp.psn)) >= qp.window()
+		p.AckReq = last || r.noAck+1 >= qp.ackEvery() || int(roce.PSNDiff(next, qp.comp.psn)) >= qp.window()
 		size := min(mtu, int(w.length)-off)
 		if w.wr.SGList == nil {
 			payload = w.inline[off : off+size]
@@ -251,8 +269,8 @@ func (qp *QP) sendPacket(w *sendWQE) bool {
 	p.Payload = payload
 	if roce.PSNCompare(r.psn, r.maxPSN) < 0 {
 		d.stats.retransmits.Add(1)
-	} else if r.maxPSN == qp.comp.psn {
-		qp.comp.deadline = time.Now().Add(qp.timeout())
+	} else {
+		qp.sentNew(r.psn, p.AckReq)
 	}
 	qp.transmit(&p, qp.dest)
 	if locked {

@@ -14,8 +14,7 @@ type responder struct {
 	epsn uint32 // the PSN of the next new request
 	msn  uint32 // messages completed, for the AETH
 	// nakSent says a sequence NAK was sent for the gap before epsn;
-	// aheadMax is the highest PSN seen after it. Another NAK goes only
-	// when the requester is seen to resend (a PSN not above aheadMax).
+	// aheadMax is the highest PSN seen after it (see restarted).
 	nakSent  bool
 	aheadMax uint32
 
@@ -57,12 +56,14 @@ func (qp *QP) inputRequest(p *roce.Packet, src netip.AddrPort) {
 	r := &qp.resp
 	switch diff := roce.PSNDiff(p.PSN, r.epsn); {
 	case diff > 0:
-		if !r.nakSent || roce.PSNCompare(p.PSN, r.aheadMax) <= 0 {
-			r.nakSent = true
+		if !r.nakSent || restarted(p.PSN, r.epsn, r.aheadMax) {
 			qp.dev.stats.naksSent.Add(1)
 			qp.sendAck(roce.AETHNAKPSNSeqError, r.epsn)
 		}
-		r.aheadMax = p.PSN
+		if !r.nakSent || roce.PSNCompare(p.PSN, r.aheadMax) > 0 || diff == 1 {
+			r.aheadMax = p.PSN
+		}
+		r.nakSent = true
 		return
 	case diff < 0:
 		qp.dev.stats.duplicates.Add(1)
@@ -85,6 +86,17 @@ func (qp *QP) inputRequest(p *roce.Packet, src netip.AddrPort) {
 			qp.execSend(p)
 		}
 	}
+}
+
+// restarted reports whether psn, a packet after a gap at PSN lost whose
+// loss was signalled already, shows the sender resending from lost: it
+// is the PSN right after lost (lost was lost again), or well below seen,
+// the highest PSN seen since the signal. A PSN just below or equal to
+// seen is a packet reordered or duplicated on the way, not a new round.
+// Responders use it to NAK a gap again, requesters to request lost
+// responses again.
+func restarted(psn, lost, seen uint32) bool {
+	return roce.PSNDiff(psn, lost) == 1 && roce.PSNCompare(psn, seen) <= 0 || roce.PSNDiff(seen, psn) > 1
 }
 
 // checkRequest checks a new request's opcode against the message under
