@@ -42,7 +42,7 @@ import (
 func main() {
 	sizes := flag.String("sizes", "64,4096,65536,1048576", "message sizes in bytes, comma-separated")
 	iters := flag.Int("iters", 10000, "timed round trips per latency test (sizes of 64 KiB and more use a tenth)")
-	total := flag.Int64("bytes", 256<<20, "bytes moved per bandwidth test")
+	total := flag.Int64("bytes", 256<<20, "bytes moved per bandwidth test (at most 200000 writes)")
 	window := flag.Int("window", 64, "RDMA writes in flight in rc-write")
 	mtu := flag.Int("mtu", 4096, "path MTU in bytes: 256, 512, 1024, 2048 or 4096")
 	addrs := flag.String("addrs", "127.0.0.1,127.0.0.2", "the two devices' IP addresses")
@@ -527,12 +527,17 @@ func (p *pair) pingPong(size, iters int) (float64, error) {
 	return float64(el.Nanoseconds()) / 1e3 / float64(iters) / 2, nil
 }
 
+// maxWrites bounds the writes of one bandwidth run, so that small sizes
+// take seconds, not minutes.
+const maxWrites = 200000
+
 // writeBandwidth returns the MB/s (10^6) of size-byte RDMA writes from side
-// 0 into side 1's region, total bytes in all, window writes in flight.
+// 0 into side 1's region, total bytes in all (at most maxWrites writes),
+// window writes in flight.
 func (p *pair) writeBandwidth(size int, total int64, window int) (float64, error) {
 	a, b := p.sides[0], p.sides[1]
 	deadline := time.Now().Add(5 * time.Minute)
-	count := max(int(total/int64(size)), 1)
+	count := min(max(int(total/int64(size)), 1), maxWrites)
 	inflight, done := 0, 0
 	start := time.Now()
 	for posted := 0; done < count; {
