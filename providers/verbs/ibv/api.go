@@ -11,10 +11,7 @@
 // port), the comment says so.
 package ibv
 
-import (
-	"errors"
-	"net/netip"
-)
+import "net/netip"
 
 // DeviceConfig says where a device sends and receives.
 type DeviceConfig struct {
@@ -38,32 +35,6 @@ type Fault struct {
 	Drop, Duplicate, Reorder, Corrupt float64
 	Seed                              int64 // the random source's seed
 }
-
-// Device is an opened software RDMA device (ibv_open_device).
-type Device struct{}
-
-// OpenDevice opens a device bound to cfg.Addr and cfg.Port.
-func OpenDevice(cfg DeviceConfig) (*Device, error) { return nil, errNotYet }
-
-// Name is the device's name.
-func (d *Device) Name() string { return "" }
-
-// GID is the device's port 1 GID index 0.
-func (d *Device) GID() [16]byte { return [16]byte{} }
-
-// Addr is the UDP address the device receives on.
-func (d *Device) Addr() netip.AddrPort { return netip.AddrPort{} }
-
-// Attr is ibv_query_device with the port attributes that matter here.
-func (d *Device) Attr() DeviceAttr { return DeviceAttr{} }
-
-// Stats counts what the device's reliability machinery did, for tests
-// and the bench: retransmitted packets, NAKs and RNR NAKs sent and
-// received, duplicates seen, datagrams dropped for a bad ICRC.
-func (d *Device) Stats() Stats { return Stats{} }
-
-// Close destroys every object of the device and closes its socket.
-func (d *Device) Close() error { return errNotYet }
 
 // DeviceAttr is the part of ibv_device_attr and ibv_port_attr a provider
 // reports.
@@ -90,11 +61,15 @@ type Stats struct {
 	TxPackets, RxPackets uint64
 	Retransmits          uint64 // packets sent again by go-back-N or a timeout
 	Timeouts             uint64 // retransmit timer expirations
+	Probes               uint64 // tail-loss probes: resends after a few round trips without progress
 	NAKsSent, NAKsRcvd   uint64 // PSN sequence error NAKs
 	RNRSent, RNRRcvd     uint64 // RNR NAKs
 	Duplicates           uint64 // duplicate requests a responder saw
 	BadICRC              uint64 // datagrams dropped for their ICRC
 	Dropped              uint64 // other malformed or unroutable datagrams dropped
+
+	// What DeviceConfig.Fault did to the datagrams the device sent.
+	FaultDropped, FaultDuplicated, FaultReordered, FaultCorrupted uint64
 }
 
 // Access is enum ibv_access_flags.
@@ -106,52 +81,6 @@ const (
 	AccessRemoteRead   Access = 4 // IBV_ACCESS_REMOTE_READ
 	AccessRemoteAtomic Access = 8 // IBV_ACCESS_REMOTE_ATOMIC
 )
-
-// PD is a protection domain (ibv_alloc_pd).
-type PD struct{}
-
-// AllocPD allocates a protection domain.
-func (d *Device) AllocPD() (*PD, error) { return nil, errNotYet }
-
-// Dealloc frees the protection domain; it fails with EBUSY while objects
-// use it.
-func (pd *PD) Dealloc() error { return errNotYet }
-
-// MR is a registered memory region (ibv_reg_mr). Local work requests name
-// its bytes as SGE{Addr: IOVA+offset, LKey}, remote ones as (IOVA+offset,
-// RKey).
-type MR struct {
-	LKey, RKey uint32
-	IOVA       uint64 // the address the region's first byte has in work requests
-}
-
-// RegMR registers buf with the address iova (ibv_reg_mr_iova: a provider
-// that wants offsets passes 0) and access. Keys are index<<8 | 8 random
-// bits, as rxe makes them. Remote write and atomic access require local
-// write (EINVAL otherwise), as in libibverbs. The device reads and writes
-// buf until Dereg.
-func (pd *PD) RegMR(buf []byte, iova uint64, access Access) (*MR, error) { return nil, errNotYet }
-
-// Dereg deregisters the region; operations using it afterwards fail with
-// protection errors.
-func (mr *MR) Dereg() error { return errNotYet }
-
-// CQ is a completion queue (ibv_create_cq).
-type CQ struct{}
-
-// CreateCQ creates a CQ of at least cqe entries. notify, if not nil, is
-// called (from any goroutine, with no device lock held, never blocking)
-// after entries were added that Poll has not returned yet: the Go
-// equivalent of a completion channel armed after every event. An overrun
-// CQ moves its QPs to the error state, as an IBV_EVENT_CQ_ERR would.
-func (d *Device) CreateCQ(cqe int, notify func()) (*CQ, error) { return nil, errNotYet }
-
-// Poll moves up to len(wc) completions into wc, oldest first, and returns
-// how many (ibv_poll_cq).
-func (cq *CQ) Poll(wc []WC) int { return 0 }
-
-// Destroy destroys the CQ; EBUSY while a QP or SRQ uses it.
-func (cq *CQ) Destroy() error { return errNotYet }
 
 // WC is a work completion (struct ibv_wc).
 type WC struct {
@@ -274,15 +203,6 @@ type AHAttr struct {
 	Dest netip.AddrPort
 }
 
-// AH is an address handle (ibv_create_ah) for UD sends.
-type AH struct{}
-
-// CreateAH creates an address handle.
-func (pd *PD) CreateAH(a AHAttr) (*AH, error) { return nil, errNotYet }
-
-// Destroy destroys the address handle.
-func (ah *AH) Destroy() error { return errNotYet }
-
 // QPAttr is struct ibv_qp_attr, the fields fabricfs's device implements.
 type QPAttr struct {
 	State           QPState
@@ -324,26 +244,6 @@ const (
 	QPMaxDestRdAtomic QPAttrMask = 1 << 17 // IBV_QP_MAX_DEST_RD_ATOMIC
 	QPDestQPN         QPAttrMask = 1 << 20 // IBV_QP_DEST_QPN
 )
-
-// QP is a queue pair (ibv_create_qp).
-type QP struct{}
-
-// CreateQP creates a QP in the RESET state.
-func (pd *PD) CreateQP(a QPInitAttr) (*QP, error) { return nil, errNotYet }
-
-// QPNum is the QP's number.
-func (qp *QP) QPNum() uint32 { return 0 }
-
-// Modify is ibv_modify_qp: it checks the transition and the attributes
-// the IB state machine requires and allows for it (EINVAL otherwise).
-func (qp *QP) Modify(a *QPAttr, mask QPAttrMask) error { return errNotYet }
-
-// Query is ibv_query_qp.
-func (qp *QP) Query() (QPAttr, QPInitAttr) { return QPAttr{}, QPInitAttr{} }
-
-// Destroy destroys the QP; its outstanding work requests are discarded
-// without completions, as ibv_destroy_qp does.
-func (qp *QP) Destroy() error { return errNotYet }
 
 // SGE is struct ibv_sge.
 type SGE struct {
@@ -397,27 +297,3 @@ type RecvWR struct {
 	WRID   uint64
 	SGList []SGE
 }
-
-// PostSend posts a send work request (ibv_post_send). It fails with
-// ENOMEM when the send queue is full and EINVAL for a malformed request
-// or a QP in a state that does not take sends; once accepted, a request
-// completes (if signaled, or with an error) on the send CQ.
-func (qp *QP) PostSend(wr *SendWR) error { return errNotYet }
-
-// PostRecv posts a receive (ibv_post_recv); ENOMEM when the receive queue
-// is full.
-func (qp *QP) PostRecv(wr *RecvWR) error { return errNotYet }
-
-// SRQ is a shared receive queue (ibv_create_srq).
-type SRQ struct{}
-
-// CreateSRQ creates an SRQ for maxWR receives of up to maxSGE entries.
-func (pd *PD) CreateSRQ(maxWR, maxSGE int) (*SRQ, error) { return nil, errNotYet }
-
-// PostRecv posts a receive to the SRQ (ibv_post_srq_recv).
-func (s *SRQ) PostRecv(wr *RecvWR) error { return errNotYet }
-
-// Destroy destroys the SRQ; EBUSY while a QP uses it.
-func (s *SRQ) Destroy() error { return errNotYet }
-
-var errNotYet = errors.New("ibv: not implemented yet")

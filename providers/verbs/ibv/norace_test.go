@@ -1,0 +1,5 @@
+//go:build !race
+
+package ibv
+
+const raceEnabled = false
