@@ -2,11 +2,12 @@
 # Installs what fabricfs and its tests need on a fresh Debian machine:
 # fuse3 (fusermount3, /etc/fuse.conf), libfabric-bin (the real fi_info and
 # fi_pingpong to compare against), libfabric-dev (headers for the
-# constant checks and C interop programs), gcc and python3 (the C and
+# constant checks and C interop programs), libibverbs-dev (verbs.h, for
+# providers/verbs/ibv's constant check), gcc and python3 (the C and
 # Python ring clients, the independent ICRC check), tshark (dissects the
-# RoCEv2 packets of providers/verbs/roce in its capture test).
+# RoCEv2 packets of providers/verbs/roce and ibv in their capture tests).
 set -euo pipefail
-pkgs=(fuse3 libfabric-bin libfabric-dev gcc python3 tshark)
+pkgs=(fuse3 libfabric-bin libfabric-dev libibverbs-dev gcc python3 tshark)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -8,7 +8,20 @@
 // WCStatus 5 is IBV_WC_WR_FLUSH_ERR here as there. Where the Go API differs
 // from the C one (a CQ notifies through a callback instead of a completion
 // channel; an address handle names a UDP address instead of a GID and a
-// port), the comment says so.
+// port), the comment says so. Errors wrap the errno libibverbs returns
+// (errors.Is(err, syscall.EINVAL)).
+//
+// docs/ibv.md describes the device: its objects and their limits, the QP
+// state machine, the RC reliability machinery (go-back-N, NAKs, RNR, the
+// timeout and a tail-loss probe), UD and the GRH area, fault injection,
+// what is not implemented, and the tests.
+//
+// # Concurrency
+//
+// Every method is safe for concurrent use. PostSend transmits on the
+// caller's goroutine; each device has one receive goroutine that runs the
+// responder and completer of the QP a packet is for, and each RC QP a
+// timer. Locks are per QP. Steady-state traffic allocates nothing.
 package ibv
 
 import "net/netip"
@@ -144,9 +157,9 @@ type MTU uint8
 
 const (
 	MTU256  MTU = 1 // IBV_MTU_256
-	MTU512  MTU = 2
-	MTU1024 MTU = 3
-	MTU2048 MTU = 4
+	MTU512  MTU = 2 // IBV_MTU_512
+	MTU1024 MTU = 3 // IBV_MTU_1024
+	MTU2048 MTU = 4 // IBV_MTU_2048
 	MTU4096 MTU = 5 // IBV_MTU_4096
 )
 

@@ -186,9 +186,9 @@ func (d *Device) Attr() DeviceAttr { return deviceAttr }
 func (d *Device) Stats() Stats { return d.stats.snapshot() }
 
 // Close destroys every object of the device and closes its socket. Work
-// requests still queued are discarded without completions; the objects'
-// methods fail afterwards (EINVAL), except Poll, which returns what the
-// CQs hold.
+// requests still queued are discarded without completions; posting to its
+// QPs, modifying them and creating objects fail afterwards (EINVAL); Poll
+// still returns what the CQs hold.
 func (d *Device) Close() error {
 	d.mu.Lock()
 	if d.closed {

@@ -48,7 +48,7 @@ const (
 func TestFaults(t *testing.T) {
 	sc := scale()
 	fault := &Fault{Drop: 0.05, Duplicate: 0.05, Reorder: 0.05, Corrupt: 0.05, Seed: 5}
-	a, b := rcPair(t, rcConfig{mtu: MTU4096, timeout: 12, retry: 7, rnr: 7, minRNR: 1, rdAtomic: 16,
+	a, b := rcPair(t, rcConfig{mtu: MTU4096, minRNR: 1, rdAtomic: 16,
 		sendWR: fSlots, recvWR: fSlots, cqSize: 1 << 16, bufSize: fBufSize, fault: fault})
 	start := time.Now()
 	phase := func(name string) {
@@ -321,7 +321,7 @@ func faultRNR(t *testing.T, a, b *end) {
 		return &c
 	}
 	a2, b2 := qp(a), qp(b)
-	connect(t, a2, b2, rcConfig{mtu: MTU4096, timeout: 12, retry: 7, rnr: 3, minRNR: 1})
+	connect(t, a2, b2, rcConfig{mtu: MTU4096, rnr: 3, minRNR: 1})
 	must(t, a2.qp.PostSend(&SendWR{WRID: 7, Opcode: WRSend, SGList: []SGE{a.sge(0, 100)}}))
 	if wc := a.scq.wait(t, 1, time.Minute)[0]; wc.Status != WCRNRRetryExcErr || wc.QPNum != a2.qp.QPNum() {
 		t.Errorf("send to a QP without receives: %+v, want IBV_WC_RNR_RETRY_EXC_ERR", wc)

@@ -180,8 +180,10 @@ type end struct {
 type rcConfig struct {
 	mtu          MTU
 	sqpsn        [2]uint32 // each side's first send PSN
-	timeout      uint8
-	retry, rnr   uint8
+	timeout      uint8     // 0: 14, unless noTimeout
+	noTimeout    bool      // a timeout of 0: no timer at all
+	retry, rnr   uint8     // 0: 7, unless exactRetries
+	exactRetries bool      // retry and rnr as given, 0 too
 	minRNR       uint8
 	access       Access // QP access flags (both sides)
 	mrAccess     Access
@@ -204,8 +206,18 @@ func (c *rcConfig) defaults() {
 	if c.mtu == 0 {
 		c.mtu = MTU1024
 	}
-	if c.timeout == 0 {
+	if c.timeout == 0 && !c.noTimeout {
 		c.timeout = 14
+	}
+	// Tests of other things than retries have them all: a machine busy
+	// with other work can hold a goroutine for a timeout or more.
+	if !c.exactRetries {
+		if c.retry == 0 {
+			c.retry = 7
+		}
+		if c.rnr == 0 {
+			c.rnr = 7
+		}
 	}
 	if c.access == 0 {
 		c.access = AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic
@@ -241,7 +253,17 @@ func (c *rcConfig) defaults() {
 func rcPair(t testing.TB, c rcConfig) (a, b *end) {
 	t.Helper()
 	c.defaults()
-	devs := openDevices(t, c.fault, c.addrs[0], c.addrs[1])
+	a, b = rcEnds(t, openDevices(t, c.fault, c.addrs[0], c.addrs[1]), c)
+	if !c.skipConnect {
+		connect(t, a, b, c)
+	}
+	return a, b
+}
+
+// rcEnds makes an end with an RC QP on each of two devices.
+func rcEnds(t testing.TB, devs []*Device, c rcConfig) (a, b *end) {
+	t.Helper()
+	c.defaults()
 	ends := [2]*end{}
 	for i, d := range devs {
 		e := &end{dev: d}
@@ -265,9 +287,6 @@ func rcPair(t testing.TB, c rcConfig) (a, b *end) {
 		e.mr, err = e.pd.RegMR(e.buf, 0, c.mrAccess)
 		must(t, err)
 		ends[i] = e
-	}
-	if !c.skipConnect {
-		connect(t, ends[0], ends[1], c)
 	}
 	return ends[0], ends[1]
 }

@@ -3,6 +3,7 @@ package ibv
 import (
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -77,9 +78,9 @@ func (pd *PD) release() {
 type AH struct {
 	pd   *PD
 	dest netip.AddrPort
-
-	mu   sync.Mutex
-	dead bool
+	// dead is set by Destroy. An atomic, not a mutex: a mutex would make
+	// every SendWR's contents escape to the heap through SendWR.AH.
+	dead atomic.Bool
 }
 
 // CreateAH creates an address handle. a.Dest must be an address of the
@@ -110,12 +111,9 @@ func (d *Device) checkDest(ap netip.AddrPort) (netip.AddrPort, error) {
 
 // Destroy destroys the address handle.
 func (ah *AH) Destroy() error {
-	ah.mu.Lock()
-	defer ah.mu.Unlock()
-	if ah.dead {
+	if !ah.dead.CompareAndSwap(false, true) {
 		return errorf(syscall.EINVAL, "destroy ah: destroyed already")
 	}
-	ah.dead = true
 	ah.pd.release()
 	return nil
 }
@@ -123,7 +121,5 @@ func (ah *AH) Destroy() error {
 // destination returns the address a UD send through ah goes to, and
 // whether ah is usable by a QP of pd.
 func (ah *AH) destination(pd *PD) (netip.AddrPort, bool) {
-	ah.mu.Lock()
-	defer ah.mu.Unlock()
-	return ah.dest, !ah.dead && ah.pd == pd
+	return ah.dest, !ah.dead.Load() && ah.pd == pd
 }

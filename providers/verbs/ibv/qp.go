@@ -248,10 +248,13 @@ func sendOpcode(op WROpcode) WCOpcode {
 // or a QP in a state that does not take sends; once accepted, a request
 // completes (if signaled, or with an error) on the send CQ.
 //
-// Sends are taken in RTS and SQD (where they wait for RTS); in SQE and ERR
-// they complete at once with IBV_WC_WR_FLUSH_ERR. With IBV_SEND_INLINE
-// the bytes the SGEs name are copied before PostSend returns (the SGEs
-// must still name registered regions: this API has no raw pointers).
+// RC requests are taken in RTS and SQD (where they wait for RTS); the
+// packets the window allows leave before PostSend returns. A UD request
+// is sent before PostSend returns, in RTS and SQD. In SQE and ERR a
+// request completes at once with IBV_WC_WR_FLUSH_ERR. With
+// IBV_SEND_INLINE the bytes the SGEs name are copied before PostSend
+// returns (the SGEs must still name registered regions: this API has no
+// raw pointers).
 func (qp *QP) PostSend(wr *SendWR) error {
 	if wr == nil {
 		return errorf(syscall.EINVAL, "post send: no work request")

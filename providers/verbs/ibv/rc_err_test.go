@@ -174,7 +174,7 @@ func TestRCLocalErrors(t *testing.T) {
 // TestRCPostChecks: malformed send work requests fail at once; a full
 // send queue is ENOMEM.
 func TestRCPostChecks(t *testing.T) {
-	a, b := rcPair(t, rcConfig{sendWR: 2, sges: 2, rnr: 7, minRNR: 1})
+	a, b := rcPair(t, rcConfig{sendWR: 2, sges: 2, minRNR: 1})
 	for _, tt := range []struct {
 		name string
 		wr   SendWR

@@ -12,7 +12,7 @@ import (
 // rnr_retry+1 times and completes with IBV_WC_RNR_RETRY_EXC_ERR.
 func TestRNRRetryExceeded(t *testing.T) {
 	for _, rnr := range []uint8{0, 3} {
-		a, b := rcPair(t, rcConfig{rnr: rnr, minRNR: 1, retry: 7})
+		a, b := rcPair(t, rcConfig{rnr: rnr, minRNR: 1, retry: 7, exactRetries: true})
 		must(t, a.qp.PostSend(&SendWR{WRID: 1, Opcode: WRSend, SGList: []SGE{a.sge(0, 100)}}))
 		must(t, a.qp.PostSend(&SendWR{WRID: 2, Opcode: WRSend, SGList: []SGE{a.sge(0, 100)}}))
 		got := a.scq.wait(t, 2, 10*time.Second)
@@ -36,7 +36,7 @@ func TestRNRRetryExceeded(t *testing.T) {
 // A write with immediate needs a receive too.
 func TestRNRLateReceive(t *testing.T) {
 	for _, rnr := range []uint8{3, 7} {
-		a, b := rcPair(t, rcConfig{rnr: rnr, minRNR: 14, retry: 7, sigAll: true}) // 1.28 ms waits
+		a, b := rcPair(t, rcConfig{rnr: rnr, minRNR: 14, sigAll: true}) // 1.28 ms waits
 		copy(a.buf, "late")
 		must(t, a.qp.PostSend(&SendWR{WRID: 1, Opcode: WRSend, SGList: []SGE{a.sge(0, 4)}}))
 		must(t, a.qp.PostSend(&SendWR{WRID: 2, Opcode: WRRDMAWriteWithImm, Imm: 9, SGList: []SGE{a.sge(0, 4)}, RemoteAddr: 100, RKey: b.mr.RKey}))
@@ -88,7 +88,7 @@ func TestRetryExceeded(t *testing.T) {
 // sees each request twice and executes it once: one receive per send,
 // atomics applied once, reads answered again from saved state.
 func TestDuplicates(t *testing.T) {
-	a, b := rcPair(t, rcConfig{mtu: MTU1024, sigAll: true, retry: 7, rnr: 7, minRNR: 1, timeout: 12,
+	a, b := rcPair(t, rcConfig{mtu: MTU1024, sigAll: true, minRNR: 1,
 		fault: &Fault{Duplicate: 1}})
 	const n = 50
 	for i := range n {
@@ -142,7 +142,7 @@ func TestLossy(t *testing.T) {
 		{Drop: 0.05, Duplicate: 0.05, Reorder: 0.05, Corrupt: 0.05, Seed: 4},
 	} {
 		t.Run(fmt.Sprintf("%+v", f), func(t *testing.T) {
-			a, b := rcPair(t, rcConfig{mtu: MTU1024, retry: 7, rnr: 7, minRNR: 1, timeout: 10, fault: &f})
+			a, b := rcPair(t, rcConfig{mtu: MTU1024, minRNR: 1, fault: &f})
 			const n, size = 200, 5000
 			for i := range n {
 				b.postRecv(t, uint64(i), i*size, size)

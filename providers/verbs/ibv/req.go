@@ -85,8 +85,10 @@ func (qp *QP) postRC(wr *SendWR) error {
 		return errorf(syscall.ENOMEM, "post send: the send queue holds %d requests already", len(q.slots))
 	}
 	w := q.at(q.tail)
-	w.wr = *wr
-	w.wr.AH = nil
+	// Field by field: storing the caller's SGList, even for a moment,
+	// would make every caller's SGE array escape to the heap.
+	w.wr = SendWR{WRID: wr.WRID, Opcode: wr.Opcode, Flags: wr.Flags, Imm: wr.Imm, RemoteAddr: wr.RemoteAddr,
+		RKey: wr.RKey, CompareAdd: wr.CompareAdd, Swap: wr.Swap}
 	w.sges = append(w.sges[:0], wr.SGList...)
 	w.wr.SGList = w.sges
 	w.length = uint32(sgeTotal(wr.SGList))

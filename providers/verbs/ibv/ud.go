@@ -61,18 +61,6 @@ func (qp *QP) sendUD(wr *SendWR) error {
 	return nil
 }
 
-// transmit encodes p into the QP's packet buffer and sends it to dest.
-// qp.mu is held (and the device's mrMu if the payload is region memory).
-func (qp *QP) transmit(p *roce.Packet, dest netip.AddrPort) {
-	n, err := p.Encode(qp.txbuf, roce.Path{Src: qp.dev.addr, Dst: dest})
-	if err != nil {
-		// Only a bug builds a packet Encode refuses; the peer sees a
-		// lost packet.
-		return
-	}
-	qp.dev.tx.send(qp.txbuf[:n], dest)
-}
-
 // inputUD delivers a UD packet to the QP: it is dropped unless the QP is
 // in RTR or later, the Q_Key matches and a receive is posted. The
 // receive gets the GRH area (see putGRH) and the payload; it completes

@@ -83,3 +83,15 @@ func (t *transmitter) corrupt(b []byte) {
 	}
 	b[i] ^= 1 << t.rng.IntN(8)
 }
+
+// transmit encodes p into the QP's packet buffer and sends it to dest.
+// qp.mu is held (and the device's mrMu if the payload is region memory).
+func (qp *QP) transmit(p *roce.Packet, dest netip.AddrPort) {
+	n, err := p.Encode(qp.txbuf, roce.Path{Src: qp.dev.addr, Dst: dest})
+	if err != nil {
+		// Only a bug builds a packet Encode refuses; the peer sees a
+		// lost packet.
+		return
+	}
+	qp.dev.tx.send(qp.txbuf[:n], dest)
+}

@@ -1,45 +1,38 @@
 package roce
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fabricfs/fabricfs/internal/tshark"
 )
 
 // TestTsharkCapture sends one packet of every opcode (packetTests) over
 // real UDP sockets on loopback, IPv4 and IPv6, captures them with tshark,
 // and checks that Wireshark's dissector reads each as InfiniBand with the
 // fields that were encoded, that the receiving socket decodes each to the
-// packet sent, and that testdata/icrc.py, computing the ICRC from the
+// packet sent, and that icrc.py, computing the ICRC from the
 // captured IP datagram as the kernel sent it, agrees with the ICRC on the
 // wire and the one tshark shows. It needs tshark and root (to capture);
-// without them it is skipped, unless CI is set.
+// without them it is skipped, unless CI is set (see package
+// internal/tshark).
 //
 // The receivers listen on port 4791, where tshark dissects RoCEv2 by
-// default; if that port is taken, on another one, with tshark told to
-// decode it as InfiniBand (-d udp.port==PORT,infiniband).
+// default; if that port is taken, on another one, which tshark.Fields
+// tells tshark to decode as InfiniBand.
 func TestTsharkCapture(t *testing.T) {
-	tshark := needTool(t, "tshark")
-	needTool(t, "python3")
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("capturing on lo needs root")
-		}
-		t.Skip("capturing on lo needs root")
-	}
+	tshark.Need(t, "tshark")
+	tshark.Need(t, "python3")
+	tshark.NeedRoot(t)
 	recv4, recv6, port := listenLoopback(t)
 	send4 := dialUnconnected(t, "udp4", "127.0.0.1:0")
 	send6 := dialUnconnected(t, "udp6", "[::1]:0")
@@ -63,7 +56,7 @@ func TestTsharkCapture(t *testing.T) {
 	}
 
 	pcap := filepath.Join(t.TempDir(), "roce.pcap")
-	capture := startCapture(t, tshark, port, len(all), pcap)
+	capture := tshark.Start(t, fmt.Sprintf("udp port %d", port), len(all), pcap)
 	for _, s := range all {
 		conn := send4
 		if s.path.Src.Addr().Is6() {
@@ -73,7 +66,7 @@ func TestTsharkCapture(t *testing.T) {
 			t.Fatalf("send %v: %v", s.p.Opcode, err)
 		}
 	}
-	capture.wait(t, 20*time.Second)
+	capture.Wait(t, 20*time.Second)
 
 	// The receiving sockets decode what the kernel delivered.
 	buf := make([]byte, MaxPacketSize)
@@ -101,32 +94,16 @@ func TestTsharkCapture(t *testing.T) {
 		"infiniband.aeth.syndrome", "infiniband.aeth.msn", "infiniband.deth.q_key", "infiniband.deth.srcqp",
 		"infiniband.immdt", "infiniband.atomiceth.swapdt", "infiniband.atomiceth.cmpdt",
 		"infiniband.atomicacketh.origremdt", "infiniband.invariant.crc"}
-	args := []string{"-r", pcap, "--disable-heuristic", "rpcrdma_infiniband", "-T", "fields", "-E", "separator=/t", "-E", "occurrence=f"}
-	if port != Port {
-		args = append(args, "-d", fmt.Sprintf("udp.port==%d,infiniband", port))
+	rows := tshark.Fields(t, pcap, port, fields...)
+	if len(rows) != len(all) {
+		t.Fatalf("tshark read %d packets, %d were sent", len(rows), len(all))
 	}
-	for _, f := range fields {
-		args = append(args, "-e", f)
-	}
-	out, err := exec.Command(tshark, args...).Output()
-	if err != nil {
-		t.Fatalf("tshark %s: %v", strings.Join(args, " "), err)
-	}
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	if len(lines) != len(all) {
-		t.Fatalf("tshark read %d packets, %d were sent:\n%s", len(lines), len(all), out)
-	}
-	icrcs := pythonICRC(t, "", "pcap", pcap)
+	icrcs := tshark.ICRC(t, "", "pcap", pcap)
 	if len(icrcs) != len(all) {
 		t.Fatalf("icrc.py read %d packets, %d were sent", len(icrcs), len(all))
 	}
 	for i, s := range all {
-		got := map[string]string{}
-		for j, v := range strings.Split(lines[i], "\t") {
-			if j < len(fields) {
-				got[fields[j]] = v
-			}
-		}
+		got := rows[i]
 		name := fmt.Sprintf("packet %d (%v over %v)", i, s.p.Opcode, s.path.Src.Addr())
 		if p := got["frame.protocols"]; !strings.HasSuffix(p, ":udp:infiniband") && !strings.HasSuffix(p, ":udp:infiniband:data") {
 			t.Errorf("%s: protocols %q, want ...:udp:infiniband (and :data for a payload)", name, p)
@@ -261,92 +238,4 @@ func dialUnconnected(t *testing.T, network, addr string) *net.UDPConn {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c.(*net.UDPConn)
-}
-
-// A capture is a tshark process writing packets from lo to a pcap file.
-type capture struct {
-	cmd  *exec.Cmd
-	done chan error // tshark's exit status, once it has ended
-
-	mu     sync.Mutex
-	stderr strings.Builder
-}
-
-// log returns what tshark has written to its standard error so far.
-func (c *capture) log() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.log()
-}
-
-// startCapture starts tshark capturing count UDP packets to or from port
-// on lo into file, and returns once tshark says it is capturing. tshark
-// runs in its own process group, with the dumpcap it starts; the test's
-// cleanup stops the group if wait did not see it end.
-func startCapture(t *testing.T, tshark string, port, count int, file string) *capture {
-	c := &capture{done: make(chan error, 1)}
-	c.cmd = exec.Command(tshark, "-i", "lo", "-f", fmt.Sprintf("udp port %d", port),
-		"-c", strconv.Itoa(count), "-F", "pcap", "-w", file, "-q")
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stderr, err := c.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.cmd.Start(); err != nil {
-		t.Fatalf("start tshark: %v", err)
-	}
-	pid := c.cmd.Process.Pid
-	t.Cleanup(func() {
-		select {
-		case <-c.done:
-		default:
-			syscall.Kill(-pid, syscall.SIGKILL)
-			<-c.done
-		}
-	})
-	started := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for once := true; sc.Scan(); {
-			c.mu.Lock()
-			c.stderr.WriteString(sc.Text() + "\n")
-			c.mu.Unlock()
-			if once && strings.Contains(sc.Text(), "Capture started") {
-				started <- true
-				once = false
-			}
-		}
-		io.Copy(io.Discard, stderr)
-		close(started)
-		c.done <- c.cmd.Wait()
-		close(c.done)
-	}()
-	select {
-	case ok := <-started:
-		if !ok {
-			t.Fatalf("tshark ended before capturing:\n%s", c.log())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("tshark did not start capturing in 30 s:\n%s", c.log())
-	}
-	return c
-}
-
-// wait waits for tshark to end after its count of packets; after timeout
-// it interrupts it (SIGINT, which makes it flush and stop dumpcap).
-func (c *capture) wait(t *testing.T, timeout time.Duration) {
-	select {
-	case err := <-c.done:
-		if err != nil {
-			t.Fatalf("tshark: %v\n%s", err, c.log())
-		}
-		return
-	case <-time.After(timeout):
-	}
-	syscall.Kill(-c.cmd.Process.Pid, syscall.SIGINT)
-	select {
-	case <-c.done:
-	case <-time.After(5 * time.Second):
-	}
-	t.Fatalf("tshark captured fewer packets than sent in %v:\n%s", timeout, c.log())
 }

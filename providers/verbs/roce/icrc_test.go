@@ -7,12 +7,11 @@ import (
 	"hash/crc32"
 	"math/rand/v2"
 	"net/netip"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/fabricfs/fabricfs/internal/testhex"
+	"github.com/fabricfs/fabricfs/internal/tshark"
 )
 
 // TestICRCByHand checks ICRC against CRC-32 over bytes written out by hand
@@ -142,44 +141,8 @@ func ipDatagram(path Path, pkt []byte) []byte {
 	return append(b, pkt...)
 }
 
-// needTool returns the path of a program a test needs; without it the test
-// is skipped, or fails when CI is set.
-func needTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is needed (scripts/deps.sh installs it): %v", name, err)
-		}
-		t.Skipf("no %s (scripts/deps.sh installs it)", name)
-	}
-	return p
-}
-
-// pythonICRC runs testdata/icrc.py, the independent ICRC calculator, with
-// args and stdin, and returns its (computed, carried) pairs.
-func pythonICRC(t *testing.T, stdin string, args ...string) [][2]uint32 {
-	t.Helper()
-	cmd := exec.Command(needTool(t, "python3"), append([]string{"testdata/icrc.py"}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("icrc.py %v: %v", args, err)
-	}
-	var pairs [][2]uint32
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		var p [2]uint32
-		if _, err := fmt.Sscanf(line, "%x %x", &p[0], &p[1]); err != nil {
-			t.Fatalf("icrc.py printed %q: %v", line, err)
-		}
-		pairs = append(pairs, p)
-	}
-	return pairs
-}
-
 // TestICRCPython checks every test packet, over IPv4 and IPv6, and random
-// packets of every length up to 200 bytes, against testdata/icrc.py, which
+// packets of every length up to 200 bytes, against icrc.py (package internal/tshark), which
 // masks a whole IP datagram itself and runs zlib.crc32.
 func TestICRCPython(t *testing.T) {
 	var in strings.Builder
@@ -210,7 +173,7 @@ func TestICRCPython(t *testing.T) {
 			add(path, b)
 		}
 	}
-	got := pythonICRC(t, in.String(), "hex")
+	got := tshark.ICRC(t, in.String(), "hex")
 	if len(got) != len(want) {
 		t.Fatalf("icrc.py answered %d datagrams of %d", len(got), len(want))
 	}
