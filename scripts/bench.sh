@@ -10,6 +10,11 @@
 # rendezvous exists) are skipped for that type and listed as skipped. See
 # docs/bench.md.
 #
+# -e verbs adds the software RDMA device (providers/verbs/ibv):
+# scripts/verbsperf's RC ping-pong latency and RDMA write bandwidth beside
+# raw loopback UDP's, measured in the same run; its table and ratios are
+# printed after the others and its results are the JSON's "verbs" member.
+#
 #   scripts/bench.sh [-e TYPES] [-r REPEATS] [-n ITERS] [-N ITERS_LARGE]
 #                    [-w WARMUP] [-s SIZES] [-o FILE] [-x 'RINGPONG FLAGS']
 #                    [-b FABRICFS] [-P PORT] [-t SECS]
@@ -20,7 +25,7 @@ cd "$(dirname "$0")/.."
 usage() {
 	cat >&2 <<'EOF'
 usage: scripts/bench.sh [options]
-  -e LIST   endpoint types, comma-separated: msg, rdm (default msg,rdm)
+  -e LIST   endpoint types, comma-separated: msg, rdm, verbs (default msg,rdm)
   -r N      repeats of each (libfabric, fabricfs) pair; medians are reported (default 5)
   -n N      timed round trips per run for sizes below 64 KiB (default 10000)
   -N N      timed round trips per run for sizes of 64 KiB and more (default 1000)
@@ -65,9 +70,16 @@ case $out in /*) ;; *) out=$here/$out ;; esac # paths are the caller's
 case $daemon_bin in /* | "") ;; *) daemon_bin=$here/$daemon_bin ;; esac
 IFS=, read -r -a size_list <<<"$sizes"
 for s in "${size_list[@]}"; do [[ $s =~ ^[0-9]+$ ]] || { echo "bench: bad size $s" >&2; usage; }; done
-IFS=, read -r -a ep_list <<<"$eps"
-[ ${#ep_list[@]} -ge 1 ] || usage
-for e in "${ep_list[@]}"; do [[ $e =~ ^(msg|rdm)$ ]] || { echo "bench: bad endpoint type $e (msg or rdm)" >&2; usage; }; done
+IFS=, read -r -a all_eps <<<"$eps"
+[ ${#all_eps[@]} -ge 1 ] || usage
+ep_list=() verbs=0
+for e in "${all_eps[@]}"; do
+	case $e in
+	msg | rdm) ep_list+=("$e") ;;
+	verbs) verbs=1 ;;
+	*) echo "bench: bad endpoint type $e (msg, rdm or verbs)" >&2; usage ;;
+	esac
+done
 
 say() { printf 'bench: %s\n' "$*" >&2; }
 
@@ -265,6 +277,13 @@ for ep in "${ep_list[@]}"; do
 	done
 done
 
+if [ $verbs -eq 1 ]; then
+	say "verbs: scripts/verbsperf, the software RDMA device beside raw loopback UDP, $repeats repeats"
+	go build -o bin/verbsperf ./scripts/verbsperf
+	run_fg timeout $((limit * 10)) bin/verbsperf -sizes "$sizes" -r "$repeats" -iters "$iters" -json "$tmp/verbs.json" >"$tmp/verbs.txt" ||
+		{ say "verbsperf failed"; exit 1; }
+fi
+
 # Medians per endpoint type, implementation and size: "ep impl size iters usec mbps".
 medians=$tmp/medians.tsv
 sort -t "$(printf '\t')" -k1,1 -k2,2 -k3,3n "$raw" | awk -F '\t' '
@@ -333,6 +352,10 @@ while IFS='|' read -r ep lat64 lat_ok bwmin bw_ok bwmin_at; do
 	[ -n "$bwmin" ] || bw="not measured (no run from 64 KiB)"
 	printf 'targets, -e %s: latency at 64 B <= 1.5x libfabric: %s; bandwidth from 64 KiB >= 1x libfabric: %s\n' "$ep" "$lat" "$bw"
 done <"$verdicts" | tee -a "$tmp/report.txt"
+if [ $verbs -eq 1 ]; then
+	printf '\nverbs: software RDMA device (RC, 127.0.0.1 <-> 127.0.0.2) beside raw loopback UDP (medians; lat x = rc/udp, bw x = write/udp)\n'
+	cat "$tmp/verbs.txt"
+fi | tee -a "$tmp/report.txt"
 
 # JSON: the configuration, every run, the medians, the ratios and the verdict.
 json_num() { if [ -n "$1" ]; then printf '%s' "$1"; else printf 'null'; fi; }
@@ -364,6 +387,13 @@ json_num() { if [ -n "$1" ]; then printf '%s' "$1"; else printf 'null'; fi; }
 		printf '    "%s": {"latency_64B": {"ratio": %s, "limit": 1.5, "met": %s}, "bandwidth_from_64KiB": {"min_ratio": %s, "at_bytes": %s, "limit": 1.0, "met": %s}}' \
 			"$ep" "$(json_num "$lat64")" "$lat_ok" "$(json_num "$bwmin")" "$(json_num "$bwmin_at")" "$bw_ok"
 	done <"$verdicts"
-	printf '\n  }\n}\n'
+	printf '\n  }'
+	if [ $verbs -eq 1 ]; then
+		printf ',\n  "verbs": '
+		sed '2,$s/^/  /' "$tmp/verbs.json"
+	else
+		printf '\n'
+	fi
+	printf '}\n'
 } >"$out"
 say "wrote $out ($(($(date +%s) - start))s of measurements)"
