@@ -309,19 +309,30 @@ func (e *EP) Reject(data []byte) error {
 }
 
 // Shutdown is fi_shutdown.
+//
+// The provider is called without e.mu held: it may complete operations
+// before Shutdown returns (verbs flushes the posted ones as its QP goes to
+// the error state), and their completions take e.mu.
 func (e *EP) Shutdown() error {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.connectionlessLocked() {
+		e.mu.Unlock()
 		return Errorf(fi.EOPBADSTATE, "shutdown is for FI_EP_MSG endpoints; a connectionless endpoint has no connection of its own")
 	}
 	if e.state != stateConnected && e.state != stateConnecting {
+		e.mu.Unlock()
 		return Errorf(fi.ENOTCONN, "endpoint is %s, not connected", e.state)
 	}
-	if err := e.prov.Shutdown(); err != nil {
+	prov := e.prov
+	e.mu.Unlock()
+	if err := prov.Shutdown(); err != nil {
 		return err
 	}
-	e.state = stateShutdown
+	e.mu.Lock()
+	if e.state == stateConnected || e.state == stateConnecting {
+		e.state = stateShutdown
+	}
+	e.mu.Unlock()
 	return nil
 }
 

@@ -106,6 +106,7 @@ type Endpoint interface {
 	// (fi_reject), sending private data to the requester.
 	Reject(data []byte) error
 	// Shutdown closes the connection (fi_shutdown). The peer sees FI_SHUTDOWN.
+	// Operations still posted may complete (flushed) before it returns.
 	Shutdown() error
 	// Post starts a data operation. It returns fi.EAGAIN when the queue it
 	// goes to is full.

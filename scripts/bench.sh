@@ -13,7 +13,9 @@
 # -e verbs adds the software RDMA device (providers/verbs/ibv):
 # scripts/verbsperf's RC ping-pong latency and RDMA write bandwidth beside
 # raw loopback UDP's, measured in the same run; its table and ratios are
-# printed after the others and its results are the JSON's "verbs" member.
+# printed after the others and its results are the JSON's "verbs" member;
+# then ringpong -e msg over the verbs domain rxe_127_0_0_1 through the tree
+# (the JSON's "verbs_tree").
 #
 #   scripts/bench.sh [-e TYPES] [-r REPEATS] [-n ITERS] [-N ITERS_LARGE]
 #                    [-w WARMUP] [-s SIZES] [-o FILE] [-x 'RINGPONG FLAGS']
@@ -282,6 +284,32 @@ if [ $verbs -eq 1 ]; then
 	go build -o bin/verbsperf ./scripts/verbsperf
 	run_fg timeout $((limit * 10)) bin/verbsperf -sizes "$sizes" -r "$repeats" -iters "$iters" -json "$tmp/verbs.json" >"$tmp/verbs.txt" ||
 		{ say "verbsperf failed"; exit 1; }
+	# The same device through the tree: ringpong -e msg over the verbs
+	# domain of 127.0.0.1.
+	vdom=$(ls "$mnt/verbs" 2>/dev/null | grep -x 'rxe_127_0_0_1' || true)
+	[ -n "$vdom" ] || { say "no verbs domain rxe_127_0_0_1 in $mnt/verbs"; exit 1; }
+	vraw=$tmp/verbs_tree.tsv # size rep usec mbps
+	: >"$vraw"
+	saved_xflags=$xflags
+	xflags="$xflags -prov verbs -domain $vdom"
+	for ((rep = 1; rep <= repeats; rep++)); do
+		for size in "${size_list[@]}"; do
+			usec="" mbps=""
+			run_fabricfs msg "$size" "$(iters_for "$size")" || { say "ringpong over verbs failed at $size B"; exit 1; }
+			printf '%s\t%s\t%s\t%s\n' "$size" "$rep" "$usec" "$mbps" >>"$vraw"
+			say "verbs tree [$rep/$repeats] $size B: $(printf '%.2f us %.2f MB/s' "$usec" "$mbps")"
+		done
+	done
+	xflags=$saved_xflags
+	sort -k1,1n "$vraw" | awk -F '\t' '
+		function median(a, n,   i, j, t) {
+			for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+			return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+		}
+		function flush() { if (n) printf "%s\t%.2f\t%.2f\n", size, median(u, n), median(m, n); n = 0 }
+		$1 != size { flush(); size = $1 }
+		{ n++; u[n] = $3 + 0; m[n] = $4 + 0 }
+		END { flush() }' >"$tmp/verbs_tree_medians.tsv"
 fi
 
 # Medians per endpoint type, implementation and size: "ep impl size iters usec mbps".
@@ -355,6 +383,9 @@ done <"$verdicts" | tee -a "$tmp/report.txt"
 if [ $verbs -eq 1 ]; then
 	printf '\nverbs: software RDMA device (RC, 127.0.0.1 <-> 127.0.0.2) beside raw loopback UDP (medians; lat x = rc/udp, bw x = write/udp)\n'
 	cat "$tmp/verbs.txt"
+	printf '\nverbs through the tree: ringpong -prov verbs -domain rxe_127_0_0_1 -e msg (medians)\n'
+	printf '%-8s %12s %12s\n' bytes "usec/xfer" "MB/sec"
+	awk -F '\t' '{ printf "%-8s %12.2f %12.2f\n", $1, $2, $3 }' "$tmp/verbs_tree_medians.tsv"
 fi | tee -a "$tmp/report.txt"
 
 # JSON: the configuration, every run, the medians, the ratios and the verdict.
@@ -390,7 +421,10 @@ json_num() { if [ -n "$1" ]; then printf '%s' "$1"; else printf 'null'; fi; }
 	printf '\n  }'
 	if [ $verbs -eq 1 ]; then
 		printf ',\n  "verbs": '
-		sed '2,$s/^/  /' "$tmp/verbs.json"
+		printf '%s' "$(sed '2,$s/^/  /' "$tmp/verbs.json")"
+		printf ',\n  "verbs_tree": [\n'
+		awk -F '\t' '{ printf "%s    {\"bytes\": %s, \"usec_per_xfer\": %s, \"mb_per_sec\": %s}", (NR > 1 ? ",\n" : ""), $1, $2, $3 } END { print "" }' "$tmp/verbs_tree_medians.tsv"
+		printf '  ]\n'
 	else
 		printf '\n'
 	fi

@@ -179,6 +179,15 @@ var confScenarios = []confScenario{
 		x.ctl(t, a.ep, "shutdown")
 		x.events(t, a.eq, "shutdown fid="+a.name, "shutdown fid="+b.name)
 	}},
+	{name: "shutdown_posted", msgOnly: true, run: func(t *testing.T, x *confEnv) {
+		// Shutdown with a receive still posted returns: verbs flushes the
+		// receive inside it, which once deadlocked on the endpoint.
+		a, b, _ := x.confPair(t, confCfg{})
+		transfer(t, a, b, pattern(20, 15))
+		a.io.recv(t, 64, confRecv{})
+		x.ctl(t, a.ep, "shutdown")
+		x.events(t, a.eq, "shutdown fid="+a.name, "shutdown fid="+b.name)
+	}},
 	{name: "tagged", caps: fi.TAGGED, cancels: true, run: func(t *testing.T, x *confEnv) {
 		// A posted receive for another tag leaves the message alone; a
 		// receive posted after it arrived, whose tag matches under its
