@@ -420,8 +420,14 @@ func (qp *QP) duplicate(p *roce.Packet) {
 	switch p.Opcode {
 	case roce.RCRDMAReadRequest:
 		res, reth := qp.findRes(p.PSN, false), p.RETH
-		if res == nil || reth.RKey != res.rkey || reth.VA < res.va || reth.DMALen > res.length ||
-			reth.VA+uint64(reth.DMALen) > res.va+uint64(res.length) {
+		if res == nil || reth.RKey != res.rkey || reth.VA < res.va {
+			return
+		}
+		// The part must start where its PSN's responses start and lie
+		// within the saved read (compared without sums that could wrap).
+		off := reth.VA - res.va
+		if off != uint64(roce.PSNDiff(p.PSN, res.first))*uint64(qp.attr.PathMTU.Bytes()) ||
+			off > uint64(res.length) || uint64(reth.DMALen) > uint64(res.length)-off {
 			return
 		}
 		qp.sendReadResponses(reth.VA, reth.RKey, reth.DMALen, p.PSN)
