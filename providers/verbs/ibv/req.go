@@ -173,7 +173,9 @@ func (qp *QP) reqRun() {
 			w.last = roce.PSNAdd(r.psn, int(npsn(w.wr.Opcode, w.length, qp.attr.PathMTU.Bytes()))-1)
 			r.fresh = false
 		}
-		if int(roce.PSNDiff(r.psn, qp.comp.psn)) >= qp.window() {
+		// r.psn is never behind comp.psn; a negative difference is the
+		// 2^23 PSNs of a 2 GiB read at MTU 256: the window is full.
+		if d := roce.PSNDiff(r.psn, qp.comp.psn); d < 0 || int(d) >= qp.window() {
 			return
 		}
 		if !qp.sendPacket(w) {
