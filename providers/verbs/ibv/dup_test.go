@@ -39,3 +39,25 @@ func TestDuplicateReadOutsideSaved(t *testing.T) {
 	must(t, a.qp.PostSend(&SendWR{Opcode: WRSend, Flags: SendSignaled, SGList: []SGE{a.sge(0, 10)}}))
 	a.scq.waitOne(t, WCSuccess, WCSend)
 }
+
+// TestDuplicateAtomicAfterWrap: an atomic executed at a PSN that an older
+// saved atomic used 2^24 PSNs before replaces it: a duplicate of the new
+// one gets the new one's original value, not the stale one's.
+func TestDuplicateAtomicAfterWrap(t *testing.T) {
+	a, b := rcPair(t, rcConfig{sqpsn: [2]uint32{0x100, 0x200}, rdAtomic: 4})
+	fetchAdd := roce.Packet{BTH: roce.BTH{Opcode: roce.RCFetchAdd, PSN: 0x100, AckReq: true},
+		AtomicETH: roce.AtomicETH{VA: 0, RKey: b.mr.RKey, SwapAdd: 1}}
+	inject(t, b, a, fetchAdd) // returns 0, saved
+	// 2^24 PSNs later (sends and writes, which save nothing), the
+	// expected PSN is 0x100 again.
+	b.qp.mu.Lock()
+	b.qp.resp.epsn = 0x100
+	b.qp.mu.Unlock()
+	inject(t, b, a, fetchAdd) // returns 1, saved
+	b.qp.mu.Lock()
+	res := b.qp.findRes(0x100, true)
+	b.qp.mu.Unlock()
+	if res == nil || res.orig != 1 {
+		t.Fatalf("saved atomic at PSN 0x100: %+v, want the original value 1", res)
+	}
+}

@@ -302,7 +302,7 @@ func (qp *QP) execRead(p *roce.Packet) {
 	}
 	n := npsn(WRRDMARead, reth.DMALen, qp.attr.PathMTU.Bytes())
 	last := roce.PSNAdd(p.PSN, int(n)-1)
-	*qp.newRes() = respRes{valid: true, first: p.PSN, last: last, va: reth.VA, rkey: reth.RKey, length: reth.DMALen}
+	*qp.newRes(p.PSN, last) = respRes{valid: true, first: p.PSN, last: last, va: reth.VA, rkey: reth.RKey, length: reth.DMALen}
 	r.msn = (r.msn + 1) & roce.MSNMask
 	r.epsn = roce.PSNAdd(last, 1)
 	qp.sendReadResponses(reth.VA, reth.RKey, reth.DMALen, p.PSN)
@@ -380,18 +380,26 @@ func (qp *QP) execAtomic(p *roce.Packet) {
 		qp.respError(roce.AETHNAKRemAccErr, p.PSN, WCRemAccessErr)
 		return
 	}
-	*qp.newRes() = respRes{valid: true, atomic: true, first: p.PSN, last: p.PSN, orig: orig}
+	*qp.newRes(p.PSN, p.PSN) = respRes{valid: true, atomic: true, first: p.PSN, last: p.PSN, orig: orig}
 	r.msn = (r.msn + 1) & roce.MSNMask
 	r.epsn = roce.PSNAdd(p.PSN, 1)
 	qp.sendAtomicAck(p.PSN, orig)
 }
 
-// newRes returns the responder resource to fill for a new read or atomic,
-// the oldest one. qp.mu is held.
-func (qp *QP) newRes() *respRes {
+// newRes returns the responder resource to fill for a new read or atomic
+// with PSNs first to last, the oldest one. A saved one whose PSNs overlap
+// them is from 2^24 PSNs before: it is forgotten, so that duplicates of
+// the new request find the new one. qp.mu is held.
+func (qp *QP) newRes(first, last uint32) *respRes {
 	r := &qp.resp
 	if len(r.res) == 0 {
 		r.res = make([]respRes, 1)
+	}
+	for i := range r.res {
+		o := &r.res[i]
+		if o.valid && roce.PSNCompare(o.first, last) <= 0 && roce.PSNCompare(first, o.last) <= 0 {
+			o.valid = false
+		}
 	}
 	res := &r.res[r.resNext%len(r.res)]
 	r.resNext = (r.resNext + 1) % len(r.res)
