@@ -61,3 +61,24 @@ func TestDuplicateAtomicAfterWrap(t *testing.T) {
 		t.Fatalf("saved atomic at PSN 0x100: %+v, want the original value 1", res)
 	}
 }
+
+// TestSQDKeepsSavedAtomics: changing max_dest_rd_atomic in SQD keeps the
+// reads and atomics the responder saved (the newest ones, as many as fit):
+// their duplicates, which the peer may still send, get the saved answer.
+func TestSQDKeepsSavedAtomics(t *testing.T) {
+	a, b := rcPair(t, rcConfig{sqpsn: [2]uint32{0x100, 0x200}, rdAtomic: 4, sigAll: true})
+	for i := range 3 {
+		must(t, a.qp.PostSend(&SendWR{Opcode: WRAtomicFetchAndAdd, SGList: []SGE{a.sge(8*i, 8)}, RKey: b.mr.RKey, CompareAdd: 1}))
+		a.scq.waitOne(t, WCSuccess, WCFetchAdd)
+	}
+	must(t, b.qp.Modify(&QPAttr{State: QPSSQD}, QPState_))
+	must(t, b.qp.Modify(&QPAttr{State: QPSSQD, MaxDestRdAtomic: 2}, QPState_|QPMaxDestRdAtomic))
+	b.qp.mu.Lock()
+	defer b.qp.mu.Unlock()
+	for i, want := range []bool{false, true, true} {
+		res := b.qp.findRes(0x100+uint32(i), true)
+		if (res != nil) != want || res != nil && res.orig != uint64(i) {
+			t.Errorf("atomic %d: saved %+v, want saved %v with original value %d", i, res, want, i)
+		}
+	}
+}

@@ -406,6 +406,23 @@ func (qp *QP) newRes(first, last uint32) *respRes {
 	return res
 }
 
+// resizeRes makes room for n saved reads and atomics, keeping the newest
+// of those saved (SQD -> SQD may change max_dest_rd_atomic while the
+// peer can still send duplicates). qp.mu is held.
+func (qp *QP) resizeRes(n int) {
+	r := &qp.resp
+	res, k := make([]respRes, n), 0
+	for i := range r.res {
+		// Oldest first: resNext is the slot to be overwritten next.
+		o := r.res[(r.resNext+i)%len(r.res)]
+		if o.valid {
+			res[k%n] = o
+			k++
+		}
+	}
+	r.res, r.resNext = res, k%n
+}
+
 // findRes returns the saved read or atomic whose PSNs hold psn, or nil.
 // qp.mu is held.
 func (qp *QP) findRes(psn uint32, atomic bool) *respRes {
