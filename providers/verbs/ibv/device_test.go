@@ -418,3 +418,19 @@ func TestCQOverrun(t *testing.T) {
 	}
 	cq.empty(t)
 }
+
+// TestNilPD: creating objects on a nil PD fails with EINVAL instead of
+// panicking.
+func TestNilPD(t *testing.T) {
+	d := openDevices(t, nil, lo1)[0]
+	cq := newCQ(t, d, 4)
+	var pd *PD
+	_, err := pd.CreateQP(QPInitAttr{Type: QPTRC, SendCQ: cq.CQ, RecvCQ: cq.CQ})
+	mustErrno(t, err, syscall.EINVAL, "create qp on a nil PD")
+	_, err = pd.CreateAH(AHAttr{Dest: d.Addr()})
+	mustErrno(t, err, syscall.EINVAL, "create ah on a nil PD")
+	_, err = pd.CreateSRQ(1, 1)
+	mustErrno(t, err, syscall.EINVAL, "create srq on a nil PD")
+	_, err = pd.RegMR(make([]byte, 8), 0, 0)
+	mustErrno(t, err, syscall.EINVAL, "reg mr on a nil PD")
+}

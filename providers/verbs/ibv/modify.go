@@ -77,7 +77,7 @@ func (qp *QP) Modify(a *QPAttr, mask QPAttrMask) error {
 	}
 	qp.apply(a, mask)
 	if mask&QPMaxDestRdAtomic != 0 {
-		qp.resp.res = make([]respRes, max(1, int(qp.attr.MaxDestRdAtomic)))
+		qp.resizeRes(max(1, int(qp.attr.MaxDestRdAtomic)))
 	}
 	switch {
 	case next == QPSReset:

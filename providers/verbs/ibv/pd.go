@@ -86,6 +86,9 @@ type AH struct {
 // CreateAH creates an address handle. a.Dest must be an address of the
 // device's family (IPv4 or IPv6) with a port.
 func (pd *PD) CreateAH(a AHAttr) (*AH, error) {
+	if pd == nil {
+		return nil, errorf(syscall.EINVAL, "create ah: no PD")
+	}
 	dest, err := pd.dev.checkDest(a.Dest)
 	if err != nil {
 		return nil, err

@@ -47,6 +47,9 @@ type QP struct {
 // CreateQP creates a QP in the RESET state. A.Type QPTGSI creates the
 // device's QP1 (at most one per device: EBUSY for a second).
 func (pd *PD) CreateQP(a QPInitAttr) (*QP, error) {
+	if pd == nil {
+		return nil, errorf(syscall.EINVAL, "create qp: no PD")
+	}
 	d := pd.dev
 	c := a.Cap
 	switch {

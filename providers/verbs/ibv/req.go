@@ -34,16 +34,23 @@ type sendWQE struct {
 }
 
 // A sendQueue is the ring of an RC QP's send work requests. Indices run
-// free; the slot of index i is i modulo the ring's size.
+// free and wrap around 2^32; the slot of index i is i modulo the number
+// of slots, a power of two (so that consecutive indices keep distinct
+// slots across the wrap), of which the queue uses size.
 type sendQueue struct {
 	slots      []sendWQE
+	size       uint32 // MaxSendWR: the requests the queue holds
 	head, tail uint32 // the oldest incomplete request; the next free slot
 }
 
 func newSendQueue(c QPCap) sendQueue {
-	q := sendQueue{slots: make([]sendWQE, c.MaxSendWR)}
-	sges := make([]SGE, int(c.MaxSendWR)*int(c.MaxSendSGE))
-	inline := make([]byte, int(c.MaxSendWR)*int(c.MaxInlineData))
+	n := 1
+	for n < int(c.MaxSendWR) {
+		n <<= 1
+	}
+	q := sendQueue{slots: make([]sendWQE, n), size: c.MaxSendWR}
+	sges := make([]SGE, n*int(c.MaxSendSGE))
+	inline := make([]byte, n*int(c.MaxInlineData))
 	for i := range q.slots {
 		s, n := int(c.MaxSendSGE), int(c.MaxInlineData)
 		q.slots[i].sges = sges[i*s : i*s : (i+1)*s]
@@ -52,8 +59,8 @@ func newSendQueue(c QPCap) sendQueue {
 	return q
 }
 
-func (q *sendQueue) at(i uint32) *sendWQE { return &q.slots[i%uint32(len(q.slots))] }
-func (q *sendQueue) full() bool           { return q.tail-q.head >= uint32(len(q.slots)) }
+func (q *sendQueue) at(i uint32) *sendWQE { return &q.slots[i&uint32(len(q.slots)-1)] }
+func (q *sendQueue) full() bool           { return q.tail-q.head >= q.size }
 func (q *sendQueue) clear()               { q.head, q.tail = 0, 0 }
 
 // requester is the sending side of an RC QP: where in the send queue and
@@ -82,7 +89,7 @@ func (qp *QP) startRequester() {
 func (qp *QP) postRC(wr *SendWR) error {
 	q := &qp.sq
 	if q.full() {
-		return errorf(syscall.ENOMEM, "post send: the send queue holds %d requests already", len(q.slots))
+		return errorf(syscall.ENOMEM, "post send: the send queue holds %d requests already", q.size)
 	}
 	w := q.at(q.tail)
 	// Field by field: storing the caller's SGList, even for a moment,
@@ -166,7 +173,9 @@ func (qp *QP) reqRun() {
 			w.last = roce.PSNAdd(r.psn, int(npsn(w.wr.Opcode, w.length, qp.attr.PathMTU.Bytes()))-1)
 			r.fresh = false
 		}
-		if int(roce.PSNDiff(r.psn, qp.comp.psn)) >= qp.window() {
+		// r.psn is never behind comp.psn; a negative difference is the
+		// 2^23 PSNs of a 2 GiB read at MTU 256: the window is full.
+		if d := roce.PSNDiff(r.psn, qp.comp.psn); d < 0 || int(d) >= qp.window() {
 			return
 		}
 		if !qp.sendPacket(w) {

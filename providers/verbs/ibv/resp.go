@@ -302,7 +302,7 @@ func (qp *QP) execRead(p *roce.Packet) {
 	}
 	n := npsn(WRRDMARead, reth.DMALen, qp.attr.PathMTU.Bytes())
 	last := roce.PSNAdd(p.PSN, int(n)-1)
-	*qp.newRes() = respRes{valid: true, first: p.PSN, last: last, va: reth.VA, rkey: reth.RKey, length: reth.DMALen}
+	*qp.newRes(p.PSN, last) = respRes{valid: true, first: p.PSN, last: last, va: reth.VA, rkey: reth.RKey, length: reth.DMALen}
 	r.msn = (r.msn + 1) & roce.MSNMask
 	r.epsn = roce.PSNAdd(last, 1)
 	qp.sendReadResponses(reth.VA, reth.RKey, reth.DMALen, p.PSN)
@@ -380,22 +380,47 @@ func (qp *QP) execAtomic(p *roce.Packet) {
 		qp.respError(roce.AETHNAKRemAccErr, p.PSN, WCRemAccessErr)
 		return
 	}
-	*qp.newRes() = respRes{valid: true, atomic: true, first: p.PSN, last: p.PSN, orig: orig}
+	*qp.newRes(p.PSN, p.PSN) = respRes{valid: true, atomic: true, first: p.PSN, last: p.PSN, orig: orig}
 	r.msn = (r.msn + 1) & roce.MSNMask
 	r.epsn = roce.PSNAdd(p.PSN, 1)
 	qp.sendAtomicAck(p.PSN, orig)
 }
 
-// newRes returns the responder resource to fill for a new read or atomic,
-// the oldest one. qp.mu is held.
-func (qp *QP) newRes() *respRes {
+// newRes returns the responder resource to fill for a new read or atomic
+// with PSNs first to last, the oldest one. A saved one whose PSNs overlap
+// them is from 2^24 PSNs before: it is forgotten, so that duplicates of
+// the new request find the new one. qp.mu is held.
+func (qp *QP) newRes(first, last uint32) *respRes {
 	r := &qp.resp
 	if len(r.res) == 0 {
 		r.res = make([]respRes, 1)
 	}
+	for i := range r.res {
+		o := &r.res[i]
+		if o.valid && roce.PSNCompare(o.first, last) <= 0 && roce.PSNCompare(first, o.last) <= 0 {
+			o.valid = false
+		}
+	}
 	res := &r.res[r.resNext%len(r.res)]
 	r.resNext = (r.resNext + 1) % len(r.res)
 	return res
+}
+
+// resizeRes makes room for n saved reads and atomics, keeping the newest
+// of those saved (SQD -> SQD may change max_dest_rd_atomic while the
+// peer can still send duplicates). qp.mu is held.
+func (qp *QP) resizeRes(n int) {
+	r := &qp.resp
+	res, k := make([]respRes, n), 0
+	for i := range r.res {
+		// Oldest first: resNext is the slot to be overwritten next.
+		o := r.res[(r.resNext+i)%len(r.res)]
+		if o.valid {
+			res[k%n] = o
+			k++
+		}
+	}
+	r.res, r.resNext = res, k%n
 }
 
 // findRes returns the saved read or atomic whose PSNs hold psn, or nil.
@@ -420,8 +445,14 @@ func (qp *QP) duplicate(p *roce.Packet) {
 	switch p.Opcode {
 	case roce.RCRDMAReadRequest:
 		res, reth := qp.findRes(p.PSN, false), p.RETH
-		if res == nil || reth.RKey != res.rkey || reth.VA < res.va || reth.DMALen > res.length ||
-			reth.VA+uint64(reth.DMALen) > res.va+uint64(res.length) {
+		if res == nil || reth.RKey != res.rkey || reth.VA < res.va {
+			return
+		}
+		// The part must start where its PSN's responses start and lie
+		// within the saved read (compared without sums that could wrap).
+		off := reth.VA - res.va
+		if off != uint64(roce.PSNDiff(p.PSN, res.first))*uint64(qp.attr.PathMTU.Bytes()) ||
+			off > uint64(res.length) || uint64(reth.DMALen) > uint64(res.length)-off {
 			return
 		}
 		qp.sendReadResponses(reth.VA, reth.RKey, reth.DMALen, p.PSN)
