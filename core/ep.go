@@ -346,32 +346,11 @@ func (e *EP) post(op *Op, wait func(Completion)) error {
 		e.mu.Unlock()
 		return Errorf(fi.EOPBADSTATE, "endpoint is %s; enable it first", st)
 	}
-	prov, rings := e.prov, e.rings
+	prov := e.prov
 	e.inflight[op] = struct{}{}
 	e.mu.Unlock()
-	op.done = func(op *Op, c Completion) {
-		// A receive with FI_MULTI_RECV completes once per message, and is
-		// over when its buffer is released.
-		final := op.Flags&fi.OpFlags(fi.MULTI_RECV) == 0 || c.Flags&fi.CQFlags(fi.MULTI_RECV) != 0
-		if final {
-			e.mu.Lock()
-			delete(e.inflight, op)
-			e.mu.Unlock()
-		}
-		e.deliver(op.Kind.class(), CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Buf: op.offset + c.Offset, Data: c.Data,
-			Tag: c.Tag, Src: e.source(c.Src), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc},
-			op.Flags&fi.COMPLETION != 0)
-		if wait != nil {
-			wait(c)
-		}
-		if rings != nil && final {
-			if op.Kind.IsRecv() {
-				rings.rx.unblock()
-			} else {
-				rings.tx.unblock()
-			}
-		}
-	}
+	// A function value, not a closure: no allocation per operation.
+	op.done, op.ep, op.wait = opDone, e, wait
 	if err := prov.Post(op); err != nil {
 		e.mu.Lock()
 		delete(e.inflight, op)
@@ -379,6 +358,37 @@ func (e *EP) post(op *Op, wait func(Completion)) error {
 		return err
 	}
 	return nil
+}
+
+// opDone is the done function of the operations an endpoint posts.
+func opDone(op *Op, c Completion) { op.ep.completed(op, c) }
+
+// completed delivers the completion of an operation the endpoint posted,
+// and lets its work queue, if it waited for room, go on.
+func (e *EP) completed(op *Op, c Completion) {
+	// A receive with FI_MULTI_RECV completes once per message, and is
+	// over when its buffer is released.
+	final := op.Flags&fi.OpFlags(fi.MULTI_RECV) == 0 || c.Flags&fi.CQFlags(fi.MULTI_RECV) != 0
+	var rings *epRings
+	if final {
+		e.mu.Lock()
+		delete(e.inflight, op)
+		rings = e.rings
+		e.mu.Unlock()
+	}
+	e.deliver(op.Kind.class(), CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Buf: op.offset + c.Offset, Data: c.Data,
+		Tag: c.Tag, Src: e.source(c.Src), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc},
+		op.Flags&fi.COMPLETION != 0)
+	if op.wait != nil {
+		op.wait(c)
+	}
+	if rings != nil {
+		if op.Kind.IsRecv() {
+			rings.rx.unblock()
+		} else {
+			rings.tx.unblock()
+		}
+	}
 }
 
 // source is the fi_addr a completion reports for a sender: its entry in

@@ -215,8 +215,10 @@ type Op struct {
 	Addr, Key uint64 // OpWrite, OpRead: the remote buffer (fi_rma_iov)
 
 	done   func(*Op, Completion)
-	desc   uint64 // the work request's memory region, for its completion
-	offset uint64 // and the offset of Buf in it
+	ep     *EP              // the endpoint that posted it, for done
+	wait   func(Completion) // also gets the completion, if not nil (ep's data file)
+	desc   uint64           // the work request's memory region, for its completion
+	offset uint64           // and the offset of Buf in it
 }
 
 // Completion is the outcome of an Op, as fi_cq_tagged_entry and
