@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fabricfs/fabricfs/core/fi"
 )
@@ -41,8 +42,10 @@ type EP struct {
 	cntrs    [numClasses]*Cntr // bound counters, by class
 	opts     map[string]uint64
 	inflight map[*Op]struct{}
-	rings    *epRings   // after enable
-	ringMu   sync.Mutex // serialises the engine's consume with closing the rings
+	// cancelling counts the Cancel calls under way: see opPool.
+	cancelling atomic.Int32
+	rings      *epRings   // after enable
+	ringMu     sync.Mutex // serialises the engine's consume with closing the rings
 
 	dataMu     sync.Mutex // serialises readers of the data file
 	pending    []byte     // the rest of a message a data-file read did not take
@@ -389,6 +392,29 @@ func (e *EP) completed(op *Op, c Completion) {
 			rings.tx.unblock()
 		}
 	}
+	if final && op.pooled && e.cancelling.Load() == 0 {
+		freeOp(op)
+	}
+}
+
+// opPool holds the Ops of work requests that completed: the rings post
+// one per request, and reusing them keeps the data path free of
+// allocations. An Op goes back only after its final completion, when
+// neither the provider (Op.Complete's contract) nor inflight holds it,
+// and not while Cancel may hold it without the lock (cancelling).
+var opPool = sync.Pool{New: func() any { return new(Op) }}
+
+// newOp is a zeroed Op from the pool, to go back with freeOp.
+func newOp() *Op {
+	op := opPool.Get().(*Op)
+	op.pooled = true
+	return op
+}
+
+// freeOp zeroes op, dropping its buffer and callbacks, and pools it.
+func freeOp(op *Op) {
+	*op = Op{}
+	opPool.Put(op)
 }
 
 // source is the fi_addr a completion reports for a sender: its entry in
@@ -447,6 +473,11 @@ func (e *EP) count(cl opClass, failed bool) {
 // Cancel is fi_cancel of the posted operations with this context.
 func (e *EP) Cancel(context uint64) error {
 	e.mu.Lock()
+	// The Ops found here are used without the lock: none goes back to
+	// the pool meanwhile, even if it completes, lest Cancel cancel a new
+	// operation in the same Op.
+	e.cancelling.Add(1)
+	defer e.cancelling.Add(-1)
 	var ops []*Op
 	for op := range e.inflight {
 		if op.Context == context {

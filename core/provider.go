@@ -217,6 +217,7 @@ type Op struct {
 	done   func(*Op, Completion)
 	ep     *EP              // the endpoint that posted it, for done
 	wait   func(Completion) // also gets the completion, if not nil (ep's data file)
+	pooled bool             // made by newOp for a work request: freeOp after its final completion
 	desc   uint64           // the work request's memory region, for its completion
 	offset uint64           // and the offset of Buf in it
 }
