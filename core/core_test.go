@@ -33,7 +33,7 @@ func lo(t testing.TB) *core.Domain {
 
 func newTCP() (core.Provider, error) { return tcp.New() }
 
-func create(t *testing.T, d *core.Domain, k core.Kind, name string) *core.Object {
+func create(t testing.TB, d *core.Domain, k core.Kind, name string) *core.Object {
 	t.Helper()
 	o, err := d.Create(k, name, 0)
 	if err != nil {
@@ -42,7 +42,7 @@ func create(t *testing.T, d *core.Domain, k core.Kind, name string) *core.Object
 	return o
 }
 
-func run(t *testing.T, o *core.Object, cmd string) {
+func run(t testing.TB, o *core.Object, cmd string) {
 	t.Helper()
 	if err := o.Ctl(context.Background(), 0, cmd); err != nil {
 		t.Fatalf("%s: %v", o, err)
@@ -183,7 +183,7 @@ func TestCtlErrorsEchoTheCommand(t *testing.T) {
 // pair connects two endpoints through a passive endpoint and returns them
 // with the shared EQ and CQ. Each endpoint gets "bind eq e", then binds (at
 // least a bind of cq c), then enable.
-func pair(t *testing.T, d *core.Domain, binds ...string) (a, b, pep *core.Object, eq *core.EQ, cq *core.CQ) {
+func pair(t testing.TB, d *core.Domain, binds ...string) (a, b, pep *core.Object, eq *core.EQ, cq *core.CQ) {
 	t.Helper()
 	eqo := create(t, d, core.KindEQ, "e")
 	cqo := create(t, d, core.KindCQ, "c")
@@ -224,7 +224,7 @@ func pair(t *testing.T, d *core.Domain, binds ...string) (a, b, pep *core.Object
 }
 
 // events reads n EQ events as text.
-func events(t *testing.T, eq *core.EQ, n int) string {
+func events(t testing.TB, eq *core.EQ, n int) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -88,7 +88,8 @@ type CQ struct {
 	draining bool       // a goroutine moves overflow into the ring
 	overruns uint64
 	total    uint64
-	signal   chan struct{} // closed and replaced when completions arrive
+	signal   chan struct{} // closed and replaced when completions arrive, if a reader took it
+	awaited  bool          // a blocked reader took signal since it was made
 	signals  uint64        // fi_cq_signal calls, so a woken reader knows why
 	closed   bool
 }
@@ -222,9 +223,15 @@ func (c *CQ) drain() {
 	}
 }
 
+// notifyLocked wakes the readers blocked in await. Without any, it does
+// nothing: completions arrive for every message, and a channel made for
+// each would be an allocation per message.
 func (c *CQ) notifyLocked() {
+	if !c.awaited {
+		return
+	}
 	close(c.signal)
-	c.signal = make(chan struct{})
+	c.signal, c.awaited = make(chan struct{}), false
 }
 
 // Read consumes up to max completions from the ring, in order, error
@@ -285,6 +292,7 @@ func (c *CQ) await(ctx context.Context, block bool, take func(*ring.Ring) bool) 
 			return Errorf(fi.ESHUTDOWN, "%s is closed", c.obj)
 		}
 		sig, seq := c.signal, c.signals
+		c.awaited = true
 		c.mu.Unlock()
 		select {
 		case <-sig:

@@ -26,6 +26,12 @@ import (
 const (
 	groupSize = 127 // futex_waitv takes 128 words: the queues and the control word
 	spinFor   = 50 * time.Microsecond
+	// spinPasses is the fewest empty passes before a sleep, as well as
+	// spinFor: a pass ends in sched_yield, which may give the CPU to
+	// another thread for longer than spinFor, and a group that slept after
+	// every such yield would hand its sockets back to the provider's
+	// goroutines in the middle of a conversation.
+	spinPasses = 64
 	// sleepMax bounds a sleep, as a safety net: a group wakes at least this
 	// often even if a wake-up were lost.
 	sleepMax = time.Minute
@@ -147,7 +153,7 @@ func (g *group) kick() {
 }
 
 func (g *group) run() {
-	idle := time.Now()
+	idle, passes := time.Now(), 0
 	for {
 		g.iter.Lock()
 		g.mu.Lock()
@@ -174,9 +180,10 @@ func (g *group) run() {
 		}
 		switch {
 		case busy:
-			idle = time.Now()
+			idle, passes = time.Now(), 0
 			g.iter.Unlock()
-		case time.Since(idle) < spinFor:
+		case passes < spinPasses || time.Since(idle) < spinFor:
+			passes++
 			g.iter.Unlock()
 			// Let other threads run: the application a completion just
 			// woke may be queued behind this spin on the same CPU. Not
@@ -185,7 +192,7 @@ func (g *group) run() {
 			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 		default:
 			g.sleep(qs) // unlocks iter while asleep
-			idle = time.Now()
+			idle, passes = time.Now(), 0
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fabricfs/fabricfs/core/fi"
 )
@@ -41,8 +42,10 @@ type EP struct {
 	cntrs    [numClasses]*Cntr // bound counters, by class
 	opts     map[string]uint64
 	inflight map[*Op]struct{}
-	rings    *epRings   // after enable
-	ringMu   sync.Mutex // serialises the engine's consume with closing the rings
+	// cancelling counts the Cancel calls under way: see opPool.
+	cancelling atomic.Int32
+	rings      *epRings   // after enable
+	ringMu     sync.Mutex // serialises the engine's consume with closing the rings
 
 	dataMu     sync.Mutex // serialises readers of the data file
 	pending    []byte     // the rest of a message a data-file read did not take
@@ -365,32 +368,11 @@ func (e *EP) post(op *Op, wait func(Completion)) error {
 		e.mu.Unlock()
 		return Errorf(fi.EOPBADSTATE, "endpoint is %s; enable it first", st)
 	}
-	prov, rings := e.prov, e.rings
+	prov := e.prov
 	e.inflight[op] = struct{}{}
 	e.mu.Unlock()
-	op.done = func(op *Op, c Completion) {
-		// A receive with FI_MULTI_RECV completes once per message, and is
-		// over when its buffer is released.
-		final := op.Flags&fi.OpFlags(fi.MULTI_RECV) == 0 || c.Flags&fi.CQFlags(fi.MULTI_RECV) != 0
-		if final {
-			e.mu.Lock()
-			delete(e.inflight, op)
-			e.mu.Unlock()
-		}
-		e.deliver(op.Kind.class(), CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Buf: op.offset + c.Offset, Data: c.Data,
-			Tag: c.Tag, Src: e.source(c.Src), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc},
-			op.Flags&fi.COMPLETION != 0)
-		if wait != nil {
-			wait(c)
-		}
-		if rings != nil && final {
-			if op.Kind.IsRecv() {
-				rings.rx.unblock()
-			} else {
-				rings.tx.unblock()
-			}
-		}
-	}
+	// A function value, not a closure: no allocation per operation.
+	op.done, op.ep, op.wait = opDone, e, wait
 	if err := prov.Post(op); err != nil {
 		e.mu.Lock()
 		delete(e.inflight, op)
@@ -398,6 +380,60 @@ func (e *EP) post(op *Op, wait func(Completion)) error {
 		return err
 	}
 	return nil
+}
+
+// opDone is the done function of the operations an endpoint posts.
+func opDone(op *Op, c Completion) { op.ep.completed(op, c) }
+
+// completed delivers the completion of an operation the endpoint posted,
+// and lets its work queue, if it waited for room, go on.
+func (e *EP) completed(op *Op, c Completion) {
+	// A receive with FI_MULTI_RECV completes once per message, and is
+	// over when its buffer is released.
+	final := op.Flags&fi.OpFlags(fi.MULTI_RECV) == 0 || c.Flags&fi.CQFlags(fi.MULTI_RECV) != 0
+	var rings *epRings
+	if final {
+		e.mu.Lock()
+		delete(e.inflight, op)
+		rings = e.rings
+		e.mu.Unlock()
+	}
+	e.deliver(op.Kind.class(), CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Buf: op.offset + c.Offset, Data: c.Data,
+		Tag: c.Tag, Src: e.source(c.Src), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc},
+		op.Flags&fi.COMPLETION != 0)
+	if op.wait != nil {
+		op.wait(c)
+	}
+	if rings != nil {
+		if op.Kind.IsRecv() {
+			rings.rx.unblock()
+		} else {
+			rings.tx.unblock()
+		}
+	}
+	if final && op.pooled && e.cancelling.Load() == 0 {
+		freeOp(op)
+	}
+}
+
+// opPool holds the Ops of work requests that completed: the rings post
+// one per request, and reusing them keeps the data path free of
+// allocations. An Op goes back only after its final completion, when
+// neither the provider (Op.Complete's contract) nor inflight holds it,
+// and not while Cancel may hold it without the lock (cancelling).
+var opPool = sync.Pool{New: func() any { return new(Op) }}
+
+// newOp is a zeroed Op from the pool, to go back with freeOp.
+func newOp() *Op {
+	op := opPool.Get().(*Op)
+	op.pooled = true
+	return op
+}
+
+// freeOp zeroes op, dropping its buffer and callbacks, and pools it.
+func freeOp(op *Op) {
+	*op = Op{}
+	opPool.Put(op)
 }
 
 // source is the fi_addr a completion reports for a sender: its entry in
@@ -456,6 +492,11 @@ func (e *EP) count(cl opClass, failed bool) {
 // Cancel is fi_cancel of the posted operations with this context.
 func (e *EP) Cancel(context uint64) error {
 	e.mu.Lock()
+	// The Ops found here are used without the lock: none goes back to
+	// the pool meanwhile, even if it completes, lest Cancel cancel a new
+	// operation in the same Op.
+	e.cancelling.Add(1)
+	defer e.cancelling.Add(-1)
 	var ops []*Op
 	for op := range e.inflight {
 		if op.Context == context {

@@ -137,9 +137,13 @@ func (e *EP) consume(q *workQueue) int {
 				// then try once more in case one came before.
 				q.blocked.Store(true)
 				if err = e.post(op, nil); Code(err) == fi.EAGAIN {
+					freeOp(op) // made again from the request next time
 					break
 				}
 				q.blocked.Store(false)
+			}
+			if err != nil {
+				freeOp(op) // the provider did not take it
 			}
 		}
 		if err != nil {
@@ -188,16 +192,19 @@ func (e *EP) opFromWR(w *ring.WR, q *workQueue) (*Op, error) {
 	if err != nil {
 		return nil, err
 	}
-	op := &Op{Kind: kind, Flags: flags, Context: w.Context, Buf: buf, Data: w.Data, Tag: w.Tag, Ignore: w.Ignore,
-		Addr: w.RMAAddr, Key: w.RMAKey, Mem: mem, MemOff: w.Offset, desc: w.Desc, offset: w.Offset}
 	// A connectionless endpoint's sends go to addr; its receives take it
 	// as the only sender they accept, with FI_DIRECTED_RECV only.
+	var peer fi.Addr
 	directed := !kind.IsRecv() || e.info.Caps&fi.DIRECTED_RECV != 0
 	if e.info.EPAttr.Type != fi.EP_MSG && w.Addr != fi.ADDR_UNSPEC && directed {
-		if op.Peer, err = e.peer(w.Addr); err != nil {
+		if peer, err = e.peer(w.Addr); err != nil {
 			return nil, err
 		}
 	}
+	op := newOp()
+	op.Kind, op.Flags, op.Context, op.Buf, op.Data, op.Tag, op.Ignore = kind, flags, w.Context, buf, w.Data, w.Tag, w.Ignore
+	op.Peer, op.Addr, op.Key, op.desc, op.offset = peer, w.RMAAddr, w.RMAKey, w.Desc, w.Offset
+	op.Mem, op.MemOff = mem, w.Offset
 	return op, nil
 }
 

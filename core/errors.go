@@ -50,6 +50,16 @@ func WithOp(op string, err error) error {
 // Code returns the libfabric error code carried by err: the Code of an
 // *Error, an fi.Errno, a syscall errno, or fi.EOTHER.
 func Code(err error) fi.Errno {
+	// The common cases first, without errors.As, whose targets escape:
+	// Code is on the data path (every posted work request).
+	switch v := err.(type) {
+	case nil:
+		return fi.EOTHER
+	case *Error:
+		return v.Code
+	case fi.Errno:
+		return v
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code

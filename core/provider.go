@@ -283,8 +283,11 @@ type Op struct {
 	MemOff uint64
 
 	done   func(*Op, Completion)
-	desc   uint64 // the work request's memory region, for its completion
-	offset uint64 // and the offset of Buf in it
+	ep     *EP              // the endpoint that posted it, for done
+	wait   func(Completion) // also gets the completion, if not nil (ep's data file)
+	pooled bool             // made by newOp for a work request: freeOp after its final completion
+	desc   uint64           // the work request's memory region, for its completion
+	offset uint64           // and the offset of Buf in it
 }
 
 // Completion is the outcome of an Op, as fi_cq_tagged_entry and
@@ -307,11 +310,13 @@ type Completion struct {
 func (op *Op) OnComplete(f func(*Op, Completion)) { op.done = f }
 
 // Complete reports the operation's outcome. It must be called exactly once
-// (for FI_MULTI_RECV: see Op). The function it calls must not block, and
-// may call back into the endpoint only to Post: providers call it with
-// some of their locks held, to keep completions in order, and take care
-// that Post does not need them (a receive reposted from its own completion
-// is the common case). Cancel and Close from a completion are not allowed.
+// (for FI_MULTI_RECV: see Op), and the provider must not touch op after
+// the final call: core reuses the Ops of work requests. The function it
+// calls must not block, and may call back into the endpoint only to Post:
+// providers call it with some of their locks held, to keep completions in
+// order, and take care that Post does not need them (a receive reposted
+// from its own completion is the common case). Cancel and Close from a
+// completion are not allowed.
 func (op *Op) Complete(c Completion) {
 	if op.done != nil {
 		op.done(op, c)

@@ -284,14 +284,22 @@ func (q *CQ) Ring() *ring.Ring { return q.r }
 
 // Poll takes up to max completions from the ring.
 func (q *CQ) Poll(max int) []ring.CQE {
-	var out []ring.CQE
+	out := make([]ring.CQE, max)
+	return out[:q.Read(out)]
+}
+
+// Read takes up to len(dst) completions from the ring into dst, as
+// fi_cq_read into the caller's array, and returns how many: a loop that
+// polls with one dst allocates nothing.
+func (q *CQ) Read(dst []ring.CQE) int {
+	n := 0
 	h, t := q.r.Peek()
-	for ; h != t && len(out) < max; h++ {
-		c, _ := ring.DecodeCQE(q.r.Entry(h)) // a non-zero reserved byte still decodes
-		out = append(out, c)
+	for ; h != t && n < len(dst); h++ {
+		dst[n], _ = ring.DecodeCQE(q.r.Entry(h)) // a non-zero reserved byte still decodes
+		n++
 	}
 	q.r.Release(h)
-	return out
+	return n
 }
 
 // Wait returns once the ring holds a completion: it spins briefly, then

@@ -40,6 +40,7 @@ type peer struct {
 	state    peerState
 	conn     *conn       // the connection our sends use, or that is being set up
 	queue    []*sendItem // sends waiting for conn, in order
+	spare    []*sendItem // the other slice flush uses: see flush
 	flushing bool        // a goroutine is posting queue to conn
 	retries  int         // RejectAlready answers in a row
 }
@@ -66,6 +67,7 @@ type conn struct {
 	remotePID   uint32        // the pid in the peer's ConnID; 0: unknown
 	dead        bool          // abandoned: whoever set this closes tcp
 	free        []*core.Op    // receive buffers to repost
+	msg         message       // the message being received: decode
 	ctrl        int           // rendezvous reads and read-dones posted, at most ctrlSends
 	reads       []lentRead    // regions given to the peer's read requests, until their responses are written
 }

@@ -81,9 +81,12 @@ type endpoint struct {
 
 	kick    chan struct{} // wakes the worker
 	pending atomic.Bool   // the worker's work is waiting: reposts, rendezvous reads, read-dones
-	polled  atomic.Bool   // an engine group polls the endpoint and does that work itself
-	done    chan struct{} // closed by Close
-	wg      sync.WaitGroup
+
+	repostMu  sync.Mutex    // one repost at a time: the worker's or the engine group's
+	reposting []repostWork  // repost's list, kept for its room
+	polled    atomic.Bool   // an engine group polls the endpoint and does that work itself
+	done      chan struct{} // closed by Close
+	wg        sync.WaitGroup
 }
 
 var _ core.Endpoint = (*endpoint)(nil)
@@ -373,28 +376,43 @@ func (e *endpoint) worker() {
 // messages hold too many bytes: then the connections wait (TCP
 // back-pressure) until receives take them.
 func (e *endpoint) repost() {
-	type work struct {
-		c   *conn
-		ops []*core.Op
-	}
-	var todo []work
+	// The buffers are moved to reposting, reused from call to call, so
+	// that c.free keeps its room too.
+	e.repostMu.Lock()
+	defer e.repostMu.Unlock()
+	todo := e.reposting[:0]
 	e.mu.Lock()
 	if !e.rx.over() {
 		for c := range e.conns {
 			if len(c.free) > 0 && c.tcp != nil && !c.dead {
-				todo = append(todo, work{c, c.free})
-				c.free = nil
+				todo = append(todo, repostWork{c: c})
+				for _, op := range c.free {
+					todo = append(todo, repostWork{op: op})
+				}
+				clear(c.free)
+				c.free = c.free[:0]
 			}
 		}
 	}
 	e.mu.Unlock()
+	var c *conn
 	for _, w := range todo {
-		for _, op := range w.ops {
-			if w.c.tcp.Post(op) != nil {
-				break // the connection is going down
-			}
+		switch {
+		case w.c != nil:
+			c = w.c
+		case c != nil && c.tcp.Post(w.op) != nil:
+			c = nil // the connection is going down: skip its other buffers
 		}
 	}
+	clear(todo)
+	e.reposting = todo[:0]
+}
+
+// repostWork is one entry of repost's list: a connection, then the
+// buffers to post to it.
+type repostWork struct {
+	c  *conn
+	op *core.Op
 }
 
 // wake has the worker's work done: by the engine group polling the

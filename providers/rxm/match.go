@@ -100,9 +100,10 @@ func (m *matcher) arrived(msg *message) {
 		}
 		return
 	}
-	msg.payload = slices.Clone(msg.payload)
-	m.unexp[q] = append(m.unexp[q], msg)
-	m.bytes += msg.cost()
+	kept := *msg // msg is its connection's, for the next message
+	kept.payload = slices.Clone(msg.payload)
+	m.unexp[q] = append(m.unexp[q], &kept)
+	m.bytes += kept.cost()
 }
 
 // post delivers the first unexpected message op matches, or queues op. It

@@ -82,7 +82,10 @@ func (c *conn) reuse(op *core.Op) {
 // its tag), or an rxm header and what follows. It returns nil for a
 // message with nothing to deliver (credits).
 func (c *conn) decode(b []byte, comp core.Completion) (*message, error) {
-	m := &message{src: c.peer.addr}
+	// The connection's one message: its completions come one at a time,
+	// and the matcher copies a message it keeps.
+	m := &c.msg
+	*m = message{src: c.peer.addr}
 	if comp.Flags&fi.CQFlags(fi.TAGGED) != 0 {
 		if len(b) > EagerLimit {
 			return nil, fmt.Errorf("a tagged message of %d bytes, more than %d", len(b), EagerLimit)
@@ -119,7 +122,8 @@ func (c *conn) decode(b []byte, comp core.Completion) (*message, error) {
 			return nil, err
 		}
 	case wire.CtrlRndvRdDone:
-		return &message{readDone: true, id: h.MsgID}, nil
+		*m = message{readDone: true, id: h.MsgID}
+		return m, nil
 	default:
 		return nil, fmt.Errorf("%s messages are not implemented", h.Type)
 	}

@@ -243,3 +243,40 @@ func benchRendezvous(b *testing.B, size, window int) {
 		}
 	}
 }
+
+// BenchmarkEagerPingPong is a round trip of 64-byte eager messages
+// between two endpoints over lo, with its operations reused: its
+// allocs/op are rxm's own per-message allocations (two messages per op).
+func BenchmarkEagerPingPong(b *testing.B) {
+	const size = 64
+	p, d := testDomain(b)
+	x, y := newRDM(b, p, d), newRDM(b, p, d)
+	sx, sy := x.op(core.OpSend, pattern(1, size)), y.op(core.OpSend, pattern(2, size))
+	sx.Peer, sy.Peer = y.addr, x.addr
+	rx, ry := x.op(core.OpRecv, make([]byte, size)), y.op(core.OpRecv, make([]byte, size))
+	post := func(r *rdm, op *core.Op) {
+		if err := r.ep.Post(op); err != nil {
+			b.Fatal(err)
+		}
+	}
+	wait := func(r *rdm, n int) {
+		for range n {
+			if res := <-r.comps; res.c.Err != 0 { // no timer: it would allocate
+				b.Fatal(res.c)
+			}
+		}
+	}
+	post(x, rx)
+	post(y, ry)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		post(x, sx)
+		wait(y, 1) // y's receive
+		post(y, ry)
+		post(y, sy)
+		wait(x, 2) // x's send and receive
+		post(x, rx)
+		wait(y, 1) // y's send
+	}
+}

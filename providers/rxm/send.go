@@ -28,7 +28,15 @@ type sendItem struct {
 	msg  core.Op // posted to the connection
 	rndv *rndvSend
 	rma  bool // an fi_write or fi_read: msg is the operation itself, without rxm header
+
+	ep     *endpoint
+	done   func(*core.Op, core.Completion) // msg's: sendDone of the item, made once per item
+	pooled bool                            // from itemPool: an eager send's item goes back when it completes
 }
+
+// itemPool holds the items of eager sends that completed, so that a send
+// allocates nothing.
+var itemPool = sync.Pool{New: func() any { return new(sendItem) }}
 
 var bufPool = sync.Pool{New: func() any {
 	b := make([]byte, wire.HeaderSize+EagerLimit)
@@ -51,7 +59,8 @@ func (e *endpoint) postSend(op *core.Op) error {
 	case !op.Peer.IP.Addr().IsValid() || op.Peer.IP.Port() == 0:
 		return core.Errorf(fi.EINVAL, "rxm: send without a destination address")
 	}
-	it := &sendItem{op: op, buf: bufPool.Get().(*[]byte)}
+	it := itemPool.Get().(*sendItem)
+	it.op, it.buf, it.pooled = op, bufPool.Get().(*[]byte), true
 	wop := wire.OpMsg
 	if op.Kind == core.OpTSend {
 		wop = wire.OpTagged
@@ -83,7 +92,11 @@ func (e *endpoint) postSend(op *core.Op) error {
 func (e *endpoint) enqueue(it *sendItem, what string) error {
 	op := it.op
 	n := len(op.Buf)
-	it.msg.OnComplete(func(_ *core.Op, c core.Completion) { e.sendDone(it, c) })
+	if it.done == nil {
+		it.done = func(_ *core.Op, c core.Completion) { it.ep.sendDone(it, c) }
+	}
+	it.ep = e
+	it.msg.OnComplete(it.done)
 	addr := canon(op.Peer.IP)
 	e.mu.Lock()
 	var err error
@@ -133,8 +146,10 @@ func (e *endpoint) flush(p *peer) {
 	}
 	p.flushing = true
 	for len(p.queue) > 0 && p.state == pConnected {
+		// The two slices of p take turns: items are posted from one
+		// while sends queue in the other, so queueing allocates nothing.
 		items, c := p.queue, p.conn
-		p.queue = nil
+		p.queue, p.spare = p.spare[:0], nil
 		for _, it := range items {
 			if it.rndv != nil {
 				it.rndv.conn = c
@@ -157,7 +172,9 @@ func (e *endpoint) flush(p *peer) {
 				break
 			}
 		}
+		clear(items)
 		e.mu.Lock()
+		p.spare = items[:0]
 	}
 	p.flushing = false
 	e.mu.Unlock()
@@ -179,6 +196,12 @@ func (e *endpoint) sendDone(it *sendItem, c core.Completion) {
 		comp = core.Completion{Flags: it.op.Kind.CQFlags(), Err: c.Err, ProvErrno: c.ProvErrno}
 	}
 	it.op.Complete(comp)
+	if it.pooled {
+		// Nothing holds an eager send's item now: the connection is done
+		// with msg, and flush with the item once it posted it.
+		*it = sendItem{done: it.done}
+		itemPool.Put(it)
+	}
 }
 
 // sendFailed completes an application send that never went out and is

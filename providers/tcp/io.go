@@ -22,9 +22,10 @@ import (
 //     the socket into the receiver's completion ring on the thread that
 //     also takes the requests, with no hand-off. rxMu makes them take turns.
 //   - Sending: the goroutine that queues a send (or the ACK of a filled
-//     receive) writes it at once with one writev (kickTx). Only what the
-//     socket does not take is left to the writer goroutine, which waits in
-//     until the socket drains.
+//     receive) writes it at once with one writev (kickTx). What the socket
+//     does not take is written once it drains: by the engine group polling
+//     the endpoint, on its next passes, else by the writer goroutine,
+//     which waits in the netpoller (waitRoom).
 const (
 	readBufSize = 16 << 10 // per connection: small messages are read several per system call
 	directRead  = 4 << 10  // a payload with this much left to place is read straight into its buffer
@@ -378,17 +379,22 @@ func (e *endpoint) Poll() bool {
 	if e.fd < 0 || e.rxEnded.Load() {
 		return false
 	}
+	wrote := e.pollTx()
 	before := e.rd.total
 	if e.progress(e.fd, pollBudget) == rxEnd {
 		kick(e.rxWake) // the connection goroutine reports the end
 	}
-	return e.rd.total != before
+	return wrote || e.rd.total != before
 }
 
-// Park is core.Poller's: the connection goroutine reads the socket again.
+// Park is core.Poller's: the connection goroutine reads the socket again,
+// and the writer goroutine finishes a write the socket did not take.
 func (e *endpoint) Park() {
 	e.polled.Store(false)
 	kick(e.rxWake)
+	if e.txBlocked.Load() {
+		kick(e.txWake)
+	}
 }
 
 // readError is the error a failed read ends the connection with. A read
@@ -439,18 +445,52 @@ const (
 )
 
 // kickTx writes what is queued, unless another goroutine is writing (it
-// sees the new work before it stops) or the socket is full (the writer
-// goroutine writes once it drains).
+// sees the new work before it stops) or the socket is full (the rest is
+// written once it drains: waitRoom).
 func (e *endpoint) kickTx() {
 	e.txWant.Store(true)
 	for e.txWant.Load() && !e.txBlocked.Load() && e.txMu.TryLock() {
 		e.txWant.Store(false)
 		if e.fd >= 0 && e.write(e.fd) == txBlocked {
 			e.txBlocked.Store(true)
-			e.txW.arm()
+			e.waitRoom()
 		}
 		e.txMu.Unlock()
 	}
+}
+
+// waitRoom has the rest of a write that filled the socket written once it
+// drains: by the engine group that polls the endpoint, which retries on
+// its passes (pollTx), so that a large message costs no wake-up of the
+// writer goroutine; else by the writer goroutine, woken by the
+// netpoller. Park hands a blocked socket to the writer goroutine; with
+// txBlocked stored before polled is loaded here, and polled before
+// txBlocked in Park, one of them does. Called with txMu held.
+func (e *endpoint) waitRoom() {
+	if !e.polled.Load() {
+		e.txW.arm()
+	}
+}
+
+// pollTx is the engine group's retry of a write the socket did not take
+// whole; it reports whether the socket took it all.
+func (e *endpoint) pollTx() bool {
+	if !e.txBlocked.Load() || !e.txMu.TryLock() {
+		return false
+	}
+	st := txIdle
+	if e.fd >= 0 {
+		st = e.write(e.fd)
+	}
+	if st != txBlocked {
+		e.txBlocked.Store(false)
+	}
+	e.txMu.Unlock()
+	if st == txBlocked {
+		return false
+	}
+	e.kickTx() // what was queued meanwhile
+	return true
 }
 
 // write sends ACKs owed and queued sends, ACKs first (like libfabric's
@@ -688,7 +728,7 @@ func (e *endpoint) writeLoop() {
 			st = e.write(e.fd)
 		}
 		if st == txBlocked {
-			e.txW.arm()
+			e.waitRoom()
 		} else {
 			e.txBlocked.Store(false)
 		}

@@ -1,0 +1,115 @@
+package core_test
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/ring"
+)
+
+// ringSide is one endpoint of BenchmarkRingRoundTrip as a client sees it:
+// its work rings, and the CQ ring both endpoints share.
+type ringSide struct {
+	tx, rx *ring.Ring
+	desc   uint64 // the memory region both sides use
+	off    uint64 // where this side's buffers start in it
+}
+
+// ringsOf opens an endpoint's tx and rx rings in this process.
+func ringsOf(b *testing.B, o *core.Object) (tx, rx *ring.Ring) {
+	b.Helper()
+	ep := o.Impl.(*core.EP)
+	open := func(name string) *ring.Ring {
+		reg, err := ep.Ring(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := ring.Open(reg.Mem)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return r
+	}
+	return open("tx"), open("rx")
+}
+
+// post publishes one work request.
+func (s *ringSide) post(b *testing.B, r *ring.Ring, w ring.WR) {
+	slot, ok := r.Reserve()
+	if !ok {
+		b.Fatal("work ring full")
+	}
+	w.Desc = s.desc
+	w.Offset += s.off
+	w.Encode(slot)
+	r.Publish(1)
+}
+
+// reap takes n completions from the CQ ring, spinning, and fails on an
+// error entry.
+func reap(b *testing.B, cq *ring.Ring, n int) {
+	for n > 0 {
+		head, tail := cq.Peek()
+		if head == tail {
+			runtime.Gosched()
+			continue
+		}
+		for ; head != tail && n > 0; head++ {
+			c, err := ring.DecodeCQE(cq.Entry(head))
+			if err != nil || c.Err != 0 {
+				b.Fatalf("completion %+v, %v", c, err)
+			}
+			n--
+		}
+		cq.Release(head)
+	}
+}
+
+// BenchmarkRingRoundTrip is fi_pingpong's loop through the rings of two
+// connected endpoints of one daemon (in this process): A sends, B's
+// receive completes, B sends back, A's receive completes; each side keeps
+// one receive posted. Its allocs/op are the daemon's per-message
+// allocations on the ring -> provider -> completion path (two messages
+// per op).
+func BenchmarkRingRoundTrip(b *testing.B) {
+	const size = 64
+	d := lo(b)
+	a, bb, _, _, cq := pair(b, d, "bind cq c send,recv")
+	mr := create(b, d, core.KindMR, "m")
+	for _, at := range mr.Impl.Attrs() {
+		if at.Name == "len" {
+			if err := at.Set("4096"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	run(b, mr, "reg")
+	reg, err := cq.Region()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cqr, err := ring.Open(reg.Mem)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sa := &ringSide{desc: mr.Serial, off: 0}
+	sb := &ringSide{desc: mr.Serial, off: 1024}
+	sa.tx, sa.rx = ringsOf(b, a)
+	sb.tx, sb.rx = ringsOf(b, bb)
+	recv := ring.WR{Op: ring.OpRecv, Context: 1, Offset: 0, Len: size}
+	send := ring.WR{Op: ring.OpSend, Context: 2, Offset: 512, Len: size}
+	sa.post(b, sa.rx, recv)
+	sb.post(b, sb.rx, recv)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		sa.post(b, sa.tx, send)
+		reap(b, cqr, 2) // A's send, B's receive
+		sb.post(b, sb.rx, recv)
+		sb.post(b, sb.tx, send)
+		reap(b, cqr, 2) // B's send, A's receive
+		sa.post(b, sa.rx, recv)
+	}
+	b.StopTimer()
+}
