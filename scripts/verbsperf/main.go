@@ -4,9 +4,10 @@
 //   - udp-lat: raw UDP ping-pong between two sockets, one datagram each
 //     way (sizes up to the MTU), half a round trip: the floor under any
 //     RoCE ping-pong on this machine;
-//   - udp-bw: raw UDP throughput of MTU-sized datagrams from one socket to
-//     another (payload bytes per second counted at the receiver): the
-//     floor under RDMA write bandwidth;
+//   - udp-bw: raw UDP throughput from one socket to another of datagrams
+//     as large as the RoCE packets of a message of the size (its payload,
+//     at most the MTU, plus RoCE's headers; payload bytes per second
+//     counted at the receiver): the ceiling over RDMA write bandwidth;
 //   - rc-lat: RC SEND ping-pong between two devices (127.0.0.1 and
 //     127.0.0.2 by default), each side busy-polling its CQ, as
 //     ibv_rc_pingpong and fi_pingpong do;
@@ -148,7 +149,7 @@ func run(c config) ([]Result, error) {
 				}
 				udpLat = append(udpLat, v)
 			}
-			v, err := udpThroughput(c, c.total)
+			v, err := udpThroughput(c, size, c.total)
 			if err != nil {
 				return nil, fmt.Errorf("udp-bw: %w", err)
 			}
@@ -246,19 +247,21 @@ func udpPingPong(c config, size, iters int) (float64, error) {
 	return float64(el.Microseconds()) / float64(iters) / 2, nil
 }
 
-// udpThroughput returns how many payload MB/s (10^6) of MTU-sized RoCE
-// packets one socket moves to another: the sender sends total bytes as
-// datagrams of MTU payload plus RoCE's headers, the receiver counts what
+// udpThroughput returns how many payload MB/s (10^6) one socket moves to
+// another in RoCE packets carrying size bytes each (at most the MTU): the
+// sender sends total bytes (at most maxWrites datagrams), each datagram
+// the payload plus RoCE's header bytes, and the receiver counts what
 // arrives (loopback UDP may drop when the receiver falls behind; drops
 // count against the rate, as they would against a RoCE sender).
-func udpThroughput(c config, total int64) (float64, error) {
+func udpThroughput(c config, size int, total int64) (float64, error) {
 	a, b, err := udpPair(c)
 	if err != nil {
 		return 0, err
 	}
 	defer a.Close()
 	b.SetReadBuffer(4 << 20)
-	mtu := c.mtu.Bytes()
+	mtu := min(size, c.mtu.Bytes())
+	total = min(total, int64(maxWrites)*int64(mtu))
 	got := make(chan int64, 1)
 	go func() {
 		buf := make([]byte, mtu+headerBytes)
