@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
 # Runs every test: unit, fuzz seed corpora, and the end-to-end tests that
-# mount the tree. Extra arguments go to go test (e.g. -run Shell -v).
+# mount the tree, all with the race detector. Extra arguments go to that go
+# test (e.g. -run Shell -v). Then, without the race detector, the tests
+# that scale their volume down under it run again at full volume: the
+# verbs device's fault-injection test (100,000 messages, 1 GiB of RDMA
+# writes and reads over links that drop, duplicate, reorder and corrupt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 export PATH=$PATH:/usr/local/go/bin
 go test -race -count=1 -timeout 20m "$@" ./...
+if [ $# -eq 0 ]; then
+	echo "== full-volume tests without the race detector"
+	go test -count=1 -timeout 10m -run '^TestFaults$' -v ./providers/verbs/ibv/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|done after|fault_test' 
+fi
