@@ -67,12 +67,7 @@ func d2(req core.ConnReq) (core.Endpoint, error) {
 
 func TestReject(t *testing.T) {
 	p, da, db := twoDevices(t, nil)
-	_, pev, addr := listen(t, p, db)
-	cli := newSide(t, da, infoOf(t, p, da.name, fi.EP_MSG), nil)
-	if err := cli.ep.Connect(addr, nil); err != nil {
-		t.Fatal(err)
-	}
-	req := pev.WaitReq(t)
+	cli, req := request(t, p, da, db)
 	srv := side{ev: provtest.NewEPEvents()}
 	e, err := db.NewEndpoint(req.Info(), req, srv.ev)
 	if err != nil {

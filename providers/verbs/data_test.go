@@ -286,18 +286,7 @@ func TestPoller(t *testing.T) {
 // each user has a protection domain of its own.
 func TestOwnersApart(t *testing.T) {
 	p, da, db := twoDevices(t, nil)
-	_, pev, addr := listen(t, p, db)
-	cli := newSide(t, da, infoOf(t, p, da.name, fi.EP_MSG), nil)
-	if err := cli.ep.Connect(addr, nil); err != nil {
-		t.Fatal(err)
-	}
-	req := pev.WaitReq(t)
-	srv := newSideOf(t, 1000, db, req.Info(), req)
-	if err := srv.ep.Accept(nil); err != nil {
-		t.Fatal(err)
-	}
-	cli.ev.WaitConnected(t)
-	srv.ev.WaitConnected(t)
+	cli := connectAs(t, 1000, p, da, db).cli
 	mine := sharedMem(t, 4096)
 	theirs := sharedMem(t, 4096)
 	mineKey := regMemOf(t, 1000, db, mine, fi.REMOTE_WRITE).Key()

@@ -163,16 +163,29 @@ type pair struct {
 	cli, srv side
 }
 
-// connect connects an endpoint of da to a listener of db.
-func connect(t testing.TB, p *Provider, da, db *domain) pair {
+// request connects an endpoint of da, with no data, to a new listener of
+// db, and returns it and the listener's request.
+func request(t testing.TB, p *Provider, da, db *domain) (side, core.ConnReq) {
 	t.Helper()
 	_, pev, addr := listen(t, p, db)
 	cli := newSide(t, da, infoOf(t, p, da.name, fi.EP_MSG), nil)
 	if err := cli.ep.Connect(addr, nil); err != nil {
 		t.Fatalf("Connect: %v", err)
 	}
-	req := pev.WaitReq(t)
-	srv := newSide(t, db, req.Info(), req)
+	return cli, pev.WaitReq(t)
+}
+
+// connect connects an endpoint of da to a listener of db.
+func connect(t testing.TB, p *Provider, da, db *domain) pair {
+	t.Helper()
+	return connectAs(t, 0, p, da, db)
+}
+
+// connectAs is connect with the accepting endpoint of owner.
+func connectAs(t testing.TB, owner uint32, p *Provider, da, db *domain) pair {
+	t.Helper()
+	cli, req := request(t, p, da, db)
+	srv := newSideOf(t, owner, db, req.Info(), req)
 	if err := srv.ep.Accept(nil); err != nil {
 		t.Fatalf("Accept: %v", err)
 	}
