@@ -19,6 +19,13 @@ func lo(t testing.TB) *core.Domain {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return loOf(t, p)
+}
+
+// loOf opens a fabric over p, the tcp provider or one wrapping it, and
+// returns its tcp/lo domain.
+func loOf(t testing.TB, p core.Provider) *core.Domain {
+	t.Helper()
 	f, err := core.New(p)
 	if err != nil {
 		t.Fatal(err)

@@ -125,16 +125,7 @@ func regDomainOf(t *testing.T) (*core.Domain, *regProvider) {
 		t.Fatal(err)
 	}
 	p := &regProvider{Provider: tp, regs: map[*regMem]bool{}}
-	f, err := core.New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Close)
-	d, ok := f.Domain("tcp", "lo")
-	if !ok {
-		t.Fatal("no tcp/lo domain")
-	}
-	return d, p
+	return loOf(t, p), p
 }
 
 // regMR makes and registers a memory region of n bytes for uid 0 with the

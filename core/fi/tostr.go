@@ -271,6 +271,15 @@ func (info *Info) Clone() *Info {
 	return &c
 }
 
+// CloneInfos returns a deep copy (Clone) of every entry of infos.
+func CloneInfos(infos []*Info) []*Info {
+	out := make([]*Info, len(infos))
+	for i, in := range infos {
+		out[i] = in.Clone()
+	}
+	return out
+}
+
 func clonePtr[T any](p *T) *T {
 	if p == nil {
 		return nil

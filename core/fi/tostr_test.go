@@ -480,3 +480,19 @@ func TestClone(t *testing.T) {
 		t.Errorf("(*Info)(nil).Clone() != nil")
 	}
 }
+
+func TestCloneInfos(t *testing.T) {
+	infos := oddInfos()
+	c := CloneInfos(infos)
+	if !reflect.DeepEqual(c, infos) {
+		t.Fatalf("CloneInfos() = %+v, want %+v", c, infos)
+	}
+	for i := range c {
+		if c[i] == infos[i] {
+			t.Fatalf("CloneInfos()[%d] is the original entry", i)
+		}
+	}
+	if got := CloneInfos(nil); len(got) != 0 {
+		t.Errorf("CloneInfos(nil) = %v, want empty", got)
+	}
+}

@@ -52,6 +52,15 @@ func NeedRoot(t testing.TB) {
 	t.Skip("capturing on lo needs root")
 }
 
+// NeedCapture skips t (fails it if CI is set) unless it can capture on lo
+// and check the capture: tshark, python3 (icrc.py) and root.
+func NeedCapture(t testing.TB) {
+	t.Helper()
+	Need(t, "tshark")
+	Need(t, "python3")
+	NeedRoot(t)
+}
+
 // A Capture is a tshark process writing packets from lo to a pcap file.
 type Capture struct {
 	cmd  *exec.Cmd

@@ -8,51 +8,21 @@ import (
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/internal/provtest"
 	"github.com/fabricfs/fabricfs/providers/tcp"
 )
 
-const waitTime = 10 * time.Second
+const waitTime = provtest.WaitTime
 
 // events are an RDM endpoint's events: it has no connection events of its
 // own; asynchronous errors are recorded. A peer's RMA reaches the regions
-// added with expose (none at first: a key that is not a rendezvous key is
+// added with Expose (none at first: a key that is not a rendezvous key is
 // then refused), and remote events are recorded.
 type events struct {
+	provtest.Regions
 	mu      sync.Mutex
 	errs    []error
 	remotes []core.Completion
-	regions map[uint64]region
-}
-
-// region is memory exposed to peers under a key.
-type region struct {
-	buf    []byte
-	access fi.Caps
-}
-
-// expose makes buf reachable by peers' RMA under key, with access.
-func (ev *events) expose(key uint64, buf []byte, access fi.Caps) {
-	ev.mu.Lock()
-	defer ev.mu.Unlock()
-	if ev.regions == nil {
-		ev.regions = map[uint64]region{}
-	}
-	ev.regions[key] = region{buf, access}
-}
-
-func (ev *events) Region(key, addr, n uint64, access fi.Caps) ([]byte, func(), error) {
-	ev.mu.Lock()
-	r, ok := ev.regions[key]
-	ev.mu.Unlock()
-	switch {
-	case !ok:
-		return nil, nil, core.Errorf(fi.EINVAL, "test: no memory region with key %#x", key)
-	case r.access&access != access:
-		return nil, nil, core.Errorf(fi.EACCES, "test: region %#x does not allow %v", key, access)
-	case addr > uint64(len(r.buf)) || n > uint64(len(r.buf))-addr:
-		return nil, nil, core.Errorf(fi.EINVAL, "test: bytes %d+%d of region %#x", addr, n, key)
-	}
-	return r.buf[addr : addr+n], func() {}, nil
 }
 
 func (ev *events) Remote(c core.Completion) {

@@ -27,7 +27,7 @@ func TestInteropRMA(t *testing.T) {
 	const key = 0x600d
 	mem := make([]byte, 16384)
 	copy(mem[4000:], pattern(6, 1000))
-	g.ev.expose(key, mem, fi.REMOTE_READ|fi.REMOTE_WRITE)
+	g.ev.Expose(key, mem, fi.REMOTE_READ|fi.REMOTE_WRITE)
 
 	cmd := exec.Command(bin, fmt.Sprint(g.addr.IP.Port()), fmt.Sprint(key))
 	var stderr bytes.Buffer

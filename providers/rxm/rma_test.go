@@ -56,7 +56,7 @@ func TestRMA(t *testing.T) {
 	const key = 0x5eed
 	mem := map[*rdm][]byte{a: make([]byte, 8192), b: make([]byte, 8192)}
 	for r, m := range mem {
-		r.ev.expose(key, m, fi.REMOTE_READ|fi.REMOTE_WRITE)
+		r.ev.Expose(key, m, fi.REMOTE_READ|fi.REMOTE_WRITE)
 	}
 	wantDone := func(t *testing.T, r *rdm, op *core.Op) {
 		t.Helper()
@@ -147,8 +147,8 @@ func TestRMAErrors(t *testing.T) {
 	a, b, c := newRDM(t, p, d), newRDM(t, p, d), newRDM(t, p, d)
 	const key = 0x1234
 	mem := make([]byte, 4096)
-	b.ev.expose(key, mem, fi.REMOTE_READ|fi.REMOTE_WRITE)
-	b.ev.expose(key+1, make([]byte, 4096), fi.REMOTE_READ)
+	b.ev.Expose(key, mem, fi.REMOTE_READ|fi.REMOTE_WRITE)
+	b.ev.Expose(key+1, make([]byte, 4096), fi.REMOTE_READ)
 
 	for _, bad := range []*core.Op{
 		{Kind: core.OpWrite, Buf: make([]byte, 10), Key: key},                                           // no peer

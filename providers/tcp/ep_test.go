@@ -10,6 +10,7 @@ import (
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/internal/provtest"
 )
 
 func TestConnectAccept(t *testing.T) {
@@ -22,7 +23,7 @@ func TestConnectAccept(t *testing.T) {
 	}
 	cli := dial(t, d, info, addr, []byte("hello from client"))
 	defer cli.ep.Close()
-	req := pev.waitReq(t)
+	req := pev.WaitReq(t)
 	if got := string(req.Data()); got != "hello from client" {
 		t.Errorf("req.Data() = %q", got)
 	}
@@ -31,22 +32,22 @@ func TestConnectAccept(t *testing.T) {
 	if ri.DestAddr == nil || *ri.DestAddr != cname {
 		t.Errorf("req.Info().DestAddr = %v, want the client's address %v", ri.DestAddr, cname)
 	}
-	ev := newEPEvents()
+	ev := provtest.NewEPEvents()
 	e, err := d.NewEndpoint(ri, req, ev)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if _, err := d.NewEndpoint(ri, req, newEPEvents()); err == nil {
+	if _, err := d.NewEndpoint(ri, req, provtest.NewEPEvents()); err == nil {
 		t.Errorf("second NewEndpoint from the same request succeeded")
 	}
 	if err := e.Accept(bytes.Repeat([]byte("A"), 256)); err != nil {
 		t.Fatal(err)
 	}
-	if got := cli.ev.waitConnected(t); !bytes.Equal(got, bytes.Repeat([]byte("A"), 256)) {
+	if got := cli.ev.WaitConnected(t); !bytes.Equal(got, bytes.Repeat([]byte("A"), 256)) {
 		t.Errorf("client Connected(%q), want 256 A", got)
 	}
-	if got := ev.waitConnected(t); got != nil {
+	if got := ev.WaitConnected(t); got != nil {
 		t.Errorf("server Connected(%q), want nil", got)
 	}
 	sname, _ := e.Name()
@@ -62,7 +63,7 @@ func TestConnectAccept(t *testing.T) {
 
 func TestPrivateDataLimits(t *testing.T) {
 	d, info := loDomain()
-	e, _ := d.NewEndpoint(info, nil, newEPEvents())
+	e, _ := d.NewEndpoint(info, nil, provtest.NewEPEvents())
 	defer e.Close()
 	if err := e.Connect(addrOf("127.0.0.1:1"), make([]byte, 257)); !errors.Is(err, fi.EINVAL) {
 		t.Errorf("Connect with 257 bytes = %v, want EINVAL", err)
@@ -88,8 +89,8 @@ func TestReject(t *testing.T) {
 	addr, _ := pep.Name()
 	cli := dial(t, d, info, addr, []byte("let me in"))
 	defer cli.ep.Close()
-	req := pev.waitReq(t)
-	e, err := d.NewEndpoint(req.Info(), req, newEPEvents())
+	req := pev.WaitReq(t)
+	e, err := d.NewEndpoint(req.Info(), req, provtest.NewEPEvents())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,9 +98,9 @@ func TestReject(t *testing.T) {
 		t.Fatalf("Reject: %v", err)
 	}
 	e.Close()
-	f := cli.ev.waitFailed(t)
-	if !errors.Is(f.err, fi.ECONNREFUSED) || string(f.data) != "go away" {
-		t.Errorf("Failed(%v, %q), want ECONNREFUSED with \"go away\"", f.err, f.data)
+	f := cli.ev.WaitFailed(t)
+	if !errors.Is(f.Err, fi.ECONNREFUSED) || string(f.Data) != "go away" {
+		t.Errorf("Failed(%v, %q), want ECONNREFUSED with \"go away\"", f.Err, f.Data)
 	}
 	if err := cli.ep.Post(&core.Op{Kind: core.OpSend}); err == nil {
 		t.Errorf("send after reject succeeded")
@@ -116,11 +117,11 @@ func TestConnectRefused(t *testing.T) {
 	d, info := loDomain()
 	cli := dial(t, d, info, addr, []byte("anyone?"))
 	defer cli.ep.Close()
-	f := cli.ev.waitFailed(t)
-	if !errors.Is(f.err, fi.ECONNREFUSED) || f.data != nil {
-		t.Errorf("Failed(%v, %q), want ECONNREFUSED, no data", f.err, f.data)
+	f := cli.ev.WaitFailed(t)
+	if !errors.Is(f.Err, fi.ECONNREFUSED) || f.Data != nil {
+		t.Errorf("Failed(%v, %q), want ECONNREFUSED, no data", f.Err, f.Data)
 	}
-	if code := core.Code(f.err); code != fi.ECONNREFUSED {
+	if code := core.Code(f.Err); code != fi.ECONNREFUSED {
 		t.Errorf("core.Code = %v", code)
 	}
 }
@@ -359,8 +360,8 @@ func TestShutdown(t *testing.T) {
 	if err := p.cli.ep.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	p.srv.ev.waitShutdown(t)
-	p.cli.ev.waitShutdown(t)
+	p.srv.ev.WaitShutdown(t)
+	p.cli.ev.WaitShutdown(t)
 	if d := waitDone(t, p.srv.done); d.op != recv || d.c.Err != fi.ECANCELED {
 		t.Errorf("posted recv after peer shutdown: %+v", d.c)
 	}
@@ -371,10 +372,10 @@ func TestShutdown(t *testing.T) {
 		t.Errorf("second Shutdown = %v, want ENOTCONN", err)
 	}
 	time.Sleep(50 * time.Millisecond)
-	if n := p.srv.ev.count(); n != 2 {
+	if n := p.srv.ev.Count(); n != 2 {
 		t.Errorf("server got %d events, want Connected and one Shutdown", n)
 	}
-	if n := p.cli.ev.count(); n != 2 {
+	if n := p.cli.ev.Count(); n != 2 {
 		t.Errorf("client got %d events, want Connected and one Shutdown", n)
 	}
 }
@@ -425,7 +426,7 @@ func TestAckBeforeShutdown(t *testing.T) {
 		if d := waitDone(t, p.cli.done); d.op.Kind != core.OpSend || d.c.Err != 0 {
 			t.Fatalf("round %d: first client completion %+v of a %v; want the send, successful", i, d.c, d.op.Kind)
 		}
-		p.cli.ev.waitShutdown(t)
+		p.cli.ev.WaitShutdown(t)
 	}
 }
 

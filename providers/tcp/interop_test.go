@@ -12,6 +12,7 @@ import (
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/internal/cbuild"
+	"github.com/fabricfs/fabricfs/internal/provtest"
 )
 
 // startC runs the C peer; its exit status arrives on the channel.
@@ -90,11 +91,11 @@ func interopReject(t *testing.T, bin string) {
 	defer pep.Close()
 	addr, _ := pep.Name()
 	_, _, exit := startC(t, bin, "rejected", "127.0.0.1", fmt.Sprint(addr.IP.Port()))
-	req := pev.waitReq(t)
+	req := pev.WaitReq(t)
 	if string(req.Data()) != "may I?" {
 		t.Errorf("connreq data %q", req.Data())
 	}
-	e, err := d.NewEndpoint(req.Info(), req, newEPEvents())
+	e, err := d.NewEndpoint(req.Info(), req, provtest.NewEPEvents())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,9 +108,9 @@ func interopReject(t *testing.T, bin string) {
 	port, exit := startCServer(t, bin, "rejecter")
 	cli := dial(t, d, info, addrOf(fmt.Sprintf("127.0.0.1:%d", port)), []byte("hello from Go"))
 	defer cli.ep.Close()
-	f := cli.ev.waitFailed(t)
-	if !errors.Is(f.err, fi.ECONNREFUSED) || string(f.data) != "go away" {
-		t.Errorf("rejected with %v, data %q; want ECONNREFUSED, \"go away\"", f.err, f.data)
+	f := cli.ev.WaitFailed(t)
+	if !errors.Is(f.Err, fi.ECONNREFUSED) || string(f.Data) != "go away" {
+		t.Errorf("rejected with %v, data %q; want ECONNREFUSED, \"go away\"", f.Err, f.Data)
 	}
 	waitExit(t, exit)
 }
@@ -124,10 +125,10 @@ func interopRMA(t *testing.T, bin string) {
 	cli := dial(t, d, info, addrOf(fmt.Sprintf("127.0.0.1:%d", port)), nil)
 	defer cli.ep.Close()
 	region := []byte("GOREGION" + strings.Repeat(".", 56))
-	cli.ev.expose(0x60, region, fi.REMOTE_READ|fi.REMOTE_WRITE)
+	cli.ev.Expose(0x60, region, fi.REMOTE_READ|fi.REMOTE_WRITE)
 	rbuf := make([]byte, 16)
 	post(t, cli.ep, &core.Op{Kind: core.OpRecv, Buf: rbuf, Context: 1})
-	cli.ev.waitConnected(t)
+	cli.ev.WaitConnected(t)
 
 	post(t, cli.ep, &core.Op{Kind: core.OpWrite, Buf: []byte("written by Go"), Addr: 100, Key: 0xC0DE, Flags: fi.DELIVERY_COMPLETE, Context: 2})
 	got := make([]byte, 26)
@@ -158,7 +159,7 @@ func interopRMA(t *testing.T, bin string) {
 	var writes, reads int
 	for writes+reads < 3 {
 		select {
-		case c := <-cli.ev.remote:
+		case c := <-cli.ev.RemoteCh:
 			switch {
 			case c.Flags == fi.CQFlags(fi.RMA|fi.REMOTE_WRITE|fi.REMOTE_CQ_DATA) && c.Data == 0x77 && c.Len == 6,
 				c.Flags == fi.CQFlags(fi.RMA|fi.REMOTE_WRITE) && c.Len == 2:
@@ -178,7 +179,7 @@ func interopRMA(t *testing.T, bin string) {
 	if err := cli.ep.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	cli.ev.waitShutdown(t)
+	cli.ev.WaitShutdown(t)
 	waitExit(t, exit)
 }
 
@@ -192,7 +193,7 @@ func interopCClient(t *testing.T, bin string) {
 
 	var req core.ConnReq
 	select {
-	case req = <-pev.reqs:
+	case req = <-pev.Reqs:
 	case err := <-exit:
 		t.Fatalf("C client exited before connecting: %v", err)
 	case <-time.After(waitTime):
@@ -201,7 +202,7 @@ func interopCClient(t *testing.T, bin string) {
 	if string(req.Data()) != "hello from C" {
 		t.Errorf("connreq data %q", req.Data())
 	}
-	ev := newEPEvents()
+	ev := provtest.NewEPEvents()
 	e, err := d.NewEndpoint(req.Info(), req, ev)
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +215,7 @@ func interopCClient(t *testing.T, bin string) {
 	if err := e.Accept([]byte("hello from Go")); err != nil {
 		t.Fatal(err)
 	}
-	ev.waitConnected(t)
+	ev.WaitConnected(t)
 	dn := waitDone(t, dones)
 	if dn.c.Err != 0 || string(rbuf[:dn.c.Len]) != "ping from C" || dn.c.Data != 0x1234 || dn.c.Flags&fi.CQFlags(fi.REMOTE_CQ_DATA) == 0 {
 		t.Errorf("received %+v %q", dn.c, rbuf[:dn.c.Len])
@@ -224,7 +225,7 @@ func interopCClient(t *testing.T, bin string) {
 	if dn := waitDone(t, dones); dn.c.Err != 0 || dn.c.Flags != fi.CQFlags(fi.MSG|fi.SEND) {
 		t.Errorf("send completion (the C side's ACK) %+v", dn.c)
 	}
-	ev.waitShutdown(t) // the C client's fi_shutdown
+	ev.WaitShutdown(t) // the C client's fi_shutdown
 	waitExit(t, exit)
 }
 
@@ -236,7 +237,7 @@ func interopCServer(t *testing.T, bin string) {
 	defer cli.ep.Close()
 	rbuf := make([]byte, 64)
 	post(t, cli.ep, &core.Op{Kind: core.OpRecv, Buf: rbuf})
-	if got := cli.ev.waitConnected(t); string(got) != "hello from C" {
+	if got := cli.ev.WaitConnected(t); string(got) != "hello from C" {
 		t.Errorf("accept data %q", got)
 	}
 	post(t, cli.ep, &core.Op{Kind: core.OpSend, Buf: []byte("ping from Go"), Data: 0x5678,
@@ -253,6 +254,6 @@ func interopCServer(t *testing.T, bin string) {
 	if err := cli.ep.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	cli.ev.waitShutdown(t)
+	cli.ev.WaitShutdown(t)
 	waitExit(t, exit)
 }

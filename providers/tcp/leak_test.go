@@ -54,10 +54,10 @@ func TestNoLeaks(t *testing.T) {
 			srvs = append(srvs, s)
 		}
 		pending := dial(t, d, info, addr, nil)
-		pev.waitReq(t) // reported, never answered
+		pev.WaitReq(t) // reported, never answered
 		for i, s := range srvs {
-			s.ev.waitConnected(t)
-			clis[i].ev.waitConnected(t)
+			s.ev.WaitConnected(t)
+			clis[i].ev.WaitConnected(t)
 			// Every server has a receive posted and some a send waiting
 			// for an ACK when they go.
 			post(t, s.ep, &core.Op{Kind: core.OpRecv, Buf: make([]byte, 8)})
@@ -68,8 +68,8 @@ func TestNoLeaks(t *testing.T) {
 			switch i % 3 {
 			case 0: // shut down first
 				s.ep.Shutdown()
-				s.ev.waitShutdown(t)
-				clis[i].ev.waitShutdown(t)
+				s.ev.WaitShutdown(t)
+				clis[i].ev.WaitShutdown(t)
 			case 1: // the server goes first
 				s.ep.Close()
 			case 2: // the client goes first
@@ -81,9 +81,9 @@ func TestNoLeaks(t *testing.T) {
 			srvs[i].ep.Close()
 		}
 		pep.Close() // rejects the pending request
-		f := pending.ev.waitFailed(t)
-		if !errors.Is(f.err, fi.ECONNREFUSED) {
-			t.Fatalf("pending request: Failed(%v), want ECONNREFUSED", f.err)
+		f := pending.ev.WaitFailed(t)
+		if !errors.Is(f.Err, fi.ECONNREFUSED) {
+			t.Fatalf("pending request: Failed(%v), want ECONNREFUSED", f.Err)
 		}
 		pending.ep.Close()
 	}

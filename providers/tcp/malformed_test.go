@@ -73,7 +73,7 @@ func TestListenerGarbage(t *testing.T) {
 		waitClosed(t, c)
 		c.Close()
 		select {
-		case r := <-pev.reqs:
+		case r := <-pev.Reqs:
 			t.Errorf("%s: got a connection request %q", tt.name, r.Data())
 		default:
 		}
@@ -83,7 +83,7 @@ func TestListenerGarbage(t *testing.T) {
 	defer cli.ep.Close()
 	srv, _ := accept(t, d, pev, nil)
 	defer srv.ep.Close()
-	cli.ev.waitConnected(t)
+	cli.ev.WaitConnected(t)
 }
 
 // rawPeer is a plain TCP client connected and accepted by a fabricfs
@@ -100,7 +100,7 @@ func rawPeerCaps(t *testing.T, caps fi.Caps) (net.Conn, side, func()) {
 	msg, _ := wire.AppendCM(nil, wire.CMConnReq, []byte("raw"))
 	c.Write(msg)
 	srv, _ := accept(t, d, pev, []byte("welcome"))
-	srv.ev.waitConnected(t)
+	srv.ev.WaitConnected(t)
 	resp := make([]byte, wire.CMHeaderSize+7)
 	if _, err := io.ReadFull(c, resp); err != nil {
 		t.Fatal(err)
@@ -155,9 +155,9 @@ func TestConnectedGarbage(t *testing.T) {
 			if tt.code == fi.ECONNRESET {
 				c.(*net.TCPConn).CloseWrite()
 			}
-			f := srv.ev.waitFailed(t)
-			if !errors.Is(f.err, tt.code) {
-				t.Errorf("Failed(%v), want %v", f.err, tt.code)
+			f := srv.ev.WaitFailed(t)
+			if !errors.Is(f.Err, tt.code) {
+				t.Errorf("Failed(%v), want %v", f.Err, tt.code)
 			}
 			d := waitDone(t, srv.done)
 			want := fi.ECANCELED
@@ -204,9 +204,9 @@ func TestConnectToGarbage(t *testing.T) {
 		}()
 		d, info := loDomain()
 		cli := dial(t, d, info, sockAddr(ln.Addr()), []byte("hi"))
-		f := cli.ev.waitFailed(t)
-		if !errors.Is(f.err, tt.code) {
-			t.Errorf("%s: Failed(%v), want %v", tt.name, f.err, tt.code)
+		f := cli.ev.WaitFailed(t)
+		if !errors.Is(f.Err, tt.code) {
+			t.Errorf("%s: Failed(%v), want %v", tt.name, f.Err, tt.code)
 		}
 		cli.ep.Close()
 		ln.Close()
@@ -226,7 +226,7 @@ func TestSlowClientDoesNotBlock(t *testing.T) {
 	defer cli.ep.Close()
 	srv, req := accept(t, d, pev, nil)
 	defer srv.ep.Close()
-	cli.ev.waitConnected(t)
+	cli.ev.WaitConnected(t)
 	if !bytes.Equal(req.Data(), nil) {
 		t.Errorf("data %q", req.Data())
 	}

@@ -95,11 +95,7 @@ func (p *Provider) Name() string { return ProvName }
 
 // Infos returns a copy of every fi_info entry, in fi_info's order.
 func (p *Provider) Infos() []*fi.Info {
-	out := make([]*fi.Info, len(p.infos))
-	for i, in := range p.infos {
-		out[i] = in.Clone()
-	}
-	return out
+	return fi.CloneInfos(p.infos)
 }
 
 // OpenDomain opens the domain of interface name.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/internal/provtest"
 )
 
 func ipNet(t *testing.T, s string) *net.IPNet {
@@ -139,20 +140,20 @@ func TestOpenDomain(t *testing.T) {
 	info := p.Infos()[0]
 	bad := info.Clone()
 	bad.EPAttr.Type = fi.EP_RDM
-	if _, err := d.NewEndpoint(bad, nil, newEPEvents()); !errors.Is(err, fi.EOPNOTSUPP) {
+	if _, err := d.NewEndpoint(bad, nil, provtest.NewEPEvents()); !errors.Is(err, fi.EOPNOTSUPP) {
 		t.Errorf("RDM endpoint = %v, want EOPNOTSUPP", err)
 	}
 	bad = info.Clone()
 	bad.Caps |= fi.ATOMIC
-	if _, err := d.NewPassiveEndpoint(bad, newPEPEvents()); !errors.Is(err, fi.EOPNOTSUPP) {
+	if _, err := d.NewPassiveEndpoint(bad, provtest.NewPEPEvents()); !errors.Is(err, fi.EOPNOTSUPP) {
 		t.Errorf("FI_ATOMIC passive endpoint = %v, want EOPNOTSUPP", err)
 	}
 	bad = info.Clone()
 	bad.TxAttr.Size = MaxQueueSize + 1
-	if _, err := d.NewEndpoint(bad, nil, newEPEvents()); !errors.Is(err, fi.EINVAL) {
+	if _, err := d.NewEndpoint(bad, nil, provtest.NewEPEvents()); !errors.Is(err, fi.EINVAL) {
 		t.Errorf("tx_size %d = %v, want EINVAL", bad.TxAttr.Size, err)
 	}
-	e, err := d.NewEndpoint(info, nil, newEPEvents())
+	e, err := d.NewEndpoint(info, nil, provtest.NewEPEvents())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func TestIPv6(t *testing.T) {
 	defer cli.ep.Close()
 	srv, req := accept(t, d, pev, []byte("six"))
 	defer srv.ep.Close()
-	if got := cli.ev.waitConnected(t); string(got) != "six" || string(req.Data()) != "v6" {
+	if got := cli.ev.WaitConnected(t); string(got) != "six" || string(req.Data()) != "v6" {
 		t.Errorf("data %q, %q", got, req.Data())
 	}
 }

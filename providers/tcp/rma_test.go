@@ -15,7 +15,7 @@ import (
 func TestRMA(t *testing.T) {
 	p := connect(t)
 	mem := make([]byte, 1<<20)
-	p.srv.ev.expose(0x1234, mem, fi.REMOTE_READ|fi.REMOTE_WRITE)
+	p.srv.ev.Expose(0x1234, mem, fi.REMOTE_READ|fi.REMOTE_WRITE)
 
 	var want [1 << 20]byte
 	for i := range 64 {
@@ -39,7 +39,7 @@ func TestRMA(t *testing.T) {
 		}
 	}
 	for i := range 64 {
-		c := <-p.srv.ev.remote
+		c := <-p.srv.ev.RemoteCh
 		want := fi.CQFlags(fi.RMA | fi.REMOTE_WRITE)
 		if i%3 == 1 {
 			want |= fi.CQFlags(fi.REMOTE_CQ_DATA)
@@ -60,7 +60,7 @@ func TestRMA(t *testing.T) {
 	if !bytes.Equal(got, want[:]) || !bytes.Equal(mem, want[:]) {
 		t.Fatal("memory differs from what was written")
 	}
-	if c := <-p.srv.ev.remote; c.Flags != fi.CQFlags(fi.RMA|fi.REMOTE_READ) || c.Len != 512<<10 {
+	if c := <-p.srv.ev.RemoteCh; c.Flags != fi.CQFlags(fi.RMA|fi.REMOTE_READ) || c.Len != 512<<10 {
 		t.Fatalf("remote read event %+v", c)
 	}
 }
@@ -79,14 +79,14 @@ func TestRMABadAccess(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := connect(t)
-			p.srv.ev.expose(7, make([]byte, 64), fi.REMOTE_WRITE)
+			p.srv.ev.Expose(7, make([]byte, 64), fi.REMOTE_WRITE)
 			op := tt.op
 			post(t, p.cli.ep, &op)
-			f := p.srv.ev.waitFailed(t)
-			if !errors.Is(f.err, fi.EIO) {
-				t.Errorf("target failed with %v, want EIO", f.err)
+			f := p.srv.ev.WaitFailed(t)
+			if !errors.Is(f.Err, fi.EIO) {
+				t.Errorf("target failed with %v, want EIO", f.Err)
 			}
-			p.cli.ev.waitShutdownOrFailed(t)
+			p.cli.ev.WaitShutdownOrFailed(t)
 			if op.Kind == core.OpRead {
 				if d := waitDone(t, p.cli.done); d.c.Err != fi.ECANCELED {
 					t.Errorf("read completion %+v, want ECANCELED", d.c)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/internal/provtest"
 	"github.com/fabricfs/fabricfs/providers/verbs/cm"
 	"github.com/fabricfs/fabricfs/providers/verbs/ibv"
 )
@@ -32,7 +33,7 @@ func TestConnectAcceptData(t *testing.T) {
 	if err := cli.ep.Connect(addr, []byte("hello")); err != nil {
 		t.Fatal(err)
 	}
-	req := pev.waitReq(t)
+	req := pev.WaitReq(t)
 	if !bytes.Equal(req.Data(), []byte("hello")) {
 		t.Errorf("request data %q, want hello", req.Data())
 	}
@@ -40,10 +41,10 @@ func TestConnectAcceptData(t *testing.T) {
 	if err := srv.ep.Accept([]byte("welcome")); err != nil {
 		t.Fatal(err)
 	}
-	if d := cli.ev.waitConnected(t); !bytes.Equal(d, []byte("welcome")) {
+	if d := cli.ev.WaitConnected(t); !bytes.Equal(d, []byte("welcome")) {
 		t.Errorf("connected data %q, want welcome", d)
 	}
-	if d := srv.ev.waitConnected(t); len(d) != 0 {
+	if d := srv.ev.WaitConnected(t); len(d) != 0 {
 		t.Errorf("the accepting side's connected data %q, want none", d)
 	}
 	cliName, _ := cli.ep.Name()
@@ -61,18 +62,13 @@ func TestConnectAcceptData(t *testing.T) {
 // d2 tries to make a second endpoint from a request already taken.
 func d2(req core.ConnReq) (core.Endpoint, error) {
 	r := req.(*connReq)
-	return r.pep.d.NewEndpoint(req.Info(), req, newEPEvents())
+	return r.pep.d.NewEndpoint(req.Info(), req, provtest.NewEPEvents())
 }
 
 func TestReject(t *testing.T) {
 	p, da, db := twoDevices(t, nil)
-	_, pev, addr := listen(t, p, db)
-	cli := newSide(t, da, infoOf(t, p, da.name, fi.EP_MSG), nil)
-	if err := cli.ep.Connect(addr, nil); err != nil {
-		t.Fatal(err)
-	}
-	req := pev.waitReq(t)
-	srv := side{ev: newEPEvents()}
+	cli, req := request(t, p, da, db)
+	srv := side{ev: provtest.NewEPEvents()}
 	e, err := db.NewEndpoint(req.Info(), req, srv.ev)
 	if err != nil {
 		t.Fatal(err)
@@ -81,11 +77,11 @@ func TestReject(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Close()
-	f := cli.ev.waitFailed(t)
-	if !errors.Is(f.err, fi.ECONNREFUSED) || !bytes.Equal(f.data, []byte("go-away")) {
-		t.Errorf("Failed(%v, %q), want FI_ECONNREFUSED with go-away", f.err, f.data)
+	f := cli.ev.WaitFailed(t)
+	if !errors.Is(f.Err, fi.ECONNREFUSED) || !bytes.Equal(f.Data, []byte("go-away")) {
+		t.Errorf("Failed(%v, %q), want FI_ECONNREFUSED with go-away", f.Err, f.Data)
 	}
-	if srv.ev.count() != 0 {
+	if srv.ev.Count() != 0 {
 		t.Error("the rejecting endpoint got events")
 	}
 }
@@ -97,8 +93,8 @@ func TestNoListener(t *testing.T) {
 	if err := cli.ep.Connect(fi.SockAddr(netip.MustParseAddrPort("127.0.0.2:7")), nil); err != nil {
 		t.Fatal(err)
 	}
-	if f := cli.ev.waitFailed(t); !errors.Is(f.err, fi.ECONNREFUSED) {
-		t.Errorf("Failed(%v), want FI_ECONNREFUSED", f.err)
+	if f := cli.ev.WaitFailed(t); !errors.Is(f.Err, fi.ECONNREFUSED) {
+		t.Errorf("Failed(%v), want FI_ECONNREFUSED", f.Err)
 	}
 }
 
@@ -111,8 +107,8 @@ func TestConnectTimeout(t *testing.T) {
 	if err := cli.ep.Connect(fi.SockAddr(netip.MustParseAddrPort("127.0.0.9:7")), nil); err != nil {
 		t.Fatal(err)
 	}
-	if f := cli.ev.waitFailed(t); !errors.Is(f.err, fi.ETIMEDOUT) {
-		t.Errorf("Failed(%v), want FI_ETIMEDOUT", f.err)
+	if f := cli.ev.WaitFailed(t); !errors.Is(f.Err, fi.ETIMEDOUT) {
+		t.Errorf("Failed(%v), want FI_ETIMEDOUT", f.Err)
 	}
 }
 
@@ -137,7 +133,7 @@ func TestPrivateDataLimit(t *testing.T) {
 	if err := cli.ep.Connect(addr, data); err != nil {
 		t.Fatal(err)
 	}
-	if req := pev.waitReq(t); !bytes.Equal(req.Data(), data) {
+	if req := pev.WaitReq(t); !bytes.Equal(req.Data(), data) {
 		t.Errorf("request data %x, want %x", req.Data(), data)
 	}
 }
@@ -151,8 +147,8 @@ func TestShutdown(t *testing.T) {
 	if err := pr.cli.ep.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	pr.cli.ev.waitShutdown(t)
-	pr.srv.ev.waitShutdown(t)
+	pr.cli.ev.WaitShutdown(t)
+	pr.srv.ev.WaitShutdown(t)
 	if d := pr.srv.wait(t); d.c.Err != fi.ECANCELED {
 		t.Errorf("posted receive: %v, want FI_ECANCELED", d.c.Err)
 	}
@@ -163,8 +159,8 @@ func TestShutdown(t *testing.T) {
 		t.Errorf("second shutdown = %v, want FI_ENOTCONN", err)
 	}
 	time.Sleep(50 * time.Millisecond)
-	if pr.cli.ev.count() != 2 || pr.srv.ev.count() != 2 {
-		t.Errorf("%d and %d events, want Connected and Shutdown each", pr.cli.ev.count(), pr.srv.ev.count())
+	if pr.cli.ev.Count() != 2 || pr.srv.ev.Count() != 2 {
+		t.Errorf("%d and %d events, want Connected and Shutdown each", pr.cli.ev.Count(), pr.srv.ev.Count())
 	}
 }
 
@@ -179,7 +175,7 @@ func TestCloseDisconnects(t *testing.T) {
 	if d := pr.cli.wait(t); d.c.Err != fi.ECANCELED {
 		t.Errorf("receive posted at close: %v, want FI_ECANCELED", d.c.Err)
 	}
-	pr.srv.ev.waitShutdown(t)
+	pr.srv.ev.WaitShutdown(t)
 }
 
 // TestListenerCloseRejects: requests the listener holds when it closes
@@ -191,10 +187,10 @@ func TestListenerCloseRejects(t *testing.T) {
 	if err := cli.ep.Connect(addr, nil); err != nil {
 		t.Fatal(err)
 	}
-	pev.waitReq(t)
+	pev.WaitReq(t)
 	pep.Close()
-	if f := cli.ev.waitFailed(t); !errors.Is(f.err, fi.ECONNREFUSED) {
-		t.Errorf("Failed(%v), want FI_ECONNREFUSED", f.err)
+	if f := cli.ev.WaitFailed(t); !errors.Is(f.Err, fi.ECONNREFUSED) {
+		t.Errorf("Failed(%v), want FI_ECONNREFUSED", f.Err)
 	}
 	if err := newSide(t, da, infoOf(t, p, da.name, fi.EP_MSG), nil).ep.Connect(addr, nil); err != nil {
 		t.Fatal(err)
@@ -206,7 +202,7 @@ func TestListenerCloseRejects(t *testing.T) {
 func TestListenAddresses(t *testing.T) {
 	p, _, db := twoDevices(t, nil)
 	_, _, addr := listen(t, p, db)
-	pep, err := db.NewPassiveEndpoint(infoOf(t, p, db.name, fi.EP_MSG), newPEPEvents())
+	pep, err := db.NewPassiveEndpoint(infoOf(t, p, db.name, fi.EP_MSG), provtest.NewPEPEvents())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +233,7 @@ func TestLossyConnections(t *testing.T) {
 		if err := cli.ep.Connect(addr, []byte{byte(i)}); err != nil {
 			t.Fatal(err)
 		}
-		req := pev.waitReq(t)
+		req := pev.WaitReq(t)
 		if d := req.Data(); len(d) != 1 || d[0] != byte(i) {
 			t.Fatalf("connection %d: request data %x", i, d)
 		}
@@ -245,8 +241,8 @@ func TestLossyConnections(t *testing.T) {
 		if err := srv.ep.Accept(nil); err != nil {
 			t.Fatal(err)
 		}
-		cli.ev.waitConnected(t)
-		srv.ev.waitConnected(t)
+		cli.ev.WaitConnected(t)
+		srv.ev.WaitConnected(t)
 		msg := pattern(3000, i)
 		srv.post(t, &core.Op{Kind: core.OpRecv, Buf: make([]byte, 4000)})
 		cli.post(t, &core.Op{Kind: core.OpSend, Buf: msg})
@@ -256,11 +252,11 @@ func TestLossyConnections(t *testing.T) {
 		if err := srv.ep.Shutdown(); err != nil {
 			t.Fatal(err)
 		}
-		srv.ev.waitShutdown(t)
-		cli.ev.waitShutdown(t)
+		srv.ev.WaitShutdown(t)
+		cli.ev.WaitShutdown(t)
 	}
 	select {
-	case r := <-pev.reqs:
+	case r := <-pev.Reqs:
 		t.Errorf("a duplicate request was reported: %q", r.Data())
 	case <-time.After(100 * time.Millisecond):
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/internal/provtest"
 	"github.com/fabricfs/fabricfs/providers/verbs/ibv"
 )
 
@@ -197,12 +198,12 @@ func TestBadKey(t *testing.T) {
 		if d.c.Err != fi.EIO || d.c.ProvErrno != int(ibv.WCRemAccessErr) {
 			t.Errorf("%s: write %+v, want FI_EIO with prov_errno IBV_WC_REM_ACCESS_ERR", c.name, d.c)
 		}
-		if f := pr.cli.ev.waitFailed(t); !errors.Is(f.err, fi.EIO) {
-			t.Errorf("%s: connection %v, want FI_EIO", c.name, f.err)
+		if f := pr.cli.ev.WaitFailed(t); !errors.Is(f.Err, fi.EIO) {
+			t.Errorf("%s: connection %v, want FI_EIO", c.name, f.Err)
 		}
 		select {
-		case <-pr.srv.ev.shutdown:
-		case <-pr.srv.ev.failed:
+		case <-pr.srv.ev.ShutdownCh:
+		case <-pr.srv.ev.FailedCh:
 		case <-time.After(waitTime):
 			t.Errorf("%s: the target's connection did not end", c.name)
 		}
@@ -246,7 +247,7 @@ func TestLimits(t *testing.T) {
 		t.Errorf("FI_MULTI_RECV receive = %v, want FI_EOPNOTSUPP", err)
 	}
 	info.RxAttr.Size = 1 << 20
-	if _, err := da.NewEndpoint(info, nil, newEPEvents()); !errors.Is(err, fi.EINVAL) {
+	if _, err := da.NewEndpoint(info, nil, provtest.NewEPEvents()); !errors.Is(err, fi.EINVAL) {
 		t.Errorf("rx_size 2^20 = %v, want FI_EINVAL", err)
 	}
 	_ = db
@@ -285,18 +286,7 @@ func TestPoller(t *testing.T) {
 // each user has a protection domain of its own.
 func TestOwnersApart(t *testing.T) {
 	p, da, db := twoDevices(t, nil)
-	_, pev, addr := listen(t, p, db)
-	cli := newSide(t, da, infoOf(t, p, da.name, fi.EP_MSG), nil)
-	if err := cli.ep.Connect(addr, nil); err != nil {
-		t.Fatal(err)
-	}
-	req := pev.waitReq(t)
-	srv := newSideOf(t, 1000, db, req.Info(), req)
-	if err := srv.ep.Accept(nil); err != nil {
-		t.Fatal(err)
-	}
-	cli.ev.waitConnected(t)
-	srv.ev.waitConnected(t)
+	cli := connectAs(t, 1000, p, da, db).cli
 	mine := sharedMem(t, 4096)
 	theirs := sharedMem(t, 4096)
 	mineKey := regMemOf(t, 1000, db, mine, fi.REMOTE_WRITE).Key()

@@ -3,7 +3,6 @@ package verbs
 import (
 	"net"
 	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,10 +10,11 @@ import (
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/internal/provtest"
 	"github.com/fabricfs/fabricfs/providers/verbs/ibv"
 )
 
-const waitTime = 10 * time.Second
+const waitTime = provtest.WaitTime
 
 // testProvider opens a provider with one device per address (127.0.0.x
 // on lo), all on a free UDP port, closed at the end of the test.
@@ -70,120 +70,6 @@ func infoOf(t testing.TB, p *Provider, dom string, typ fi.EPType) *fi.Info {
 	return nil
 }
 
-// epEvents records an endpoint's connection events.
-type epEvents struct {
-	connected chan []byte
-	shutdown  chan struct{}
-	failed    chan failure
-	remote    chan core.Completion
-	owner     uint32 // core.Owned
-
-	mu sync.Mutex
-	n  int
-}
-
-func (ev *epEvents) Owner() uint32 { return ev.owner }
-
-type failure struct {
-	err  error
-	data []byte
-}
-
-func newEPEvents() *epEvents {
-	return &epEvents{connected: make(chan []byte, 4), shutdown: make(chan struct{}, 4), failed: make(chan failure, 4),
-		remote: make(chan core.Completion, 64)}
-}
-
-func (ev *epEvents) inc() {
-	ev.mu.Lock()
-	ev.n++
-	ev.mu.Unlock()
-}
-
-func (ev *epEvents) count() int {
-	ev.mu.Lock()
-	defer ev.mu.Unlock()
-	return ev.n
-}
-
-func (ev *epEvents) Connected(data []byte)      { ev.inc(); ev.connected <- data }
-func (ev *epEvents) Shutdown()                  { ev.inc(); ev.shutdown <- struct{}{} }
-func (ev *epEvents) Failed(err error, d []byte) { ev.inc(); ev.failed <- failure{err, d} }
-func (ev *epEvents) Remote(c core.Completion)   { ev.remote <- c }
-
-// Region: a verbs endpoint's peers reach registered memory through the
-// device; nothing asks the endpoint.
-func (ev *epEvents) Region(key, addr, n uint64, access fi.Caps) ([]byte, func(), error) {
-	return nil, nil, core.Errorf(fi.EINVAL, "verbs endpoints do not ask for regions")
-}
-
-func (ev *epEvents) waitConnected(t testing.TB) []byte {
-	t.Helper()
-	select {
-	case d := <-ev.connected:
-		return d
-	case f := <-ev.failed:
-		t.Fatalf("connection failed: %v (data %q)", f.err, f.data)
-	case <-ev.shutdown:
-		t.Fatalf("connection shut down instead of connecting")
-	case <-time.After(waitTime):
-		t.Fatalf("no Connected event")
-	}
-	return nil
-}
-
-func (ev *epEvents) waitFailed(t testing.TB) failure {
-	t.Helper()
-	select {
-	case f := <-ev.failed:
-		return f
-	case <-ev.connected:
-		t.Fatalf("Connected, want Failed")
-	case <-ev.shutdown:
-		t.Fatalf("Shutdown, want Failed")
-	case <-time.After(waitTime):
-		t.Fatalf("no Failed event")
-	}
-	return failure{}
-}
-
-func (ev *epEvents) waitShutdown(t testing.TB) {
-	t.Helper()
-	select {
-	case <-ev.shutdown:
-	case f := <-ev.failed:
-		t.Fatalf("Failed (%v), want Shutdown", f.err)
-	case <-time.After(waitTime):
-		t.Fatalf("no Shutdown event")
-	}
-}
-
-// pepEvents records a passive endpoint's events.
-type pepEvents struct {
-	reqs   chan core.ConnReq
-	failed chan error
-}
-
-func newPEPEvents() *pepEvents {
-	return &pepEvents{reqs: make(chan core.ConnReq, 64), failed: make(chan error, 4)}
-}
-
-func (ev *pepEvents) ConnReq(r core.ConnReq) { ev.reqs <- r }
-func (ev *pepEvents) Failed(err error)       { ev.failed <- err }
-
-func (ev *pepEvents) waitReq(t testing.TB) core.ConnReq {
-	t.Helper()
-	select {
-	case r := <-ev.reqs:
-		return r
-	case err := <-ev.failed:
-		t.Fatalf("listener failed: %v", err)
-	case <-time.After(waitTime):
-		t.Fatalf("no connection request")
-	}
-	return nil
-}
-
 // done is one completion.
 type done struct {
 	op *core.Op
@@ -193,7 +79,7 @@ type done struct {
 // side is one endpoint and its events and completions.
 type side struct {
 	ep   core.Endpoint
-	ev   *epEvents
+	ev   *provtest.EPEvents
 	done chan done
 }
 
@@ -239,8 +125,8 @@ func newSide(t testing.TB, d *domain, info *fi.Info, req core.ConnReq) side {
 // newSideOf is newSide for an endpoint of owner.
 func newSideOf(t testing.TB, owner uint32, d *domain, info *fi.Info, req core.ConnReq) side {
 	t.Helper()
-	s := side{ev: newEPEvents(), done: make(chan done, 1<<12)}
-	s.ev.owner = owner
+	s := side{ev: provtest.NewEPEvents(), done: make(chan done, 1<<12)}
+	s.ev.OwnerUID = owner
 	e, err := d.NewEndpoint(info, req, s.ev)
 	if err != nil {
 		t.Fatalf("NewEndpoint: %v", err)
@@ -254,9 +140,9 @@ func newSideOf(t testing.TB, owner uint32, d *domain, info *fi.Info, req core.Co
 }
 
 // listen opens a listening passive endpoint of d.
-func listen(t testing.TB, p *Provider, d *domain) (core.PassiveEndpoint, *pepEvents, fi.Addr) {
+func listen(t testing.TB, p *Provider, d *domain) (core.PassiveEndpoint, *provtest.PEPEvents, fi.Addr) {
 	t.Helper()
-	pev := newPEPEvents()
+	pev := provtest.NewPEPEvents()
 	pep, err := d.NewPassiveEndpoint(infoOf(t, p, d.name, fi.EP_MSG), pev)
 	if err != nil {
 		t.Fatalf("NewPassiveEndpoint: %v", err)
@@ -277,21 +163,34 @@ type pair struct {
 	cli, srv side
 }
 
-// connect connects an endpoint of da to a listener of db.
-func connect(t testing.TB, p *Provider, da, db *domain) pair {
+// request connects an endpoint of da, with no data, to a new listener of
+// db, and returns it and the listener's request.
+func request(t testing.TB, p *Provider, da, db *domain) (side, core.ConnReq) {
 	t.Helper()
 	_, pev, addr := listen(t, p, db)
 	cli := newSide(t, da, infoOf(t, p, da.name, fi.EP_MSG), nil)
 	if err := cli.ep.Connect(addr, nil); err != nil {
 		t.Fatalf("Connect: %v", err)
 	}
-	req := pev.waitReq(t)
-	srv := newSide(t, db, req.Info(), req)
+	return cli, pev.WaitReq(t)
+}
+
+// connect connects an endpoint of da to a listener of db.
+func connect(t testing.TB, p *Provider, da, db *domain) pair {
+	t.Helper()
+	return connectAs(t, 0, p, da, db)
+}
+
+// connectAs is connect with the accepting endpoint of owner.
+func connectAs(t testing.TB, owner uint32, p *Provider, da, db *domain) pair {
+	t.Helper()
+	cli, req := request(t, p, da, db)
+	srv := newSideOf(t, owner, db, req.Info(), req)
 	if err := srv.ep.Accept(nil); err != nil {
 		t.Fatalf("Accept: %v", err)
 	}
-	cli.ev.waitConnected(t)
-	srv.ev.waitConnected(t)
+	cli.ev.WaitConnected(t)
+	srv.ev.WaitConnected(t)
 	return pair{cli, srv}
 }
 

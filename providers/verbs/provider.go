@@ -96,11 +96,7 @@ func (p *Provider) Name() string { return ProvName }
 // Infos returns a copy of every fi_info entry: per device, FI_EP_MSG,
 // then FI_EP_DGRAM, as libfabric's verbs provider lists them.
 func (p *Provider) Infos() []*fi.Info {
-	out := make([]*fi.Info, len(p.infos))
-	for i, in := range p.infos {
-		out[i] = in.Clone()
-	}
-	return out
+	return fi.CloneInfos(p.infos)
 }
 
 // OpenDomain opens the domain called name: a device's, or its "-dgram"

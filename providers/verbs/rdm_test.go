@@ -7,6 +7,7 @@ import (
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/internal/provtest"
 	"github.com/fabricfs/fabricfs/providers/rxm"
 )
 
@@ -25,7 +26,7 @@ func rdmPair(t *testing.T) (a, b side, nameA, nameB fi.Addr, da, db core.Provide
 				info = in
 			}
 		}
-		s := side{ev: newEPEvents(), done: make(chan done, 1<<10)}
+		s := side{ev: provtest.NewEPEvents(), done: make(chan done, 1<<10)}
 		if s.ep, err = d.NewEndpoint(info, nil, s.ev); err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +121,7 @@ func TestRDM(t *testing.T) {
 		Flags: fi.OpFlags(fi.REMOTE_CQ_DATA), Data: 0x1234})
 	a.wait(t)
 	select {
-	case c := <-b.ev.remote:
+	case c := <-b.ev.RemoteCh:
 		if c.Flags&fi.CQFlags(fi.REMOTE_WRITE|fi.REMOTE_CQ_DATA) != fi.CQFlags(fi.REMOTE_WRITE|fi.REMOTE_CQ_DATA) || c.Data != 0x1234 || c.Len != 100 {
 			t.Errorf("remote write event %+v", c)
 		}

@@ -26,9 +26,7 @@ import (
 // exactly the session. It needs tshark, python3 and root; without them it
 // is skipped, unless CI is set.
 func TestTsharkSession(t *testing.T) {
-	tshark.Need(t, "tshark")
-	tshark.Need(t, "python3")
-	tshark.NeedRoot(t)
+	tshark.NeedCapture(t)
 	devs := sessionDevices(t)
 	// A UD QP on b first: b's RC QP has another number than a's.
 	pd, err := devs[1].AllocPD()

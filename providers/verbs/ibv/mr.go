@@ -33,20 +33,10 @@ func (pd *PD) RegMR(buf []byte, iova uint64, access Access) (*MR, error) {
 	case uint64(len(buf)) > deviceAttr.MaxMRSize || iova+uint64(len(buf)) < iova:
 		return nil, errorf(syscall.EINVAL, "reg mr: %d bytes at %#x", len(buf), iova)
 	}
-	if err := pd.use("reg mr"); err != nil {
+	if err := pd.useCounted("reg mr", func(c *objCounts) *int { return &c.mr }, deviceAttr.MaxMR, "regions"); err != nil {
 		return nil, err
 	}
 	d := pd.dev
-	d.mu.Lock()
-	full := d.nobj.mr >= deviceAttr.MaxMR
-	if !full {
-		d.nobj.mr++
-	}
-	d.mu.Unlock()
-	if full {
-		pd.release()
-		return nil, errorf(syscall.ENOMEM, "reg mr: %d regions already", deviceAttr.MaxMR)
-	}
 	mr := &MR{IOVA: iova, pd: pd, buf: buf, access: access}
 	d.mrMu.Lock()
 	i := 1

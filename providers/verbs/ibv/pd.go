@@ -66,6 +66,29 @@ func (pd *PD) use(what string) error {
 	return nil
 }
 
+// useCounted is use for an object the device also counts, in the count
+// of its objects that count picks, at most max of them: ENOMEM when it has
+// max already ("%d objs already"). The caller counts it down, under d.mu,
+// when the object goes.
+func (pd *PD) useCounted(what string, count func(*objCounts) *int, max int, objs string) error {
+	if err := pd.use(what); err != nil {
+		return err
+	}
+	d := pd.dev
+	d.mu.Lock()
+	n := count(&d.nobj)
+	full := *n >= max
+	if !full {
+		*n++
+	}
+	d.mu.Unlock()
+	if full {
+		pd.release()
+		return errorf(syscall.ENOMEM, "%s: %d %s already", what, max, objs)
+	}
+	return nil
+}
+
 // release counts one object fewer on the PD.
 func (pd *PD) release() {
 	pd.mu.Lock()

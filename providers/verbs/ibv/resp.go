@@ -204,14 +204,8 @@ func (qp *QP) execWrite(p *roce.Packet) {
 			qp.respError(roce.AETHNAKInvalidReq, p.PSN, WCRemInvReqErr)
 			return
 		}
-		if r.wlen > 0 {
-			d.mrMu.RLock()
-			_, ok := d.remote(qp.pd, r.wkey, r.wva, uint64(r.wlen), AccessRemoteWrite)
-			d.mrMu.RUnlock()
-			if !ok {
-				qp.respError(roce.AETHNAKRemAccErr, p.PSN, WCRemAccessErr)
-				return
-			}
+		if r.wlen > 0 && !qp.remoteAllows(r.wkey, r.wva, uint64(r.wlen), AccessRemoteWrite, p.PSN) {
+			return
 		}
 	}
 	// FIRST and MIDDLE carry exactly the MTU and leave more to come;
@@ -242,6 +236,20 @@ func (qp *QP) execWrite(p *roce.Packet) {
 		qp.completeRecv(&WC{WRID: r.wqe.wrid, Opcode: WCRecvRDMAWithImm, ByteLen: r.wlen, Flags: WCWithImm, Imm: p.ImmDt})
 	}
 	qp.ackIfAsked(p)
+}
+
+// remoteAllows reports whether the region rkey names lets the QP's peer
+// reach n bytes at va with access; if not, it NAKs the request of PSN psn
+// with a remote access error. qp.mu is held.
+func (qp *QP) remoteAllows(rkey uint32, va, n uint64, access Access, psn uint32) bool {
+	d := qp.dev
+	d.mrMu.RLock()
+	_, ok := d.remote(qp.pd, rkey, va, n, access)
+	d.mrMu.RUnlock()
+	if !ok {
+		qp.respError(roce.AETHNAKRemAccErr, psn, WCRemAccessErr)
+	}
+	return ok
 }
 
 // checkLength checks a send or write packet's payload against the path
@@ -290,15 +298,8 @@ func (qp *QP) execRead(p *roce.Packet) {
 		qp.respError(roce.AETHNAKInvalidReq, p.PSN, WCRemInvReqErr)
 		return
 	}
-	if reth.DMALen > 0 {
-		d := qp.dev
-		d.mrMu.RLock()
-		_, ok := d.remote(qp.pd, reth.RKey, reth.VA, uint64(reth.DMALen), AccessRemoteRead)
-		d.mrMu.RUnlock()
-		if !ok {
-			qp.respError(roce.AETHNAKRemAccErr, p.PSN, WCRemAccessErr)
-			return
-		}
+	if reth.DMALen > 0 && !qp.remoteAllows(reth.RKey, reth.VA, uint64(reth.DMALen), AccessRemoteRead, p.PSN) {
+		return
 	}
 	n := npsn(WRRDMARead, reth.DMALen, qp.attr.PathMTU.Bytes())
 	last := roce.PSNAdd(p.PSN, int(n)-1)

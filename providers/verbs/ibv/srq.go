@@ -94,19 +94,8 @@ func (pd *PD) CreateSRQ(maxWR, maxSGE int) (*SRQ, error) {
 	case maxSGE < 0 || maxSGE > deviceAttr.MaxSGE:
 		return nil, errorf(syscall.EINVAL, "create srq: %d SGEs, at most %d", maxSGE, deviceAttr.MaxSGE)
 	}
-	if err := pd.use("create srq"); err != nil {
+	if err := pd.useCounted("create srq", func(c *objCounts) *int { return &c.srq }, deviceAttr.MaxSRQ, "SRQs"); err != nil {
 		return nil, err
-	}
-	d := pd.dev
-	d.mu.Lock()
-	full := d.nobj.srq >= deviceAttr.MaxSRQ
-	if !full {
-		d.nobj.srq++
-	}
-	d.mu.Unlock()
-	if full {
-		pd.release()
-		return nil, errorf(syscall.ENOMEM, "create srq: %d SRQs already", deviceAttr.MaxSRQ)
 	}
 	return &SRQ{pd: pd, q: newRecvQueue(maxWR, maxSGE)}, nil
 }

@@ -30,9 +30,7 @@ import (
 // default; if that port is taken, on another one, which tshark.Fields
 // tells tshark to decode as InfiniBand.
 func TestTsharkCapture(t *testing.T) {
-	tshark.Need(t, "tshark")
-	tshark.Need(t, "python3")
-	tshark.NeedRoot(t)
+	tshark.NeedCapture(t)
 	recv4, recv6, port := listenLoopback(t)
 	send4 := dialUnconnected(t, "udp4", "127.0.0.1:0")
 	send6 := dialUnconnected(t, "udp6", "[::1]:0")
