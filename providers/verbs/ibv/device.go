@@ -20,6 +20,7 @@ type Device struct {
 	name string
 	addr netip.AddrPort // what the socket is bound to; the GID's address
 	conn *net.UDPConn
+	raw  syscall.RawConn // conn's, for its receive queue (queued)
 	tx   transmitter
 	done chan struct{} // closed when the receive goroutine has returned
 
@@ -105,7 +106,13 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ibv: open device %v port %d: %w", a, port, err)
 	}
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("ibv: open device %v port %d: %w", a, port, err)
+	}
 	d := &Device{
+		raw:     raw,
 		name:    cfg.Name,
 		addr:    netip.AddrPortFrom(a, uint16(port)),
 		conn:    conn,

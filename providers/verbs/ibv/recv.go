@@ -5,6 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/fabricfs/fabricfs/providers/verbs/roce"
+	"golang.org/x/sys/unix"
 )
 
 // receive is the device's receive goroutine: it reads each datagram and
@@ -23,6 +24,14 @@ func (d *Device) receive() {
 		}
 		d.input(buf[:n], src)
 	}
+}
+
+// queued reports whether datagrams wait in the device's socket for the
+// receive goroutine.
+func (d *Device) queued() bool {
+	n := 0
+	d.raw.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ) })
+	return n > 0
 }
 
 // input decodes a datagram's UDP payload b from src and delivers it: UD

@@ -19,12 +19,18 @@ import (
 //     moves, never beyond the timeout) the requester resends from the
 //     oldest unacknowledged PSN without spending a retry. It recovers
 //     the losses no later packet reveals (the last packets before the
-//     window closes, a lost NAK) long before the timeout would;
+//     window closes, a lost NAK) long before the timeout would. The
+//     device shares the host's CPUs with its users: an ACK is often late
+//     because a receive goroutine waited for a CPU, not lost. A probe
+//     that comes due while datagrams wait in the device's socket (the
+//     ACK may be among them) waits one more interval, once per
+//     progress;
 //   - the end of an RNR wait.
 type timers struct {
 	deadline time.Time // the local ACK timeout, or the end of an RNR wait
 	probeAt  time.Time // the next tail-loss probe
 	probes   uint      // probes since the last progress
+	held     bool      // a probe waited for queued datagrams since the last progress
 	armed    bool      // the timer is set
 	rnrWait  bool      // waiting after an RNR NAK: the requester sends nothing
 
@@ -89,7 +95,7 @@ func (qp *QP) progressTimers() {
 			c.srtt += (sample - c.srtt) / 8
 		}
 	}
-	c.probes = 0
+	c.probes, c.held = 0, false
 	c.deadline = now.Add(qp.timeout())
 	c.probeAt = now.Add(qp.probeInterval())
 }
@@ -157,6 +163,11 @@ func (qp *QP) onTimer() {
 		c.deadline = now.Add(qp.timeout())
 		c.probeAt = now.Add(qp.probeInterval())
 		qp.reqRun()
+	case !now.Before(c.probeAt) && !c.held && qp.dev.queued():
+		// Datagrams wait in the socket: the ACK may be among them, the
+		// receive goroutine has not run yet. Probe one interval later.
+		c.held = true
+		c.probeAt = now.Add(qp.probeInterval())
 	case !now.Before(c.probeAt):
 		qp.dev.stats.probes.Add(1)
 		c.probes++
