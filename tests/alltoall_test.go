@@ -83,10 +83,7 @@ func TestRDMAllToAll(t *testing.T) {
 	setup := time.Now()
 	nodes := make([]*a2aNode, a2aEPs)
 	for i := range nodes {
-		tree, err := client.Open(daemons[i%2].mnt) // even on one daemon, odd on the other
-		if err != nil {
-			t.Fatal(err)
-		}
+		tree := daemons[i%2].tree(t) // even on one daemon, odd on the other
 		nodes[i] = newA2ANode(t, tree.Domain("tcp", "lo"), i)
 	}
 	addrs := make([]string, a2aEPs)

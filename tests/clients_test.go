@@ -56,10 +56,7 @@ func forEachMapping(t *testing.T, f func(t *testing.T, d *daemon)) {
 // checkMapping makes a CQ and checks attr/mapping and what cq/N/data is.
 func checkMapping(t *testing.T, d *daemon, want string) {
 	t.Helper()
-	tr, err := client.Open(d.mnt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := d.tree(t)
 	cq, err := tr.Domain("tcp", "lo").NewCQ(0)
 	if err != nil {
 		t.Fatal(err)

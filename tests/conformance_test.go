@@ -430,9 +430,7 @@ func (*ringsImpl) name() string { return "rings" }
 
 func (r *ringsImpl) obj(t *testing.T, x *confEnv, kind string) string {
 	t.Helper()
-	tree, err := client.Open(x.d.mnt)
-	must(t, err)
-	dom := tree.Domain(x.run.prov, x.run.dom)
+	dom := x.d.tree(t).Domain(x.run.prov, x.run.dom)
 	var o interface{ Close() error }
 	var dir string
 	switch kind {

@@ -6,6 +6,7 @@ package tests
 import (
 	"bufio"
 	"fmt"
+	"github.com/fabricfs/fabricfs/fs/client"
 	"net"
 	"os"
 	"os/exec"
@@ -89,6 +90,16 @@ type daemon struct {
 	mnt string
 	cmd *exec.Cmd
 	log *strings.Builder
+}
+
+// tree opens the daemon's tree with package fs/client.
+func (d *daemon) tree(t testing.TB) *client.Tree {
+	t.Helper()
+	tr, err := client.Open(d.mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
 }
 
 // mount starts fabricfs on a new directory under t.TempDir() and registers

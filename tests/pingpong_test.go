@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/fabricfs/fabricfs/fs/client"
 )
 
 // Interoperation with real libfabric: tests/pingpong (ffpingpong) drives
@@ -417,10 +415,7 @@ func badSync(t *testing.T, d *daemon, bin string) {
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", binary.BigEndian.Uint16(hdr[10:]))
 
-	tr, err := client.Open(d.mnt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := d.tree(t)
 	dom := tr.Domain("tcp", "lo")
 	eq, err := dom.NewEQ()
 	if err != nil {

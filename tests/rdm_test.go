@@ -143,10 +143,7 @@ const anyAddr = uint64(fi.ADDR_UNSPEC)
 // rendezvous.
 func TestRDMRings(t *testing.T) {
 	d := mount(t)
-	tree, err := client.Open(d.mnt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tree := d.tree(t)
 	dom := tree.Domain("tcp", "lo")
 	a, b, c := newRDMNode(t, dom), newRDMNode(t, dom), newRDMNode(t, dom)
 	bInA := a.insert(t, b)
@@ -227,14 +224,12 @@ func TestRDMRings(t *testing.T) {
 // order: every message has its own tag, buffer slot and context.
 func TestRDMRingRendezvous(t *testing.T) {
 	d := mount(t)
-	tree, err := client.Open(d.mnt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tree := d.tree(t)
 	dom := tree.Domain("tcp", "lo")
 	a, b := newRDMNode(t, dom), newRDMNode(t, dom)
 	const big = 16 << 20
 	for _, n := range []*rdmNode{a, b} {
+		var err error
 		if n.mr, err = dom.NewMR(big, "FI_SEND,FI_RECV"); err != nil {
 			t.Fatal(err)
 		}
@@ -276,10 +271,7 @@ func TestRDMRingRendezvous(t *testing.T) {
 // checks each arrives once, in order, with its tag and content.
 func TestRDMRingStream(t *testing.T) {
 	d := mount(t)
-	tree, err := client.Open(d.mnt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tree := d.tree(t)
 	dom := tree.Domain("tcp", "lo")
 	a, b := newRDMNode(t, dom), newRDMNode(t, dom)
 	dst := a.insert(t, b)
@@ -293,10 +285,7 @@ func TestRDMRingStream(t *testing.T) {
 // buffer has FI_MULTI_RECV; rendezvous messages land in it too.
 func TestRDMRingMultiRecv(t *testing.T) {
 	d := mount(t)
-	tree, err := client.Open(d.mnt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tree := d.tree(t)
 	dom := tree.Domain("tcp", "lo")
 	a, b := newRDMNode(t, dom), newRDMNode(t, dom)
 	if err := b.ep.Ctl("setopt FI_OPT_MIN_MULTI_RECV 1000"); err != nil {

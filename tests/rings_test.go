@@ -28,10 +28,7 @@ type ringPair struct {
 
 func newRingPair(t *testing.T, d *daemon, mrLen int) *ringPair {
 	t.Helper()
-	tree, err := client.Open(d.mnt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tree := d.tree(t)
 	dom := tree.Domain("tcp", "lo")
 	eq, err := dom.NewEQ()
 	if err != nil {
@@ -195,8 +192,7 @@ func TestTruncatedReceive(t *testing.T) {
 // a counter wakes when the completions reach its threshold.
 func TestCountersOnRings(t *testing.T) {
 	d := mount(t)
-	tree, err := client.Open(d.mnt)
-	must(t, err)
+	tree := d.tree(t)
 	dom := tree.Domain("tcp", "lo")
 	eq, err := dom.NewEQ()
 	must(t, err)
@@ -432,8 +428,7 @@ func procThreads(t *testing.T, pid int) int {
 func TestRMAOnRings(t *testing.T) {
 	d := mount(t)
 	p := newRingPair(t, d, 4096)
-	tree, err := client.Open(d.mnt)
-	must(t, err)
+	tree := d.tree(t)
 	target, err := tree.Domain("tcp", "lo").NewMR(4096, "FI_REMOTE_READ,FI_REMOTE_WRITE")
 	must(t, err)
 	t.Cleanup(func() { target.Close() })
