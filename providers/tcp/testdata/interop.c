@@ -83,17 +83,15 @@ static size_t wait_cm(uint32_t want, struct fi_info **info, char *data)
 	return len;
 }
 
-/* wait_cq reads completions until both the send and the receive are done. */
-static void wait_cq(struct fi_cq_data_entry *recv)
+/* next_cq reads the next completion into c, waiting until deadline; an
+ * error completion or a timeout (when, in die's words) ends the program. */
+static void next_cq(struct fi_cq_data_entry *c, time_t deadline, const char *when)
 {
-	int sent = 0, received = 0;
-	time_t deadline = time(NULL) + 10;
-	while (!sent || !received) {
-		struct fi_cq_data_entry c;
-		ssize_t n = fi_cq_read(cq, &c, 1);
+	for (;;) {
+		ssize_t n = fi_cq_read(cq, c, 1);
 		if (n == -FI_EAGAIN) {
 			if (time(NULL) > deadline)
-				die(sent ? "no receive completion" : "no send completion (no ACK?)");
+				die(when);
 			continue;
 		}
 		if (n == -FI_EAVAIL) {
@@ -103,6 +101,18 @@ static void wait_cq(struct fi_cq_data_entry *recv)
 			exit(3);
 		}
 		CHECK(n);
+		return;
+	}
+}
+
+/* wait_cq reads completions until both the send and the receive are done. */
+static void wait_cq(struct fi_cq_data_entry *recv)
+{
+	int sent = 0, received = 0;
+	time_t deadline = time(NULL) + 10;
+	while (!sent || !received) {
+		struct fi_cq_data_entry c;
+		next_cq(&c, deadline, sent ? "no receive completion" : "no send completion (no ACK?)");
 		if (c.flags & FI_SEND)
 			sent = 1;
 		if (c.flags & FI_RECV) {
@@ -240,22 +250,9 @@ static int server(void)
 static void wait_tx(int n)
 {
 	time_t deadline = time(NULL) + 10;
-	while (n > 0) {
+	for (; n > 0; n--) {
 		struct fi_cq_data_entry c;
-		ssize_t r = fi_cq_read(cq, &c, 1);
-		if (r == -FI_EAGAIN) {
-			if (time(NULL) > deadline)
-				die("rma: transmit operations did not complete");
-			continue;
-		}
-		if (r == -FI_EAVAIL) {
-			struct fi_cq_err_entry err = {0};
-			fi_cq_readerr(cq, &err, 0);
-			fprintf(stderr, "interop: rma: cq error: %s\n", fi_strerror(err.err));
-			exit(3);
-		}
-		CHECK(r);
-		n--;
+		next_cq(&c, deadline, "rma: transmit operations did not complete");
 	}
 }
 
