@@ -17,7 +17,7 @@ type ringSide struct {
 }
 
 // ringsOf opens an endpoint's tx and rx rings in this process.
-func ringsOf(b *testing.B, o *core.Object) (tx, rx *ring.Ring) {
+func ringsOf(b testing.TB, o *core.Object) (tx, rx *ring.Ring) {
 	b.Helper()
 	ep := o.Impl.(*core.EP)
 	open := func(name string) *ring.Ring {
@@ -35,7 +35,7 @@ func ringsOf(b *testing.B, o *core.Object) (tx, rx *ring.Ring) {
 }
 
 // post publishes one work request.
-func (s *ringSide) post(b *testing.B, r *ring.Ring, w ring.WR) {
+func (s *ringSide) post(b testing.TB, r *ring.Ring, w ring.WR) {
 	slot, ok := r.Reserve()
 	if !ok {
 		b.Fatal("work ring full")
@@ -48,7 +48,7 @@ func (s *ringSide) post(b *testing.B, r *ring.Ring, w ring.WR) {
 
 // reap takes n completions from the CQ ring, spinning, and fails on an
 // error entry.
-func reap(b *testing.B, cq *ring.Ring, n int) {
+func reap(b testing.TB, cq *ring.Ring, n int) {
 	for n > 0 {
 		head, tail := cq.Peek()
 		if head == tail {

@@ -14,8 +14,10 @@ type epRings struct {
 	mrs        map[uint64]*MR // by desc; each held until the endpoint closes
 	closed     bool
 	injectSize uint64
-	poller     Poller // the provider endpoint, if the engine can drive its progress
-	hot        bool   // in its group's hot list; used by the group's worker only
+	poller     Poller   // the provider endpoint, if the engine can drive its progress
+	fdPoller   FDPoller // the same, if it has a descriptor to poll
+	hot        bool     // in its group's hot list; used by the group's worker only
+	sent       bool     // took a send in the group's current pass; used by the worker only
 }
 
 // openRingsLocked makes the endpoint's tx and rx rings and hands them to
@@ -53,6 +55,7 @@ func (e *EP) openRingsLocked() error {
 	rs.tx = &workQueue{ep: e, rs: rs, r: txr, kind: OpSend}
 	rs.rx = &workQueue{ep: e, rs: rs, r: rxr, kind: OpRecv}
 	rs.poller, _ = e.prov.(Poller)
+	rs.fdPoller, _ = e.prov.(FDPoller)
 	e.rings = rs
 	e.obj.Dom.fab.eng.add(rs)
 	return nil

@@ -140,6 +140,25 @@ type Poller interface {
 	Park()
 }
 
+// FDPoller is a Poller whose input arrives on one file descriptor, such as
+// a socket. An engine group asks the kernel about the descriptors of all
+// its hot FDPollers with one poll(2) per pass and tells each whether its
+// descriptor was ready, so that a quiet socket costs no read(2) per pass:
+// the group calls PollReady instead of Poll.
+type FDPoller interface {
+	Poller
+	// PollFD is the descriptor to watch for input (POLLIN), or -1 if there
+	// is none now. It may be called at any time and must not block.
+	PollFD() int
+	// PollReady is Poll, told whether the descriptor was readable (or had
+	// an error or hang-up) at the group's poll. With false it must not
+	// read the descriptor, but still makes the progress it can without
+	// reading: input the provider already holds, writes that wait for room.
+	// The descriptor is level-triggered: input left unread is reported
+	// again at the next pass.
+	PollReady(ready bool) bool
+}
+
 // PassiveEndpoint is a provider's listening endpoint.
 type PassiveEndpoint interface {
 	// Listen starts listening on addr (fi_listen; port 0 picks a free port).

@@ -115,6 +115,7 @@ type endpoint struct {
 	// fdOut is a dup of it for waiting until the socket has room.
 	fd, fdOut int
 	rxW, txW  *watch
+	pollFD    atomic.Int32 // fd, for PollFD, which holds no lock
 
 	rxMu    sync.Mutex // the receive side: rd, and reading the socket
 	rd      reader
@@ -149,6 +150,7 @@ func newEndpoint(d *domain, info *fi.Info, txSize, rxSize int, ev core.EndpointE
 		down:   make(chan struct{}),
 	}
 	e.fd, e.fdOut = -1, -1
+	e.pollFD.Store(-1)
 	return e
 }
 
@@ -602,6 +604,7 @@ func (e *endpoint) ownSocket(c *net.TCPConn) error {
 	}
 	if err == nil {
 		e.fd, e.fdOut, e.rxW, e.txW = fd, fdOut, rxW, txW
+		e.pollFD.Store(int32(fd))
 		e.rd.buf = make([]byte, readBufSize)
 		e.state = stConnected
 		e.wg.Add(1) // the writer
@@ -645,6 +648,7 @@ func (e *endpoint) closeSocket() {
 	if e.fd >= 0 {
 		e.rxW.remove()
 		e.txW.remove()
+		e.pollFD.Store(-1)
 		unix.Close(e.fd)
 		unix.Close(e.fdOut)
 		e.fd, e.fdOut = -1, -1

@@ -51,6 +51,10 @@ type reader struct {
 	buf   []byte // bytes read and not yet used are buf[r:w]
 	r, w  int
 	total uint64 // bytes read so far: Poll reports progress by it
+	// quiet says the socket had nothing more at the last look, so read
+	// returns rxEmpty without a system call. Only the engine's passes set
+	// it (PollReady): their poll(2) tells when the socket has input again.
+	quiet bool
 
 	inMsg bool     // a message's payload is being placed
 	op    *core.Op // the receive, or the read whose response it is; nil for a peer's write
@@ -231,12 +235,16 @@ func (e *endpoint) fill(fd, n int) rxStatus {
 // read is one non-blocking read(2). It turns EOF and errors into the end
 // of the stream.
 func (e *endpoint) read(fd int, p []byte) (int, rxStatus) {
+	if e.rd.quiet {
+		return 0, rxEmpty
+	}
 	for {
 		k, err := unix.Read(fd, p)
 		switch {
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
+			e.rd.quiet = e.polled.Load()
 			return 0, rxEmpty
 		case err != nil:
 			return 0, e.endRead(e.readError(err))
@@ -247,6 +255,9 @@ func (e *endpoint) read(fd int, p []byte) (int, rxStatus) {
 			return 0, e.endRead(nil)
 		}
 		e.rd.total += uint64(k)
+		// A read that did not fill p took all the socket had: an engine
+		// pass reads again only once poll(2) says there is more.
+		e.rd.quiet = k < len(p) && e.polled.Load()
 		return k, rxOK
 	}
 }
@@ -345,6 +356,7 @@ func (e *endpoint) readLoop() error {
 		}
 		if !e.polled.Load() {
 			e.rxMu.Lock()
+			e.rd.quiet = false
 			st := e.progress(e.fd, maxBatch)
 			if st == rxEmpty {
 				e.rxW.arm()
@@ -368,7 +380,16 @@ func (e *endpoint) readLoop() error {
 
 // Poll is core.Poller's: the engine group serving the endpoint's rings
 // reads the socket on its own goroutine while it is busy.
-func (e *endpoint) Poll() bool {
+func (e *endpoint) Poll() bool { return e.PollReady(true) }
+
+// PollFD is core.FDPoller's: the socket.
+func (e *endpoint) PollFD() int { return int(e.pollFD.Load()) }
+
+// PollReady is core.FDPoller's: Poll, reading the socket only if the
+// group's poll(2) found it ready, and then only until a read finds it
+// drained. Without reading it still places what the staging buffer holds
+// (a message that waited for a receive) and retries a blocked write.
+func (e *endpoint) PollReady(ready bool) bool {
 	if !e.polled.Load() {
 		e.polled.Store(true)
 	}
@@ -380,11 +401,14 @@ func (e *endpoint) Poll() bool {
 		return false
 	}
 	wrote := e.pollTx()
-	before := e.rd.total
+	total, r, w := e.rd.total, e.rd.r, e.rd.w
+	e.rd.quiet = !ready
 	if e.progress(e.fd, pollBudget) == rxEnd {
 		kick(e.rxWake) // the connection goroutine reports the end
 	}
-	return wrote || e.rd.total != before
+	// Without reading, the staging buffer's bounds move only when bytes
+	// in it are used.
+	return wrote || e.rd.total != total || e.rd.r != r || e.rd.w != w
 }
 
 // Park is core.Poller's: the connection goroutine reads the socket again,

@@ -1,0 +1,156 @@
+package core_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/ring"
+)
+
+// pollProvider is the tcp provider whose endpoints count how the engine
+// drives their progress (core.FDPoller).
+type pollProvider struct {
+	core.Provider
+	log *pollLog
+}
+
+// pollLog counts the passes that told an endpoint its socket was ready
+// and quiet, and the parks, which it keeps from the provider: so the
+// connection goroutine never reads, and what arrives while the group
+// sleeps waits for a pass.
+type pollLog struct{ ready, quiet, parks atomic.Int64 }
+
+type pollDomain struct {
+	core.ProviderDomain
+	log *pollLog
+}
+
+type pollEP struct {
+	core.Endpoint
+	fdp core.FDPoller
+	log *pollLog
+}
+
+func (p pollProvider) OpenDomain(name string) (core.ProviderDomain, error) {
+	d, err := p.Provider.OpenDomain(name)
+	if err != nil {
+		return nil, err
+	}
+	return pollDomain{d, p.log}, nil
+}
+
+func (d pollDomain) NewEndpoint(info *fi.Info, req core.ConnReq, ev core.EndpointEvents) (core.Endpoint, error) {
+	e, err := d.ProviderDomain.NewEndpoint(info, req, ev)
+	if err != nil {
+		return nil, err
+	}
+	return pollEP{e, e.(core.FDPoller), d.log}, nil
+}
+
+func (e pollEP) Poll() bool  { return e.fdp.Poll() }
+func (e pollEP) Park()       { e.log.parks.Add(1) }
+func (e pollEP) PollFD() int { return e.fdp.PollFD() }
+func (e pollEP) PollReady(ready bool) bool {
+	if ready {
+		e.log.ready.Add(1)
+	} else {
+		e.log.quiet.Add(1)
+	}
+	return e.fdp.PollReady(ready)
+}
+
+// TestEngineAsksBeforeReading: an engine group that polls a hot endpoint
+// whose socket is quiet tells it so (one poll(2) per pass, no read), and
+// tells it to read once its socket has a message.
+func TestEngineAsksBeforeReading(t *testing.T) {
+	tp, err := newTCP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &pollLog{}
+	d := loOf(t, pollProvider{tp, log})
+	a, b, _, _, cq := pair(t, d, "bind cq c send,recv")
+	mr := create(t, d, core.KindMR, "m")
+	for _, at := range mr.Impl.Attrs() {
+		if at.Name == "len" {
+			if err := at.Set("4096"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	run(t, mr, "reg")
+	mreg, err := mr.Impl.(*core.MR).Region()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := mreg.Mem
+	reg, err := cq.Region()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cqr, err := ring.Open(reg.Mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := &ringSide{desc: mr.Serial, off: 0}
+	sb := &ringSide{desc: mr.Serial, off: 1024}
+	sa.tx, sa.rx = ringsOf(t, a)
+	sb.tx, sb.rx = ringsOf(t, b)
+	deadline := time.Now().Add(10 * time.Second)
+	wait := func(what string, done func() bool) {
+		t.Helper()
+		for !done() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s (passes told quiet %d, ready %d; parks %d)",
+					what, log.quiet.Load(), log.ready.Load(), log.parks.Load())
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	var cqes []ring.CQE
+	reapCQ := func() bool {
+		head, tail := cqr.Peek()
+		for ; head != tail; head++ {
+			c, err := ring.DecodeCQE(cqr.Entry(head))
+			if err != nil || c.Err != 0 {
+				t.Fatalf("completion %+v, %v", c, err)
+			}
+			cqes = append(cqes, c)
+		}
+		cqr.Release(head)
+		return false
+	}
+
+	// A's receive makes it hot; with nothing arriving, the group's passes
+	// find its socket quiet and say so, until the group sleeps.
+	sa.post(t, sa.rx, ring.WR{Op: ring.OpRecv, Context: 1, Len: 64})
+	wait("the group to sleep", func() bool { return log.parks.Load() >= 1 })
+	if q, r := log.quiet.Load(), log.ready.Load(); q < 3 || r != 0 {
+		t.Fatalf("with nothing sent: %d passes told the endpoints quiet, %d ready; want 3 or more and none", q, r)
+	}
+
+	// B sends; nobody reads A's socket while the group has it parked.
+	copy(mem[1024+512:], "ping")
+	sb.post(t, sb.tx, ring.WR{Op: ring.OpSend, Context: 2, Offset: 512, Len: 4})
+	wait("B's send completion", func() bool { reapCQ(); return len(cqes) == 1 })
+	if cqes[0].Context != 2 {
+		t.Fatalf("completion %+v, want B's send (context 2)", cqes[0])
+	}
+
+	// A second receive wakes the group, which takes it (no send in that
+	// pass), finds A's socket ready and has A read the message. (Once the
+	// group has slept again, B's passes are over.)
+	wait("the group to sleep again", func() bool { return log.parks.Load() >= 2 })
+	ready := log.ready.Load()
+	sa.post(t, sa.rx, ring.WR{Op: ring.OpRecv, Context: 3, Offset: 64, Len: 64})
+	wait("A's receive", func() bool { reapCQ(); return len(cqes) == 2 })
+	if c := cqes[1]; c.Context != 1 || c.Len != 4 || string(mem[:4]) != "ping" {
+		t.Fatalf("receive completion %+v, buffer %q; want context 1 with ping", c, mem[:4])
+	}
+	if log.ready.Load() == ready {
+		t.Error("A's message was read, but no pass told A its socket was ready")
+	}
+}
