@@ -5,7 +5,11 @@
 # 127.0.0.1 in domain lo) and scripts/ringpong -e msg|rdm through a freshly
 # mounted fabricfs, each run REPEATS times with the order alternating;
 # prints fabtests-style tables of the medians and the ratios fabricfs /
-# libfabric, and writes everything as JSON. Sizes above the max_msg_size of
+# libfabric, and writes everything as JSON. For msg it also runs
+# scripts/relay.c, the three-party shape of the fabricfs ping-pong (two
+# client processes and one relay polling shared memory and both sockets)
+# with nothing else in it, and prints it as the floor of that shape on the
+# machine. Sizes above the max_msg_size of
 # fabricfs's endpoint type (its getinfo file says; FI_EP_RDM: 16384 until
 # rendezvous exists) are skipped for that type and listed as skipped. See
 # docs/bench.md.
@@ -101,6 +105,7 @@ else
 	say "building bin/ringpong; the daemon is $daemon_bin"
 fi
 go build -o bin/ringpong ./scripts/ringpong
+gcc -O2 -Wall -o bin/relay scripts/relay.c
 
 tmp=$(mktemp -d /tmp/fabricfs-bench.XXXXXX)
 mnt=$tmp/mnt
@@ -254,6 +259,20 @@ run_fabricfs() {
 		print u, m }' "$tmp/rp_cli.out")
 }
 
+# run_relay SIZE ITERS: the three-party floor, scripts/relay.c.
+run_relay() {
+	local size=$1 n=$2
+	run_fg timeout "$limit" bin/relay -S "$size" -I "$n" -w "$warmup" >"$tmp/relay.out" 2>&1 || {
+		say "relay -S $size failed:"
+		cat "$tmp/relay.out" >&2
+		return 1
+	}
+	read -r usec mbps < <(awk '{
+		u = $0; sub(/.*"usec_per_xfer":/, "", u); sub(/[,}].*/, "", u)
+		m = $0; sub(/.*"mb_per_sec":/, "", m); sub(/[,}].*/, "", m)
+		print u, m }' "$tmp/relay.out")
+}
+
 raw=$tmp/raw.tsv # ep impl size rep order iters usec mbps
 : >"$raw"
 start=$(date +%s)
@@ -265,11 +284,16 @@ for ep in "${ep_list[@]}"; do
 			size=${run_sizes[$k]}
 			n=$(iters_for "$size")
 			if (((rep + k) % 2)); then order=(fabricfs libfabric); else order=(libfabric fabricfs); fi
+			[ "$ep" != msg ] || order+=(relay)
 			line="$ep [$rep/$repeats] $size B:"
-			for ((j = 0; j < 2; j++)); do
+			for ((j = 0; j < ${#order[@]}; j++)); do
 				impl=${order[$j]}
 				usec="" mbps=""
-				"run_$impl" "$ep" "$size" "$n" || { say "retrying $impl -e $ep at $size B once"; "run_$impl" "$ep" "$size" "$n"; }
+				if [ "$impl" = relay ]; then
+					run_relay "$size" "$n"
+				else
+					"run_$impl" "$ep" "$size" "$n" || { say "retrying $impl -e $ep at $size B once"; "run_$impl" "$ep" "$size" "$n"; }
+				fi
 				[ -n "$usec" ] && [ -n "$mbps" ] || { say "$impl -e $ep at $size B printed no result"; exit 1; }
 				printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$ep" "$impl" "$size" "$rep" "$((j + 1))" "$n" "$usec" "$mbps" >>"$raw"
 				line="$line $(printf '%s %.2f us %.2f MB/s;' "$impl" "$usec" "$mbps")"
@@ -349,6 +373,16 @@ awk -F '\t' '
 	END { for (s in lu) if (s in fu) printf "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\n", s, lu[s], fu[s], (lu[s] > 0 ? fu[s] / lu[s] : 0), lm[s], fm[s], (lm[s] > 0 ? fm[s] / lm[s] : 0) }
 ' "$medians" | sort -k1,1 -k2,2n >"$ratios"
 
+# The three-party floor (msg): "size lib_usec relay_usec relay/lib ff_usec ff/relay".
+floor=$tmp/floor.tsv
+awk -F '\t' '
+	$1 != "msg" { next }
+	$2 == "libfabric" { lu[$3] = $5 }
+	$2 == "relay" { ru[$3] = $5 }
+	$2 == "fabricfs" { fu[$3] = $5 }
+	END { for (s in ru) if ((s in lu) && (s in fu)) printf "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\n", s, lu[s], ru[s], (lu[s] > 0 ? ru[s] / lu[s] : 0), fu[s], (ru[s] > 0 ? fu[s] / ru[s] : 0) }
+' "$medians" | sort -k1,1n >"$floor"
+
 # The issue's targets, per endpoint type: latency at 64 B at most 1.5x;
 # bandwidth at 64 KiB and up at least 1x. A line per type: "ep lat64
 # lat_ok bwmin bw_ok bwmin_at", |-separated (empty and null when the sizes
@@ -368,10 +402,16 @@ done >"$verdicts"
 for ep in "${ep_list[@]}"; do
 	table "$ep" libfabric
 	table "$ep" fabricfs
+	[ "$ep" != msg ] || table msg relay
 	printf '\nratios fabricfs / libfabric, -e %s (medians; latency: lower is better, bandwidth: higher is better)\n' "$ep"
 	printf '%-8s %12s %12s %9s %12s %12s %9s\n' bytes "lf usec" "ff usec" "lat x" "lf MB/s" "ff MB/s" "bw x"
 	awk -F '\t' -v ep="$ep" '$1 == ep { printf "%-8s %12.2f %12.2f %9.2f %12.2f %12.2f %9.2f\n", $2, $3, $4, $5, $6, $7, $8 }' "$ratios"
 	awk -F '\t' -v ep="$ep" '$1 == ep { s = s " " $2 } END { if (s != "") printf "skipped (above fabricfs max_msg_size %s):%s\n", max, s }' max="$(awk -F '\t' -v ep="$ep" '$1 == ep { print $3; exit }' "$skipped")" "$skipped"
+	if [ "$ep" = msg ] && [ -s "$floor" ]; then
+		printf '\nthe three-party floor, -e msg: scripts/relay.c (two clients, one relay; medians)\n'
+		printf '%-8s %12s %12s %11s %12s %11s\n' bytes "lf usec" "relay usec" "relay/lf" "ff usec" "ff/relay"
+		awk -F '\t' '{ printf "%-8s %12.2f %12.2f %11.2f %12.2f %11.2f\n", $1, $2, $3, $4, $5, $6 }' "$floor"
+	fi
 done | tee "$tmp/report.txt"
 printf '\n' | tee -a "$tmp/report.txt"
 while IFS='|' read -r ep lat64 lat_ok bwmin bw_ok bwmin_at; do
@@ -408,6 +448,8 @@ json_num() { if [ -n "$1" ]; then printf '%s' "$1"; else printf 'null'; fi; }
 	awk -F '\t' '{ printf "%s    {\"ep\": \"%s\", \"impl\": \"%s\", \"bytes\": %s, \"iters\": %s, \"usec_per_xfer\": %s, \"mb_per_sec\": %s}", (NR > 1 ? ",\n" : ""), $1, $2, $3, $4, $5, $6 } END { print "" }' "$medians"
 	printf '  ],\n  "ratios": [\n'
 	awk -F '\t' '{ printf "%s    {\"ep\": \"%s\", \"bytes\": %s, \"latency_ratio\": %s, \"bandwidth_ratio\": %s}", (NR > 1 ? ",\n" : ""), $1, $2, $5, $8 } END { print "" }' "$ratios"
+	printf '  ],\n  "floor": [\n'
+	awk -F '\t' '{ printf "%s    {\"ep\": \"msg\", \"bytes\": %s, \"relay_usec_per_xfer\": %s, \"relay_over_libfabric\": %s, \"fabricfs_over_relay\": %s}", (NR > 1 ? ",\n" : ""), $1, $3, $4, $6 } END { print "" }' "$floor"
 	printf '  ],\n  "skipped": [\n'
 	awk -F '\t' '{ printf "%s    {\"ep\": \"%s\", \"bytes\": %s, \"reason\": \"above fabricfs max_msg_size %s\"}", (NR > 1 ? ",\n" : ""), $1, $2, $3 } END { print "" }' "$skipped"
 	printf '  ],\n  "targets": {\n'

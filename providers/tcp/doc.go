@@ -72,10 +72,12 @@
 // messages and ACKs, so it may complete inside Post; only a remainder that
 // does not fit in the socket goes to the writer. Receiving is done by
 // whoever drives progress: the connection goroutine, or, while the
-// endpoint's rings keep an engine group busy, that group through Poll
-// (core.Poller), so that a message is taken from the sender's ring, written,
-// read by the peer's endpoint in the same daemon and completed into its CQ
-// ring on one thread. Whoever finds the socket empty (or full) and waits
+// endpoint's rings keep an engine group busy, that group through Poll or
+// PollReady (core.FDPoller), so that a message is taken from the sender's
+// ring, written, read by the peer's endpoint in the same daemon and
+// completed into its CQ ring on one thread. The group tells PollReady
+// whether its poll(2) found the socket readable; polled, the endpoint reads
+// only then, and stops at a short read. Whoever finds the socket empty (or full) and waits
 // arms a one-shot epoll registration; an engine group polling the socket
 // leaves it disarmed, so arriving data wakes no thread. Completions are
 // delivered from Post, Poll, the connection goroutine, the writer, Cancel
