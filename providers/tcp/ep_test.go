@@ -202,7 +202,9 @@ func TestOrdering(t *testing.T) {
 			}
 			d := <-p.srv.done
 			i := int(d.op.Context)
-			if i != next || d.c.Err != 0 || int(d.c.Len) != sizes[i] || !bytes.Equal(d.op.Buf[:d.c.Len], pattern(i, sizes[i])) {
+			wantData := i%5 == 0 && d.c.Flags&fi.CQFlags(fi.REMOTE_CQ_DATA) != 0 && d.c.Data == uint64(i)
+			if i != next || d.c.Err != 0 || int(d.c.Len) != sizes[i] || !bytes.Equal(d.op.Buf[:d.c.Len], pattern(i, sizes[i])) ||
+				wantData != (i%5 == 0) {
 				errc <- errorf("message %d: got context %d, %+v", next, i, d.c)
 				return
 			}
@@ -215,6 +217,10 @@ func TestOrdering(t *testing.T) {
 		op := &core.Op{Kind: core.OpSend, Buf: pattern(i, sizes[i]), Context: uint64(i)}
 		if i%3 == 0 {
 			op.Flags = fi.DELIVERY_COMPLETE
+		}
+		if i%5 == 0 { // a longer header, also after a large message
+			op.Flags |= fi.OpFlags(fi.REMOTE_CQ_DATA)
+			op.Data = uint64(i)
 		}
 		for {
 			err := p.cli.ep.Post(op)
