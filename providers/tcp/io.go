@@ -51,7 +51,6 @@ type reader struct {
 	buf   []byte // bytes read and not yet used are buf[r:w]
 	r, w  int
 	total uint64 // bytes read so far: Poll reports progress by it
-	last  uint64 // payload length of the last message header read
 	// quiet says the socket had nothing more at the last look, so read
 	// returns rxEmpty without a system call. Only the engine's passes set
 	// it (PollReady): their poll(2) tells when the socket has input again.
@@ -97,25 +96,20 @@ func (e *endpoint) progress(fd, budget int) rxStatus {
 // libfabric.
 func (e *endpoint) nextHeader(fd int) rxStatus {
 	rd := &e.rd
-	// After a message larger than the staging buffer, read only the next
-	// header, so that a large payload goes from the socket straight into
-	// its buffer instead of partly through the staging buffer (a copy).
-	exact := rd.last >= readBufSize
-	if st := e.fill(fd, wire.BaseHeaderSize, exact); st != rxOK {
+	if st := e.fill(fd, wire.BaseHeaderSize); st != rxOK {
 		return st
 	}
 	n, err := wire.PeekHeaderSize(rd.buf[rd.r:rd.w])
 	if err != nil {
 		return e.endRead(e.protocolError(err))
 	}
-	if st := e.fill(fd, n, exact); st != rxOK {
+	if st := e.fill(fd, n); st != rxOK {
 		return st
 	}
 	var h wire.Header
 	if _, err := h.Decode(rd.buf[rd.r : rd.r+n]); err != nil {
 		return e.endRead(e.protocolError(err))
 	}
-	rd.last = h.Len
 	switch {
 	case h.IsAck():
 		rd.r += n
@@ -184,7 +178,7 @@ func (e *endpoint) place(fd int) rxStatus {
 			continue
 		}
 		if len(rd.dst) < directRead {
-			if st := e.fill(fd, 1, false); st != rxOK {
+			if st := e.fill(fd, 1); st != rxOK {
 				return st
 			}
 			continue
@@ -197,7 +191,7 @@ func (e *endpoint) place(fd int) rxStatus {
 	}
 	for rd.skip > 0 {
 		if rd.r == rd.w {
-			if st := e.fill(fd, 1, false); st != rxOK {
+			if st := e.fill(fd, 1); st != rxOK {
 				return st
 			}
 		}
@@ -218,9 +212,8 @@ func (e *endpoint) place(fd int) rxStatus {
 	return rxOK
 }
 
-// fill reads until the staging buffer holds at least n unused bytes; as
-// many as fit, or with exact no more than n.
-func (e *endpoint) fill(fd, n int, exact bool) rxStatus {
+// fill reads until the staging buffer holds at least n unused bytes.
+func (e *endpoint) fill(fd, n int) rxStatus {
 	rd := &e.rd
 	if rd.r == rd.w {
 		rd.r, rd.w = 0, 0
@@ -230,11 +223,7 @@ func (e *endpoint) fill(fd, n int, exact bool) rxStatus {
 			rd.w = copy(rd.buf, rd.buf[rd.r:rd.w])
 			rd.r = 0
 		}
-		p := rd.buf[rd.w:]
-		if exact {
-			p = p[:n-(rd.w-rd.r)]
-		}
-		k, st := e.read(fd, p)
+		k, st := e.read(fd, rd.buf[rd.w:])
 		if st != rxOK {
 			return st
 		}
