@@ -70,6 +70,7 @@ type conn struct {
 	msg         message       // the message being received: decode
 	ctrl        int           // rendezvous reads and read-dones posted, at most ctrlSends
 	reads       []lentRead    // regions given to the peer's read requests, until their responses are written
+	watched     bool          // its socket is in the endpoint's epoll set; used by PollReady only
 }
 
 // connEvents are a connection's events. The RDM endpoint's own events

@@ -3,8 +3,11 @@ package rxm
 import (
 	"math/rand/v2"
 	"net/netip"
+	"os"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -77,7 +80,16 @@ type endpoint struct {
 	rndvSends map[uint64]*sendItem          // rendezvous sends in progress, by msg_id
 	rndvNext  uint64                        // the next msg_id to try
 	rndvRead  []*rndvRecv                   // rendezvous receives read, for the worker to answer
-	pollers   atomic.Pointer[[]core.Poller] // the connections' endpoints, for Poll
+	pollers   atomic.Pointer[[]*conn] // the connections with an endpoint, for Poll
+
+	// epfd is an epoll set of the connections' sockets (those of MSG
+	// endpoints that are core.FDPollers), level-triggered: readable when
+	// any of them is, it is the endpoint's own descriptor for an engine
+	// group's poll(2) (PollFD). Registrations end when the sockets close.
+	// pollFD is epfd until Close closes it, then -1.
+	epfd   int
+	pollFD atomic.Int32
+	evs    []unix.EpollEvent // PollReady's, used by the one engine group polling the endpoint
 
 	kick    chan struct{} // wakes the worker
 	pending atomic.Bool   // the worker's work is waiting: reposts, rendezvous reads, read-dones
@@ -90,7 +102,7 @@ type endpoint struct {
 }
 
 var _ core.Endpoint = (*endpoint)(nil)
-var _ core.Poller = (*endpoint)(nil)
+var _ core.FDPoller = (*endpoint)(nil)
 var _ core.Options = (*endpoint)(nil)
 
 func newEndpoint(d *domain, info *fi.Info, ev core.EndpointEvents) (*endpoint, error) {
@@ -133,6 +145,11 @@ func newEndpoint(d *domain, info *fi.Info, ev core.EndpointEvents) (*endpoint, e
 	}
 	e.rx.directed, e.rx.limit = info.Caps&fi.DIRECTED_RECV != 0, UnexpectedLimit
 	e.rx.multi, e.rx.minMulti = map[*core.Op]*multiRecv{}, DefaultMinMultiRecv
+	if e.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
+		return nil, core.Errorf(fi.EMFILE, "rxm: %v", os.NewSyscallError("epoll_create1", err))
+	}
+	e.pollFD.Store(int32(e.epfd))
+	e.evs = make([]unix.EpollEvent, 64)
 	return e, nil
 }
 
@@ -249,6 +266,8 @@ func (e *endpoint) Close() error {
 	}
 	wasEnabled := e.state == epEnabled
 	e.state = epClosed
+	e.pollFD.Store(-1)
+	unix.Close(e.epfd) // under mu: connected adds to it only before this
 	pep := e.pep
 	var tcps []core.Endpoint
 	var fins []func()
@@ -309,7 +328,17 @@ func (e *endpoint) SetOpt(name string, value uint64) error {
 // Poll drives the connections' progress on the engine's goroutine, and
 // does the worker's work there too, so that a busy conversation needs no
 // hand-off to the worker goroutine.
-func (e *endpoint) Poll() bool {
+func (e *endpoint) Poll() bool { return e.PollReady(true) }
+
+// PollFD is core.FDPoller's: the epoll set of the connections' sockets.
+func (e *endpoint) PollFD() int { return int(e.pollFD.Load()) }
+
+// PollReady is core.FDPoller's: Poll, told whether a connection's socket
+// was ready at the engine group's poll(2) of PollFD. Not ready, no socket
+// is read; ready, with several connections, one epoll_wait says which.
+// Connections over a MSG provider without descriptors (verbs) are polled
+// whatever the group says.
+func (e *endpoint) PollReady(ready bool) bool {
 	if !e.polled.Load() {
 		e.polled.Store(true)
 	}
@@ -323,12 +352,60 @@ func (e *endpoint) Poll() bool {
 	if ps == nil {
 		return any
 	}
-	for _, p := range *ps {
-		if p.Poll() {
-			any = true
+	// Which sockets to read: none, all, or (filter) those in evs. An
+	// error (EINTR, or closed under us) or a full array reads them all.
+	var evs []unix.EpollEvent
+	filter := false
+	if ready && len(*ps) > 1 {
+		if n, err := unix.EpollWait(e.epfd, e.evs, 0); err == nil && n < len(e.evs) {
+			evs, filter = e.evs[:n], true
 		}
 	}
+	for _, c := range *ps {
+		var made bool
+		if fp, ok := c.tcp.(core.FDPoller); ok {
+			if !c.watched {
+				e.watch(c, fp)
+			}
+			made = fp.PollReady(ready && (!filter || hasFD(evs, fp.PollFD())))
+		} else {
+			made = c.tcp.(core.Poller).Poll()
+		}
+		any = any || made
+	}
 	return any
+}
+
+// watch adds c's socket to the endpoint's epoll set (PollFD) once it has
+// one, so that the group's poll(2) sees it from its next pass on. (What it
+// holds now is in the set's ready list at once, level-triggered.) It takes
+// mu so that Close's closing of the set cannot come between.
+func (e *endpoint) watch(c *conn, fp core.FDPoller) {
+	fd := fp.PollFD()
+	if fd < 0 {
+		return // not connected yet, or closed
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.state == epClosed {
+		return
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
+	// A registration ends when its socket closes; EEXIST would mean the
+	// same socket, watched already.
+	if err := unix.EpollCtl(e.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err == nil || err == unix.EEXIST {
+		c.watched = true
+	}
+}
+
+// hasFD reports whether the epoll events include descriptor fd.
+func hasFD(evs []unix.EpollEvent, fd int) bool {
+	for _, ev := range evs {
+		if int(ev.Fd) == fd {
+			return true
+		}
+	}
+	return false
 }
 
 // Park hands the connections back to their own goroutines, and the
@@ -339,18 +416,18 @@ func (e *endpoint) Park() {
 		e.kickWorker()
 	}
 	if ps := e.pollers.Load(); ps != nil {
-		for _, p := range *ps {
-			p.Park()
+		for _, c := range *ps {
+			c.tcp.(core.Poller).Park()
 		}
 	}
 }
 
 // updatePollersLocked republishes the connections that can be polled.
 func (e *endpoint) updatePollersLocked() {
-	var ps []core.Poller
+	var ps []*conn
 	for c := range e.conns {
-		if p, ok := c.tcp.(core.Poller); ok && !c.dead {
-			ps = append(ps, p)
+		if _, ok := c.tcp.(core.Poller); ok && !c.dead {
+			ps = append(ps, c)
 		}
 	}
 	e.pollers.Store(&ps)
