@@ -77,9 +77,9 @@ type endpoint struct {
 	rxSize int
 	txOut  int // application sends not completed
 
-	rndvSends map[uint64]*sendItem          // rendezvous sends in progress, by msg_id
-	rndvNext  uint64                        // the next msg_id to try
-	rndvRead  []*rndvRecv                   // rendezvous receives read, for the worker to answer
+	rndvSends map[uint64]*sendItem    // rendezvous sends in progress, by msg_id
+	rndvNext  uint64                  // the next msg_id to try
+	rndvRead  []*rndvRecv             // rendezvous receives read, for the worker to answer
 	pollers   atomic.Pointer[[]*conn] // the connections with an endpoint, for Poll
 
 	// epfd is an epoll set of the connections' sockets (those of MSG
