@@ -34,6 +34,39 @@ func ringsOf(b testing.TB, o *core.Object) (tx, rx *ring.Ring) {
 	return open("tx"), open("rx")
 }
 
+// ringPair connects two endpoints of d that share a CQ and returns them
+// as clients see them: their rings, one registered 4 KiB region (A's
+// buffers from 0, B's from 1024) and its mapping, and the CQ's ring.
+func ringPair(t testing.TB, d *core.Domain) (sa, sb *ringSide, mem []byte, cqr *ring.Ring) {
+	t.Helper()
+	a, b, _, _, cq := pair(t, d, "bind cq c send,recv")
+	mr := create(t, d, core.KindMR, "m")
+	for _, at := range mr.Impl.Attrs() {
+		if at.Name == "len" {
+			if err := at.Set("4096"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	run(t, mr, "reg")
+	mreg, err := mr.Impl.(*core.MR).Region()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := cq.Region()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cqr, err = ring.Open(reg.Mem); err != nil {
+		t.Fatal(err)
+	}
+	sa = &ringSide{desc: mr.Serial, off: 0}
+	sb = &ringSide{desc: mr.Serial, off: 1024}
+	sa.tx, sa.rx = ringsOf(t, a)
+	sb.tx, sb.rx = ringsOf(t, b)
+	return sa, sb, mreg.Mem, cqr
+}
+
 // post publishes one work request.
 func (s *ringSide) post(b testing.TB, r *ring.Ring, w ring.WR) {
 	slot, ok := r.Reserve()
@@ -74,29 +107,7 @@ func reap(b testing.TB, cq *ring.Ring, n int) {
 // per op).
 func BenchmarkRingRoundTrip(b *testing.B) {
 	const size = 64
-	d := lo(b)
-	a, bb, _, _, cq := pair(b, d, "bind cq c send,recv")
-	mr := create(b, d, core.KindMR, "m")
-	for _, at := range mr.Impl.Attrs() {
-		if at.Name == "len" {
-			if err := at.Set("4096"); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	run(b, mr, "reg")
-	reg, err := cq.Region()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cqr, err := ring.Open(reg.Mem)
-	if err != nil {
-		b.Fatal(err)
-	}
-	sa := &ringSide{desc: mr.Serial, off: 0}
-	sb := &ringSide{desc: mr.Serial, off: 1024}
-	sa.tx, sa.rx = ringsOf(b, a)
-	sb.tx, sb.rx = ringsOf(b, bb)
+	sa, sb, _, cqr := ringPair(b, lo(b))
 	recv := ring.WR{Op: ring.OpRecv, Context: 1, Offset: 0, Len: size}
 	send := ring.WR{Op: ring.OpSend, Context: 2, Offset: 512, Len: size}
 	sa.post(b, sa.rx, recv)

@@ -72,33 +72,7 @@ func TestEngineAsksBeforeReading(t *testing.T) {
 	}
 	log := &pollLog{}
 	d := loOf(t, pollProvider{tp, log})
-	a, b, _, _, cq := pair(t, d, "bind cq c send,recv")
-	mr := create(t, d, core.KindMR, "m")
-	for _, at := range mr.Impl.Attrs() {
-		if at.Name == "len" {
-			if err := at.Set("4096"); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	run(t, mr, "reg")
-	mreg, err := mr.Impl.(*core.MR).Region()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem := mreg.Mem
-	reg, err := cq.Region()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cqr, err := ring.Open(reg.Mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sa := &ringSide{desc: mr.Serial, off: 0}
-	sb := &ringSide{desc: mr.Serial, off: 1024}
-	sa.tx, sa.rx = ringsOf(t, a)
-	sb.tx, sb.rx = ringsOf(t, b)
+	sa, sb, mem, cqr := ringPair(t, d)
 	deadline := time.Now().Add(10 * time.Second)
 	wait := func(what string, done func() bool) {
 		t.Helper()
