@@ -102,7 +102,7 @@
 // written or waiting for an ACK) or rx_size posted receives; fi.ENOTCONN
 // for a send when the endpoint is not connected. A domain holds at most
 // EPCnt endpoints; a passive endpoint at most MaxHandshakes connections
-// in handshake and MaxPendingReqs unanswered requests.
+// in handshake and core.MaxPendingReqs unanswered requests.
 //
 // # Ending a connection
 //

@@ -35,7 +35,7 @@ type passiveEndpoint struct {
 	ln      *net.TCPListener
 	closed  bool
 	shaking map[*net.TCPConn]struct{} // connections whose connreq is being read
-	pending map[*connReq]struct{}     // requests reported and not yet taken
+	pending core.PendingReqs[*connReq]
 	wg      sync.WaitGroup
 }
 
@@ -45,7 +45,6 @@ func newPassiveEndpoint(d *domain, info *fi.Info, ev core.PassiveEvents) *passiv
 	return &passiveEndpoint{
 		dom: d, info: info, ev: ev, done: make(chan struct{}),
 		shaking: map[*net.TCPConn]struct{}{},
-		pending: map[*connReq]struct{}{},
 	}
 }
 
@@ -100,8 +99,8 @@ func (p *passiveEndpoint) Close() error {
 	}
 	p.closed = true
 	close(p.done)
-	ln, shaking, pending := p.ln, p.shaking, p.pending
-	p.shaking, p.pending = nil, nil
+	ln, shaking := p.ln, p.shaking
+	p.shaking = nil
 	p.mu.Unlock()
 	if ln != nil {
 		ln.Close()
@@ -110,7 +109,7 @@ func (p *passiveEndpoint) Close() error {
 		c.Close()
 	}
 	reject, _ := wire.AppendCM(nil, wire.CMReject, nil)
-	for r := range pending {
+	for _, r := range p.pending.Close() {
 		rejectConn(r.conn, reject)
 	}
 	p.wg.Wait()
@@ -170,8 +169,8 @@ func (p *passiveEndpoint) handshake(c *net.TCPConn) {
 	}
 	p.mu.Lock()
 	delete(p.shaking, c)
-	if err != nil || p.closed || len(p.pending) >= MaxPendingReqs {
-		p.mu.Unlock()
+	p.mu.Unlock()
+	if err != nil || !p.pending.Add(req) {
 		if err == nil {
 			reject, _ := wire.AppendCM(nil, wire.CMReject, nil)
 			rejectConn(c, reject)
@@ -180,8 +179,6 @@ func (p *passiveEndpoint) handshake(c *net.TCPConn) {
 		}
 		return
 	}
-	p.pending[req] = struct{}{}
-	p.mu.Unlock()
 	p.ev.ConnReq(req)
 }
 
@@ -205,13 +202,9 @@ func (r *connReq) Data() []byte { return slices.Clone(r.data) }
 
 // take hands the request's connection to a new endpoint, once.
 func (r *connReq) take() (*net.TCPConn, error) {
-	p := r.pep
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, ok := p.pending[r]; !ok {
+	if !r.pep.pending.Take(r) {
 		return nil, core.Errorf(fi.EINVAL, "tcp: connection request already taken, or its passive endpoint closed")
 	}
-	delete(p.pending, r)
 	return r.conn, nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -18,18 +17,17 @@ import (
 // tcp provider does, the values are those `fi_info -v -p tcp -t FI_EP_MSG`
 // prints.
 const (
-	ProvName       = "tcp"
-	InjectSize     = 128   // tx_attr.inject_size: FI_INJECT payloads are copied
-	DefaultTxSize  = 256   // tx_attr.size: outstanding sends per endpoint
-	DefaultRxSize  = 256   // rx_attr.size: posted receives per endpoint
-	MaxQueueSize   = 65536 // largest tx or rx size an application may choose
-	IovLimit       = 1     // tx/rx iov_limit: a core.Op carries one buffer
-	CQDataSize     = 8     // domain_attr.cq_data_size
-	MRKeySize      = 8     // domain_attr.mr_key_size
-	CQCnt          = 256   // domain_attr.cq_cnt
-	EPCnt          = 8192  // domain_attr.ep_cnt: endpoints, active and passive, per domain
-	MaxPendingReqs = 1024  // connection requests a passive endpoint holds unanswered
-	MaxHandshakes  = 1024  // connections a passive endpoint reads connreqs from at once
+	ProvName      = "tcp"
+	InjectSize    = 128   // tx_attr.inject_size: FI_INJECT payloads are copied
+	DefaultTxSize = 256   // tx_attr.size: outstanding sends per endpoint
+	DefaultRxSize = 256   // rx_attr.size: posted receives per endpoint
+	MaxQueueSize  = 65536 // largest tx or rx size an application may choose
+	IovLimit      = 1     // tx/rx iov_limit: a core.Op carries one buffer
+	CQDataSize    = 8     // domain_attr.cq_data_size
+	MRKeySize     = 8     // domain_attr.mr_key_size
+	CQCnt         = 256   // domain_attr.cq_cnt
+	EPCnt         = 8192  // domain_attr.ep_cnt: endpoints, active and passive, per domain
+	MaxHandshakes = 1024  // connections a passive endpoint reads connreqs from at once
 	// MaxDynamicRecv bounds the buffer the provider allocates for a receive
 	// posted without one. A larger message fails that receive and closes
 	// the connection, so that no peer can make the daemon allocate at will.
@@ -306,10 +304,8 @@ func linkSpeed(name string) uint64 {
 
 // domain is one opened domain: an interface.
 type domain struct {
-	name string // interface name; the zone of its link-local addresses
-
-	mu  sync.Mutex
-	eps int // endpoints and passive endpoints open
+	name string       // interface name; the zone of its link-local addresses
+	eps  core.EPCount // endpoints and passive endpoints open
 }
 
 var _ core.ProviderDomain = (*domain)(nil)
@@ -368,29 +364,20 @@ func (d *domain) NewPassiveEndpoint(info *fi.Info, ev core.PassiveEvents) (core.
 
 // Close releases the domain. Every endpoint must have been closed.
 func (d *domain) Close() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.eps > 0 {
-		return core.Errorf(fi.EBUSY, "tcp: domain %s has %d endpoints open", d.name, d.eps)
+	if n := d.eps.Open(); n > 0 {
+		return core.Errorf(fi.EBUSY, "tcp: domain %s has %d endpoints open", d.name, n)
 	}
 	return nil
 }
 
 func (d *domain) hold() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.eps >= EPCnt {
+	if !d.eps.Hold(EPCnt) {
 		return core.Errorf(fi.ENOSPC, "tcp: domain %s has its %d endpoints (ep_cnt)", d.name, EPCnt)
 	}
-	d.eps++
 	return nil
 }
 
-func (d *domain) release() {
-	d.mu.Lock()
-	d.eps--
-	d.mu.Unlock()
-}
+func (d *domain) release() { d.eps.Release() }
 
 // checkInfo accepts the fi_info of an FI_EP_MSG endpoint asking only for
 // what the provider implements.

@@ -24,8 +24,9 @@ type domain struct {
 	dgram  bool
 	maxMsg int // the longest message an endpoint sends or receives
 
+	eps core.EPCount // endpoints and passive endpoints open
+
 	mu     sync.Mutex
-	eps    int // endpoints and passive endpoints open
 	owners map[uint32]*owned
 }
 
@@ -132,11 +133,11 @@ func (d *domain) NewPassiveEndpoint(info *fi.Info, ev core.PassiveEvents) (core.
 // Close releases the domain's protection domains. Every endpoint and
 // memory region must have been closed.
 func (d *domain) Close() error {
+	if n := d.eps.Open(); n > 0 {
+		return core.Errorf(fi.EBUSY, "verbs: domain %s has %d endpoints open", d.name, n)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.eps > 0 {
-		return core.Errorf(fi.EBUSY, "verbs: domain %s has %d endpoints open", d.name, d.eps)
-	}
 	var err error
 	for uid, o := range d.owners {
 		o.discard.close()
@@ -149,20 +150,13 @@ func (d *domain) Close() error {
 }
 
 func (d *domain) hold() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if max := d.dev.attr.MaxQP; d.eps >= max {
+	if max := d.dev.attr.MaxQP; !d.eps.Hold(max) {
 		return core.Errorf(fi.ENOSPC, "verbs: domain %s has its %d endpoints (ep_cnt)", d.name, max)
 	}
-	d.eps++
 	return nil
 }
 
-func (d *domain) release() {
-	d.mu.Lock()
-	d.eps--
-	d.mu.Unlock()
-}
+func (d *domain) release() { d.eps.Release() }
 
 // checkInfo accepts the fi_info of an endpoint of the domain's type asking
 // only for what the provider implements.

@@ -10,10 +10,6 @@ import (
 	"github.com/fabricfs/fabricfs/providers/verbs/cm"
 )
 
-// MaxPendingReqs bounds the connection requests a passive endpoint holds
-// unanswered; more are rejected.
-const MaxPendingReqs = 1024
-
 // passiveEndpoint listens on an RC service port of its device: REQs for
 // it become connection requests.
 type passiveEndpoint struct {
@@ -21,16 +17,17 @@ type passiveEndpoint struct {
 	info *fi.Info
 	ev   core.PassiveEvents
 
-	mu      sync.Mutex
-	port    uint16 // 0 until listening
-	closed  bool
-	pending map[*connReq]struct{} // reported and not yet taken
+	pending core.PendingReqs[*connReq]
+
+	mu     sync.Mutex
+	port   uint16 // 0 until listening
+	closed bool
 }
 
 var _ core.PassiveEndpoint = (*passiveEndpoint)(nil)
 
 func newPassiveEndpoint(d *domain, info *fi.Info, ev core.PassiveEvents) *passiveEndpoint {
-	return &passiveEndpoint{d: d, info: info, ev: ev, pending: map[*connReq]struct{}{}}
+	return &passiveEndpoint{d: d, info: info, ev: ev}
 }
 
 // Listen takes the service port of addr (0: a free one) on the device;
@@ -83,13 +80,9 @@ func (p *passiveEndpoint) request(c *cmConn) bool {
 	dest := fi.SockAddr(netip.AddrPortFrom(c.peer, c.req.SrcPort))
 	info.DestAddr = &dest
 	r := &connReq{pep: p, c: c, info: info, data: c.req.PrivateData}
-	p.mu.Lock()
-	if p.closed || len(p.pending) >= MaxPendingReqs {
-		p.mu.Unlock()
+	if !p.pending.Add(r) {
 		return false
 	}
-	p.pending[r] = struct{}{}
-	p.mu.Unlock()
 	p.ev.ConnReq(r)
 	return true
 }
@@ -102,14 +95,13 @@ func (p *passiveEndpoint) Close() error {
 		return nil
 	}
 	p.closed = true
-	port, pending := p.port, p.pending
-	p.pending = nil
+	port := p.port
 	p.mu.Unlock()
 	a := p.d.dev.cm
 	if port != 0 {
 		a.unbindRC(port)
 	}
-	for r := range pending {
+	for _, r := range p.pending.Close() {
 		a.reject(r.c, cm.RejConsumer, nil)
 	}
 	p.d.release()
@@ -136,12 +128,8 @@ func (r *connReq) Data() []byte { return slices.Clone(r.data) }
 
 // take hands the request to a new endpoint, once.
 func (r *connReq) take() (*cmConn, error) {
-	p := r.pep
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, ok := p.pending[r]; !ok {
+	if !r.pep.pending.Take(r) {
 		return nil, core.Errorf(fi.EINVAL, "verbs: connection request already taken, or its passive endpoint closed")
 	}
-	delete(p.pending, r)
 	return r.c, nil
 }
