@@ -217,6 +217,7 @@ func (g *group) run() {
 // endpoints that did not send first: a message sent to a local peer is
 // placed before the sender's own socket is read.
 func (g *group) pollHot(sent bool) bool {
+	readAll := sent // without asking poll(2)
 	if !sent {
 		g.pfds = g.pfds[:0]
 		fds := false
@@ -228,10 +229,10 @@ func (g *group) pollHot(sent bool) bool {
 			fds = fds || fd >= 0
 			g.pfds = append(g.pfds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
 		}
-		if !fds {
-			sent = true // nothing to ask about: Poll each
-		} else if _, err := unix.Poll(g.pfds, 0); err != nil {
-			sent = true // EINTR: let the reads find out
+		if fds {
+			// EINTR: let the reads find out.
+			_, err := unix.Poll(g.pfds, 0)
+			readAll = err != nil
 		}
 	}
 	busy := false
@@ -244,12 +245,15 @@ func (g *group) pollHot(sent bool) bool {
 			switch {
 			case rs.fdPoller == nil:
 				made = rs.poller.Poll()
-			case sent:
+			case readAll:
 				made = rs.fdPoller.PollReady(true)
 			default:
 				made = rs.fdPoller.PollReady(g.pfds[i].Revents != 0)
 			}
 			busy = busy || made
+		}
+		if !sent {
+			break // nobody sent: one round
 		}
 	}
 	for _, rs := range g.hot {
