@@ -244,6 +244,10 @@ func (e *endpoint) connDown(c *conn, err error, data []byte) {
 	}
 	closed := e.state == epClosed
 	t := c.tcp
+	closeT := mine && t != nil && !closed
+	if closeT {
+		e.wg.Add(1) // under mu while open: Close waits for it
+	}
 	e.mu.Unlock()
 	if mine && err != nil && !already && !closed {
 		e.asyncError(core.WithOp("connection to "+fiAddr(p.addr).String(), err))
@@ -254,7 +258,7 @@ func (e *endpoint) connDown(c *conn, err error, data []byte) {
 	for _, it := range failed {
 		e.sendFailed(it, code)
 	}
-	if mine && t != nil && !closed {
+	if closeT {
 		e.closeAsync(t)
 	}
 }
@@ -339,6 +343,9 @@ func (e *endpoint) connReq(req core.ConnReq) {
 		old.dead = true
 		delete(e.conns, old)
 		oldTCP = old.tcp
+		if oldTCP != nil {
+			e.wg.Add(1) // under mu while open: Close waits for it
+		}
 		e.updatePollersLocked()
 		fins = e.connGoneLocked(old, fi.ECONNRESET)
 	}
@@ -385,9 +392,11 @@ func (e *endpoint) protocolError(c *conn, err error) {
 }
 
 // closeAsync closes a connection's endpoint on a goroutine of its own:
-// the caller may be inside that endpoint's callbacks.
+// the caller may be inside that endpoint's callbacks. The caller has
+// counted it in e.wg while holding e.mu with the endpoint not closed, so
+// that Close, which marks the endpoint closed under e.mu before it waits,
+// cannot miss it.
 func (e *endpoint) closeAsync(t core.Endpoint) {
-	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
 		t.Close()

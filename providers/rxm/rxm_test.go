@@ -2,6 +2,7 @@ package rxm
 
 import (
 	"math"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -378,5 +379,46 @@ func TestUnexpectedLimit(t *testing.T) {
 	for i := range n {
 		r := b.recv(t, core.OpRecv, size, 0, 0)
 		wantRecv(t, r, b.waitFor(t, r), pattern(i, size), 0, a.addr)
+	}
+}
+
+// TestCloseDuringPeerShutdown closes an endpoint while it is taking down
+// a connection its peer shut: many rendezvous sends wait on that
+// connection, so their failed completions keep the shutdown busy while
+// Close runs. Every connection's endpoint must be closed when Close
+// returns (the domain then has none open).
+func TestCloseDuringPeerShutdown(t *testing.T) {
+	p, _ := testDomain(t)
+	for round := range 10 {
+		d, err := p.OpenDomain("lo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := newRDM(t, p, d), newRDM(t, p, d)
+		const n = 500
+		for i := range n {
+			a.send(t, core.OpSend, b.addr, pattern(i, EagerLimit+1), 0)
+		}
+		waitUnexpected(t, b, false)
+		go b.ep.Close()
+		deadline := time.Now().Add(waitTime)
+		for a.liveConns() != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the peer's shutdown did not arrive", round)
+			}
+			runtime.Gosched()
+		}
+		if err := a.ep.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b.ep.Close()
+		if err := d.Close(); err != nil {
+			t.Fatalf("round %d: closing the domain after both endpoints: %v", round, err)
+		}
+		for range n {
+			if r := a.wait(t); r.c.Err == 0 {
+				t.Fatalf("round %d: a send to a closed peer completed %+v", round, r.c)
+			}
+		}
 	}
 }
