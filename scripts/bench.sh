@@ -23,7 +23,14 @@
 #
 #   scripts/bench.sh [-e TYPES] [-r REPEATS] [-n ITERS] [-N ITERS_LARGE]
 #                    [-w WARMUP] [-s SIZES] [-o FILE] [-x 'RINGPONG FLAGS']
-#                    [-b FABRICFS] [-P PORT] [-t SECS]
+#                    [-b FABRICFS] [-P PORT] [-t SECS] [-C CC]
+#
+# The TCP congestion control in force is printed and recorded in the JSON:
+# with bbr (this machine's default) TCP paces each flow to its estimate of
+# the path's bandwidth, and on loopback that estimate moves between runs,
+# which makes large transfers of any implementation slow down by up to
+# half in some runs (docs/bench.md, "Session 5"). -C runs the whole bench
+# under another one (net.ipv4.tcp_congestion_control, restored at exit).
 set -euo pipefail
 here=$PWD
 cd "$(dirname "$0")/.."
@@ -43,14 +50,17 @@ usage: scripts/bench.sh [options]
             build to compare; it inherits the environment)
   -P PORT   fi_pingpong's control port (default 47592)
   -t SECS   time limit of one run (default 120)
+  -C CC     run under TCP congestion control CC (e.g. cubic; one of
+            net.ipv4.tcp_available_congestion_control), restoring the
+            system's afterwards (default: the system's)
 EOF
 	exit 2
 }
 
 cmdline="scripts/bench.sh${*:+ $*}"
-eps=msg,rdm repeats=5 iters=10000 iters_large=1000 warmup=100 out=bench.json xflags="" port=47592 limit=120 daemon_bin=""
+eps=msg,rdm repeats=5 iters=10000 iters_large=1000 warmup=100 out=bench.json xflags="" port=47592 limit=120 daemon_bin="" cc=""
 sizes=1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192,16384,32768,65536,131072,262144,524288,1048576
-while getopts "e:r:n:N:w:s:o:x:b:P:t:h" opt; do
+while getopts "e:r:n:N:w:s:o:x:b:P:t:C:h" opt; do
 	case $opt in
 	e) eps=$OPTARG ;;
 	r) repeats=$OPTARG ;;
@@ -63,6 +73,7 @@ while getopts "e:r:n:N:w:s:o:x:b:P:t:h" opt; do
 	b) daemon_bin=$OPTARG ;;
 	P) port=$OPTARG ;;
 	t) limit=$OPTARG ;;
+	C) cc=$OPTARG ;;
 	*) usage ;;
 	esac
 done
@@ -107,6 +118,8 @@ fi
 go build -o bin/ringpong ./scripts/ringpong
 gcc -O2 -Wall -o bin/relay scripts/relay.c
 
+
+cc_sysctl=/proc/sys/net/ipv4/tcp_congestion_control cc_saved="" # the system's, while -C's is in force
 tmp=$(mktemp -d /tmp/fabricfs-bench.XXXXXX)
 mnt=$tmp/mnt
 mkdir "$mnt"
@@ -117,6 +130,7 @@ started=() # the PIDs of this run's servers, killed on the way out if still ther
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
+	[ -z "$cc_saved" ] || echo "$cc_saved" >"$cc_sysctl" || say "could not restore $cc_sysctl to $cc_saved"
 	for p in "${started[@]}"; do kill "$p" 2>/dev/null || true; done
 	if [ -n "$daemon" ]; then
 		kill -TERM "$daemon" 2>/dev/null || true
@@ -132,6 +146,14 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+if [ -n "$cc" ] && [ "$cc" != "$(cat "$cc_sysctl")" ]; then
+	grep -qw -- "$cc" /proc/sys/net/ipv4/tcp_available_congestion_control ||
+		{ say "-C $cc: not one of $(cat /proc/sys/net/ipv4/tcp_available_congestion_control)"; exit 1; }
+	cc_saved=$(cat "$cc_sysctl")
+	echo "$cc" >"$cc_sysctl" || { say "-C $cc: cannot set $cc_sysctl"; exit 1; }
+	say "TCP congestion control $cc for this run (the system's, $cc_saved, comes back at exit)"
+fi
+cc_used=$(cat "$cc_sysctl")
 
 "$daemon_bin" "$mnt" >"$tmp/daemon.log" 2>&1 &
 daemon=$!
@@ -276,7 +298,7 @@ run_relay() {
 raw=$tmp/raw.tsv # ep impl size rep order iters usec mbps
 : >"$raw"
 start=$(date +%s)
-say "endpoint types ${ep_list[*]}; $repeats repeats of each size, libfabric and fabricfs alternating first; $iters round trips below 64 KiB, $iters_large from 64 KiB"
+say "TCP congestion control $cc_used; endpoint types ${ep_list[*]}; $repeats repeats of each size, libfabric and fabricfs alternating first; $iters round trips below 64 KiB, $iters_large from 64 KiB"
 for ep in "${ep_list[@]}"; do
 	read -r -a run_sizes <<<"${ep_sizes[$ep]}"
 	for ((rep = 1; rep <= repeats; rep++)); do
@@ -434,9 +456,9 @@ json_num() { if [ -n "$1" ]; then printf '%s' "$1"; else printf 'null'; fi; }
 	printf '{\n'
 	printf '  "command": "%s",\n' "$(printf '%s' "$cmdline" | sed 's/\\/\\\\/g; s/"/\\"/g')"
 	printf '  "date": "%s",\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-	printf '  "host": {"kernel": "%s", "cpus": %s, "go": "%s", "libfabric": "%s", "fabricfs_commit": "%s", "mapping": "%s"},\n' \
+	printf '  "host": {"kernel": "%s", "cpus": %s, "go": "%s", "libfabric": "%s", "fabricfs_commit": "%s", "mapping": "%s", "tcp_congestion_control": "%s"},\n' \
 		"$(uname -r)" "$(nproc)" "$(go env GOVERSION)" "$(dpkg-query -W -f='${Version}' libfabric1 2>/dev/null || echo unknown)" \
-		"$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "${mapping:-unknown}"
+		"$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "${mapping:-unknown}" "$cc_used"
 	printf '  "config": {"endpoint_types": [%s], "repeats": %s, "iters": %s, "iters_large": %s, "warmup": %s, "sizes": [%s], "ringpong_flags": "%s",\n' \
 		"$(printf '"%s",' "${ep_list[@]}" | sed 's/,$//')" "$repeats" "$iters" "$iters_large" "$warmup" "$sizes" "$xflags"
 	printf '    "libfabric_cmd": "FI_TCP_IFACE=lo fi_pingpong -p tcp -e EP -d lo -I ITERS -S SIZE [-B PORT | -P PORT 127.0.0.1]",\n'
