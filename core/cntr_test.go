@@ -118,22 +118,38 @@ func TestCntrCountsCompletions(t *testing.T) {
 		t.Errorf("selective CQ holds %v, %v; want nothing", es, err)
 	}
 
-	// A receive that fails (cancelled by an interrupted read) is an error
-	// completion: it reaches the CQ and the counter's error count, and wakes
-	// a waiter with FI_EAVAIL.
+	// A read interrupted before anything arrives withdraws its receive:
+	// nothing reaches the CQ or the counters, and a waiter sleeps on.
 	waiter = waitFor(t, recvd, "2 10000")
 	ictx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	_, err := epA.ReadData(ictx, rbufOf(8), 0)
 	cancel()
 	wantCode(t, "interrupted read", err, fi.EINTR)
+	if es, err := cq.Read(ctx, 10, false); !errors.Is(err, fi.EAGAIN) {
+		t.Errorf("CQ after an interrupted read: %v, %v; want nothing", es, err)
+	}
+	if rc.Value() != 1 || rc.Errors() != 0 {
+		t.Errorf("receive counter %d errors %d after an interrupted read, want 1 and 0", rc.Value(), rc.Errors())
+	}
+
+	// A receive that fails (a message longer than rxbuf: FI_ETRUNC) is an
+	// error completion: it reaches the CQ and the counter's error count,
+	// and wakes the waiter with FI_EAVAIL.
+	run(t, a, "rxbuf 2")
+	go epB.WriteData(ctx, []byte("long"))
+	if n, err := epA.ReadData(ctx, rbufOf(8), 0); err != nil || n != 2 {
+		t.Errorf("read of a truncated message: %d, %v; want its first 2 bytes", n, err)
+	}
+	wantCode(t, "read after a truncated message", func() error { _, err := epA.ReadData(ctx, rbufOf(8), 0); return err }(), fi.ETRUNC)
 	wantCode(t, "waiter when the error count rose", <-waiter, fi.EAVAIL)
 	if rc.Value() != 1 || rc.Errors() != 1 {
 		t.Errorf("receive counter %d errors %d, want 1 and 1", rc.Value(), rc.Errors())
 	}
 	es, err := cq.Read(ctx, 10, false)
-	if err != nil || len(es) != 1 || es[0].Err != fi.ECANCELED || es[0].Flags != fi.CQFlags(fi.MSG|fi.RECV) {
-		t.Errorf("CQ after a cancelled receive: %v, %v", es, err)
+	if err != nil || len(es) != 1 || es[0].Err != fi.ETRUNC || es[0].Flags != fi.CQFlags(fi.MSG|fi.RECV) {
+		t.Errorf("CQ after a truncated receive: %v, %v", es, err)
 	}
+	run(t, a, "rxbuf off")
 
 	// Messages both ways: each endpoint's counters count its own.
 	go epB.WriteData(ctx, []byte("two"))

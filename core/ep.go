@@ -392,15 +392,19 @@ func (e *EP) completed(op *Op, c Completion) {
 	// over when its buffer is released.
 	final := op.Flags&fi.OpFlags(fi.MULTI_RECV) == 0 || c.Flags&fi.CQFlags(fi.MULTI_RECV) != 0
 	var rings *epRings
+	withdrawn := false
 	if final {
 		e.mu.Lock()
 		delete(e.inflight, op)
 		rings = e.rings
+		withdrawn = op.withdrawn && c.Err == fi.ECANCELED
 		e.mu.Unlock()
 	}
-	e.deliver(op.Kind.class(), CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Buf: op.offset + c.Offset, Data: c.Data,
-		Tag: c.Tag, Src: e.source(c.Src), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc},
-		op.Flags&fi.COMPLETION != 0)
+	if !withdrawn {
+		e.deliver(op.Kind.class(), CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Buf: op.offset + c.Offset, Data: c.Data,
+			Tag: c.Tag, Src: e.source(c.Src), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc},
+			op.Flags&fi.COMPLETION != 0)
+	}
 	if op.wait != nil {
 		op.wait(c)
 	}
@@ -736,8 +740,11 @@ func (e *EP) ReadData(ctx context.Context, p []byte, off int64) (int, error) {
 // first the receive is cancelled; if it had already completed, the
 // message is returned with fi.EINTR, to be kept for the next read; if it
 // cannot be cancelled, it stays posted and the next read waits for it
-// instead of posting one. A message longer than rxbuf is returned
-// truncated, with fi.ETRUNC. Called with dataMu held.
+// instead of posting one. A receive taken back so is withdrawn: its
+// FI_ECANCELED reaches neither the CQ nor a counter, since the read that
+// posted it had no effect (a signal handler's restarted read posts
+// another). A message longer than rxbuf is returned truncated, with
+// fi.ETRUNC. Called with dataMu held.
 func (e *EP) recvMessage(ctx context.Context) ([]byte, error) {
 	h := e.held
 	e.held = nil
@@ -754,8 +761,12 @@ func (e *EP) recvMessage(ctx context.Context) ([]byte, error) {
 	case <-ctx.Done():
 		e.mu.Lock()
 		prov := e.prov
+		op.withdrawn = true // before Cancel, which may complete it
 		e.mu.Unlock()
 		if !prov.Cancel(op) {
+			e.mu.Lock()
+			op.withdrawn = false
+			e.mu.Unlock()
 			select {
 			case c = <-done:
 			default:
