@@ -305,11 +305,12 @@ type Op struct {
 	ep     *EP              // the endpoint that posted it, for done
 	wait   func(Completion) // also gets the completion, if not nil (ep's data file)
 	pooled bool             // made by newOp for a work request: freeOp after its final completion
+	desc   uint64           // the work request's memory region, for its completion
+	offset uint64           // and the offset of Buf in it
+
 	// withdrawn (under ep.mu) marks a data-file receive that an
 	// interrupted read cancels: its FI_ECANCELED is not reported.
 	withdrawn bool
-	desc   uint64           // the work request's memory region, for its completion
-	offset uint64           // and the offset of Buf in it
 }
 
 // Completion is the outcome of an Op, as fi_cq_tagged_entry and
