@@ -126,7 +126,7 @@ func (a *agent) setup() error {
 	if err != nil {
 		return ibvError("connection manager: QP1", err)
 	}
-	return udToRTS(a.qp, cm.GSIQKey)
+	return udToRTS(a.qp, ibv.GSIQKey)
 }
 
 // udToRTS takes a UD (or GSI) QP from RESET to RTS, receiving datagrams
@@ -308,7 +308,7 @@ func (a *agent) flushLocked() {
 		if err != nil {
 			continue
 		}
-		wr := ibv.SendWR{WRID: uint64(slot), Opcode: ibv.WRSend, Flags: ibv.SendSignaled, AH: ah, RemoteQPN: 1, RemoteQKey: cm.GSIQKey,
+		wr := ibv.SendWR{WRID: uint64(slot), Opcode: ibv.WRSend, Flags: ibv.SendSignaled, AH: ah, RemoteQPN: ibv.GSIQPN, RemoteQKey: ibv.GSIQKey,
 			SGList: []ibv.SGE{{Addr: a.mr.IOVA + uint64(slot*cmSlotSize), Length: cm.MADSize, LKey: a.mr.LKey}}}
 		if err := a.qp.PostSend(&wr); err != nil {
 			continue // lost; its timer sends it again

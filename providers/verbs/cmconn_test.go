@@ -279,7 +279,7 @@ func sendRaw(t *testing.T, a *agent, dst netip.Addr, b []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wr := ibv.SendWR{WRID: uint64(slot), Opcode: ibv.WRSend, Flags: ibv.SendSignaled, AH: ah, RemoteQPN: 1, RemoteQKey: cm.GSIQKey,
+	wr := ibv.SendWR{WRID: uint64(slot), Opcode: ibv.WRSend, Flags: ibv.SendSignaled, AH: ah, RemoteQPN: ibv.GSIQPN, RemoteQKey: ibv.GSIQKey,
 		SGList: []ibv.SGE{{Addr: a.mr.IOVA + uint64(slot*cmSlotSize), Length: uint32(len(b)), LKey: a.mr.LKey}}}
 	if err := a.qp.PostSend(&wr); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/providers/verbs/cm"
 	"github.com/fabricfs/fabricfs/providers/verbs/ibv"
+	"github.com/fabricfs/fabricfs/providers/verbs/roce"
 )
 
 // RC QP attributes: libfabric verbs's (rdma_cm's) choices.
@@ -54,7 +55,7 @@ var (
 )
 
 func newRCEndpoint(o *owned, info *fi.Info, tx, rx int, ev core.EndpointEvents) *rcEndpoint {
-	e := &rcEndpoint{info: info, psn: rand.Uint32N(cm.MaxPSN + 1)}
+	e := &rcEndpoint{info: info, psn: rand.Uint32N(roce.PSNMask + 1)}
 	e.init(o, ev, tx, rx, info, false)
 	e.fatal = e.qpFailed
 	return e

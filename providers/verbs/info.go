@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/providers/verbs/cm"
 	"github.com/fabricfs/fabricfs/providers/verbs/ibv"
 )
 
@@ -24,7 +25,7 @@ const (
 	MaxMsgSize = 1 << 30
 	// MaxPrivateData is the private data of connect, accept and reject:
 	// libfabric verbs's cm_data_size (VERBS_CM_DATA_SIZE, 56 - 1).
-	MaxPrivateData = 55
+	MaxPrivateData = cm.MaxPrivateData
 	dgramSuffix    = "-dgram"
 )
 

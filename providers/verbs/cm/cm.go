@@ -18,6 +18,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/fabricfs/fabricfs/providers/verbs/roce"
 )
 
 // Sizes and constants of the MAD.
@@ -29,9 +31,6 @@ const (
 	ClassVersion   = 2
 	MethodSend     = 0x03 // IB_MGMT_METHOD_SEND
 	MaxPrivateData = 55   // bytes of private data: libfabric 1.17 verbs's cm_data_size (VERBS_CM_DATA_SIZE)
-	GSIQKey        = 0x80010000
-	MaxQPN         = 1<<24 - 1
-	MaxPSN         = 1<<24 - 1
 )
 
 // Service IDs: rdma_cm's, (port space << 16) | port, for a service port of
@@ -263,7 +262,7 @@ func (m *Msg) check() error {
 	if len(m.PrivateData) > MaxPrivateData {
 		return fmt.Errorf("cm: %v: %d bytes of private data, more than %d", m.Type, len(m.PrivateData), MaxPrivateData)
 	}
-	if m.QPN > MaxQPN || m.PSN > MaxPSN {
+	if m.QPN > roce.QPNMask || m.PSN > roce.PSNMask {
 		return fmt.Errorf("cm: %v: QPN %#x or PSN %#x wider than 24 bits", m.Type, m.QPN, m.PSN)
 	}
 	switch m.Type {

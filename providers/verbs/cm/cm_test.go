@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/fabricfs/fabricfs/providers/verbs/roce"
 )
 
 var roundTrips = []Msg{
@@ -15,7 +17,7 @@ var roundTrips = []Msg{
 		PathMTU: 5, RNRRetryCount: 6, PrivateData: bytes.Repeat([]byte{0xee}, MaxPrivateData)},
 	{Type: RTU, LocalCommID: 1, RemoteCommID: 2},
 	{Type: REJ, LocalCommID: 0, RemoteCommID: 9, Reason: RejConsumer, PrivateData: []byte("go-away")},
-	{Type: DREQ, LocalCommID: 3, RemoteCommID: 4, QPN: MaxQPN},
+	{Type: DREQ, LocalCommID: 3, RemoteCommID: 4, QPN: roce.QPNMask},
 	{Type: DREP, LocalCommID: 4, RemoteCommID: 3},
 	{Type: SIDRREQ, RequestID: 77, ServiceID: ServiceID(PortSpaceUDP, 9)},
 	{Type: SIDRREP, RequestID: 77, Status: SIDRValid, QPN: 0x42, QKey: 0x12345678},
