@@ -143,7 +143,7 @@ func (e *endpoint) dial(c *conn) {
 	if t == nil {
 		return // abandoned meanwhile
 	}
-	if err := t.Connect(fiAddr(c.peer.addr), data); err != nil {
+	if err := t.Connect(fi.SockAddr(c.peer.addr), data); err != nil {
 		e.connDown(c, err, nil)
 	}
 }
@@ -250,7 +250,7 @@ func (e *endpoint) connDown(c *conn, err error, data []byte) {
 	}
 	e.mu.Unlock()
 	if mine && err != nil && !already && !closed {
-		e.asyncError(core.WithOp("connection to "+fiAddr(p.addr).String(), err))
+		e.asyncError(core.WithOp("connection to "+fi.SockAddr(p.addr).String(), err))
 	}
 	for _, fin := range fins {
 		fin()
@@ -388,7 +388,7 @@ func (e *endpoint) reject(req core.ConnReq, reason wire.RejectReason) {
 
 // protocolError ends c after a malformed or unsupported message.
 func (e *endpoint) protocolError(c *conn, err error) {
-	e.connDown(c, core.Errorf(fi.EIO, "rxm: bad message from %v: %v", fiAddr(c.peer.addr), err), nil)
+	e.connDown(c, core.Errorf(fi.EIO, "rxm: bad message from %v: %v", fi.SockAddr(c.peer.addr), err), nil)
 }
 
 // closeAsync closes a connection's endpoint on a goroutine of its own:

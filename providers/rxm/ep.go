@@ -202,7 +202,7 @@ func (e *endpoint) Name() (fi.Addr, error) {
 		}
 		return fi.Addr{}, core.Errorf(fi.EADDRNOTAVAIL, "rxm: endpoint has no address before enable")
 	}
-	return fiAddr(e.name), nil
+	return fi.SockAddr(e.name), nil
 }
 
 // Peer is fi_getpeer, which a connectionless endpoint does not have.
@@ -521,13 +521,4 @@ func (e *endpoint) asyncError(err error) {
 // no zone.
 func canon(a netip.AddrPort) netip.AddrPort {
 	return netip.AddrPortFrom(a.Addr().Unmap().WithZone(""), a.Port())
-}
-
-// fiAddr is a canonical address as an fi.Addr of its family.
-func fiAddr(a netip.AddrPort) fi.Addr {
-	f := fi.SOCKADDR_IN6
-	if a.Addr().Is4() {
-		f = fi.SOCKADDR_IN
-	}
-	return fi.Addr{Format: f, IP: a}
 }

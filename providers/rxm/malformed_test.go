@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/providers/rxm/wire"
 	tcpwire "github.com/fabricfs/fabricfs/providers/tcp/wire"
 )
@@ -148,7 +149,7 @@ func TestMalformedPeers(t *testing.T) {
 		recv := r.recv(t, core.OpTRecv, 64, 9, 0)
 		rawSend(t, c, rxmMsg(t, wire.Eager(idx, wire.OpTagged, 5, wire.FlagRemoteCQData, 42, 9), []byte("hello")))
 		got := r.waitFor(t, recv)
-		src := fiAddr(canon(netipFrom(t, "127.0.0.1:40001")))
+		src := fi.SockAddr(canon(netipFrom(t, "127.0.0.1:40001")))
 		if got.Err != 0 || string(recv.Buf[:got.Len]) != "hello" || got.Data != 42 || got.Src != src || got.Tag != 9 {
 			t.Errorf("raw peer's message: %+v, want from %v", got, src)
 		}

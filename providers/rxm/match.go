@@ -190,7 +190,7 @@ func (m *matcher) cancelled(op *core.Op) {
 // rendezvous request is read first: it joins started. mr is the state of
 // a receive with FI_MULTI_RECV, last says its buffer is released with msg.
 func (m *matcher) deliver(op *core.Op, msg *message, buf []byte, off int, mr *multiRecv, last bool) {
-	c := core.Completion{Flags: op.Kind.CQFlags() | msg.flags, Data: msg.data, Src: fiAddr(msg.src), Offset: uint64(off)}
+	c := core.Completion{Flags: op.Kind.CQFlags() | msg.flags, Data: msg.data, Src: fi.SockAddr(msg.src), Offset: uint64(off)}
 	if msg.tagged {
 		c.Tag = msg.tag
 	}

@@ -147,4 +147,4 @@ func post(t testing.TB, e core.Endpoint, op *core.Op) {
 	}
 }
 
-func addrOf(s string) fi.Addr { return fiAddr(netip.MustParseAddrPort(s)) }
+func addrOf(s string) fi.Addr { return fi.SockAddr(netip.MustParseAddrPort(s)) }

@@ -112,7 +112,7 @@ func msgInfo(a ifAddr) *fi.Info {
 	if a.loopback {
 		caps = epCaps | fi.LOCAL_COMM
 	}
-	src := fiAddr(netip.AddrPortFrom(a.ip, 0))
+	src := fi.SockAddr(netip.AddrPortFrom(a.ip, 0))
 	return &fi.Info{
 		Caps:       caps,
 		AddrFormat: src.Format,
@@ -408,20 +408,10 @@ func queueSizes(info *fi.Info) (tx, rx int, err error) {
 	return tx, rx, nil
 }
 
-// fiAddr is ap as an fi.Addr, IPv4 (also IPv4-mapped) as SOCKADDR_IN.
-func fiAddr(ap netip.AddrPort) fi.Addr {
-	ip := ap.Addr().Unmap()
-	f := fi.SOCKADDR_IN6
-	if ip.Is4() {
-		f = fi.SOCKADDR_IN
-	}
-	return fi.Addr{Format: f, IP: netip.AddrPortFrom(ip, ap.Port())}
-}
-
 // sockAddr turns a socket's address into an fi.Addr.
 func sockAddr(a net.Addr) fi.Addr {
 	if t, ok := a.(*net.TCPAddr); ok {
-		return fiAddr(t.AddrPort())
+		return fi.SockAddr(t.AddrPort())
 	}
 	return fi.Addr{}
 }
