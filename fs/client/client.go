@@ -282,9 +282,14 @@ func (d *Domain) NewCQ(size int) (*CQ, error) {
 // Ring is the completion ring.
 func (q *CQ) Ring() *ring.Ring { return q.r }
 
-// Poll takes up to max completions from the ring.
+// Poll takes up to max completions from the ring, in a slice of its own
+// (nil when the ring is empty); Read fills the caller's array instead.
 func (q *CQ) Poll(max int) []ring.CQE {
-	out := make([]ring.CQE, max)
+	n := min(max, int(q.r.Len()))
+	if n <= 0 {
+		return nil
+	}
+	out := make([]ring.CQE, n)
 	return out[:q.Read(out)]
 }
 
