@@ -244,7 +244,6 @@ func (e *endpoint) read(fd int, p []byte) (int, rxStatus) {
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
-			e.rd.quiet = e.polled.Load()
 			return 0, rxEmpty
 		case err != nil:
 			return 0, e.endRead(e.readError(err))
