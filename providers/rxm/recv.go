@@ -62,20 +62,29 @@ func (c *conn) received(op *core.Op, comp core.Completion) {
 		m.conn = c
 		e.rx.arrived(m)
 	}
+	kick := c.reuseLocked(op)
 	e.mu.Unlock()
-	c.reuse(op)
+	if kick {
+		e.wake()
+	}
 }
 
 // reuse gives the receive buffer of op back to c, to be reposted.
 func (c *conn) reuse(op *core.Op) {
 	e := c.ep
 	e.mu.Lock()
-	c.free = append(c.free, op)
-	kick := len(c.free) >= repostBatch || len(e.rx.started) > 0
+	kick := c.reuseLocked(op)
 	e.mu.Unlock()
 	if kick {
 		e.wake()
 	}
+}
+
+// reuseLocked is reuse with e.mu held; it reports whether the endpoint
+// must be woken to repost.
+func (c *conn) reuseLocked(op *core.Op) bool {
+	c.free = append(c.free, op)
+	return len(c.free) >= repostBatch || len(c.ep.rx.started) > 0
 }
 
 // decode reads one message: a bare tagged message (the tcp layer reports
