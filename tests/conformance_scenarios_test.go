@@ -176,7 +176,7 @@ var confScenarios = []confScenario{
 	{name: "shutdown", msgOnly: true, run: func(t *testing.T, x *confEnv) {
 		a, b, _ := x.confPair(t, confCfg{})
 		transfer(t, a, b, pattern(20, 15))
-		x.ctl(t, a.ep, "shutdown")
+		ctlOK(t, a.ep, "shutdown")
 		x.events(t, a.eq, "shutdown fid="+a.name, "shutdown fid="+b.name)
 	}},
 	{name: "shutdown_posted", msgOnly: true, run: func(t *testing.T, x *confEnv) {
@@ -185,7 +185,7 @@ var confScenarios = []confScenario{
 		a, b, _ := x.confPair(t, confCfg{})
 		transfer(t, a, b, pattern(20, 15))
 		a.io.recv(t, 64, confRecv{})
-		x.ctl(t, a.ep, "shutdown")
+		ctlOK(t, a.ep, "shutdown")
 		x.events(t, a.eq, "shutdown fid="+a.name, "shutdown fid="+b.name)
 	}},
 	{name: "tagged", caps: fi.TAGGED, cancels: true, run: func(t *testing.T, x *confEnv) {
@@ -247,7 +247,7 @@ var confScenarios = []confScenario{
 			// 24, so that message takes the rest, and its completion, with
 			// FI_MULTI_RECV, releases the buffer.
 			a, b, _ := x.confPair(t, confCfg{})
-			x.ctl(t, b.ep, "setopt min_multi_recv 64")
+			ctlOK(t, b.ep, "setopt min_multi_recv 64")
 			b.io.recv(t, 1024, confRecv{multi: true})
 			var msgs [][]byte
 			for i, n := range []int{300, 300, 300, 100} {
@@ -342,7 +342,7 @@ func (x *confEnv) rmaEvents(class string) confSide {
 // num reads a numeric file of an object.
 func (x *confEnv) num(t *testing.T, dir, name string) uint64 {
 	t.Helper()
-	return x.numField(t, x.file(t, dir, name))
+	return x.numField(t, fileText(t, dir, name))
 }
 
 // numField parses a number in decimal or 0x hex.

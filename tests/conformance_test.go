@@ -106,11 +106,11 @@ func (x *confEnv) probe(t *testing.T) {
 	must(t, os.Mkdir(ep, 0o700))
 	defer os.Remove(ep)
 	must(t, ctl(filepath.Join(ep, "attr", "type"), x.run.typ))
-	caps, err := fi.Parse[fi.Caps](x.file(t, ep, "attr/caps"))
+	caps, err := fi.Parse[fi.Caps](fileText(t, ep, "attr/caps"))
 	must(t, err)
 	x.caps = caps
-	x.data = x.file(t, x.dom, "attr/cq_data_size") != "0"
-	mode, err := fi.Parse[fi.Mode](x.file(t, ep, "attr/rx_mode"))
+	x.data = fileText(t, x.dom, "attr/cq_data_size") != "0"
+	mode, err := fi.Parse[fi.Mode](fileText(t, ep, "attr/rx_mode"))
 	must(t, err)
 	x.rxCQData = mode&fi.RX_CQ_DATA != 0
 }
@@ -154,18 +154,34 @@ func (x *confEnv) checkEmpty(t *testing.T) {
 	}
 }
 
-func (x *confEnv) file(t *testing.T, dir, name string) string {
+// mkobj makes object kind/name in domain dir and returns its directory;
+// the test's cleanup removes it (registered first: removed last).
+func mkobj(t *testing.T, dom, kind, name string) string {
+	t.Helper()
+	dir := filepath.Join(dom, kind, name)
+	must(t, os.Mkdir(dir, 0o700))
+	t.Cleanup(func() {
+		if err := os.Remove(dir); err != nil {
+			t.Errorf("rmdir %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// fileText is the content of dir/name without surrounding space.
+func fileText(t *testing.T, dir, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, name))
 	must(t, err)
 	return strings.TrimSpace(string(b))
 }
 
-// ctl writes a command to an object's ctl file, failing with its err.
-func (x *confEnv) ctl(t *testing.T, dir, cmd string) {
+// ctlOK writes a command to an object's ctl file, failing with its err.
+func ctlOK(t *testing.T, dir, cmd string) {
 	t.Helper()
 	if err := ctl(filepath.Join(dir, "ctl"), cmd); err != nil {
-		t.Fatalf("%q > %s/ctl: %v (err: %s)", cmd, dir, err, x.file(t, dir, "err"))
+		e, _ := os.ReadFile(filepath.Join(dir, "err"))
+		t.Fatalf("%q > %s/ctl: %v (err: %s)", cmd, dir, err, strings.TrimSpace(string(e)))
 	}
 }
 
@@ -219,7 +235,7 @@ func (x *confEnv) cancel(t *testing.T, n *confNode, context uint64) {
 			return
 		}
 		if !errors.Is(err, syscall.ENOENT) || time.Now().After(deadline) {
-			t.Fatalf("%s: cancel %d: %v (err: %s)", n.name, context, err, x.file(t, n.ep, "err"))
+			t.Fatalf("%s: cancel %d: %v (err: %s)", n.name, context, err, fileText(t, n.ep, "err"))
 		}
 	}
 }
@@ -262,7 +278,7 @@ func (x *confEnv) confPair(t *testing.T, cfg confCfg) (a, b *confNode, events []
 			cmds = append(cmds, "bind cntr "+filepath.Base(n.cntr)+" "+s.cntr)
 		}
 		for _, c := range append(cmds, "enable") {
-			x.ctl(t, n.ep, c)
+			ctlOK(t, n.ep, c)
 		}
 	}
 	a, b = node(cfg.a), node(cfg.b)
@@ -275,19 +291,19 @@ func (x *confEnv) confPair(t *testing.T, cfg confCfg) (a, b *confNode, events []
 		return a, b, nil
 	}
 	pep := x.impl.obj(t, x, "pep")
-	x.ctl(t, pep, "bind eq "+filepath.Base(eq))
-	x.ctl(t, pep, "listen 127.0.0.1:0")
+	ctlOK(t, pep, "bind eq "+filepath.Base(eq))
+	ctlOK(t, pep, "listen 127.0.0.1:0")
 	a.ep = x.impl.obj(t, x, "ep")
 	setup(a, cfg.a)
-	x.ctl(t, a.ep, strings.TrimSpace("connect "+x.file(t, pep, "local")+" "+cfg.connData))
+	ctlOK(t, a.ep, strings.TrimSpace("connect "+fileText(t, pep, "local")+" "+cfg.connData))
 	b.ep = x.impl.request(t, x, pep)
 	b.name = "ep/" + filepath.Base(b.ep)
 	if cfg.reject != "" {
-		x.ctl(t, b.ep, "reject "+cfg.reject)
+		ctlOK(t, b.ep, "reject "+cfg.reject)
 		return a, b, x.events(t, eq, "error fid="+a.name)
 	}
 	setup(b, cfg.b)
-	x.ctl(t, b.ep, strings.TrimSpace("accept "+cfg.acceptData))
+	ctlOK(t, b.ep, strings.TrimSpace("accept "+cfg.acceptData))
 	events = x.events(t, eq, "connected fid="+a.name, "connected fid="+b.name)
 	a.io, b.io = x.impl.io(t, x, a), x.impl.io(t, x, b)
 	a.eq, b.eq = eq, eq
@@ -298,8 +314,8 @@ func (x *confEnv) confPair(t *testing.T, cfg confCfg) (a, b *confNode, events []
 // last line of addrs, as insert appends.
 func (x *confEnv) insert(t *testing.T, from, to *confNode) uint64 {
 	t.Helper()
-	x.ctl(t, from.av, "insert "+x.file(t, to.ep, "local"))
-	lines := strings.Split(x.file(t, from.av, "addrs"), "\n")
+	ctlOK(t, from.av, "insert "+fileText(t, to.ep, "local"))
+	lines := strings.Split(fileText(t, from.av, "addrs"), "\n")
 	return x.numField(t, strings.Fields(lines[len(lines)-1])[0])
 }
 
@@ -485,7 +501,7 @@ func (r *ringsImpl) request(t *testing.T, x *confEnv, pep string) string {
 func (r *ringsImpl) io(t *testing.T, x *confEnv, n *confNode) confIO {
 	t.Helper()
 	var flags uint64
-	if s := x.file(t, n.ep, "attr/tx_op_flags"); s != "[  ]" {
+	if s := fileText(t, n.ep, "attr/tx_op_flags"); s != "[  ]" {
 		f, err := fi.Parse[fi.OpFlags](s)
 		must(t, err)
 		flags = uint64(f)
@@ -637,23 +653,17 @@ func (*shellImpl) name() string { return "shell" }
 func (s *shellImpl) obj(t *testing.T, x *confEnv, kind string) string {
 	t.Helper()
 	s.seq++
-	dir := filepath.Join(x.dom, kind, fmt.Sprintf("conf%d", s.seq))
-	must(t, os.Mkdir(dir, 0o700))
-	t.Cleanup(func() {
-		if err := os.Remove(dir); err != nil {
-			t.Errorf("rmdir %s: %v", dir, err)
-		}
-	})
+	dir := mkobj(t, x.dom, kind, fmt.Sprintf("conf%d", s.seq))
 	if kind == "mr" {
 		must(t, ctl(filepath.Join(dir, "attr", "len"), strconv.Itoa(confMRLen)))
-		x.ctl(t, dir, "reg")
+		ctlOK(t, dir, "reg")
 	}
 	return dir
 }
 
 func (s *shellImpl) request(t *testing.T, x *confEnv, pep string) string {
 	t.Helper()
-	id := x.file(t, pep, "listen")
+	id := fileText(t, pep, "listen")
 	dir := filepath.Join(x.dom, "ep", id)
 	t.Cleanup(func() {
 		if err := os.Remove(dir); err != nil {
@@ -666,7 +676,7 @@ func (s *shellImpl) request(t *testing.T, x *confEnv, pep string) string {
 func (s *shellImpl) io(t *testing.T, x *confEnv, n *confNode) confIO {
 	t.Helper()
 	if !x.run.msg() {
-		x.ctl(t, n.ep, fmt.Sprintf("dest %d", n.peer))
+		ctlOK(t, n.ep, fmt.Sprintf("dest %d", n.peer))
 	}
 	sh := &shellIO{x: x, n: n, recvd: make(chan shellRecv, 16), sent: make(chan error, 64),
 		params: map[string]string{"tag": "off", "src": "any", "cqdata": "off", "rxbuf": "off"}}
@@ -719,7 +729,7 @@ func (s *shellIO) set(t *testing.T, p map[string]string) {
 				t.Fatalf("%s: a write to data did not return", s.n.name)
 			}
 		}
-		s.x.ctl(t, s.n.ep, verb+" "+arg)
+		ctlOK(t, s.n.ep, verb+" "+arg)
 		s.params[verb] = arg
 	}
 }
@@ -765,7 +775,7 @@ func (s *shellIO) waitSends(t *testing.T) {
 		select {
 		case err := <-s.sent:
 			if err != nil {
-				t.Errorf("%s: a write to data failed: %v (err: %s)", s.n.name, err, s.x.file(t, s.n.ep, "err"))
+				t.Errorf("%s: a write to data failed: %v (err: %s)", s.n.name, err, fileText(t, s.n.ep, "err"))
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%s: a write to data did not return", s.n.name)
@@ -898,7 +908,7 @@ func (s *shellIO) rma(t *testing.T, write bool, off, n, raddr, key uint64, data 
 	if data != nil {
 		cmd += fmt.Sprintf(" %#x", *data)
 	}
-	s.x.ctl(t, s.n.ep, cmd)
+	ctlOK(t, s.n.ep, cmd)
 }
 
 func (s *shellIO) mem(t *testing.T, off, n int) []byte {

@@ -12,32 +12,6 @@ import (
 // The verbs provider through the tree, beyond the conformance suite:
 // two daemons as two hosts of one RoCE fabric, and FI_EP_DGRAM.
 
-// mkobj makes object kind/name in domain dir and returns its directory;
-// the test's cleanup removes it (registered first: removed last).
-func mkobj(t *testing.T, dom, kind, name string) string {
-	t.Helper()
-	dir := filepath.Join(dom, kind, name)
-	must(t, os.Mkdir(dir, 0o700))
-	t.Cleanup(func() { os.Remove(dir) })
-	return dir
-}
-
-// ctlOK writes cmd to dir's ctl, failing with dir's err.
-func ctlOK(t *testing.T, dir, cmd string) {
-	t.Helper()
-	if err := ctl(filepath.Join(dir, "ctl"), cmd); err != nil {
-		e, _ := os.ReadFile(filepath.Join(dir, "err"))
-		t.Fatalf("%q > %s/ctl: %v (err: %s)", cmd, dir, err, strings.TrimSpace(string(e)))
-	}
-}
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	must(t, err)
-	return strings.TrimSpace(string(b))
-}
-
 // TestVerbsTwoDaemons: two daemons with devices on 127.0.0.2 and
 // 127.0.0.3 and one RoCE port are two hosts: an FI_EP_MSG endpoint of
 // one connects to a listener of the other, with private data, and
@@ -53,7 +27,7 @@ func TestVerbsTwoDaemons(t *testing.T) {
 	pep := mkobj(t, dom2, "pep", "l")
 	ctlOK(t, pep, "bind eq e")
 	ctlOK(t, pep, "listen")
-	addr := readFile(t, filepath.Join(pep, "local"))
+	addr := fileText(t, pep, "local")
 	if !strings.HasPrefix(addr, "fi_sockaddr_in://127.0.0.3:") {
 		t.Fatalf("listener address %q", addr)
 	}
@@ -64,19 +38,19 @@ func TestVerbsTwoDaemons(t *testing.T) {
 	for _, c := range []string{"bind eq e", "bind cq c send,recv", "enable", "connect " + addr + " hello"} {
 		ctlOK(t, ep1, c)
 	}
-	id := readFile(t, filepath.Join(pep, "listen"))
+	id := fileText(t, pep, "listen")
 	ep2 := filepath.Join(dom2, "ep", id)
 	t.Cleanup(func() { os.Remove(ep2) })
 	for _, c := range []string{"bind eq e", "bind cq c send,recv", "enable", "accept welcome"} {
 		ctlOK(t, ep2, c)
 	}
-	if ev := readFile(t, filepath.Join(eq1, "events")); !strings.Contains(ev, "connected fid=ep/a data=welcome") {
+	if ev := fileText(t, eq1, "events"); !strings.Contains(ev, "connected fid=ep/a data=welcome") {
 		t.Errorf("events of the connecting daemon: %q", ev)
 	}
-	if ev := readFile(t, filepath.Join(eq2, "events")); !strings.Contains(ev, "data=hello") {
+	if ev := fileText(t, eq2, "events"); !strings.Contains(ev, "data=hello") {
 		t.Errorf("events of the listening daemon: %q", ev)
 	}
-	if local := readFile(t, filepath.Join(ep1, "local")); readFile(t, filepath.Join(ep2, "remote")) != local {
+	if local := fileText(t, ep1, "local"); fileText(t, ep2, "remote") != local {
 		t.Errorf("the accepted endpoint's peer is not %s", local)
 	}
 	for _, m := range []struct{ from, to, msg string }{{ep1, ep2, "over the fabric"}, {ep2, ep1, "and back"}} {
@@ -91,7 +65,7 @@ func TestVerbsTwoDaemons(t *testing.T) {
 		}
 	}
 	ctlOK(t, ep1, "shutdown")
-	if ev := readFile(t, filepath.Join(eq2, "events")); !strings.Contains(ev, "shutdown fid=ep/"+id) {
+	if ev := fileText(t, eq2, "events"); !strings.Contains(ev, "shutdown fid=ep/"+id) {
 		t.Errorf("events after the peer's shutdown: %q", ev)
 	}
 }
@@ -107,7 +81,7 @@ func TestVerbsDgram(t *testing.T) {
 	var eps []string
 	for _, name := range []string{"a", "b"} {
 		ep := mkobj(t, dom, "ep", name)
-		if typ := readFile(t, filepath.Join(ep, "attr", "type")); typ != "FI_EP_DGRAM" {
+		if typ := fileText(t, ep, "attr/type"); typ != "FI_EP_DGRAM" {
 			t.Fatalf("an endpoint of %s is %s", dom, typ)
 		}
 		for _, c := range []string{"bind cq c send,recv", "bind av v", "enable"} {
@@ -115,7 +89,7 @@ func TestVerbsDgram(t *testing.T) {
 		}
 		eps = append(eps, ep)
 	}
-	ctlOK(t, av, "insert "+readFile(t, filepath.Join(eps[1], "local")))
+	ctlOK(t, av, "insert "+fileText(t, eps[1], "local"))
 	ctlOK(t, eps[0], "dest 0")
 	got := make(chan string, 1)
 	go func() {
@@ -139,7 +113,7 @@ func TestVerbsDgram(t *testing.T) {
 		}
 		break
 	}
-	if err := ctl(filepath.Join(eps[0], "ctl"), "connect "+readFile(t, filepath.Join(eps[1], "local"))); err == nil {
+	if err := ctl(filepath.Join(eps[0], "ctl"), "connect "+fileText(t, eps[1], "local")); err == nil {
 		t.Error("connect on an FI_EP_DGRAM endpoint succeeded")
 	}
 }
