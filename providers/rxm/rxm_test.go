@@ -400,7 +400,8 @@ func TestCloseDuringPeerShutdown(t *testing.T) {
 			a.send(t, core.OpSend, b.addr, pattern(i, EagerLimit+1), 0)
 		}
 		waitUnexpected(t, b, false)
-		go b.ep.Close()
+		bClosed := make(chan error, 1)
+		go func() { bClosed <- b.ep.Close() }()
 		deadline := time.Now().Add(waitTime)
 		for a.liveConns() != 0 {
 			if time.Now().After(deadline) {
@@ -411,7 +412,9 @@ func TestCloseDuringPeerShutdown(t *testing.T) {
 		if err := a.ep.Close(); err != nil {
 			t.Fatal(err)
 		}
-		b.ep.Close()
+		if err := <-bClosed; err != nil {
+			t.Fatal(err)
+		}
 		if err := d.Close(); err != nil {
 			t.Fatalf("round %d: closing the domain after both endpoints: %v", round, err)
 		}
