@@ -33,7 +33,7 @@ func (pd *PD) RegMR(buf []byte, iova uint64, access Access) (*MR, error) {
 	case uint64(len(buf)) > deviceAttr.MaxMRSize || iova+uint64(len(buf)) < iova:
 		return nil, errorf(syscall.EINVAL, "reg mr: %d bytes at %#x", len(buf), iova)
 	}
-	if err := pd.useCounted("reg mr", &pd.dev.nobj.mr, deviceAttr.MaxMR, "regions"); err != nil {
+	if err := pd.useCounted("reg mr", func(c *objCounts) *int { return &c.mr }, deviceAttr.MaxMR, "regions"); err != nil {
 		return nil, err
 	}
 	d := pd.dev

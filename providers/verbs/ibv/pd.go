@@ -66,16 +66,17 @@ func (pd *PD) use(what string) error {
 	return nil
 }
 
-// useCounted is use for an object the device also counts, in n, one of
-// the device's counts (guarded by d.mu), at most max of them: ENOMEM when
-// it has max already ("%d objs already"). The caller counts it down, under
-// d.mu, when the object goes.
-func (pd *PD) useCounted(what string, n *int, max int, objs string) error {
+// useCounted is use for an object the device also counts, in the count
+// of its objects that count picks, at most max of them: ENOMEM when it has
+// max already ("%d objs already"). The caller counts it down, under d.mu,
+// when the object goes.
+func (pd *PD) useCounted(what string, count func(*objCounts) *int, max int, objs string) error {
 	if err := pd.use(what); err != nil {
 		return err
 	}
 	d := pd.dev
 	d.mu.Lock()
+	n := count(&d.nobj)
 	full := *n >= max
 	if !full {
 		*n++

@@ -94,7 +94,7 @@ func (pd *PD) CreateSRQ(maxWR, maxSGE int) (*SRQ, error) {
 	case maxSGE < 0 || maxSGE > deviceAttr.MaxSGE:
 		return nil, errorf(syscall.EINVAL, "create srq: %d SGEs, at most %d", maxSGE, deviceAttr.MaxSGE)
 	}
-	if err := pd.useCounted("create srq", &pd.dev.nobj.srq, deviceAttr.MaxSRQ, "SRQs"); err != nil {
+	if err := pd.useCounted("create srq", func(c *objCounts) *int { return &c.srq }, deviceAttr.MaxSRQ, "SRQs"); err != nil {
 		return nil, err
 	}
 	return &SRQ{pd: pd, q: newRecvQueue(maxWR, maxSGE)}, nil
