@@ -69,7 +69,9 @@ func (pd *PD) use(what string) error {
 // useCounted is use for an object the device also counts, in the count
 // of its objects that count picks, at most max of them: ENOMEM when it has
 // max already ("%d objs already"). The caller counts it down, under d.mu,
-// when the object goes.
+// when the object goes. count picks the count only once pd is known to be
+// usable: a nil pd (TestNilPD) fails in use, before any field of it is
+// touched.
 func (pd *PD) useCounted(what string, count func(*objCounts) *int, max int, objs string) error {
 	if err := pd.use(what); err != nil {
 		return err
