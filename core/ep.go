@@ -391,18 +391,19 @@ func (e *EP) completed(op *Op, c Completion) {
 	// A receive with FI_MULTI_RECV completes once per message, and is
 	// over when its buffer is released.
 	final := op.Flags&fi.OpFlags(fi.MULTI_RECV) == 0 || c.Flags&fi.CQFlags(fi.MULTI_RECV) != 0
+	// One hold of the lock for the bookkeeping and where the entry goes.
 	var rings *epRings
-	withdrawn := false
+	e.mu.Lock()
 	if final {
-		e.mu.Lock()
 		delete(e.inflight, op)
 		rings = e.rings
-		withdrawn = op.withdrawn && c.Err == fi.ECANCELED
-		e.mu.Unlock()
 	}
+	withdrawn := final && op.withdrawn && c.Err == fi.ECANCELED
+	to, av := e.sinkLocked(op.Kind.class()), e.av
+	e.mu.Unlock()
 	if !withdrawn {
-		e.deliver(op.Kind.class(), CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Buf: op.offset + c.Offset, Data: c.Data,
-			Tag: c.Tag, Src: e.source(c.Src), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc},
+		to.deliver(CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Buf: op.offset + c.Offset, Data: c.Data,
+			Tag: c.Tag, Src: source(av, c.Src), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc},
 			op.Flags&fi.COMPLETION != 0)
 	}
 	if op.wait != nil {
@@ -441,14 +442,11 @@ func freeOp(op *Op) {
 }
 
 // source is the fi_addr a completion reports for a sender: its entry in
-// the endpoint's AV, or FI_ADDR_NOTAVAIL.
-func (e *EP) source(a fi.Addr) uint64 {
+// av, the endpoint's AV, or FI_ADDR_NOTAVAIL.
+func source(av *AV, a fi.Addr) uint64 {
 	if a == (fi.Addr{}) {
 		return uint64(fi.ADDR_NOTAVAIL) // the provider does not know: most completions
 	}
-	e.mu.Lock()
-	av := e.av
-	e.mu.Unlock()
 	if av != nil {
 		if i, ok := av.Find(a); ok {
 			return i
@@ -469,17 +467,32 @@ func (e *EP) source(a fi.Addr) uint64 {
 // passes here; RMA completions will too, with their own classes.
 func (e *EP) deliver(cl opClass, ent CQEntry, requested bool) {
 	e.mu.Lock()
-	cq, sel := e.txcq, e.txSel
-	if classes[cl].rx {
-		cq, sel = e.rxcq, e.rxSel
-	}
-	cntr := e.cntrs[cl]
+	to := e.sinkLocked(cl)
 	e.mu.Unlock()
-	if cq != nil && (ent.Err != 0 || !sel || requested) {
-		cq.post(ent)
+	to.deliver(ent, requested)
+}
+
+// sink is where the completions of one class go: the CQ bound for its
+// direction (sel: the binding is selective) and the counter bound for it.
+type sink struct {
+	cq   *CQ
+	sel  bool
+	cntr *Cntr
+}
+
+func (e *EP) sinkLocked(cl opClass) sink {
+	if classes[cl].rx {
+		return sink{e.rxcq, e.rxSel, e.cntrs[cl]}
 	}
-	if cntr != nil {
-		cntr.completed(ent.Err != 0)
+	return sink{e.txcq, e.txSel, e.cntrs[cl]}
+}
+
+func (to sink) deliver(ent CQEntry, requested bool) {
+	if to.cq != nil && (ent.Err != 0 || !to.sel || requested) {
+		to.cq.post(ent)
+	}
+	if to.cntr != nil {
+		to.cntr.completed(ent.Err != 0)
 	}
 }
 
