@@ -145,7 +145,7 @@ func (e *udEndpoint) send(op *core.Op, d *udDest) error {
 	if op.Flags&fi.OpFlags(fi.REMOTE_CQ_DATA) != 0 {
 		wr.Opcode, wr.Imm = ibv.WRSendWithImm, uint32(op.Data)
 	}
-	return e.postSend(op, wr)
+	return e.postSend(op, *wr)
 }
 
 // resolved is the agent's answer for dst: the waiting sends go out, or

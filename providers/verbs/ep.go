@@ -374,7 +374,7 @@ func (e *rcEndpoint) Post(op *core.Op) error {
 		}
 		wr.Imm = uint32(op.Data)
 	}
-	return e.postSend(op, wr)
+	return e.postSend(op, *wr)
 }
 
 // Cancel cannot take back a posted receive or send: a QP offers no way

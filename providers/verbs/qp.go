@@ -111,16 +111,16 @@ func (b *qpBase) toError() {
 	b.modify(&ibv.QPAttr{State: ibv.QPSErr}, ibv.QPState_)
 }
 
-// add registers a posted operation and returns its WRID, or fi.EAGAIN
-// when its queue is full.
-func (b *qpBase) add(p *pending) (uint64, error) {
+// add registers a posted operation and returns its WRID and the QP to
+// post it to, or fi.EAGAIN when its queue is full.
+func (b *qpBase) add(p *pending) (uint64, *ibv.QP, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
 	case b.dead || b.qp == nil:
-		return 0, core.Errorf(fi.EOPBADSTATE, "verbs: the endpoint is not enabled, or closed")
+		return 0, nil, core.Errorf(fi.EOPBADSTATE, "verbs: the endpoint is not enabled, or closed")
 	case p.recv && b.rxOut >= b.rxSize, !p.recv && b.txOut >= b.txSize:
-		return 0, fi.EAGAIN
+		return 0, nil, fi.EAGAIN
 	}
 	if p.recv {
 		b.rxOut++
@@ -129,7 +129,7 @@ func (b *qpBase) add(p *pending) (uint64, error) {
 	}
 	b.next++
 	b.ops[b.next] = p
-	return b.next, nil
+	return b.next, b.qp, nil
 }
 
 // take removes the operation of wrid; nil if it is gone.
@@ -160,12 +160,13 @@ func (b *qpBase) postRecv(op *core.Op) error {
 		return err
 	}
 	p := &pending{op: op, mem: m, recv: true}
-	wrid, err := b.add(p)
+	wrid, qp, err := b.add(p)
 	if err != nil {
 		m.release(op, 0)
 		return err
 	}
-	var sg []ibv.SGE
+	var sgs [3]ibv.SGE
+	sg := sgs[:0]
 	if b.ud {
 		sg = append(sg, b.o.discard.sge(0, GRHSize))
 	}
@@ -175,9 +176,6 @@ func (b *qpBase) postRecv(op *core.Op) error {
 	if rest := b.d.maxMsg - m.bufLen(); rest > 0 {
 		sg = append(sg, b.o.discard.sge(GRHSize, rest))
 	}
-	b.mu.Lock()
-	qp := b.qp
-	b.mu.Unlock()
 	if err := qp.PostRecv(&ibv.RecvWR{WRID: wrid, SGList: sg}); err != nil {
 		b.take(wrid)
 		m.release(op, 0)
@@ -188,8 +186,9 @@ func (b *qpBase) postRecv(op *core.Op) error {
 
 // postSend posts wr for op, with op's buffer as its one entry; an
 // injected payload (at most inject bytes) goes inline, copied by the
-// device at post.
-func (b *qpBase) postSend(op *core.Op, wr *ibv.SendWR) error {
+// device at post. wr is a copy, so that its scatter list can be an array
+// on the stack.
+func (b *qpBase) postSend(op *core.Op, wr ibv.SendWR) error {
 	inject := op.Flags&fi.INJECT != 0
 	if inject && len(op.Buf) > b.inject {
 		return core.Errorf(fi.EINVAL, "verbs: inject of %d bytes; inject_size is %d", len(op.Buf), b.inject)
@@ -199,21 +198,22 @@ func (b *qpBase) postSend(op *core.Op, wr *ibv.SendWR) error {
 		return err
 	}
 	p := &pending{op: op, mem: m}
-	if wr.WRID, err = b.add(p); err != nil {
+	wrid, qp, err := b.add(p)
+	if err != nil {
 		m.release(op, 0)
 		return err
 	}
+	wr.WRID = wrid
+	var sge [1]ibv.SGE
 	if m.has {
-		wr.SGList = []ibv.SGE{m.sge}
+		sge[0] = m.sge
+		wr.SGList = sge[:]
 	}
 	wr.Flags |= ibv.SendSignaled
 	if inject {
 		wr.Flags |= ibv.SendInline
 	}
-	b.mu.Lock()
-	qp := b.qp
-	b.mu.Unlock()
-	if err := qp.PostSend(wr); err != nil {
+	if err := qp.PostSend(&wr); err != nil {
 		b.take(wr.WRID)
 		m.release(op, 0)
 		return ibvError("posting a send", err)
