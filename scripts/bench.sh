@@ -275,10 +275,22 @@ run_fabricfs() {
 		return 1
 	fi
 	[ -n "$mapping" ] || mapping=$(sed -n 's/.*"mapping":"\([a-z]*\)".*/\1/p' "$tmp/rp_cli.out" | head -n 1)
-	read -r usec mbps < <(awk '/"role":"client"/ {
+	read -r usec mbps < <(grep '"role":"client"' "$tmp/rp_cli.out" | json_result)
+}
+
+# awk_median is the awk function median(a, n) of a[1..n] (it sorts a).
+awk_median='
+	function median(a, n,   i, j, t) {
+		for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}'
+
+# json_result prints "usec_per_xfer mb_per_sec" of each JSON line on stdin.
+json_result() {
+	awk '{
 		u = $0; sub(/.*"usec_per_xfer":/, "", u); sub(/[,}].*/, "", u)
 		m = $0; sub(/.*"mb_per_sec":/, "", m); sub(/[,}].*/, "", m)
-		print u, m }' "$tmp/rp_cli.out")
+		print u, m }'
 }
 
 # run_relay SIZE ITERS: the three-party floor, scripts/relay.c.
@@ -289,10 +301,7 @@ run_relay() {
 		cat "$tmp/relay.out" >&2
 		return 1
 	}
-	read -r usec mbps < <(awk '{
-		u = $0; sub(/.*"usec_per_xfer":/, "", u); sub(/[,}].*/, "", u)
-		m = $0; sub(/.*"mb_per_sec":/, "", m); sub(/[,}].*/, "", m)
-		print u, m }' "$tmp/relay.out")
+	read -r usec mbps < <(json_result <"$tmp/relay.out")
 }
 
 raw=$tmp/raw.tsv # ep impl size rep order iters usec mbps
@@ -347,11 +356,7 @@ if [ $verbs -eq 1 ]; then
 		done
 	done
 	xflags=$saved_xflags
-	sort -k1,1n "$vraw" | awk -F '\t' '
-		function median(a, n,   i, j, t) {
-			for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-			return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-		}
+	sort -k1,1n "$vraw" | awk -F '\t' "$awk_median"'
 		function flush() { if (n) printf "%s\t%.2f\t%.2f\n", size, median(u, n), median(m, n); n = 0 }
 		$1 != size { flush(); size = $1 }
 		{ n++; u[n] = $3 + 0; m[n] = $4 + 0 }
@@ -360,11 +365,7 @@ fi
 
 # Medians per endpoint type, implementation and size: "ep impl size iters usec mbps".
 medians=$tmp/medians.tsv
-sort -t "$(printf '\t')" -k1,1 -k2,2 -k3,3n "$raw" | awk -F '\t' '
-	function median(a, n,   i, j, t) {
-		for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-	}
+sort -t "$(printf '\t')" -k1,1 -k2,2 -k3,3n "$raw" | awk -F '\t' "$awk_median"'
 	function flush() { if (n) printf "%s\t%s\t%s\t%s\t%.2f\t%.2f\n", ep, impl, size, iters, median(u, n), median(m, n); n = 0 }
 	$1 != ep || $2 != impl || $3 != size { flush(); ep = $1; impl = $2; size = $3 }
 	{ n++; u[n] = $7 + 0; m[n] = $8 + 0; iters = $6 }
