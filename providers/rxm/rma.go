@@ -44,7 +44,8 @@ func (e *endpoint) postRMA(op *core.Op) error {
 	case !op.Peer.IP.Addr().IsValid() || op.Peer.IP.Port() == 0:
 		return core.Errorf(fi.EINVAL, "rxm: RMA without a destination address")
 	}
-	it := &sendItem{op: op, rma: true}
+	it := itemPool.Get().(*sendItem)
+	it.op, it.rma = op, true
 	it.msg = core.Op{Kind: op.Kind, Flags: op.Flags & rmaFlags, Buf: op.Buf, Data: op.Data, Addr: op.Addr, Key: op.Key,
 		Mem: op.Mem, MemOff: op.MemOff}
 	if inject {

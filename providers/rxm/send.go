@@ -29,13 +29,13 @@ type sendItem struct {
 	rndv *rndvSend
 	rma  bool // an fi_write or fi_read: msg is the operation itself, without rxm header
 
-	ep     *endpoint
-	done   func(*core.Op, core.Completion) // msg's: sendDone of the item, made once per item
-	pooled bool                            // from itemPool: an eager send's item goes back when it completes
+	ep   *endpoint
+	done func(*core.Op, core.Completion) // msg's: sendDone of the item, made once per item
 }
 
-// itemPool holds the items of eager sends that completed, so that a send
-// allocates nothing.
+// itemPool holds the items of eager sends and RMA operations that
+// completed, so that a send allocates nothing. (A rendezvous send's item
+// is finished by rndvSent and not reused.)
 var itemPool = sync.Pool{New: func() any { return new(sendItem) }}
 
 var bufPool = sync.Pool{New: func() any {
@@ -60,7 +60,7 @@ func (e *endpoint) postSend(op *core.Op) error {
 		return core.Errorf(fi.EINVAL, "rxm: send without a destination address")
 	}
 	it := itemPool.Get().(*sendItem)
-	it.op, it.buf, it.pooled = op, bufPool.Get().(*[]byte), true
+	it.op, it.buf = op, bufPool.Get().(*[]byte)
 	wop := wire.OpMsg
 	if op.Kind == core.OpTSend {
 		wop = wire.OpTagged
@@ -196,12 +196,10 @@ func (e *endpoint) sendDone(it *sendItem, c core.Completion) {
 		comp = core.Completion{Flags: it.op.Kind.CQFlags(), Err: c.Err, ProvErrno: c.ProvErrno}
 	}
 	it.op.Complete(comp)
-	if it.pooled {
-		// Nothing holds an eager send's item now: the connection is done
-		// with msg, and flush with the item once it posted it.
-		*it = sendItem{done: it.done}
-		itemPool.Put(it)
-	}
+	// Nothing holds the item now: the connection is done with msg, and
+	// flush with the item once it posted it.
+	*it = sendItem{done: it.done}
+	itemPool.Put(it)
 }
 
 // sendFailed completes an application send that never went out and is
