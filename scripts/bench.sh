@@ -23,7 +23,7 @@
 #
 #   scripts/bench.sh [-e TYPES] [-r REPEATS] [-n ITERS] [-N ITERS_LARGE]
 #                    [-w WARMUP] [-s SIZES] [-o FILE] [-x 'RINGPONG FLAGS']
-#                    [-b FABRICFS] [-P PORT] [-t SECS] [-C CC]
+#                    [-b FABRICFS] [-P PORT] [-t SECS] [-C CC] [-F]
 #
 # The TCP congestion control in force is printed and recorded in the JSON:
 # with bbr (this machine's default) TCP paces each flow to its estimate of
@@ -31,6 +31,12 @@
 # which makes large transfers of any implementation slow down by up to
 # half in some runs (docs/bench.md, "Session 5"). -C runs the whole bench
 # under another one (net.ipv4.tcp_congestion_control, restored at exit).
+#
+# -F adds the relay's other shapes to the msg pass (scripts/relay.c -m and
+# -p: the relay pinned to a CPU of its own, one relay per end, and one relay
+# per end pinned beside its client) and prints each one's time against
+# libfabric's: the floor of every way to place the design's three parties
+# on the machine (docs/bench.md, "The floor of every shape").
 set -euo pipefail
 here=$PWD
 cd "$(dirname "$0")/.."
@@ -53,14 +59,16 @@ usage: scripts/bench.sh [options]
   -C CC     run under TCP congestion control CC (e.g. cubic; one of
             net.ipv4.tcp_available_congestion_control), restoring the
             system's afterwards (default: the system's)
+  -F        msg: also run scripts/relay.c's other shapes (relay-pinned, split,
+            split-pinned) and print the floor of each against libfabric
 EOF
 	exit 2
 }
 
 cmdline="scripts/bench.sh${*:+ $*}"
-eps=msg,rdm repeats=5 iters=10000 iters_large=1000 warmup=100 out=bench.json xflags="" port=47592 limit=120 daemon_bin="" cc=""
+eps=msg,rdm repeats=5 iters=10000 iters_large=1000 warmup=100 out=bench.json xflags="" port=47592 limit=120 daemon_bin="" cc="" shapes=0
 sizes=1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192,16384,32768,65536,131072,262144,524288,1048576
-while getopts "e:r:n:N:w:s:o:x:b:P:t:C:h" opt; do
+while getopts "e:r:n:N:w:s:o:x:b:P:t:C:Fh" opt; do
 	case $opt in
 	e) eps=$OPTARG ;;
 	r) repeats=$OPTARG ;;
@@ -74,6 +82,7 @@ while getopts "e:r:n:N:w:s:o:x:b:P:t:C:h" opt; do
 	P) port=$OPTARG ;;
 	t) limit=$OPTARG ;;
 	C) cc=$OPTARG ;;
+	F) shapes=1 ;;
 	*) usage ;;
 	esac
 done
@@ -293,11 +302,20 @@ json_result() {
 		print u, m }'
 }
 
-# run_relay SIZE ITERS: the three-party floor, scripts/relay.c.
+# The relay's shapes (scripts/relay.c): the name of each in the tables
+# and JSON, and its flags. relay is fabricfs's own shape, the floor
+# fabricfs is compared with; -F runs the others too.
+declare -A shape_flags=([relay]="" [relay-pinned]="-p" [split]="-m split" [split-pinned]="-m split -p")
+relay_shapes=(relay)
+[ $shapes -eq 0 ] || relay_shapes+=(relay-pinned split split-pinned)
+[ $shapes -eq 0 ] || [ "$(nproc)" -ge 2 ] || { say "-F needs two CPUs (the pinned shapes)"; exit 1; }
+
+# run_relay SHAPE SIZE ITERS: the floor of one shape, scripts/relay.c.
 run_relay() {
-	local size=$1 n=$2
-	run_fg timeout "$limit" bin/relay -S "$size" -I "$n" -w "$warmup" >"$tmp/relay.out" 2>&1 || {
-		say "relay -S $size failed:"
+	local shape=$1 size=$2 n=$3
+	# shellcheck disable=SC2086 # the flags are words
+	run_fg timeout "$limit" bin/relay ${shape_flags[$shape]} -S "$size" -I "$n" -w "$warmup" >"$tmp/relay.out" 2>&1 || {
+		say "relay ${shape_flags[$shape]} -S $size failed:"
 		cat "$tmp/relay.out" >&2
 		return 1
 	}
@@ -315,13 +333,13 @@ for ep in "${ep_list[@]}"; do
 			size=${run_sizes[$k]}
 			n=$(iters_for "$size")
 			if (((rep + k) % 2)); then order=(fabricfs libfabric); else order=(libfabric fabricfs); fi
-			[ "$ep" != msg ] || order+=(relay)
+			[ "$ep" != msg ] || order+=("${relay_shapes[@]}")
 			line="$ep [$rep/$repeats] $size B:"
 			for ((j = 0; j < ${#order[@]}; j++)); do
 				impl=${order[$j]}
 				usec="" mbps=""
-				if [ "$impl" = relay ]; then
-					run_relay "$size" "$n"
+				if [ -n "${shape_flags[$impl]+set}" ]; then
+					run_relay "$impl" "$size" "$n"
 				else
 					"run_$impl" "$ep" "$size" "$n" || { say "retrying $impl -e $ep at $size B once"; "run_$impl" "$ep" "$size" "$n"; }
 				fi
@@ -406,6 +424,21 @@ awk -F '\t' '
 	END { for (s in ru) if ((s in lu) && (s in fu)) printf "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\n", s, lu[s], ru[s], (lu[s] > 0 ? ru[s] / lu[s] : 0), fu[s], (ru[s] > 0 ? fu[s] / ru[s] : 0) }
 ' "$medians" | sort -k1,1n >"$floor"
 
+# Every shape's floor (msg, -F): "size lib_usec shape_usec shape/lib ..." in relay_shapes' order.
+shape_floor=$tmp/shapes.tsv
+awk -F '\t' -v shapes="${relay_shapes[*]}" '
+	BEGIN { ns = split(shapes, sh, " ") }
+	$1 != "msg" { next }
+	$2 == "libfabric" { lu[$3] = $5; next }
+	{ u[$2, $3] = $5 }
+	END {
+		for (s in lu) {
+			line = s "\t" lu[s]
+			for (i = 1; i <= ns; i++) line = line "\t" (((sh[i], s) in u) ? sprintf("%.2f\t%.2f", u[sh[i], s], u[sh[i], s] / lu[s]) : "\t")
+			print line
+		}
+	}' "$medians" | sort -k1,1n >"$shape_floor"
+
 # The issue's targets, per endpoint type: latency at 64 B at most 1.5x;
 # bandwidth at 64 KiB and up at least 1x. A line per type: "ep lat64
 # lat_ok bwmin bw_ok bwmin_at", |-separated (empty and null when the sizes
@@ -425,7 +458,7 @@ done >"$verdicts"
 for ep in "${ep_list[@]}"; do
 	table "$ep" libfabric
 	table "$ep" fabricfs
-	[ "$ep" != msg ] || table msg relay
+	if [ "$ep" = msg ]; then for shape in "${relay_shapes[@]}"; do table msg "$shape"; done; fi
 	printf '\nratios fabricfs / libfabric, -e %s (medians; latency: lower is better, bandwidth: higher is better)\n' "$ep"
 	printf '%-8s %12s %12s %9s %12s %12s %9s\n' bytes "lf usec" "ff usec" "lat x" "lf MB/s" "ff MB/s" "bw x"
 	awk -F '\t' -v ep="$ep" '$1 == ep { printf "%-8s %12.2f %12.2f %9.2f %12.2f %12.2f %9.2f\n", $2, $3, $4, $5, $6, $7, $8 }' "$ratios"
@@ -434,6 +467,13 @@ for ep in "${ep_list[@]}"; do
 		printf '\nthe three-party floor, -e msg: scripts/relay.c (two clients, one relay; medians)\n'
 		printf '%-8s %12s %12s %11s %12s %11s\n' bytes "lf usec" "relay usec" "relay/lf" "ff usec" "ff/relay"
 		awk -F '\t' '{ printf "%-8s %12.2f %12.2f %11.2f %12.2f %11.2f\n", $1, $2, $3, $4, $5, $6 }' "$floor"
+	fi
+	if [ "$ep" = msg ] && [ $shapes -eq 1 ] && [ -s "$shape_floor" ]; then
+		printf '\nthe floor of every shape, -e msg: scripts/relay.c, usec and x libfabric (medians)\n'
+		printf '%-8s %10s' bytes "lf usec"
+		for shape in "${relay_shapes[@]}"; do printf ' %13s %6s' "$shape" x; done
+		printf '\n'
+		awk -F '\t' '{ printf "%-8s %10.2f", $1, $2; for (i = 3; i < NF; i += 2) printf " %13.2f %6.2f", $i, $(i + 1); printf "\n" }' "$shape_floor"
 	fi
 done | tee "$tmp/report.txt"
 printf '\n' | tee -a "$tmp/report.txt"
@@ -473,6 +513,12 @@ json_num() { if [ -n "$1" ]; then printf '%s' "$1"; else printf 'null'; fi; }
 	awk -F '\t' '{ printf "%s    {\"ep\": \"%s\", \"bytes\": %s, \"latency_ratio\": %s, \"bandwidth_ratio\": %s}", (NR > 1 ? ",\n" : ""), $1, $2, $5, $8 } END { print "" }' "$ratios"
 	printf '  ],\n  "floor": [\n'
 	awk -F '\t' '{ printf "%s    {\"ep\": \"msg\", \"bytes\": %s, \"relay_usec_per_xfer\": %s, \"relay_over_libfabric\": %s, \"fabricfs_over_relay\": %s}", (NR > 1 ? ",\n" : ""), $1, $3, $4, $6 } END { print "" }' "$floor"
+	printf '  ],\n  "shapes": [\n'
+	awk -F '\t' -v shapes="${relay_shapes[*]}" '
+		BEGIN { ns = split(shapes, sh, " ") }
+		{ for (i = 1; i <= ns; i++) if ($(2 * i + 1) != "") {
+			printf "%s    {\"ep\": \"msg\", \"bytes\": %s, \"shape\": \"%s\", \"usec_per_xfer\": %s, \"over_libfabric\": %s}", (n++ ? ",\n" : ""), $1, sh[i], $(2 * i + 1), $(2 * i + 2)
+		} } END { print "" }' "$shape_floor"
 	printf '  ],\n  "skipped": [\n'
 	awk -F '\t' '{ printf "%s    {\"ep\": \"%s\", \"bytes\": %s, \"reason\": \"above fabricfs max_msg_size %s\"}", (NR > 1 ? ",\n" : ""), $1, $2, $3 } END { print "" }' "$skipped"
 	printf '  ],\n  "targets": {\n'

@@ -1,24 +1,35 @@
 /*
- * relay: the three-party shape of fabricfs's ring ping-pong with nothing
- * else in it, as a floor for scripts/bench.sh (docs/bench.md, "The
- * three-party floor").
+ * relay: the shape of fabricfs's ring ping-pong with nothing else in it, as
+ * a floor for scripts/bench.sh (docs/bench.md, "The three-party floor" and
+ * "The floor of every shape").
  *
- * Two client processes, A and B, ping-pong SIZE-byte messages through a
- * relay process, as two ringpong processes do through the fabricfs daemon:
- * a client posts by bumping a counter in shared memory and waits for its
- * completion counter, polling it and calling sched_yield between polls; the
- * relay polls both posting counters and both ends of one loopback TCP
- * connection in one thread, without blocking, writes a posted message into
- * the sender's socket, reads the receiver's socket and bumps the
- * receiver's completion counter when a whole message is in, and calls
- * sched_yield after a pass that found nothing to do. The relay's data are
- * its own buffers: one copy in, one copy out, as on fabricfs's tcp path.
- * There are no work-request or completion entries, no provider, no Go:
- * the difference between this and fi_pingpong is what the shape itself
- * costs on the machine, and the difference between fabricfs and this is
- * what fabricfs adds to the shape.
+ * Two client processes, A and B, ping-pong SIZE-byte messages through
+ * relays, as two ringpong processes do through the fabricfs daemon: a
+ * client posts by bumping a counter in shared memory and waits for its
+ * completion counter. A relay polls the posting counters and the sockets of
+ * the ends it serves without blocking: it writes a posted message into the
+ * poster's end of one loopback TCP connection, reads the messages arriving
+ * on that end and bumps the client's completion counter when a whole one is
+ * in, and calls sched_yield after a pass that found nothing to do. The
+ * relay's data are its own buffers: one copy in, one copy out, as on
+ * fabricfs's tcp path. There are no work-request or completion entries, no
+ * provider, no Go: the difference between this and fi_pingpong is what the
+ * shape itself costs on the machine, and the difference between fabricfs
+ * and this is what fabricfs adds to the shape.
  *
- * usage: relay -S SIZE [-I ITERS] [-w WARMUP]
+ * The shapes:
+ *   -m single  one relay process serves both ends (fabricfs's engine: one
+ *              thread for a group of endpoints); the default
+ *   -m split   one relay process per end, so that the copy into one end's
+ *              socket and the copy out of the other's can run at once
+ *   -p         pinned: single puts the relay on CPU 0 and both clients on
+ *              CPU 1; split puts A and its relay on CPU 0, B and its relay
+ *              on CPU 1
+ *   -z         the clients wait by sleeping on a futex that the relay wakes
+ *              (docs/abi.md's NEED_WAKEUP protocol in small) instead of
+ *              polling with sched_yield between polls
+ *
+ * usage: relay -S SIZE [-I ITERS] [-w WARMUP] [-m single|split] [-p] [-z]
  * prints one line: {"bytes":...,"iters":...,"usec_per_xfer":...,"mb_per_sec":...}
  * where usec_per_xfer is half a round trip, as fi_pingpong's.
  */
@@ -26,6 +37,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sched.h>
@@ -37,15 +49,31 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-/* A client's slot: what it posted and what completed, a cache line each. */
+/* A client's slot: what it posted and what completed, a cache line each,
+ * and with -z the futex word its relay bumps and whether it sleeps. */
 struct slot {
 	_Alignas(64) atomic_ulong posted;
 	_Alignas(64) atomic_ulong done;
+	_Alignas(64) atomic_uint wake;
+	atomic_uint sleeping;
 };
+
+/* One end of the connection as a relay sees it: client d's slot and
+ * socket, what it took of the client's posts and what it is writing and
+ * reading. */
+struct end {
+	struct slot *slot;
+	int fd;
+	unsigned long taken, done;
+	long left, got;
+};
+
+static int sleepers; /* -z */
 
 static void die(const char *what)
 {
@@ -60,43 +88,128 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* await polls c until it reaches v, yielding between polls. */
-static void await(atomic_ulong *c, unsigned long v)
+static void pin(int cpu)
 {
-	while (atomic_load_explicit(c, memory_order_acquire) < v)
-		sched_yield();
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof set, &set) < 0)
+		die("sched_setaffinity");
 }
 
-static void post(struct slot *s, unsigned long v)
+/* await waits until s's completion counter reaches v: polling it with
+ * sched_yield between polls, or with -z asleep on s->wake. A sleeper says
+ * so before its last look at the counter; the relay bumps wake after the
+ * counter and wakes it if it says so, so no completion is missed. */
+static void await(struct slot *s, unsigned long v)
 {
-	atomic_store_explicit(&s->posted, v, memory_order_release);
+	while (atomic_load(&s->done) < v) {
+		if (!sleepers) {
+			sched_yield();
+			continue;
+		}
+		unsigned w = atomic_load(&s->wake);
+		atomic_store(&s->sleeping, 1);
+		if (atomic_load(&s->done) < v)
+			syscall(SYS_futex, &s->wake, FUTEX_WAIT, w, NULL, NULL, 0);
+		atomic_store(&s->sleeping, 0);
+	}
+}
+
+static void complete(struct slot *s, unsigned long v)
+{
+	atomic_store(&s->done, v);
+	if (sleepers) {
+		atomic_fetch_add(&s->wake, 1);
+		if (atomic_load(&s->sleeping))
+			syscall(SYS_futex, &s->wake, FUTEX_WAKE, 1, NULL, NULL, 0);
+	}
+}
+
+/* relay serves the n ends in e until each has delivered total messages to
+ * its client and written all its client posted. out holds the bytes sent,
+ * in takes the bytes received (size each). */
+static void relay(struct end *e, int n, long size, unsigned long total, char *out, char *in)
+{
+	for (;;) {
+		int busy = 0, live = 0;
+		for (int i = 0; i < n; i++) {
+			struct end *x = &e[i];
+			if (x->left == 0 && atomic_load_explicit(&x->slot->posted, memory_order_acquire) > x->taken) {
+				x->taken++;
+				x->left = size;
+				busy = 1;
+			}
+			if (x->left > 0) {
+				ssize_t k = write(x->fd, out + (size - x->left), x->left);
+				if (k > 0) {
+					x->left -= k;
+					busy = 1;
+				} else if (k < 0 && errno != EAGAIN && errno != EINTR) {
+					die("write");
+				}
+			}
+		}
+		for (int i = 0; i < n; i++) {
+			struct end *x = &e[i];
+			if (x->done < total) {
+				ssize_t k = read(x->fd, in + x->got, size - x->got);
+				if (k > 0) {
+					busy = 1;
+					if ((x->got += k) == size) {
+						x->got = 0;
+						complete(x->slot, ++x->done);
+					}
+				} else if (k == 0 || (errno != EAGAIN && errno != EINTR)) {
+					die("read");
+				}
+			}
+			live |= x->done < total || x->taken < total || x->left > 0;
+		}
+		if (!live)
+			return;
+		if (!busy)
+			sched_yield();
+	}
 }
 
 int main(int argc, char **argv)
 {
 	long size = 0, iters = 10000, warmup = 100;
-	int opt;
-	while ((opt = getopt(argc, argv, "S:I:w:")) != -1) {
+	int opt, split = 0, pinned = 0;
+	while ((opt = getopt(argc, argv, "S:I:w:m:pz")) != -1) {
 		switch (opt) {
 		case 'S': size = atol(optarg); break;
 		case 'I': iters = atol(optarg); break;
 		case 'w': warmup = atol(optarg); break;
+		case 'm':
+			if (strcmp(optarg, "split") == 0)
+				split = 1;
+			else if (strcmp(optarg, "single") != 0)
+				goto usage;
+			break;
+		case 'p': pinned = 1; break;
+		case 'z': sleepers = 1; break;
 		default: goto usage;
 		}
 	}
 	if (size < 1 || iters < 1 || warmup < 0 || optind != argc) {
 	usage:
-		fprintf(stderr, "usage: relay -S SIZE [-I ITERS] [-w WARMUP]\n");
+		fprintf(stderr, "usage: relay -S SIZE [-I ITERS] [-w WARMUP] [-m single|split] [-p] [-z]\n");
 		return 2;
 	}
-	long total = warmup + iters;
+	if (pinned && sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		fprintf(stderr, "relay: -p needs two CPUs\n");
+		return 2;
+	}
+	unsigned long total = warmup + iters;
 
 	struct slot *sl = mmap(NULL, 2 * sizeof(struct slot), PROT_READ | PROT_WRITE,
 			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sl == MAP_FAILED)
 		die("mmap");
 
-	/* One loopback connection: A's side and B's side. */
+	/* One loopback connection: A's end and B's end. */
 	int l = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t al = sizeof a;
@@ -117,29 +230,44 @@ int main(int argc, char **argv)
 			die("socket options");
 	}
 
-	/* The clients end with the relay, however it ends: they spin. */
-	pid_t relay = getpid(), kids[2];
-	int pipefd[2];
+	/* Real bytes: untouched memory would be the shared zero page, one
+	 * page always in cache, and make every write cheaper than a real
+	 * sender's. */
+	char *out = malloc(size), *in = malloc(size);
+	if (!out || !in)
+		die("malloc");
+	memset(out, 0x5a, size);
+	memset(in, 0, size);
+	struct end ends[2] = {{.slot = &sl[0], .fd = sock[0]}, {.slot = &sl[1], .fd = sock[1]}};
+
+	/* This process is the relay of both ends (single) or of A's (split);
+	 * the others end with it, however it ends: they spin. */
+	pid_t parent = getpid(), kids[3];
+	int nkids = 0, pipefd[2];
 	if (pipe(pipefd) < 0)
 		die("pipe");
-	if ((kids[1] = fork()) == 0) { /* B: answers every message */
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != relay)
+	if ((kids[nkids++] = fork()) == 0) { /* B: answers every message */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(1);
-		for (long i = 1; i <= total; i++) {
-			await(&sl[1].done, i);
-			post(&sl[1], i);
+		if (pinned)
+			pin(1);
+		for (unsigned long i = 1; i <= total; i++) {
+			await(&sl[1], i);
+			atomic_store_explicit(&sl[1].posted, i, memory_order_release);
 		}
 		_exit(0);
 	}
-	if ((kids[0] = fork()) == 0) { /* A: sends, waits for the answer, times it */
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != relay)
+	if ((kids[nkids++] = fork()) == 0) { /* A: sends, waits for the answer, times it */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(1);
+		if (pinned)
+			pin(split ? 0 : 1);
 		double t0 = now();
-		for (long i = 1; i <= total; i++) {
-			if (i == warmup + 1)
+		for (unsigned long i = 1; i <= total; i++) {
+			if (i == (unsigned long)warmup + 1)
 				t0 = now();
-			post(&sl[0], i);
-			await(&sl[0].done, i);
+			atomic_store_explicit(&sl[0].posted, i, memory_order_release);
+			await(&sl[0], i);
 		}
 		double t = now() - t0;
 		char line[256];
@@ -150,62 +278,32 @@ int main(int argc, char **argv)
 			_exit(1);
 		_exit(0);
 	}
-	if (kids[0] < 0 || kids[1] < 0)
-		die("fork");
-	close(pipefd[1]);
-
-	/* The relay. Client d's messages go out on sock[d] and arrive on
-	 * sock[1-d]; completing one bumps the other client's done. */
-	char *out = malloc(size), *in = malloc(1 << 20);
-	if (!out || !in)
-		die("malloc");
-	/* Real bytes: untouched memory would be the shared zero page, one
-	 * page always in cache, and make every write cheaper than a real
-	 * sender's. */
-	memset(out, 0x5a, size);
-	memset(in, 0, 1 << 20);
-	unsigned long taken[2] = {0, 0}, done[2] = {0, 0};
-	long left[2] = {0, 0}, got[2] = {0, 0};
-	while (done[0] < (unsigned long)total || done[1] < (unsigned long)total) {
-		int busy = 0;
-		for (int d = 0; d < 2; d++) {
-			if (left[d] == 0 && atomic_load_explicit(&sl[d].posted, memory_order_acquire) > taken[d]) {
-				taken[d]++;
-				left[d] = size;
-				busy = 1;
-			}
-			if (left[d] > 0) {
-				ssize_t k = write(sock[d], out + (size - left[d]), left[d]);
-				if (k > 0) {
-					left[d] -= k;
-					busy = 1;
-				} else if (k < 0 && errno != EAGAIN && errno != EINTR) {
-					die("write");
-				}
-			}
-		}
-		for (int d = 0; d < 2; d++) {
-			long want = size - got[d];
-			ssize_t k = read(sock[1 - d], in, want < (1 << 20) ? want : (1 << 20));
-			if (k > 0) {
-				busy = 1;
-				if ((got[d] += k) == size) {
-					got[d] = 0;
-					atomic_store_explicit(&sl[1 - d].done, ++done[1 - d], memory_order_release);
-				}
-			} else if (k == 0 || (errno != EAGAIN && errno != EINTR)) {
-				die("read");
-			}
-		}
-		if (!busy)
-			sched_yield();
+	if (split && (kids[nkids++] = fork()) == 0) { /* B's relay */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(1);
+		if (pinned)
+			pin(1);
+		relay(&ends[1], 1, size, total, out, in);
+		_exit(0);
 	}
+	for (int i = 0; i < nkids; i++)
+		if (kids[i] < 0)
+			die("fork");
+	close(pipefd[1]);
+	if (pinned)
+		pin(0);
+	relay(ends, split ? 1 : 2, size, total, out, in);
+
 	char line[256];
 	ssize_t n = read(pipefd[0], line, sizeof line - 1);
-	for (int i = 0; i < 2; i++)
-		waitpid(kids[i], NULL, 0);
-	if (n <= 0) {
-		fprintf(stderr, "relay: client A reported nothing\n");
+	int failed = 0;
+	for (int i = 0; i < nkids; i++) {
+		int st;
+		if (waitpid(kids[i], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			failed = 1;
+	}
+	if (n <= 0 || failed) {
+		fprintf(stderr, "relay: client A reported nothing, or a process failed\n");
 		return 1;
 	}
 	fwrite(line, 1, n, stdout);
