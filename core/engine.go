@@ -63,10 +63,13 @@ func (q *workQueue) unblock() {
 type engine struct {
 	mu     sync.Mutex
 	groups []*group
+	cpus   *unix.CPUSet // where new groups' threads run; nil: anywhere
+	logf   func(format string, a ...any)
 }
 
 type group struct {
-	e *engine
+	e    *engine
+	cpus *unix.CPUSet // the engine's when the group started
 	// word is the control futex: add, remove and unblock bump it to wake the
 	// worker. It lives in Go memory (never moved, never unmapped), so a late
 	// kick of a stopped group is harmless.
@@ -104,7 +107,7 @@ func (e *engine) add(rs *epRings) {
 		}
 	}
 	if g == nil {
-		g = &group{e: e, word: new(uint32)}
+		g = &group{e: e, cpus: e.cpus, word: new(uint32)}
 		e.groups = append(e.groups, g)
 		go g.run()
 	}
@@ -163,6 +166,11 @@ func (g *group) run() {
 	// scheduler does not move it between threads in mid-conversation
 	// (perf sched showed the unlocked worker on three threads in one run).
 	runtime.LockOSThread()
+	if g.cpus != nil {
+		if err := unix.SchedSetaffinity(0, g.cpus); err != nil {
+			g.e.logf("engine: pinning a group's thread: %v; it runs unpinned", err)
+		}
+	}
 	idle, passes := time.Now(), 0
 	for {
 		g.iter.Lock()

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -42,6 +43,7 @@ type Fabric struct {
 // New opens every domain of every provider.
 func New(provs ...Provider) (*Fabric, error) {
 	f := &Fabric{provs: provs, domains: map[string][]*Domain{}, ObjectLimit: DefaultObjectLimit, perUID: map[uint32]int{}}
+	f.eng.logf = f.logf
 	shm, err := NewShm(DefaultMapping(), "")
 	if err != nil {
 		return nil, err
@@ -68,6 +70,30 @@ func New(provs ...Provider) (*Fabric, error) {
 		}
 	}
 	return f, nil
+}
+
+// SetEngineCPUs runs the ring engine's threads only on the given CPUs
+// (sched_setaffinity), as fabricfs -engine-cpus does: the threads of the
+// groups started afterwards, so call it before any endpoint is enabled.
+// Each CPU must be one this process may run on.
+func (f *Fabric) SetEngineCPUs(cpus []int) error {
+	var allowed, set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+		return err
+	}
+	if len(cpus) == 0 {
+		return errors.New("no CPU for the engine")
+	}
+	for _, c := range cpus {
+		if c < 0 || !allowed.IsSet(c) {
+			return fmt.Errorf("CPU %d is not one this process may run on", c)
+		}
+		set.Set(c)
+	}
+	f.eng.mu.Lock()
+	f.eng.cpus = &set
+	f.eng.mu.Unlock()
+	return nil
 }
 
 // SetShm replaces the shared-memory allocator (before any object exists).

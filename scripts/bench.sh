@@ -36,7 +36,9 @@
 # -p: the relay pinned to a CPU of its own, one relay per end, and one relay
 # per end pinned beside its client) and prints each one's time against
 # libfabric's: the floor of every way to place the design's three parties
-# on the machine (docs/bench.md, "The floor of every shape").
+# on the machine (docs/bench.md, "The floor of every shape"). It also runs
+# fabricfs in relay-pinned's placement, as fabricfs-pinned: a second daemon
+# with -engine-cpus 0 and ringpong under taskset -c 1.
 set -euo pipefail
 here=$PWD
 cd "$(dirname "$0")/.."
@@ -60,7 +62,9 @@ usage: scripts/bench.sh [options]
             net.ipv4.tcp_available_congestion_control), restoring the
             system's afterwards (default: the system's)
   -F        msg: also run scripts/relay.c's other shapes (relay-pinned, split,
-            split-pinned) and print the floor of each against libfabric
+            split-pinned) and print the floor of each against libfabric, and
+            fabricfs in relay-pinned's placement (fabricfs-pinned: its engine
+            on CPU 0 with -engine-cpus, ringpong on CPU 1)
 EOF
 	exit 2
 }
@@ -130,9 +134,9 @@ gcc -O2 -Wall -o bin/relay scripts/relay.c
 
 cc_sysctl=/proc/sys/net/ipv4/tcp_congestion_control cc_saved="" # the system's, while -C's is in force
 tmp=$(mktemp -d /tmp/fabricfs-bench.XXXXXX)
-mnt=$tmp/mnt
-mkdir "$mnt"
-daemon=""
+mnt=$tmp/mnt mnt_pinned=$tmp/mnt-pinned
+mkdir "$mnt" "$mnt_pinned"
+daemons=() # the PIDs of the daemons this run started
 mapping="" # attr/mapping, as the first fabricfs run reports it
 started=() # the PIDs of this run's servers, killed on the way out if still there
 
@@ -141,15 +145,18 @@ cleanup() {
 	trap - EXIT INT TERM
 	[ -z "$cc_saved" ] || echo "$cc_saved" >"$cc_sysctl" || say "could not restore $cc_sysctl to $cc_saved"
 	for p in "${started[@]}"; do kill "$p" 2>/dev/null || true; done
-	if [ -n "$daemon" ]; then
-		kill -TERM "$daemon" 2>/dev/null || true
-		for _ in $(seq 50); do kill -0 "$daemon" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$daemon" 2>/dev/null || true
-		wait "$daemon" 2>/dev/null || true
-	fi
-	if grep -q " $mnt " /proc/mounts 2>/dev/null; then
-		umount -l "$mnt" 2>/dev/null || fusermount3 -u -z "$mnt" 2>/dev/null || true
-	fi
+	local d m
+	for d in "${daemons[@]}"; do
+		kill -TERM "$d" 2>/dev/null || true
+		for _ in $(seq 50); do kill -0 "$d" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$d" 2>/dev/null || true
+		wait "$d" 2>/dev/null || true
+	done
+	for m in "$mnt" "$mnt_pinned"; do
+		if grep -q " $m " /proc/mounts 2>/dev/null; then
+			umount -l "$m" 2>/dev/null || fusermount3 -u -z "$m" 2>/dev/null || true
+		fi
+	done
 	rm -rf "$tmp"
 	exit $rc
 }
@@ -164,15 +171,24 @@ if [ -n "$cc" ] && [ "$cc" != "$(cat "$cc_sysctl")" ]; then
 fi
 cc_used=$(cat "$cc_sysctl")
 
-"$daemon_bin" "$mnt" >"$tmp/daemon.log" 2>&1 &
-daemon=$!
-for _ in $(seq 100); do
-	[ -e "$mnt/abi_version" ] && break
-	kill -0 "$daemon" 2>/dev/null || { cat "$tmp/daemon.log" >&2; say "fabricfs did not start"; exit 1; }
-	sleep 0.05
-done
-[ -e "$mnt/abi_version" ] || { say "fabricfs did not mount $mnt"; exit 1; }
-say "fabricfs mounted on $mnt (pid $daemon)"
+# start_daemon MNT [FLAGS...]: mounts fabricfs on MNT.
+start_daemon() {
+	local m=$1 d
+	shift
+	"$daemon_bin" "$@" "$m" >"$m.log" 2>&1 &
+	d=$!
+	daemons+=("$d")
+	for _ in $(seq 100); do
+		[ -e "$m/abi_version" ] && break
+		kill -0 "$d" 2>/dev/null || { cat "$m.log" >&2; say "fabricfs did not start"; exit 1; }
+		sleep 0.05
+	done
+	[ -e "$m/abi_version" ] || { say "fabricfs did not mount $m"; exit 1; }
+	say "fabricfs${*:+ $*} mounted on $m (pid $d)"
+}
+start_daemon "$mnt"
+# fabricfs-pinned's daemon: no verbs device (the first daemon's use the port).
+[ $shapes -eq 0 ] || start_daemon "$mnt_pinned" -engine-cpus 0 -verbs-addrs none
 
 # max_msg_size EP: fabricfs's max_msg_size for endpoint type EP (msg, rdm)
 # in domain lo, from its getinfo file (fi_getinfo).
@@ -253,12 +269,15 @@ run_libfabric() {
 	read -r usec mbps < <(awk '/^[0-9]/ { u = $7; m = $6 } END { print u, m }' "$tmp/fi_cli.out")
 }
 
-# run_fabricfs EP SIZE ITERS: the same through fabricfs.
+# run_fabricfs EP SIZE ITERS: the same through fabricfs. With ff_mnt and
+# ff_wrap set (run_fabricfs-pinned), through that mount, with ringpong run
+# by that command.
+ff_mnt="" ff_wrap=()
 run_fabricfs() {
 	local ep=$1 size=$2 n=$3 spid addr="" rc=0
 	# shellcheck disable=SC2086 # xflags are words
-	local common=(-mnt "$mnt" -e "$ep" -sizes "$size" -iters "$n" -warmup "$warmup" -json $xflags)
-	timeout "$limit" bin/ringpong "${common[@]}" -role server -q >"$tmp/rp_srv.out" 2>"$tmp/rp_srv.err" &
+	local common=(-mnt "${ff_mnt:-$mnt}" -e "$ep" -sizes "$size" -iters "$n" -warmup "$warmup" -json $xflags)
+	timeout "$limit" "${ff_wrap[@]}" bin/ringpong "${common[@]}" -role server -q >"$tmp/rp_srv.out" 2>"$tmp/rp_srv.err" &
 	spid=$!
 	started+=("$spid")
 	for _ in $(seq 500); do
@@ -275,7 +294,7 @@ run_fabricfs() {
 		forget "$spid"
 		return 1
 	fi
-	run_fg timeout "$limit" bin/ringpong "${common[@]}" -role client -addr "$addr" >"$tmp/rp_cli.out" 2>"$tmp/rp_cli.err" || rc=1
+	run_fg timeout "$limit" "${ff_wrap[@]}" bin/ringpong "${common[@]}" -role client -addr "$addr" >"$tmp/rp_cli.out" 2>"$tmp/rp_cli.err" || rc=1
 	wait "$spid" || rc=1
 	forget "$spid"
 	if [ $rc -ne 0 ]; then
@@ -285,6 +304,15 @@ run_fabricfs() {
 	fi
 	[ -n "$mapping" ] || mapping=$(sed -n 's/.*"mapping":"\([a-z]*\)".*/\1/p' "$tmp/rp_cli.out" | head -n 1)
 	read -r usec mbps < <(grep '"role":"client"' "$tmp/rp_cli.out" | json_result)
+}
+
+# run_fabricfs-pinned EP SIZE ITERS: fabricfs in relay-pinned's placement.
+run_fabricfs-pinned() {
+	local rc=0
+	ff_mnt=$mnt_pinned ff_wrap=(taskset -c 1)
+	run_fabricfs "$@" || rc=1
+	ff_mnt="" ff_wrap=()
+	return $rc
 }
 
 # awk_median is the awk function median(a, n) of a[1..n] (it sorts a).
@@ -334,6 +362,7 @@ for ep in "${ep_list[@]}"; do
 			n=$(iters_for "$size")
 			if (((rep + k) % 2)); then order=(fabricfs libfabric); else order=(libfabric fabricfs); fi
 			[ "$ep" != msg ] || order+=("${relay_shapes[@]}")
+			[ "$ep" != msg ] || [ $shapes -eq 0 ] || order+=(fabricfs-pinned)
 			line="$ep [$rep/$repeats] $size B:"
 			for ((j = 0; j < ${#order[@]}; j++)); do
 				impl=${order[$j]}
@@ -424,9 +453,12 @@ awk -F '\t' '
 	END { for (s in ru) if ((s in lu) && (s in fu)) printf "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\n", s, lu[s], ru[s], (lu[s] > 0 ? ru[s] / lu[s] : 0), fu[s], (ru[s] > 0 ? fu[s] / ru[s] : 0) }
 ' "$medians" | sort -k1,1n >"$floor"
 
-# Every shape's floor (msg, -F): "size lib_usec shape_usec shape/lib ..." in relay_shapes' order.
+# Every shape's floor (msg, -F), and fabricfs in relay-pinned's placement:
+# "size lib_usec usec x_lib ..." in shape_cols' order.
+shape_cols=("${relay_shapes[@]}")
+[ $shapes -eq 0 ] || shape_cols+=(fabricfs-pinned)
 shape_floor=$tmp/shapes.tsv
-awk -F '\t' -v shapes="${relay_shapes[*]}" '
+awk -F '\t' -v shapes="${shape_cols[*]}" '
 	BEGIN { ns = split(shapes, sh, " ") }
 	$1 != "msg" { next }
 	$2 == "libfabric" { lu[$3] = $5; next }
@@ -459,6 +491,7 @@ for ep in "${ep_list[@]}"; do
 	table "$ep" libfabric
 	table "$ep" fabricfs
 	if [ "$ep" = msg ]; then for shape in "${relay_shapes[@]}"; do table msg "$shape"; done; fi
+	[ "$ep" != msg ] || [ $shapes -eq 0 ] || table msg fabricfs-pinned
 	printf '\nratios fabricfs / libfabric, -e %s (medians; latency: lower is better, bandwidth: higher is better)\n' "$ep"
 	printf '%-8s %12s %12s %9s %12s %12s %9s\n' bytes "lf usec" "ff usec" "lat x" "lf MB/s" "ff MB/s" "bw x"
 	awk -F '\t' -v ep="$ep" '$1 == ep { printf "%-8s %12.2f %12.2f %9.2f %12.2f %12.2f %9.2f\n", $2, $3, $4, $5, $6, $7, $8 }' "$ratios"
@@ -469,11 +502,11 @@ for ep in "${ep_list[@]}"; do
 		awk -F '\t' '{ printf "%-8s %12.2f %12.2f %11.2f %12.2f %11.2f\n", $1, $2, $3, $4, $5, $6 }' "$floor"
 	fi
 	if [ "$ep" = msg ] && [ $shapes -eq 1 ] && [ -s "$shape_floor" ]; then
-		printf '\nthe floor of every shape, -e msg: scripts/relay.c, usec and x libfabric (medians)\n'
+		printf '\nthe floor of every shape, -e msg: scripts/relay.c, and fabricfs in relay-pinned'"'"'s placement; usec and x libfabric (medians)\n'
 		printf '%-8s %10s' bytes "lf usec"
-		for shape in "${relay_shapes[@]}"; do printf ' %13s %6s' "$shape" x; done
+		for shape in "${shape_cols[@]}"; do printf ' %15s %6s' "$shape" x; done
 		printf '\n'
-		awk -F '\t' '{ printf "%-8s %10.2f", $1, $2; for (i = 3; i < NF; i += 2) printf " %13.2f %6.2f", $i, $(i + 1); printf "\n" }' "$shape_floor"
+		awk -F '\t' '{ printf "%-8s %10.2f", $1, $2; for (i = 3; i < NF; i += 2) printf " %15.2f %6.2f", $i, $(i + 1); printf "\n" }' "$shape_floor"
 	fi
 done | tee "$tmp/report.txt"
 printf '\n' | tee -a "$tmp/report.txt"
@@ -514,7 +547,7 @@ json_num() { if [ -n "$1" ]; then printf '%s' "$1"; else printf 'null'; fi; }
 	printf '  ],\n  "floor": [\n'
 	awk -F '\t' '{ printf "%s    {\"ep\": \"msg\", \"bytes\": %s, \"relay_usec_per_xfer\": %s, \"relay_over_libfabric\": %s, \"fabricfs_over_relay\": %s}", (NR > 1 ? ",\n" : ""), $1, $3, $4, $6 } END { print "" }' "$floor"
 	printf '  ],\n  "shapes": [\n'
-	awk -F '\t' -v shapes="${relay_shapes[*]}" '
+	awk -F '\t' -v shapes="${shape_cols[*]}" '
 		BEGIN { ns = split(shapes, sh, " ") }
 		{ for (i = 1; i <= ns; i++) if ($(2 * i + 1) != "") {
 			printf "%s    {\"ep\": \"msg\", \"bytes\": %s, \"shape\": \"%s\", \"usec_per_xfer\": %s, \"over_libfabric\": %s}", (n++ ? ",\n" : ""), $1, sh[i], $(2 * i + 1), $(2 * i + 2)

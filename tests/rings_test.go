@@ -6,12 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/core/ring"
@@ -460,5 +464,70 @@ func TestRMAOnRings(t *testing.T) {
 	}
 	if c := pollN(t, p.cqB, 1)[0]; c.Flags != fiRemoteWrite|fiRemoteCQData || c.Data != 0xfeed || c.Err != 0 {
 		t.Errorf("remote CQ data entry on the target: %+v", c)
+	}
+}
+
+// TestEngineCPUs: with -engine-cpus the thread of the engine group serving
+// two endpoints' rings may run only on the CPU given, the daemon's other
+// threads anywhere they could before, and messages still go through; bad
+// lists are refused before mounting.
+func TestEngineCPUs(t *testing.T) {
+	var allowed unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+		t.Fatal(err)
+	}
+	if allowed.Count() < 2 {
+		t.Skip("needs two CPUs to tell a pinned thread from the others")
+	}
+	cpu := -1
+	for c := 0; cpu < 0; c++ {
+		if allowed.IsSet(c) {
+			cpu = c
+		}
+	}
+	d := mountWith(t, "-engine-cpus", strconv.Itoa(cpu))
+	p := newRingPair(t, d, 4096)
+	threads := func() map[string]int {
+		lists := map[string]int{}
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", d.cmd.Process.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range tasks {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue // the thread ended
+			}
+			for _, l := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+					lists[strings.TrimSpace(v)]++
+				}
+			}
+		}
+		return lists
+	}
+	// The group pins its thread when it starts; the endpoints are enabled.
+	deadline := time.Now().Add(10 * time.Second)
+	lists := threads()
+	for lists[strconv.Itoa(cpu)] == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		lists = threads()
+	}
+	if lists[strconv.Itoa(cpu)] != 1 || len(lists) != 2 {
+		t.Fatalf("daemon threads by Cpus_allowed_list: %v; want one thread on CPU %d and the others on the process's CPUs", lists, cpu)
+	}
+	must(t, p.b.PostRecv(p.mrB, 0, 64, 1, 0))
+	must(t, p.a.PostSend(p.mrA, 0, 64, 2, 0))
+	for _, cq := range []*client.CQ{p.cqA, p.cqB} {
+		if c := pollN(t, cq, 1)[0]; c.Err != 0 {
+			t.Fatalf("completion %+v", c)
+		}
+	}
+
+	for _, bad := range []string{"x", "1-0", "0,", "-1", fmt.Sprint(runtime.NumCPU() + 64)} {
+		out, err := exec.Command(daemonBin, "-verbs-addrs", "none", "-engine-cpus", bad, t.TempDir()).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "-engine-cpus") {
+			t.Errorf("fabricfs -engine-cpus %q: %v, %q; want it refused", bad, err, out)
+		}
 	}
 }

@@ -1,7 +1,7 @@
 // Command fabricfs mounts the fabricfs tree: libfabric's object model as
 // files.
 //
-//	fabricfs [-debug] [-verbs-addrs ADDR,...] [-roce-port PORT] MOUNTPOINT
+//	fabricfs [-debug] [-verbs-addrs ADDR,...] [-roce-port PORT] [-engine-cpus LIST] MOUNTPOINT
 //
 // It serves in the foreground until SIGINT or SIGTERM, then unmounts (lazily
 // if files are still open), closes every object and exits. As root it mounts
@@ -14,6 +14,11 @@
 // default; "none" for no device), all receiving RoCEv2 on UDP port
 // -roce-port. Two daemons on one machine are two hosts of one fabric when
 // they use different addresses (127.0.0.2, 127.0.0.3) and the same port.
+//
+// -engine-cpus (a list such as 0 or 2-3,6) keeps the ring engine's threads
+// on those CPUs and lets its other threads run anywhere: with the
+// applications kept off them (taskset), the engine has CPUs of its own,
+// as a polling core does (docs/design.md, "The ring engine").
 package main
 
 import (
@@ -24,6 +29,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -45,6 +51,7 @@ func main() {
 	mapping := flag.String("mapping", core.DefaultMapping(), "how clients reach shared memory: passthrough (FUSE passthrough; root, Linux >= 6.9) or symlink (links into a private tmpfs directory)")
 	verbsAddrs := flag.String("verbs-addrs", "", "comma-separated IP addresses, one verbs device each (default: the host's interface addresses; none: no device)")
 	rocePort := flag.Int("roce-port", roce.Port, "the UDP port of every verbs device of the fabric (RoCEv2)")
+	engineCPUs := flag.String("engine-cpus", "", "CPUs the ring engine's threads run on, e.g. 0 or 2-3,6 (default: wherever the scheduler puts them)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: fabricfs [flags] MOUNTPOINT\n\nMounts libfabric's object model as a file tree; see docs/tree.md.\n\n")
 		flag.PrintDefaults()
@@ -59,7 +66,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fabricfs:", err)
 		os.Exit(2)
 	}
-	if err := run(flag.Arg(0), *mapping, vcfg, fs.Options{AllowOther: *allowOther, Debug: *debug}); err != nil {
+	var cpus []int
+	if *engineCPUs != "" {
+		if cpus, err = parseCPUList(*engineCPUs); err != nil {
+			fmt.Fprintln(os.Stderr, "fabricfs: -engine-cpus:", err)
+			os.Exit(2)
+		}
+	}
+	if err := run(flag.Arg(0), *mapping, cpus, vcfg, fs.Options{AllowOther: *allowOther, Debug: *debug}); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -87,7 +101,30 @@ func verbsConfig(addrs string, port int) (verbs.Config, error) {
 	return cfg, nil
 }
 
-func run(mnt, mapping string, vcfg verbs.Config, opts fs.Options) error {
+// parseCPUList reads a CPU list as taskset -c and cpusets write them:
+// numbers and ranges N-M, separated by commas.
+func parseCPUList(s string) ([]int, error) {
+	var cpus []int
+	for _, item := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(item), "-")
+		first, err := strconv.ParseUint(lo, 10, 16)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a CPU number or range", item)
+		}
+		last := first
+		if isRange {
+			if last, err = strconv.ParseUint(hi, 10, 16); err != nil || last < first {
+				return nil, fmt.Errorf("%q is not a CPU range", item)
+			}
+		}
+		for c := first; c <= last; c++ {
+			cpus = append(cpus, int(c))
+		}
+	}
+	return cpus, nil
+}
+
+func run(mnt, mapping string, engineCPUs []int, vcfg verbs.Config, opts fs.Options) error {
 	tp, err := tcp.New()
 	if err != nil {
 		return fmt.Errorf("tcp provider: %w", err)
@@ -103,6 +140,11 @@ func run(mnt, mapping string, vcfg verbs.Config, opts fs.Options) error {
 		return err
 	}
 	defer fab.Close()
+	if engineCPUs != nil {
+		if err := fab.SetEngineCPUs(engineCPUs); err != nil {
+			return fmt.Errorf("-engine-cpus: %w", err)
+		}
+	}
 	if mapping != fab.Shm.Mode {
 		shm, err := core.NewShm(mapping, "")
 		if err != nil {
