@@ -166,6 +166,9 @@ func (g *group) run() {
 	// scheduler does not move it between threads in mid-conversation
 	// (perf sched showed the unlocked worker on three threads in one run).
 	runtime.LockOSThread()
+	// The thread is never unlocked, so a CPU mask set here ends with the
+	// group; threads the runtime makes meanwhile are cloned from its
+	// template thread, not from this one.
 	if g.cpus != nil {
 		if err := unix.SchedSetaffinity(0, g.cpus); err != nil {
 			g.e.logf("engine: pinning a group's thread: %v; it runs unpinned", err)

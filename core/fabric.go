@@ -6,6 +6,7 @@ import (
 	"log"
 	"os"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -72,23 +73,22 @@ func New(provs ...Provider) (*Fabric, error) {
 	return f, nil
 }
 
-// SetEngineCPUs runs the ring engine's threads only on the given CPUs
+// SetEngineCPUs runs the ring engine's threads only on the CPUs of set
 // (sched_setaffinity), as fabricfs -engine-cpus does: the threads of the
 // groups started afterwards, so call it before any endpoint is enabled.
 // Each CPU must be one this process may run on.
-func (f *Fabric) SetEngineCPUs(cpus []int) error {
-	var allowed, set unix.CPUSet
+func (f *Fabric) SetEngineCPUs(set unix.CPUSet) error {
+	var allowed unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
 		return err
 	}
-	if len(cpus) == 0 {
+	if set.Count() == 0 {
 		return errors.New("no CPU for the engine")
 	}
-	for _, c := range cpus {
-		if c < 0 || !allowed.IsSet(c) {
+	for c := 0; c < 8*int(unsafe.Sizeof(set)); c++ {
+		if set.IsSet(c) && !allowed.IsSet(c) {
 			return fmt.Errorf("CPU %d is not one this process may run on", c)
 		}
-		set.Set(c)
 	}
 	f.eng.mu.Lock()
 	f.eng.cpus = &set

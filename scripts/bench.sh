@@ -38,7 +38,8 @@
 # libfabric's: the floor of every way to place the design's three parties
 # on the machine (docs/bench.md, "The floor of every shape"). It also runs
 # fabricfs in relay-pinned's placement, as fabricfs-pinned: a second daemon
-# with -engine-cpus 0 and ringpong under taskset -c 1.
+# with its engine on the first CPU the script may use (-engine-cpus) and
+# ringpong on the second (taskset).
 set -euo pipefail
 here=$PWD
 cd "$(dirname "$0")/.."
@@ -64,7 +65,7 @@ usage: scripts/bench.sh [options]
   -F        msg: also run scripts/relay.c's other shapes (relay-pinned, split,
             split-pinned) and print the floor of each against libfabric, and
             fabricfs in relay-pinned's placement (fabricfs-pinned: its engine
-            on CPU 0 with -engine-cpus, ringpong on CPU 1)
+            on the first CPU with -engine-cpus, ringpong on the second)
 EOF
 	exit 2
 }
@@ -112,6 +113,22 @@ for e in "${all_eps[@]}"; do
 done
 
 say() { printf 'bench: %s\n' "$*" >&2; }
+
+# -F's pinned runs use the first two CPUs this process may run on, as
+# relay -p does: the engine (or the relay) on the first, the clients on
+# the second.
+pin_cpus=()
+if [ $shapes -eq 1 ]; then
+	read -r -a pin_cpus < <(awk '/^Cpus_allowed_list:/ {
+		n = split($2, items, ",")
+		for (i = 1; i <= n && k < 2; i++) {
+			if (split(items[i], r, "-") == 1) r[2] = r[1]
+			for (c = r[1]; c <= r[2] && k < 2; c++) { printf "%d ", c; k++ }
+		}
+		print ""
+	}' /proc/self/status)
+	[ ${#pin_cpus[@]} -eq 2 ] || { say "-F needs two CPUs (the pinned shapes)"; exit 1; }
+fi
 
 scripts/deps.sh
 if [ "$(nproc)" -lt 2 ]; then
@@ -188,7 +205,7 @@ start_daemon() {
 }
 start_daemon "$mnt"
 # fabricfs-pinned's daemon: no verbs device (the first daemon's use the port).
-[ $shapes -eq 0 ] || start_daemon "$mnt_pinned" -engine-cpus 0 -verbs-addrs none
+[ $shapes -eq 0 ] || start_daemon "$mnt_pinned" -engine-cpus "${pin_cpus[0]}" -verbs-addrs none
 
 # max_msg_size EP: fabricfs's max_msg_size for endpoint type EP (msg, rdm)
 # in domain lo, from its getinfo file (fi_getinfo).
@@ -309,7 +326,7 @@ run_fabricfs() {
 # run_fabricfs-pinned EP SIZE ITERS: fabricfs in relay-pinned's placement.
 run_fabricfs-pinned() {
 	local rc=0
-	ff_mnt=$mnt_pinned ff_wrap=(taskset -c 1)
+	ff_mnt=$mnt_pinned ff_wrap=(taskset -c "${pin_cpus[1]}")
 	run_fabricfs "$@" || rc=1
 	ff_mnt="" ff_wrap=()
 	return $rc
@@ -334,9 +351,11 @@ json_result() {
 # and JSON, and its flags. relay is fabricfs's own shape, the floor
 # fabricfs is compared with; -F runs the others too.
 declare -A shape_flags=([relay]="" [relay-pinned]="-p" [split]="-m split" [split-pinned]="-m split -p")
-relay_shapes=(relay)
-[ $shapes -eq 0 ] || relay_shapes+=(relay-pinned split split-pinned)
-[ $shapes -eq 0 ] || [ "$(nproc)" -ge 2 ] || { say "-F needs two CPUs (the pinned shapes)"; exit 1; }
+# What msg runs besides the pair: the relay, and with -F its other shapes
+# and fabricfs in relay-pinned's placement. With -F they are the columns
+# of the floor-of-every-shape table.
+msg_extra=(relay)
+[ $shapes -eq 0 ] || msg_extra+=(relay-pinned split split-pinned fabricfs-pinned)
 
 # run_relay SHAPE SIZE ITERS: the floor of one shape, scripts/relay.c.
 run_relay() {
@@ -360,9 +379,14 @@ for ep in "${ep_list[@]}"; do
 		for ((k = 0; k < ${#run_sizes[@]}; k++)); do
 			size=${run_sizes[$k]}
 			n=$(iters_for "$size")
-			if (((rep + k) % 2)); then order=(fabricfs libfabric); else order=(libfabric fabricfs); fi
-			[ "$ep" != msg ] || order+=("${relay_shapes[@]}")
-			[ "$ep" != msg ] || [ $shapes -eq 0 ] || order+=(fabricfs-pinned)
+			order=(libfabric fabricfs)
+			[ "$ep" != msg ] || order+=("${msg_extra[@]}")
+			# Every other size and repeat runs them in the reverse order.
+			if (((rep + k) % 2)); then
+				rev=()
+				for ((j = ${#order[@]} - 1; j >= 0; j--)); do rev+=("${order[$j]}"); done
+				order=("${rev[@]}")
+			fi
 			line="$ep [$rep/$repeats] $size B:"
 			for ((j = 0; j < ${#order[@]}; j++)); do
 				impl=${order[$j]}
@@ -454,11 +478,11 @@ awk -F '\t' '
 ' "$medians" | sort -k1,1n >"$floor"
 
 # Every shape's floor (msg, -F), and fabricfs in relay-pinned's placement:
-# "size lib_usec usec x_lib ..." in shape_cols' order.
-shape_cols=("${relay_shapes[@]}")
-[ $shapes -eq 0 ] || shape_cols+=(fabricfs-pinned)
+# "size lib_usec usec x_lib ..." in msg_extra's order (empty fields for a
+# shape without a result). Without -F, none.
 shape_floor=$tmp/shapes.tsv
-awk -F '\t' -v shapes="${shape_cols[*]}" '
+: >"$shape_floor"
+[ $shapes -eq 0 ] || awk -F '\t' -v shapes="${msg_extra[*]}" '
 	BEGIN { ns = split(shapes, sh, " ") }
 	$1 != "msg" { next }
 	$2 == "libfabric" { lu[$3] = $5; next }
@@ -466,7 +490,7 @@ awk -F '\t' -v shapes="${shape_cols[*]}" '
 	END {
 		for (s in lu) {
 			line = s "\t" lu[s]
-			for (i = 1; i <= ns; i++) line = line "\t" (((sh[i], s) in u) ? sprintf("%.2f\t%.2f", u[sh[i], s], u[sh[i], s] / lu[s]) : "\t")
+			for (i = 1; i <= ns; i++) line = line "\t" (((sh[i], s) in u) && lu[s] > 0 ? sprintf("%.2f\t%.2f", u[sh[i], s], u[sh[i], s] / lu[s]) : "\t")
 			print line
 		}
 	}' "$medians" | sort -k1,1n >"$shape_floor"
@@ -490,8 +514,7 @@ done >"$verdicts"
 for ep in "${ep_list[@]}"; do
 	table "$ep" libfabric
 	table "$ep" fabricfs
-	if [ "$ep" = msg ]; then for shape in "${relay_shapes[@]}"; do table msg "$shape"; done; fi
-	[ "$ep" != msg ] || [ $shapes -eq 0 ] || table msg fabricfs-pinned
+	if [ "$ep" = msg ]; then for impl in "${msg_extra[@]}"; do table msg "$impl"; done; fi
 	printf '\nratios fabricfs / libfabric, -e %s (medians; latency: lower is better, bandwidth: higher is better)\n' "$ep"
 	printf '%-8s %12s %12s %9s %12s %12s %9s\n' bytes "lf usec" "ff usec" "lat x" "lf MB/s" "ff MB/s" "bw x"
 	awk -F '\t' -v ep="$ep" '$1 == ep { printf "%-8s %12.2f %12.2f %9.2f %12.2f %12.2f %9.2f\n", $2, $3, $4, $5, $6, $7, $8 }' "$ratios"
@@ -501,12 +524,15 @@ for ep in "${ep_list[@]}"; do
 		printf '%-8s %12s %12s %11s %12s %11s\n' bytes "lf usec" "relay usec" "relay/lf" "ff usec" "ff/relay"
 		awk -F '\t' '{ printf "%-8s %12.2f %12.2f %11.2f %12.2f %11.2f\n", $1, $2, $3, $4, $5, $6 }' "$floor"
 	fi
-	if [ "$ep" = msg ] && [ $shapes -eq 1 ] && [ -s "$shape_floor" ]; then
+	if [ "$ep" = msg ] && [ -s "$shape_floor" ]; then
 		printf '\nthe floor of every shape, -e msg: scripts/relay.c, and fabricfs in relay-pinned'"'"'s placement; usec and x libfabric (medians)\n'
 		printf '%-8s %10s' bytes "lf usec"
-		for shape in "${shape_cols[@]}"; do printf ' %15s %6s' "$shape" x; done
+		for impl in "${msg_extra[@]}"; do printf ' %15s %6s' "$impl" x; done
 		printf '\n'
-		awk -F '\t' '{ printf "%-8s %10.2f", $1, $2; for (i = 3; i < NF; i += 2) printf " %15.2f %6.2f", $i, $(i + 1); printf "\n" }' "$shape_floor"
+		awk -F '\t' '{
+			printf "%-8s %10.2f", $1, $2
+			for (i = 3; i < NF; i += 2) if ($i == "") printf " %15s %6s", "-", "-"; else printf " %15.2f %6.2f", $i, $(i + 1)
+			printf "\n" }' "$shape_floor"
 	fi
 done | tee "$tmp/report.txt"
 printf '\n' | tee -a "$tmp/report.txt"
@@ -547,7 +573,7 @@ json_num() { if [ -n "$1" ]; then printf '%s' "$1"; else printf 'null'; fi; }
 	printf '  ],\n  "floor": [\n'
 	awk -F '\t' '{ printf "%s    {\"ep\": \"msg\", \"bytes\": %s, \"relay_usec_per_xfer\": %s, \"relay_over_libfabric\": %s, \"fabricfs_over_relay\": %s}", (NR > 1 ? ",\n" : ""), $1, $3, $4, $6 } END { print "" }' "$floor"
 	printf '  ],\n  "shapes": [\n'
-	awk -F '\t' -v shapes="${shape_cols[*]}" '
+	awk -F '\t' -v shapes="${msg_extra[*]}" '
 		BEGIN { ns = split(shapes, sh, " ") }
 		{ for (i = 1; i <= ns; i++) if ($(2 * i + 1) != "") {
 			printf "%s    {\"ep\": \"msg\", \"bytes\": %s, \"shape\": \"%s\", \"usec_per_xfer\": %s, \"over_libfabric\": %s}", (n++ ? ",\n" : ""), $1, sh[i], $(2 * i + 1), $(2 * i + 2)

@@ -22,9 +22,10 @@
  *              thread for a group of endpoints); the default
  *   -m split   one relay process per end, so that the copy into one end's
  *              socket and the copy out of the other's can run at once
- *   -p         pinned: single puts the relay on CPU 0 and both clients on
- *              CPU 1; split puts A and its relay on CPU 0, B and its relay
- *              on CPU 1
+ *   -p         pinned, on the first two CPUs the process may use (say 0
+ *              and 1): single puts the relay on the first and both clients
+ *              on the second; split puts A and its relay on the first, B
+ *              and its relay on the second
  *   -z         the clients wait by sleeping on a futex that the relay wakes
  *              (docs/abi.md's NEED_WAKEUP protocol in small) instead of
  *              polling with sched_yield between polls
@@ -74,10 +75,17 @@ struct end {
 };
 
 static int sleepers; /* -z */
+static pid_t parent;  /* the first relay; the other processes are its children */
+static int cpu[2];    /* -p: the first two CPUs this process may use */
 
+/* die ends the run: a child takes the parent down with it (and the
+ * other children with the parent: PR_SET_PDEATHSIG), since nothing else
+ * would tell the processes still polling that their peer is gone. */
 static void die(const char *what)
 {
 	fprintf(stderr, "relay: %s: %s\n", what, strerror(errno));
+	if (getpid() != parent)
+		kill(parent, SIGKILL);
 	exit(1);
 }
 
@@ -88,13 +96,34 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void pin(int cpu)
+/* pin keeps the calling process on cpu[which]. */
+static void pin(int which)
 {
 	cpu_set_t set;
 	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
+	CPU_SET(cpu[which], &set);
 	if (sched_setaffinity(0, sizeof set, &set) < 0)
 		die("sched_setaffinity");
+}
+
+/* child forks a process that dies with the parent, pinned to cpu[which]
+ * if pinned, and keeps only the pipe's write end for client A (the
+ * reporter); it returns 0 in the child, as fork does. */
+static pid_t child(int pinned, int which, int pipefd[2], int reporter)
+{
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid;
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		die("prctl");
+	if (getppid() != parent)
+		_exit(1); /* the parent is gone already */
+	close(pipefd[0]);
+	if (!reporter)
+		close(pipefd[1]);
+	if (pinned)
+		pin(which);
+	return 0;
 }
 
 /* await waits until s's completion counter reaches v: polling it with
@@ -198,9 +227,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: relay -S SIZE [-I ITERS] [-w WARMUP] [-m single|split] [-p] [-z]\n");
 		return 2;
 	}
-	if (pinned && sysconf(_SC_NPROCESSORS_ONLN) < 2) {
-		fprintf(stderr, "relay: -p needs two CPUs\n");
-		return 2;
+	if (pinned) {
+		cpu_set_t allowed;
+		int n = 0;
+		if (sched_getaffinity(0, sizeof allowed, &allowed) < 0)
+			die("sched_getaffinity");
+		for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+			if (CPU_ISSET(c, &allowed))
+				cpu[n++] = c;
+		if (n < 2) {
+			fprintf(stderr, "relay: -p needs two CPUs\n");
+			return 2;
+		}
 	}
 	unsigned long total = warmup + iters;
 
@@ -242,26 +280,19 @@ int main(int argc, char **argv)
 
 	/* This process is the relay of both ends (single) or of A's (split);
 	 * the others end with it, however it ends: they spin. */
-	pid_t parent = getpid(), kids[3];
+	parent = getpid();
+	pid_t kids[3];
 	int nkids = 0, pipefd[2];
 	if (pipe(pipefd) < 0)
 		die("pipe");
-	if ((kids[nkids++] = fork()) == 0) { /* B: answers every message */
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-			_exit(1);
-		if (pinned)
-			pin(1);
+	if ((kids[nkids++] = child(pinned, 1, pipefd, 0)) == 0) { /* B: answers every message */
 		for (unsigned long i = 1; i <= total; i++) {
 			await(&sl[1], i);
 			atomic_store_explicit(&sl[1].posted, i, memory_order_release);
 		}
 		_exit(0);
 	}
-	if ((kids[nkids++] = fork()) == 0) { /* A: sends, waits for the answer, times it */
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-			_exit(1);
-		if (pinned)
-			pin(split ? 0 : 1);
+	if ((kids[nkids++] = child(pinned, split ? 0 : 1, pipefd, 1)) == 0) { /* A: sends, waits for the answer, times it */
 		double t0 = now();
 		for (unsigned long i = 1; i <= total; i++) {
 			if (i == (unsigned long)warmup + 1)
@@ -275,14 +306,10 @@ int main(int argc, char **argv)
 				 "{\"bytes\":%ld,\"iters\":%ld,\"usec_per_xfer\":%.2f,\"mb_per_sec\":%.2f}\n",
 				 size, iters, t / iters / 2 * 1e6, 2.0 * size * iters / t / 1e6);
 		if (write(pipefd[1], line, n) != n)
-			_exit(1);
+			die("write to the relay");
 		_exit(0);
 	}
-	if (split && (kids[nkids++] = fork()) == 0) { /* B's relay */
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-			_exit(1);
-		if (pinned)
-			pin(1);
+	if (split && (kids[nkids++] = child(pinned, 1, pipefd, 0)) == 0) { /* B's relay */
 		relay(&ends[1], 1, size, total, out, in);
 		_exit(0);
 	}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,8 +30,7 @@ func TestRelayShapes(t *testing.T) {
 		for _, size := range []int{64, 65536} {
 			name := fmt.Sprintf("%s/%d", strings.Join(append([]string{"relay"}, shape...), " "), size)
 			t.Run(name, func(t *testing.T) {
-				pinned := strings.Contains(name, "-p")
-				if pinned && runtime.NumCPU() < 2 {
+				if slices.Contains(shape, "-p") && runtime.NumCPU() < 2 {
 					t.Skip("-p needs two CPUs")
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -487,8 +487,10 @@ func TestEngineCPUs(t *testing.T) {
 	}
 	d := mountWith(t, "-engine-cpus", strconv.Itoa(cpu))
 	p := newRingPair(t, d, 4096)
-	threads := func() map[string]int {
-		lists := map[string]int{}
+	// The daemon's threads by Cpus_allowed_list; the group pins its thread
+	// when it starts, and the endpoints are enabled.
+	threads := func() map[string][]string {
+		lists := map[string][]string{}
 		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", d.cmd.Process.Pid))
 		if err != nil {
 			t.Fatal(err)
@@ -500,28 +502,56 @@ func TestEngineCPUs(t *testing.T) {
 			}
 			for _, l := range strings.Split(string(b), "\n") {
 				if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
-					lists[strings.TrimSpace(v)]++
+					v = strings.TrimSpace(v)
+					lists[v] = append(lists[v], filepath.Base(filepath.Dir(f)))
 				}
 			}
 		}
 		return lists
 	}
-	// The group pins its thread when it starts; the endpoints are enabled.
+	want := strconv.Itoa(cpu)
 	deadline := time.Now().Add(10 * time.Second)
 	lists := threads()
-	for lists[strconv.Itoa(cpu)] == 0 && time.Now().Before(deadline) {
+	for len(lists[want]) == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 		lists = threads()
 	}
-	if lists[strconv.Itoa(cpu)] != 1 || len(lists) != 2 {
-		t.Fatalf("daemon threads by Cpus_allowed_list: %v; want one thread on CPU %d and the others on the process's CPUs", lists, cpu)
+	if len(lists[want]) != 1 || len(lists) != 2 {
+		t.Fatalf("daemon threads (ids) by Cpus_allowed_list: %v; want one thread on CPU %d and the others on the process's CPUs", lists, cpu)
 	}
-	must(t, p.b.PostRecv(p.mrB, 0, 64, 1, 0))
-	must(t, p.a.PostSend(p.mrA, 0, 64, 2, 0))
-	for _, cq := range []*client.CQ{p.cqA, p.cqB} {
-		if c := pollN(t, cq, 1)[0]; c.Err != 0 {
-			t.Fatalf("completion %+v", c)
+	// That thread is the engine's: it does the work of a ping-pong.
+	ticks := func() int64 {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", d.cmd.Process.Pid, lists[want][0]))
+		if err != nil {
+			t.Fatal(err)
 		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		s, _ := strconv.ParseInt(f[12], 10, 64)
+		return u + s
+	}
+	t0 := ticks()
+	const n = 3000
+	must(t, p.b.PostRecv(p.mrB, 0, 64, 1, 0))
+	must(t, p.a.PostRecv(p.mrA, 0, 64, 1, 0))
+	for i := 0; i < n; i++ {
+		must(t, p.a.PostSend(p.mrA, 512, 64, 2, 0))
+		for _, c := range append(pollN(t, p.cqA, 1), pollN(t, p.cqB, 1)...) {
+			if c.Err != 0 {
+				t.Fatalf("message %d: completion %+v", i, c)
+			}
+		}
+		must(t, p.b.PostRecv(p.mrB, 0, 64, 1, 0))
+		must(t, p.b.PostSend(p.mrB, 512, 64, 2, 0))
+		for _, c := range append(pollN(t, p.cqB, 1), pollN(t, p.cqA, 1)...) {
+			if c.Err != 0 {
+				t.Fatalf("answer %d: completion %+v", i, c)
+			}
+		}
+		must(t, p.a.PostRecv(p.mrA, 0, 64, 1, 0))
+	}
+	if got := ticks() - t0; got == 0 {
+		t.Errorf("the thread pinned to CPU %d used no CPU time during %d round trips: it is not the engine's", cpu, n)
 	}
 
 	for _, bad := range []string{"x", "1-0", "0,", "-1", fmt.Sprint(runtime.NumCPU() + 64)} {

@@ -32,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -66,7 +67,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fabricfs:", err)
 		os.Exit(2)
 	}
-	var cpus []int
+	var cpus *unix.CPUSet
 	if *engineCPUs != "" {
 		if cpus, err = parseCPUList(*engineCPUs); err != nil {
 			fmt.Fprintln(os.Stderr, "fabricfs: -engine-cpus:", err)
@@ -101,30 +102,35 @@ func verbsConfig(addrs string, port int) (verbs.Config, error) {
 	return cfg, nil
 }
 
-// parseCPUList reads a CPU list as taskset -c and cpusets write them:
-// numbers and ranges N-M, separated by commas.
-func parseCPUList(s string) ([]int, error) {
-	var cpus []int
+// parseCPUList reads a CPU list in the kernel's list format without
+// strides (as taskset -c takes it): numbers and ranges N-M, separated by
+// commas.
+func parseCPUList(s string) (*unix.CPUSet, error) {
+	set := new(unix.CPUSet)
+	max := uint64(8 * unsafe.Sizeof(*set)) // the CPUs a set can name
 	for _, item := range strings.Split(s, ",") {
 		lo, hi, isRange := strings.Cut(strings.TrimSpace(item), "-")
-		first, err := strconv.ParseUint(lo, 10, 16)
+		first, err := strconv.ParseUint(lo, 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("%q is not a CPU number or range", item)
 		}
 		last := first
 		if isRange {
-			if last, err = strconv.ParseUint(hi, 10, 16); err != nil || last < first {
+			if last, err = strconv.ParseUint(hi, 10, 64); err != nil || last < first {
 				return nil, fmt.Errorf("%q is not a CPU range", item)
 			}
 		}
+		if last >= max {
+			return nil, fmt.Errorf("CPU %d: CPUs are numbered below %d", last, max)
+		}
 		for c := first; c <= last; c++ {
-			cpus = append(cpus, int(c))
+			set.Set(int(c))
 		}
 	}
-	return cpus, nil
+	return set, nil
 }
 
-func run(mnt, mapping string, engineCPUs []int, vcfg verbs.Config, opts fs.Options) error {
+func run(mnt, mapping string, engineCPUs *unix.CPUSet, vcfg verbs.Config, opts fs.Options) error {
 	tp, err := tcp.New()
 	if err != nil {
 		return fmt.Errorf("tcp provider: %w", err)
@@ -141,7 +147,7 @@ func run(mnt, mapping string, engineCPUs []int, vcfg verbs.Config, opts fs.Optio
 	}
 	defer fab.Close()
 	if engineCPUs != nil {
-		if err := fab.SetEngineCPUs(engineCPUs); err != nil {
+		if err := fab.SetEngineCPUs(*engineCPUs); err != nil {
 			return fmt.Errorf("-engine-cpus: %w", err)
 		}
 	}
