@@ -384,9 +384,9 @@ func TestIdleEndpoints(t *testing.T) {
 		}
 	}
 	time.Sleep(500 * time.Millisecond) // let the engine go to sleep
-	t0, c0 := time.Now(), cpuTicks(t, pid)
+	t0, c0 := time.Now(), cpuTicks(t, fmt.Sprintf("/proc/%d", pid))
 	time.Sleep(3 * time.Second)
-	ticks, el := cpuTicks(t, pid)-c0, time.Since(t0)
+	ticks, el := cpuTicks(t, fmt.Sprintf("/proc/%d", pid))-c0, time.Since(t0)
 	threads := procThreads(t, pid)
 	cpu := float64(ticks) / 100 / el.Seconds() // USER_HZ is 100
 	t.Logf("%d idle endpoints: %d threads, %.2f%% CPU (%d ticks in %v)", n, threads, cpu*100, ticks, el)
@@ -398,9 +398,10 @@ func TestIdleEndpoints(t *testing.T) {
 	}
 }
 
-// cpuTicks is utime+stime of pid in clock ticks.
-func cpuTicks(t *testing.T, pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+// cpuTicks is utime+stime in clock ticks of the process or thread whose
+// /proc directory is dir (/proc/PID, /proc/PID/task/TID).
+func cpuTicks(t *testing.T, dir string) int64 {
+	b, err := os.ReadFile(dir + "/stat")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -520,17 +521,8 @@ func TestEngineCPUs(t *testing.T) {
 		t.Fatalf("daemon threads (ids) by Cpus_allowed_list: %v; want one thread on CPU %d and the others on the process's CPUs", lists, cpu)
 	}
 	// That thread is the engine's: it does the work of a ping-pong.
-	ticks := func() int64 {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", d.cmd.Process.Pid, lists[want][0]))
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-		u, _ := strconv.ParseInt(f[11], 10, 64)
-		s, _ := strconv.ParseInt(f[12], 10, 64)
-		return u + s
-	}
-	t0 := ticks()
+	engine := fmt.Sprintf("/proc/%d/task/%s", d.cmd.Process.Pid, lists[want][0])
+	t0 := cpuTicks(t, engine)
 	const n = 3000
 	must(t, p.b.PostRecv(p.mrB, 0, 64, 1, 0))
 	must(t, p.a.PostRecv(p.mrA, 0, 64, 1, 0))
@@ -550,7 +542,7 @@ func TestEngineCPUs(t *testing.T) {
 		}
 		must(t, p.a.PostRecv(p.mrA, 0, 64, 1, 0))
 	}
-	if got := ticks() - t0; got == 0 {
+	if got := cpuTicks(t, engine) - t0; got == 0 {
 		t.Errorf("the thread pinned to CPU %d used no CPU time during %d round trips: it is not the engine's", cpu, n)
 	}
 
