@@ -204,6 +204,7 @@ static void relay(struct end *e, int n, long size, unsigned long total, char *ou
 
 int main(int argc, char **argv)
 {
+	parent = getpid(); /* before anything can die(): see there */
 	long size = 0, iters = 10000, warmup = 100;
 	int opt, split = 0, pinned = 0;
 	while ((opt = getopt(argc, argv, "S:I:w:m:pz")) != -1) {
@@ -280,7 +281,6 @@ int main(int argc, char **argv)
 
 	/* This process is the relay of both ends (single) or of A's (split);
 	 * the others end with it, however it ends: they spin. */
-	parent = getpid();
 	pid_t kids[3];
 	int nkids = 0, pipefd[2];
 	if (pipe(pipefd) < 0)
