@@ -286,15 +286,13 @@ run_libfabric() {
 	read -r usec mbps < <(awk '/^[0-9]/ { u = $7; m = $6 } END { print u, m }' "$tmp/fi_cli.out")
 }
 
-# run_fabricfs EP SIZE ITERS: the same through fabricfs. With ff_mnt and
-# ff_wrap set (run_fabricfs-pinned), through that mount, with ringpong run
-# by that command.
-ff_mnt="" ff_wrap=()
+# run_fabricfs EP SIZE ITERS [MNT [WRAP...]]: the same through fabricfs
+# (the mount MNT, default the first; ringpong run by the command WRAP).
 run_fabricfs() {
-	local ep=$1 size=$2 n=$3 spid addr="" rc=0
+	local ep=$1 size=$2 n=$3 spid addr="" rc=0 wrap=("${@:5}")
 	# shellcheck disable=SC2086 # xflags are words
-	local common=(-mnt "${ff_mnt:-$mnt}" -e "$ep" -sizes "$size" -iters "$n" -warmup "$warmup" -json $xflags)
-	timeout "$limit" "${ff_wrap[@]}" bin/ringpong "${common[@]}" -role server -q >"$tmp/rp_srv.out" 2>"$tmp/rp_srv.err" &
+	local common=(-mnt "${4:-$mnt}" -e "$ep" -sizes "$size" -iters "$n" -warmup "$warmup" -json $xflags)
+	timeout "$limit" "${wrap[@]}" bin/ringpong "${common[@]}" -role server -q >"$tmp/rp_srv.out" 2>"$tmp/rp_srv.err" &
 	spid=$!
 	started+=("$spid")
 	for _ in $(seq 500); do
@@ -311,7 +309,7 @@ run_fabricfs() {
 		forget "$spid"
 		return 1
 	fi
-	run_fg timeout "$limit" "${ff_wrap[@]}" bin/ringpong "${common[@]}" -role client -addr "$addr" >"$tmp/rp_cli.out" 2>"$tmp/rp_cli.err" || rc=1
+	run_fg timeout "$limit" "${wrap[@]}" bin/ringpong "${common[@]}" -role client -addr "$addr" >"$tmp/rp_cli.out" 2>"$tmp/rp_cli.err" || rc=1
 	wait "$spid" || rc=1
 	forget "$spid"
 	if [ $rc -ne 0 ]; then
@@ -324,13 +322,7 @@ run_fabricfs() {
 }
 
 # run_fabricfs-pinned EP SIZE ITERS: fabricfs in relay-pinned's placement.
-run_fabricfs-pinned() {
-	local rc=0
-	ff_mnt=$mnt_pinned ff_wrap=(taskset -c "${pin_cpus[1]}")
-	run_fabricfs "$@" || rc=1
-	ff_mnt="" ff_wrap=()
-	return $rc
-}
+run_fabricfs-pinned() { run_fabricfs "$1" "$2" "$3" "$mnt_pinned" taskset -c "${pin_cpus[1]}"; }
 
 # awk_median is the awk function median(a, n) of a[1..n] (it sorts a).
 awk_median='
