@@ -33,6 +33,11 @@ type txItem struct {
 	inj   *[InjectSize]byte // the copied payload of an FI_INJECT send or write
 	flags wire.Flags        // FlagDeliveryComplete, FlagCommitComplete: completes on the peer's ACK
 	rsp   *readRsp
+	// waits: the operation completes on the peer's ACK or read response,
+	// not when written. Decided when the batch is made: by the time the
+	// batch is done the answer may have completed the Op, which then goes
+	// back to core's pool and must not be looked at.
+	waits bool
 }
 
 // readRsp is the response to a peer's read request: the request's header,
@@ -55,12 +60,6 @@ type rxDone struct {
 // needsAck reports whether the send or write completes on the peer's ACK.
 func (it *txItem) needsAck() bool {
 	return it.flags&(wire.FlagDeliveryComplete|wire.FlagCommitComplete) != 0
-}
-
-// waits reports whether the operation completes after it is written: on
-// the peer's ACK, or on its read response.
-func (it *txItem) waits() bool {
-	return it.op != nil && (it.needsAck() || it.op.Kind == core.OpRead)
 }
 
 var injectPool = sync.Pool{New: func() any { return new([InjectSize]byte) }}

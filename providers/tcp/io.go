@@ -594,9 +594,11 @@ func (e *endpoint) nextBatch() bool {
 		}
 		switch {
 		case it.op.Kind == core.OpRead:
+			it.waits = true
 			e.readq.push(it)
 			w.waiting++
 		case it.needsAck():
+			it.waits = true
 			e.ackq.push(it)
 			w.waiting++
 		}
@@ -711,7 +713,7 @@ func (e *endpoint) batchDone(err error) {
 				e.ev.Remote(core.Completion{Flags: fi.CQFlags(fi.RMA | fi.REMOTE_READ), Len: it.rsp.h.Len})
 			}
 			it.rsp.done()
-		case !it.waits():
+		case !it.waits:
 			if it.inj != nil {
 				injectPool.Put(it.inj)
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -94,4 +95,30 @@ func TestRMABadAccess(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRMAOpReusedOnCompletion: the initiator's completion function gives
+// each read's Op back for reuse at once, on the goroutine that completes
+// it, as core's Op pool does; the writer that wrote the request must not
+// look at the Op after that (the race detector checks it).
+func TestRMAOpReusedOnCompletion(t *testing.T) {
+	p := connect(t)
+	mem := pattern(7, 4096)
+	p.srv.ev.Expose(0x77, mem, fi.REMOTE_READ)
+	const n = 1000
+	reused := make(chan done, 2*n) // a second completion of an Op must not block
+	p.cli.ep.complete = func(op *core.Op, c core.Completion) {
+		k := *op
+		*op = core.Op{} // back to the pool
+		reused <- done{&k, c}
+	}
+	got := make([]byte, 64)
+	for i := range n {
+		post(t, p.cli.ep, &core.Op{Kind: core.OpRead, Buf: got, Addr: uint64(i % 64), Key: 0x77, Context: uint64(i + 1)})
+		d := waitDone(t, reused)
+		if d.c.Err != 0 || d.op.Context != uint64(i+1) || !bytes.Equal(got, mem[i%64:][:64]) {
+			t.Fatalf("read %d: completion of context %d: %+v", i+1, d.op.Context, d.c)
+		}
+	}
+	noDone(t, reused, 50*time.Millisecond)
 }
