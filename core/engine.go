@@ -174,7 +174,8 @@ func (g *group) run() {
 			g.e.logf("engine: pinning a group's thread: %v; it runs unpinned", err)
 		}
 	}
-	idle, passes := time.Now(), 0
+	var idle time.Time // when the current idle spell began
+	passes := 0        // empty passes in it
 	for {
 		g.iter.Lock()
 		g.mu.Lock()
@@ -202,9 +203,12 @@ func (g *group) run() {
 		}
 		switch {
 		case busy:
-			idle, passes = time.Now(), 0
+			passes = 0
 			g.iter.Unlock()
 		case passes < spinPasses || time.Since(idle) < spinFor:
+			if passes == 0 {
+				idle = time.Now() // the clock is read once per idle spell
+			}
 			passes++
 			g.iter.Unlock()
 			// Let other threads run: the application a completion just
@@ -214,7 +218,7 @@ func (g *group) run() {
 			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 		default:
 			g.sleep(qs) // unlocks iter while asleep
-			idle, passes = time.Now(), 0
+			passes = 0
 		}
 	}
 }

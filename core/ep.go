@@ -41,7 +41,7 @@ type EP struct {
 	av       *AV
 	cntrs    [numClasses]*Cntr // bound counters, by class
 	opts     map[string]uint64
-	inflight map[*Op]struct{}
+	inflight opList // posted and not finally completed
 	// cancelling counts the Cancel calls under way: see opPool.
 	cancelling atomic.Int32
 	rings      *epRings   // after enable
@@ -77,7 +77,7 @@ func newEP(o *Object) (Impl, error) {
 	if info == nil {
 		return nil, Errorf(fi.ENODATA, "domain %s offers no endpoint", o.Dom.Name)
 	}
-	return &EP{obj: o, info: info, state: stateIdle, opts: map[string]uint64{}, inflight: map[*Op]struct{}{},
+	return &EP{obj: o, info: info, state: stateIdle, opts: map[string]uint64{},
 		dest: uint64(fi.ADDR_UNSPEC), shell: defaultDataParams}, nil
 }
 
@@ -369,13 +369,13 @@ func (e *EP) post(op *Op, wait func(Completion)) error {
 		return Errorf(fi.EOPBADSTATE, "endpoint is %s; enable it first", st)
 	}
 	prov := e.prov
-	e.inflight[op] = struct{}{}
+	e.inflight.add(op)
 	e.mu.Unlock()
 	// A function value, not a closure: no allocation per operation.
 	op.done, op.ep, op.wait = opDone, e, wait
 	if err := prov.Post(op); err != nil {
 		e.mu.Lock()
-		delete(e.inflight, op)
+		e.inflight.remove(op)
 		e.mu.Unlock()
 		return err
 	}
@@ -395,7 +395,7 @@ func (e *EP) completed(op *Op, c Completion) {
 	var rings *epRings
 	e.mu.Lock()
 	if final {
-		delete(e.inflight, op)
+		e.inflight.remove(op)
 		rings = e.rings
 	}
 	withdrawn := final && op.withdrawn && c.Err == fi.ECANCELED
@@ -419,6 +419,34 @@ func (e *EP) completed(op *Op, c Completion) {
 	if final && op.pooled && e.cancelling.Load() == 0 {
 		freeOp(op)
 	}
+}
+
+// opList is an endpoint's posted operations, linked through the Ops
+// themselves: adding and removing one costs no hashing and no allocation.
+type opList struct{ head *Op }
+
+func (l *opList) add(op *Op) {
+	op.prev, op.next = nil, l.head
+	if l.head != nil {
+		l.head.prev = op
+	}
+	l.head = op
+}
+
+// remove takes op out of the list; an Op not in it stays as it is.
+func (l *opList) remove(op *Op) {
+	switch {
+	case op.prev != nil:
+		op.prev.next = op.next
+	case l.head == op:
+		l.head = op.next
+	default:
+		return
+	}
+	if op.next != nil {
+		op.next.prev = op.prev
+	}
+	op.prev, op.next = nil, nil
 }
 
 // opPool holds the Ops of work requests that completed: the rings post
@@ -515,7 +543,7 @@ func (e *EP) Cancel(context uint64) error {
 	e.cancelling.Add(1)
 	defer e.cancelling.Add(-1)
 	var ops []*Op
-	for op := range e.inflight {
+	for op := e.inflight.head; op != nil; op = op.next {
 		if op.Context == context {
 			ops = append(ops, op)
 		}

@@ -159,11 +159,24 @@ func (e *EP) consume(q *workQueue) int {
 	return n
 }
 
-// wrKinds are the work-request operations the endpoint serves, and the
-// kinds of Op they become.
-var wrKinds = map[uint8]OpKind{
-	ring.OpSend: OpSend, ring.OpRecv: OpRecv, ring.OpTSend: OpTSend, ring.OpTRecv: OpTRecv,
-	ring.OpWrite: OpWrite, ring.OpRead: OpRead,
+// wrKind is the kind of Op a work-request operation becomes, if the
+// endpoint serves it.
+func wrKind(op uint8) (OpKind, bool) {
+	switch op {
+	case ring.OpSend:
+		return OpSend, true
+	case ring.OpRecv:
+		return OpRecv, true
+	case ring.OpTSend:
+		return OpTSend, true
+	case ring.OpTRecv:
+		return OpTRecv, true
+	case ring.OpWrite:
+		return OpWrite, true
+	case ring.OpRead:
+		return OpRead, true
+	}
+	return 0, false
 }
 
 // kindCaps is the capability each kind needs.
@@ -172,7 +185,7 @@ var kindCaps = [...]fi.Caps{OpSend: fi.MSG, OpRecv: fi.MSG, OpTSend: fi.TAGGED, 
 // opFromWR checks a work request taken from the ring q serves and makes
 // the operation for it.
 func (e *EP) opFromWR(w *ring.WR, q *workQueue) (*Op, error) {
-	kind, ok := wrKinds[w.Op]
+	kind, ok := wrKind(w.Op)
 	switch {
 	case w.Op >= ring.OpAtomic && w.Op <= ring.OpCompareAtomic:
 		return nil, Errorf(fi.EOPNOTSUPP, "operation %d: atomics are not supported", w.Op)
@@ -251,7 +264,7 @@ func (e *EP) regionFor(desc uint64) (*MR, error) {
 // completion, on the queue's CQ and counter.
 func (e *EP) requestFailed(w *ring.WR, kind OpKind, err error) {
 	e.obj.SetErr(WithOp("work request", err))
-	if k, ok := wrKinds[w.Op]; ok && k.IsRecv() == kind.IsRecv() {
+	if k, ok := wrKind(w.Op); ok && k.IsRecv() == kind.IsRecv() {
 		kind = k
 	}
 	cl := kind.class()

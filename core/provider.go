@@ -301,12 +301,13 @@ type Op struct {
 	Mem    Memory
 	MemOff uint64
 
-	done   func(*Op, Completion)
-	ep     *EP              // the endpoint that posted it, for done
-	wait   func(Completion) // also gets the completion, if not nil (ep's data file)
-	pooled bool             // made by newOp for a work request: freeOp after its final completion
-	desc   uint64           // the work request's memory region, for its completion
-	offset uint64           // and the offset of Buf in it
+	done       func(*Op, Completion)
+	ep         *EP              // the endpoint that posted it, for done
+	wait       func(Completion) // also gets the completion, if not nil (ep's data file)
+	pooled     bool             // made by newOp for a work request: freeOp after its final completion
+	desc       uint64           // the work request's memory region, for its completion
+	offset     uint64           // and the offset of Buf in it
+	prev, next *Op              // in ep's inflight list, under ep.mu
 
 	// withdrawn (under ep.mu) marks a data-file receive that an
 	// interrupted read cancels: its FI_ECANCELED is not reported.

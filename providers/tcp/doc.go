@@ -79,7 +79,8 @@
 // whether its poll(2) found the socket readable; polled, the endpoint reads
 // only then, and stops at a short read. Whoever finds the socket empty (or full) and waits
 // arms a one-shot epoll registration; an engine group polling the socket
-// leaves it disarmed, so arriving data wakes no thread. Completions are
+// takes both registrations out of the epoll set, so arriving data calls
+// and wakes nothing. Completions are
 // delivered from Post, Poll, the connection goroutine, the writer, Cancel
 // and Close, in order per endpoint.
 //

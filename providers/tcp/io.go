@@ -399,6 +399,11 @@ func (e *endpoint) PollReady(ready bool) bool {
 	if e.fd < 0 || e.rxEnded.Load() {
 		return false
 	}
+	// Nobody waits in the netpoller while the group polls (a waiter that
+	// armed before is woken by Park); one that arms meanwhile is taken out
+	// again on the next pass.
+	e.rxW.detach()
+	e.txW.detach()
 	wrote := e.pollTx()
 	total, r, w := e.rd.total, e.rd.r, e.rd.w
 	e.rd.quiet = !ready

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,7 +18,11 @@ import (
 // process-wide epoll set, under its own descriptor (the socket and a dup of
 // it), and re-armed by whoever finds the socket empty (or full) and parks.
 // One goroutine waits on the set and wakes the parked goroutine through its
-// channel.
+// channel. While an engine group polls the socket, both registrations are
+// taken out of the set (detach), not just left disarmed: the socket calls
+// every registration it has on each segment that arrives, and that call, a
+// lock with interrupts off, was a tenth of the kernel's receive path.
+// Whoever next waits puts its registration back.
 
 // netpoller is the process's epoll set of endpoint sockets.
 type netpoller struct {
@@ -76,6 +81,9 @@ type watch struct {
 	fd     int
 	id     uint32
 	events uint32
+	ch     chan struct{}
+	mu     sync.Mutex  // orders arm, detach and remove
+	out    atomic.Bool // taken out of the set by detach; arm puts it back
 }
 
 // add registers fd for events (EPOLLIN or EPOLLOUT), disarmed; an event
@@ -86,7 +94,7 @@ func (p *netpoller) add(fd int, events uint32, ch chan struct{}) (*watch, error)
 	for p.wake[p.next] != nil || p.next == 0 {
 		p.next++
 	}
-	w := &watch{p: p, fd: fd, id: p.next, events: events}
+	w := &watch{p: p, fd: fd, id: p.next, events: events, ch: ch}
 	p.wake[w.id] = ch
 	p.mu.Unlock()
 	ev := unix.EpollEvent{Events: unix.EPOLLONESHOT, Fd: int32(w.id)}
@@ -102,13 +110,40 @@ func (p *netpoller) add(fd int, events uint32, ch chan struct{}) (*watch, error)
 // arm asks for one wake-up when the descriptor becomes ready, or at once
 // if it is ready now. The caller holds the lock that keeps fd open.
 func (w *watch) arm() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	op := unix.EPOLL_CTL_MOD
+	if w.out.Load() {
+		op = unix.EPOLL_CTL_ADD
+	}
 	ev := unix.EpollEvent{Events: w.events | unix.EPOLLRDHUP | unix.EPOLLONESHOT, Fd: int32(w.id)}
-	unix.EpollCtl(w.p.epfd, unix.EPOLL_CTL_MOD, w.fd, &ev)
+	if err := unix.EpollCtl(w.p.epfd, op, w.fd, &ev); err != nil {
+		// Not watched (ENOMEM, ENOSPC): the waiter looks again at once
+		// rather than sleep with nothing to wake it.
+		kick(w.ch)
+		return
+	}
+	w.out.Store(false)
+}
+
+// detach takes the descriptor out of the set until the next arm; a waiter
+// armed before is not woken by it. It costs one atomic load when the
+// descriptor is out already. The caller holds the lock that keeps fd open.
+func (w *watch) detach() {
+	if w.out.Load() {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.out.Load() {
+		unix.EpollCtl(w.p.epfd, unix.EPOLL_CTL_DEL, w.fd, nil)
+		w.out.Store(true)
+	}
 }
 
 // remove unregisters the descriptor; the caller closes it afterwards.
 func (w *watch) remove() {
-	unix.EpollCtl(w.p.epfd, unix.EPOLL_CTL_DEL, w.fd, nil)
+	w.detach()
 	w.p.mu.Lock()
 	delete(w.p.wake, w.id)
 	w.p.mu.Unlock()

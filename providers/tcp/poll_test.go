@@ -1,6 +1,10 @@
 package tcp
 
 import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,5 +84,64 @@ func TestPollReady(t *testing.T) {
 	post(t, cli, &core.Op{Kind: core.OpSend, Buf: []byte("third")})
 	if d := waitDone(t, p.srv.done); d.c.Err != 0 || string(rbuf[:d.c.Len]) != "third" {
 		t.Fatalf("receive %+v %q, want third", d.c, rbuf[:d.c.Len])
+	}
+}
+
+// inEpollSet reports whether fd is registered in the netpoller's epoll
+// set, as /proc/self/fdinfo lists it.
+func inEpollSet(t *testing.T, fd int) bool {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/self/fdinfo/%d", thePoller.epfd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "tfd:" && f[1] == strconv.Itoa(fd) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPolledSocketLeavesEpoll: while an engine group polls an endpoint,
+// neither of its descriptors is in the netpoller's epoll set (each would
+// be called on every arriving segment); once parked, the connection
+// goroutine puts the socket back when it waits, and is woken through it.
+func TestPolledSocketLeavesEpoll(t *testing.T) {
+	p := connect(t)
+	srv, cli := p.srv.ep, p.cli.ep
+	fd, fdOut := srv.PollFD(), srv.fdOut
+	if !inEpollSet(t, fd) || !inEpollSet(t, fdOut) {
+		t.Fatal("a connected endpoint's descriptors are not in the epoll set")
+	}
+	srv.PollReady(false)
+	if inEpollSet(t, fd) || inEpollSet(t, fdOut) {
+		t.Fatal("a polled endpoint's descriptors are still in the epoll set")
+	}
+
+	rbuf := make([]byte, 64)
+	post(t, srv, &core.Op{Kind: core.OpRecv, Buf: rbuf})
+	post(t, cli, &core.Op{Kind: core.OpSend, Buf: []byte("polled")})
+	readable(t, fd)
+	srv.PollReady(true)
+	if d := waitDone(t, p.srv.done); d.c.Err != 0 || string(rbuf[:d.c.Len]) != "polled" {
+		t.Fatalf("receive %+v %q, want polled", d.c, rbuf[:d.c.Len])
+	}
+	if inEpollSet(t, fd) {
+		t.Fatal("the socket went back into the epoll set while polled")
+	}
+
+	srv.Park()
+	deadline := time.Now().Add(waitTime)
+	for !inEpollSet(t, fd) {
+		if time.Now().After(deadline) {
+			t.Fatal("the parked endpoint's connection goroutine never put its socket back")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	post(t, srv, &core.Op{Kind: core.OpRecv, Buf: rbuf})
+	post(t, cli, &core.Op{Kind: core.OpSend, Buf: []byte("parked")})
+	if d := waitDone(t, p.srv.done); d.c.Err != 0 || string(rbuf[:d.c.Len]) != "parked" {
+		t.Fatalf("receive %+v %q, want parked", d.c, rbuf[:d.c.Len])
 	}
 }

@@ -1,0 +1,44 @@
+package core
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestOpList: an endpoint's posted operations, linked through the Ops,
+// in any order of removal; removing an Op that is not listed changes
+// nothing.
+func TestOpList(t *testing.T) {
+	var l opList
+	ops := make([]*Op, 4)
+	for i := range ops {
+		ops[i] = &Op{Context: uint64(i)}
+		l.add(ops[i])
+	}
+	listed := func() []uint64 {
+		var cs []uint64
+		for op := l.head; op != nil; op = op.next {
+			cs = append(cs, op.Context)
+		}
+		return cs
+	}
+	check := func(want ...uint64) {
+		t.Helper()
+		if got := listed(); !slices.Equal(got, want) {
+			t.Fatalf("listed %v, want %v", got, want)
+		}
+	}
+	check(3, 2, 1, 0)
+	l.remove(ops[1]) // in the middle
+	check(3, 2, 0)
+	l.remove(ops[3]) // the head
+	check(2, 0)
+	l.remove(ops[1]) // not listed any more
+	l.remove(&Op{Context: 9})
+	check(2, 0)
+	l.remove(ops[0]) // the tail
+	l.remove(ops[2])
+	check()
+	l.add(ops[1])
+	check(1)
+}
