@@ -195,7 +195,9 @@ func (c *CQ) flushLocked() {
 	}
 	if len(c.overflow) == 0 && c.overruns == 0 {
 		c.overflow = nil
-		r.ClearFlags(ring.Overflow)
+		if r.Flags()&ring.Overflow != 0 { // a load, not a locked write, per completion
+			r.ClearFlags(ring.Overflow)
+		}
 	}
 	if n > 0 {
 		c.notifyLocked()

@@ -48,10 +48,19 @@ type workQueue struct {
 	kind    OpKind // OpSend for tx, OpRecv for rx
 	g       *group
 	blocked atomic.Bool // the provider's queue is full; wait for a completion
+	broken  bool        // the producer broke the indices (consume); used by the group's worker only
 }
 
 // ready reports whether the queue has requests the provider can take.
-func (q *workQueue) ready() bool { return q.r.Len() > 0 && !q.blocked.Load() }
+func (q *workQueue) ready() bool { return q.r.Len() > 0 && !q.blocked.Load() && !q.broken }
+
+// name is the queue's file name: tx or rx.
+func (q *workQueue) name() string {
+	if q.kind.IsRecv() {
+		return "rx"
+	}
+	return "tx"
+}
 
 // unblock lets the queue be served again after a completion freed room.
 func (q *workQueue) unblock() {

@@ -128,3 +128,57 @@ func TestEngineAsksBeforeReading(t *testing.T) {
 		t.Error("A's message was read, but no pass told A its socket was ready")
 	}
 }
+
+// TestBrokenWorkRing: a work ring whose producer sets tail more than
+// entry_count past head is not a queue: the engine reports it once, with
+// an FI_EIO completion, and stops serving it, rather than take up to 2^32
+// requests in one pass; the other queues of its group go on.
+func TestBrokenWorkRing(t *testing.T) {
+	sa, sb, mem, cqr := ringPair(t, lo(t))
+	sa.tx.Publish(1 << 31)
+
+	var cqes []ring.CQE
+	deadline := time.Now().Add(10 * time.Second)
+	reapUntil := func(what string, n int) {
+		t.Helper()
+		for len(cqes) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; completions %+v", what, cqes)
+			}
+			head, tail := cqr.Peek()
+			for ; head != tail; head++ {
+				c, err := ring.DecodeCQE(cqr.Entry(head))
+				if err != nil {
+					t.Fatal(err)
+				}
+				cqes = append(cqes, c)
+			}
+			cqr.Release(head)
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	reapUntil("the broken ring's error", 1)
+	if c := cqes[0]; c.Err != -int32(fi.EIO) || c.Flags&uint64(fi.SEND) == 0 {
+		t.Fatalf("completion %+v, want one FI_EIO error for the send queue", c)
+	}
+
+	// B sends to A through the same group: served.
+	sa.post(t, sa.rx, ring.WR{Op: ring.OpRecv, Context: 7, Len: 64})
+	copy(mem[1024+512:], "still")
+	sb.post(t, sb.tx, ring.WR{Op: ring.OpSend, Context: 8, Offset: 512, Len: 5})
+	reapUntil("B's send and A's receive", 3)
+	got := map[uint64]ring.CQE{}
+	for _, c := range cqes[1:] {
+		if c.Err != 0 {
+			t.Fatalf("completion %+v: only one error, for the broken ring, was due", c)
+		}
+		got[c.Context] = c
+	}
+	if c, ok := got[7]; !ok || c.Len != 5 || string(mem[:5]) != "still" {
+		t.Fatalf("completions %+v, A's buffer %q; want A's receive of still", cqes, mem[:5])
+	}
+	time.Sleep(20 * time.Millisecond)
+	if head, tail := cqr.Peek(); head != tail {
+		t.Fatalf("%d more completions after the broken ring's one error", tail-head)
+	}
+}

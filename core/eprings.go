@@ -123,6 +123,14 @@ func (e *EP) consume(q *workQueue) int {
 	}
 	r := q.r
 	head, tail := r.Peek()
+	if tail-head > r.Entries() {
+		// Not a queue any more: serving it would post (or fail) up to 2^32
+		// requests in one pass while the group's other queues wait.
+		q.broken = true
+		e.requestFailed(&ring.WR{}, q.kind, Errorf(fi.EIO,
+			"%s ring: tail %d - head %d is more than its %d entries; the queue is no longer served", q.name(), tail, head, r.Entries()))
+		return 0
+	}
 	n := 0
 	for head != tail {
 		w, err := ring.DecodeWR(r.Entry(head))

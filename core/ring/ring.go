@@ -129,6 +129,10 @@ type Ring struct {
 	tail       *uint32
 	flags      *uint32
 	wake       *uint32
+	// seenHead is the producer's last load of head (Reserve). Head only
+	// moves forward, so while tail - seenHead leaves room there is room,
+	// and the consumer's cache line is read only when the ring looks full.
+	seenHead uint32
 }
 
 // Init writes a fresh header for a ring of typ (TypeWork or TypeCompletion)
@@ -287,9 +291,11 @@ func (r *Ring) Entry(i uint32) []byte {
 // tail+1, ... tail+Free()-1 are the producer's.
 func (r *Ring) Reserve() ([]byte, bool) {
 	t := atomic.LoadUint32(r.tail)
-	h := atomic.LoadUint32(r.head)
-	if t-h >= r.count {
-		return nil, false
+	if t-r.seenHead >= r.count {
+		r.seenHead = atomic.LoadUint32(r.head)
+		if t-r.seenHead >= r.count {
+			return nil, false
+		}
 	}
 	return r.Entry(t), true
 }

@@ -448,3 +448,41 @@ func TestProducerConsumer(t *testing.T) {
 	}
 	t.Logf("%d entries, %d sleeps, wake word %d", total, sleeps, *cons.WakeWord())
 }
+
+// TestReserveSeesConsumer: the producer's Reserve, which loads head only
+// when the ring looks full, sees every entry the consumer (another view of
+// the mapping, as in another process) frees, never more, and treats a head
+// moved past tail as full.
+func TestReserveSeesConsumer(t *testing.T) {
+	mem := alignedMem(Size(4))
+	p, _ := Init(mem, TypeCompletion, 4, 0)
+	c, err := Open(mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill := func() int {
+		n := 0
+		for ; n < 10; n++ {
+			if _, ok := p.Reserve(); !ok {
+				break
+			}
+			p.Publish(1)
+		}
+		return n
+	}
+	if n := fill(); n != 4 {
+		t.Fatalf("an empty ring of 4 took %d entries", n)
+	}
+	for round, free := range []uint32{1, 3, 2, 4} {
+		head, _ := c.Peek()
+		c.Release(head + free)
+		if n := fill(); n != int(free) {
+			t.Fatalf("round %d: the consumer freed %d entries, the producer filled %d", round, free, n)
+		}
+	}
+	_, tail := c.Peek()
+	c.Release(tail + 1) // a hostile consumer: head past tail
+	if _, ok := p.Reserve(); ok {
+		t.Fatal("Reserve succeeded with head past tail")
+	}
+}
