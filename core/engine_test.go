@@ -182,3 +182,44 @@ func TestBrokenWorkRing(t *testing.T) {
 		t.Fatalf("%d more completions after the broken ring's one error", tail-head)
 	}
 }
+
+// TestWorkRequestOps: the engine answers a request it cannot serve with an
+// error completion carrying the request's context: an operation number it
+// does not know (below, inside and past the table of operations), an
+// atomic, a receive on the tx ring and a tagged send on an endpoint
+// without FI_TAGGED.
+func TestWorkRequestOps(t *testing.T) {
+	sa, _, _, cqr := ringPair(t, lo(t))
+	cases := []struct {
+		op   uint8
+		want fi.Errno
+	}{
+		{0, fi.EINVAL}, {ring.OpCompareAtomic + 1, fi.EINVAL}, {255, fi.EINVAL},
+		{ring.OpAtomic, fi.EOPNOTSUPP}, {ring.OpRecv, fi.EINVAL}, {ring.OpTSend, fi.EOPNOTSUPP},
+	}
+	for i, c := range cases {
+		sa.post(t, sa.tx, ring.WR{Op: c.op, Context: uint64(100 + i), Len: 8})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	var got []ring.CQE
+	for len(got) < len(cases) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d completions of %d: %+v", len(got), len(cases), got)
+		}
+		head, tail := cqr.Peek()
+		for ; head != tail; head++ {
+			q, err := ring.DecodeCQE(cqr.Entry(head))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, q)
+		}
+		cqr.Release(head)
+		time.Sleep(100 * time.Microsecond)
+	}
+	for i, c := range cases {
+		if q := got[i]; q.Context != uint64(100+i) || q.Err != -int32(c.want) {
+			t.Errorf("operation %d: completion %+v, want context %d, err -%d", c.op, q, 100+i, c.want)
+		}
+	}
+}

@@ -167,24 +167,23 @@ func (e *EP) consume(q *workQueue) int {
 	return n
 }
 
+// wrKinds are the work-request operations the endpoint serves, and the
+// kinds of Op they become; an array, so that finding one costs no hashing.
+var wrKinds = [...]struct {
+	kind OpKind
+	ok   bool
+}{
+	ring.OpSend: {OpSend, true}, ring.OpRecv: {OpRecv, true}, ring.OpTSend: {OpTSend, true},
+	ring.OpTRecv: {OpTRecv, true}, ring.OpWrite: {OpWrite, true}, ring.OpRead: {OpRead, true},
+}
+
 // wrKind is the kind of Op a work-request operation becomes, if the
 // endpoint serves it.
 func wrKind(op uint8) (OpKind, bool) {
-	switch op {
-	case ring.OpSend:
-		return OpSend, true
-	case ring.OpRecv:
-		return OpRecv, true
-	case ring.OpTSend:
-		return OpTSend, true
-	case ring.OpTRecv:
-		return OpTRecv, true
-	case ring.OpWrite:
-		return OpWrite, true
-	case ring.OpRead:
-		return OpRead, true
+	if int(op) >= len(wrKinds) {
+		return 0, false
 	}
-	return 0, false
+	return wrKinds[op].kind, wrKinds[op].ok
 }
 
 // kindCaps is the capability each kind needs.
