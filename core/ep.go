@@ -426,27 +426,31 @@ func (e *EP) completed(op *Op, c Completion) {
 type opList struct{ head *Op }
 
 func (l *opList) add(op *Op) {
-	op.prev, op.next = nil, l.head
+	if op.list != nil {
+		return // listed already: a second add would make a loop
+	}
+	op.list, op.prev, op.next = l, nil, l.head
 	if l.head != nil {
 		l.head.prev = op
 	}
 	l.head = op
 }
 
-// remove takes op out of the list; an Op not in it stays as it is.
+// remove takes op out of the list; an Op not in it (in none, or in
+// another endpoint's) stays as it is.
 func (l *opList) remove(op *Op) {
-	switch {
-	case op.prev != nil:
-		op.prev.next = op.next
-	case l.head == op:
-		l.head = op.next
-	default:
+	if op.list != l {
 		return
+	}
+	if op.prev != nil {
+		op.prev.next = op.next
+	} else {
+		l.head = op.next
 	}
 	if op.next != nil {
 		op.next.prev = op.prev
 	}
-	op.prev, op.next = nil, nil
+	op.list, op.prev, op.next = nil, nil, nil
 }
 
 // opPool holds the Ops of work requests that completed: the rings post

@@ -113,8 +113,13 @@ func (e *EP) Ring(name string) (*ring.Region, error) {
 	return e.rings.rxShm, nil
 }
 
-// consume takes the requests published on q and posts them. It returns how
-// many it took. Called only by q's engine group.
+// maxTake bounds the requests consume takes from one queue in one pass, so
+// that a queue of failing requests (each an error completion) does not
+// hold up the other queues of its group for long.
+const maxTake = 256
+
+// consume takes the requests published on q, at most maxTake, and posts
+// them. It returns how many it took. Called only by q's engine group.
 func (e *EP) consume(q *workQueue) int {
 	e.ringMu.Lock()
 	defer e.ringMu.Unlock()
@@ -132,7 +137,7 @@ func (e *EP) consume(q *workQueue) int {
 		return 0
 	}
 	n := 0
-	for head != tail {
+	for head != tail && n < maxTake {
 		w, err := ring.DecodeWR(r.Entry(head))
 		var op *Op
 		if err == nil {

@@ -6,8 +6,9 @@ import (
 )
 
 // TestOpList: an endpoint's posted operations, linked through the Ops,
-// in any order of removal; removing an Op that is not listed changes
-// nothing.
+// in any order of removal; removing an Op that is not listed, or listed
+// by another endpoint, changes nothing, and adding a listed Op again
+// makes no loop.
 func TestOpList(t *testing.T) {
 	var l opList
 	ops := make([]*Op, 4)
@@ -40,5 +41,16 @@ func TestOpList(t *testing.T) {
 	l.remove(ops[2])
 	check()
 	l.add(ops[1])
+	l.add(ops[1]) // listed already: no loop
 	check(1)
+
+	// An Op listed by another endpoint is not this list's to remove.
+	var other opList
+	other.add(ops[2])
+	l.add(ops[3])
+	l.remove(ops[2])
+	check(3, 1)
+	if other.head != ops[2] {
+		t.Fatal("removing another list's Op changed that list")
+	}
 }

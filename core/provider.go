@@ -307,7 +307,8 @@ type Op struct {
 	pooled     bool             // made by newOp for a work request: freeOp after its final completion
 	desc       uint64           // the work request's memory region, for its completion
 	offset     uint64           // and the offset of Buf in it
-	prev, next *Op              // in ep's inflight list, under ep.mu
+	list       *opList          // ep's inflight list while listed, under ep.mu
+	prev, next *Op              // its neighbours there
 
 	// withdrawn (under ep.mu) marks a data-file receive that an
 	// interrupted read cancels: its FI_ECANCELED is not reported.

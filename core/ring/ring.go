@@ -284,8 +284,10 @@ func (r *Ring) Entry(i uint32) []byte {
 }
 
 // Reserve returns the entry at tail for the producer to fill, or false if
-// the ring is full (tail - head >= entry_count; a value above entry_count
-// means the consumer broke the indices, and is treated as full). Reserve
+// the ring is full (tail - head >= entry_count). It loads head only when
+// its last look says full, so a consumer that breaks the indices (tail -
+// head above entry_count) is seen then and treated as full; until then the
+// producer fills entries the last look left it, which are masked. Reserve
 // does not move tail: fill the entry and call Publish(1). To fill several
 // entries before one Publish, use Free and Peek's tail: entries tail,
 // tail+1, ... tail+Free()-1 are the producer's.
