@@ -138,24 +138,9 @@ func TestBrokenWorkRing(t *testing.T) {
 	sa.tx.Publish(1 << 31)
 
 	var cqes []ring.CQE
-	deadline := time.Now().Add(10 * time.Second)
 	reapUntil := func(what string, n int) {
 		t.Helper()
-		for len(cqes) < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s; completions %+v", what, cqes)
-			}
-			head, tail := cqr.Peek()
-			for ; head != tail; head++ {
-				c, err := ring.DecodeCQE(cqr.Entry(head))
-				if err != nil {
-					t.Fatal(err)
-				}
-				cqes = append(cqes, c)
-			}
-			cqr.Release(head)
-			time.Sleep(100 * time.Microsecond)
-		}
+		cqes = reapCQEs(t, cqr, cqes, n, what)
 	}
 	reapUntil("the broken ring's error", 1)
 	if c := cqes[0]; c.Err != -int32(fi.EIO) || c.Flags&uint64(fi.SEND) == 0 {
@@ -200,26 +185,33 @@ func TestWorkRequestOps(t *testing.T) {
 	for i, c := range cases {
 		sa.post(t, sa.tx, ring.WR{Op: c.op, Context: uint64(100 + i), Len: 8})
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	var got []ring.CQE
-	for len(got) < len(cases) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d completions of %d: %+v", len(got), len(cases), got)
-		}
-		head, tail := cqr.Peek()
-		for ; head != tail; head++ {
-			q, err := ring.DecodeCQE(cqr.Entry(head))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, q)
-		}
-		cqr.Release(head)
-		time.Sleep(100 * time.Microsecond)
-	}
+	got := reapCQEs(t, cqr, nil, len(cases), "the error completions")
 	for i, c := range cases {
 		if q := got[i]; q.Context != uint64(100+i) || q.Err != -int32(c.want) {
 			t.Errorf("operation %d: completion %+v, want context %d, err -%d", c.op, q, 100+i, c.want)
 		}
 	}
+}
+
+// reapCQEs appends the completions in cq to cs until it holds n, polling,
+// and fails after 10 s, saying it waited for what.
+func reapCQEs(t *testing.T, cq *ring.Ring, cs []ring.CQE, n int, what string) []ring.CQE {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(cs) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; completions %+v", what, cs)
+		}
+		head, tail := cq.Peek()
+		for ; head != tail; head++ {
+			c, err := ring.DecodeCQE(cq.Entry(head))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs = append(cs, c)
+		}
+		cq.Release(head)
+		time.Sleep(100 * time.Microsecond)
+	}
+	return cs
 }
