@@ -129,10 +129,6 @@ type Ring struct {
 	tail       *uint32
 	flags      *uint32
 	wake       *uint32
-	// seenHead is the producer's last load of head (Reserve). Head only
-	// moves forward, so while tail - seenHead leaves room there is room,
-	// and the consumer's cache line is read only when the ring looks full.
-	seenHead uint32
 }
 
 // Init writes a fresh header for a ring of typ (TypeWork or TypeCompletion)
@@ -284,20 +280,16 @@ func (r *Ring) Entry(i uint32) []byte {
 }
 
 // Reserve returns the entry at tail for the producer to fill, or false if
-// the ring is full (tail - head >= entry_count). It loads head only when
-// its last look says full, so a consumer that breaks the indices (tail -
-// head above entry_count) is seen then and treated as full; until then the
-// producer fills entries the last look left it, which are masked. Reserve
+// the ring is full (tail - head >= entry_count; a value above entry_count
+// means the consumer broke the indices, and is treated as full). Reserve
 // does not move tail: fill the entry and call Publish(1). To fill several
 // entries before one Publish, use Free and Peek's tail: entries tail,
 // tail+1, ... tail+Free()-1 are the producer's.
 func (r *Ring) Reserve() ([]byte, bool) {
 	t := atomic.LoadUint32(r.tail)
-	if t-r.seenHead >= r.count {
-		r.seenHead = atomic.LoadUint32(r.head)
-		if t-r.seenHead >= r.count {
-			return nil, false
-		}
+	h := atomic.LoadUint32(r.head)
+	if t-h >= r.count {
+		return nil, false
 	}
 	return r.Entry(t), true
 }

@@ -449,10 +449,9 @@ func TestProducerConsumer(t *testing.T) {
 	t.Logf("%d entries, %d sleeps, wake word %d", total, sleeps, *cons.WakeWord())
 }
 
-// TestReserveSeesConsumer: the producer's Reserve, which loads head only
-// when the ring looks full, sees every entry the consumer (another view of
-// the mapping, as in another process) frees, never more, and treats a head
-// moved past tail as full.
+// TestReserveSeesConsumer: the producer's Reserve sees every entry the
+// consumer (another view of the mapping, as in another process) frees,
+// never more, and treats a head moved past tail as full.
 func TestReserveSeesConsumer(t *testing.T) {
 	mem := alignedMem(Size(4))
 	p, _ := Init(mem, TypeCompletion, 4, 0)
