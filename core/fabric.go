@@ -45,7 +45,7 @@ type Fabric struct {
 func New(provs ...Provider) (*Fabric, error) {
 	f := &Fabric{provs: provs, domains: map[string][]*Domain{}, ObjectLimit: DefaultObjectLimit, perUID: map[uint32]int{}}
 	f.eng.logf = f.logf
-	shm, err := NewShm(DefaultMapping(), "")
+	shm, err := NewShm(DefaultMapping())
 	if err != nil {
 		return nil, err
 	}
@@ -115,14 +115,6 @@ func DefaultMapping() string {
 		return MapPassthrough
 	}
 	return MapSymlink
-}
-
-// shmBase is where MapSymlink directories go: /dev/shm when it exists.
-func shmBase() string {
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		return "/dev/shm"
-	}
-	return os.TempDir()
 }
 
 // Providers returns the providers in registration order.

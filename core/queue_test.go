@@ -45,7 +45,7 @@ func TestQueue(t *testing.T) {
 }
 
 func TestCQOverflowAndOverrun(t *testing.T) {
-	shm, err := NewShm(MapSymlink, t.TempDir())
+	shm, err := NewShm(MapSymlink)
 	if err != nil {
 		t.Fatal(err)
 	}

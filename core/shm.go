@@ -1,11 +1,17 @@
 package core
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"net"
 	"os"
-	"path/filepath"
-	"strconv"
+	"os/exec"
 	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/core/ring"
@@ -16,90 +22,322 @@ const (
 	// MapPassthrough serves the file itself with FUSE passthrough to a
 	// daemon-owned memfd (root, Linux >= 6.9).
 	MapPassthrough = "passthrough"
-	// MapSymlink makes the file a symbolic link to a file in a private
-	// tmpfs directory per uid.
+	// MapSymlink makes the file a symbolic link to /proc/PID/fd/N, the
+	// memfd as a descriptor of a process the caller may open it from: the
+	// daemon's own, or a holder (see ServeHolder) running as the caller.
 	MapSymlink = "symlink"
 )
 
-// Shm allocates the shared memory behind ring files and memory regions.
+// HolderArg is the argument that makes the fabricfs binary run
+// ServeHolder instead of the daemon.
+const HolderArg = "shm-holder"
+
+// holderTimeout bounds one exchange with a holder; one that does not answer
+// in time is killed.
+const holderTimeout = 5 * time.Second
+
+// Shm allocates the shared memory behind ring files and memory regions:
+// every region is a sealed memfd (ring.NewMemfd), whose size nobody can
+// change.
+//
+// In MapSymlink mode a client opens /proc/PID/fd/N, which the kernel allows
+// only when it may inspect process PID: the daemon itself for root and for
+// the daemon's own user and group; for anyone else a holder process
+// running as that user and group, started on first need, to which the
+// daemon passes the memfds that user opens. A holder keeps nothing but
+// those descriptors and exits when the daemon closes its socket.
 type Shm struct {
 	// Mode is MapPassthrough or MapSymlink.
 	Mode string
-	// Dir is the tmpfs directory under which MapSymlink files live, one
-	// 0700 subdirectory per uid. fabricfs creates and removes it.
-	Dir string
+	// HolderCommand runs a holder: a program that calls ServeHolder on
+	// its standard input. Without one (or when the daemon may not change
+	// user), every MapSymlink link names the daemon's own descriptor.
+	HolderCommand []string
 
-	mu   sync.Mutex
-	uids map[uint32]bool
+	mu      sync.Mutex
+	held    map[*ring.Region]map[*holder]int // region -> holder -> descriptor number there
+	holders map[ugid]*holder
 }
 
-// NewShm prepares shared memory in mode; with MapSymlink it makes a private
-// directory under base (a tmpfs; "" means /dev/shm, or the temporary
-// directory where there is no /dev/shm).
-func NewShm(mode, base string) (*Shm, error) {
-	s := &Shm{Mode: mode, uids: map[uint32]bool{}}
-	if base == "" {
-		base = shmBase()
-	}
-	switch mode {
-	case MapPassthrough:
-	case MapSymlink:
-		dir, err := os.MkdirTemp(base, "fabricfs.")
-		if err != nil {
-			return nil, err
-		}
-		if err := os.Chmod(dir, 0o711); err != nil { // others may reach their own subdirectory
-			os.RemoveAll(dir)
-			return nil, err
-		}
-		s.Dir = dir
-	default:
+// ugid is a user and group a holder runs as.
+type ugid struct{ uid, gid uint32 }
+
+// NewShm prepares shared memory in mode.
+func NewShm(mode string) (*Shm, error) {
+	if mode != MapPassthrough && mode != MapSymlink {
 		return nil, fmt.Errorf("unknown mapping mode %q (want %s or %s)", mode, MapPassthrough, MapSymlink)
 	}
-	return s, nil
+	return &Shm{Mode: mode, held: map[*ring.Region]map[*holder]int{}, holders: map[ugid]*holder{}}, nil
 }
 
 // alloc makes size bytes of shared memory for object o; name tells its use
 // ("tx", "rx", "cq", "mr").
 func (s *Shm) alloc(o *Object, name string, size int) (*ring.Region, error) {
-	label := fmt.Sprintf("%s-%s-%s-%d", o.Dom.Name, o.Kind, name, o.Serial)
-	var r *ring.Region
-	var err error
-	if s.Mode == MapPassthrough {
-		r, err = ring.NewMemfd("fabricfs-"+label, size)
-	} else {
-		var dir string
-		if dir, err = s.userDir(o.Owner); err == nil {
-			r, err = ring.NewFile(dir, label, size, int(o.Owner), int(o.Owner))
-		}
-	}
+	label := fmt.Sprintf("fabricfs-%s-%s-%s-%d", o.Dom.Name, o.Kind, name, o.Serial)
+	r, err := ring.NewMemfd(label, size)
 	if err != nil {
 		return nil, Errorf(fi.ENOMEM, "shared memory for %s %s: %v", o, name, err)
+	}
+	if s.Mode == MapSymlink {
+		s.mu.Lock()
+		s.held[r] = map[*holder]int{}
+		s.mu.Unlock()
+		r.OnClose(func() { s.release(r) })
 	}
 	return r, nil
 }
 
-// userDir is uid's private directory in MapSymlink mode.
-func (s *Shm) userDir(uid uint32) (string, error) {
-	dir := filepath.Join(s.Dir, strconv.FormatUint(uint64(uid), 10))
+// release takes r's descriptors back from the holders.
+func (s *Shm) release(r *ring.Region) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.uids[uid] {
-		if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
-			return "", err
-		}
-		if err := os.Chown(dir, int(uid), int(uid)); err != nil {
-			return "", err
-		}
-		s.uids[uid] = true
+	hs := s.held[r]
+	delete(s.held, r)
+	s.mu.Unlock()
+	for h, n := range hs {
+		h.drop(n)
 	}
-	return dir, nil
 }
 
-// Close removes the private directory.
+// Link is the target of a MapSymlink link to r for a caller running as
+// uid and gid: a /proc/PID/fd/N path that caller may open.
+func (s *Shm) Link(r *ring.Region, uid, gid uint32) (string, error) {
+	s.mu.Lock()
+	hs, ok := s.held[r]
+	if !ok {
+		s.mu.Unlock()
+		return "", Errorf(fi.ENOENT, "shared memory is closed")
+	}
+	if uid == 0 || os.Geteuid() != 0 || len(s.HolderCommand) == 0 {
+		s.mu.Unlock()
+		return fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), r.File.Fd()), nil
+	}
+	k := ugid{uid, gid}
+	h := s.holders[k]
+	if h == nil || h.dead() {
+		h = &holder{exited: make(chan struct{})}
+		s.holders[k] = h
+	}
+	n, ok := hs[h]
+	if ok {
+		s.mu.Unlock()
+		return h.path(n), nil
+	}
+	// Pass a duplicate: release may close r's own descriptor meanwhile.
+	dup, err := unix.FcntlInt(r.File.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	s.mu.Unlock()
+	if err != nil {
+		return "", Errorf(fi.EMFILE, "shared memory: %v", err)
+	}
+	n, err = h.hold(s.HolderCommand, k, dup)
+	unix.Close(dup)
+	if err != nil {
+		return "", Errorf(fi.EIO, "holder for uid %d gid %d: %v", uid, gid, err)
+	}
+	s.mu.Lock()
+	hs, open := s.held[r]
+	m, twice := hs[h]
+	if open && !twice {
+		hs[h] = n
+	}
+	s.mu.Unlock()
+	switch {
+	case !open:
+		h.drop(n)
+		return "", Errorf(fi.ENOENT, "shared memory is closed")
+	case twice: // a concurrent Link passed it first
+		h.drop(n)
+		n = m
+	}
+	return h.path(n), nil
+}
+
+// Close stops the holders; their descriptors close with them.
 func (s *Shm) Close() error {
-	if s.Dir == "" {
+	s.mu.Lock()
+	hs := s.holders
+	s.holders = map[ugid]*holder{}
+	s.mu.Unlock()
+	for _, h := range hs {
+		h.mu.Lock()
+		h.stop()
+		h.mu.Unlock()
+	}
+	return nil
+}
+
+// A holder is one holder process as the daemon sees it.
+type holder struct {
+	mu     sync.Mutex // one exchange at a time
+	pid    int
+	conn   *net.UnixConn // SOCK_SEQPACKET; nil until started
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when the process has exited
+}
+
+// path is where descriptor n of the holder is opened.
+func (h *holder) path(n int) string { return fmt.Sprintf("/proc/%d/fd/%d", h.pid, n) }
+
+func (h *holder) dead() bool {
+	select {
+	case <-h.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// start runs the holder as k with its socket as standard input; its
+// standard output and error are /dev/null, so it holds nothing of the
+// daemon's but that socket.
+func (h *holder) start(argv []string, k ugid) error {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return os.NewSyscallError("socketpair", err)
+	}
+	mine, theirs := os.NewFile(uintptr(fds[0]), "holder"), os.NewFile(uintptr(fds[1]), "holder")
+	defer theirs.Close()
+	c, err := net.FileConn(mine)
+	mine.Close()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Env, cmd.Dir = theirs, []string{}, "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: k.uid, Gid: k.gid, Groups: []uint32{}}}
+	if err := cmd.Start(); err != nil {
+		c.Close()
+		return err
+	}
+	h.pid, h.conn, h.cmd = cmd.Process.Pid, c.(*net.UnixConn), cmd
+	go func() {
+		cmd.Wait()
+		close(h.exited)
+	}()
+	return nil
+}
+
+// hold passes descriptor fd to the holder (starting it if need be) and
+// returns the number it has there.
+func (h *holder) hold(argv []string, k ugid, fd int) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.dead() {
+		return 0, errors.New("the holder has exited")
+	}
+	if h.conn == nil {
+		if err := h.start(argv, k); err != nil {
+			close(h.exited)
+			return 0, err
+		}
+	}
+	h.conn.SetDeadline(time.Now().Add(holderTimeout))
+	if _, _, err := h.conn.WriteMsgUnix([]byte{'h'}, unix.UnixRights(fd), nil); err != nil {
+		h.stop()
+		return 0, err
+	}
+	var b [8]byte
+	n, _, _, _, err := h.conn.ReadMsgUnix(b[:], nil)
+	if err == nil && n != 4 {
+		err = fmt.Errorf("reply of %d bytes", n)
+	}
+	n = int(int32(binary.LittleEndian.Uint32(b[:])))
+	if err == nil && n < 3 {
+		err = fmt.Errorf("reply names descriptor %d", n)
+	}
+	if err != nil {
+		h.stop()
+		return 0, err
+	}
+	return n, nil
+}
+
+// drop has the holder close descriptor n.
+func (h *holder) drop(n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conn == nil || h.dead() {
+		return
+	}
+	msg := binary.LittleEndian.AppendUint32([]byte{'d'}, uint32(n))
+	h.conn.SetDeadline(time.Now().Add(holderTimeout))
+	if _, err := h.conn.Write(msg); err != nil {
+		h.stop()
+	}
+}
+
+// stop closes the holder's socket, which ends it, and kills it if it is
+// still there after holderTimeout. The caller holds h.mu.
+func (h *holder) stop() {
+	if h.conn == nil {
+		return
+	}
+	h.conn.Close()
+	select {
+	case <-h.exited:
+	case <-time.After(holderTimeout):
+		h.cmd.Process.Kill()
+		<-h.exited
+	}
+}
+
+// ServeHolder is a holder process's whole work, on the socket conn (its
+// standard input): keep every descriptor the daemon passes ('h' with one
+// descriptor; the reply is its number, 4 bytes little-endian) until the
+// daemon drops it ('d' and the number), and return when the daemon closes
+// the socket. It never closes a descriptor it was not given.
+func ServeHolder(conn *os.File) error {
+	c, err := net.FileConn(conn)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return fmt.Errorf("standard input is not a unix socket")
+	}
+	held := map[int]bool{}
+	buf, oob := make([]byte, 16), make([]byte, unix.CmsgSpace(4*4))
+	for {
+		n, oobn, _, _, err := uc.ReadMsgUnix(buf, oob)
+		if n == 0 || errors.Is(err, net.ErrClosed) {
+			return nil // the daemon is gone
+		}
+		if err != nil {
+			return err
+		}
+		fds := receivedFds(oob[:oobn])
+		switch {
+		case buf[0] == 'h' && n == 1 && len(fds) == 1:
+			held[fds[0]] = true
+			if _, err := uc.Write(binary.LittleEndian.AppendUint32(nil, uint32(fds[0]))); err != nil {
+				return err
+			}
+			fds = nil
+		case buf[0] == 'd' && n == 5:
+			if fd := int(binary.LittleEndian.Uint32(buf[1:5])); held[fd] {
+				unix.Close(fd)
+				delete(held, fd)
+			}
+		default:
+			return fmt.Errorf("bad message from the daemon: % x", buf[:n])
+		}
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
+}
+
+// receivedFds are the descriptors of SCM_RIGHTS messages in oob.
+func receivedFds(oob []byte) []int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
 		return nil
 	}
-	return os.RemoveAll(s.Dir)
+	var fds []int
+	for _, m := range msgs {
+		if f, err := unix.ParseUnixRights(&m); err == nil {
+			fds = append(fds, f...)
+		}
+	}
+	return fds
 }

@@ -131,8 +131,13 @@ func (f *file) fillAttr(out *fuse.Attr) {
 	}
 }
 
-// Setattr accepts and ignores truncation, so `echo 64 > attr/tx_size` works.
+// Setattr accepts and ignores truncation, so `echo 64 > attr/tx_size`
+// works, except on shared memory (f.size set), whose size is fixed: as the
+// sealed memfd behind it does in the symlink mode, it refuses a new size.
 func (f *file) Setattr(ctx context.Context, fh fusefs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if sz, ok := in.GetSize(); ok && f.size != nil && sz != f.size() {
+		return syscall.EPERM
+	}
 	f.fillAttr(&out.Attr)
 	return 0
 }
@@ -163,7 +168,12 @@ func (f *file) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, uint3
 type link struct {
 	fusefs.Inode
 	meta
-	target string
+	target func(ctx context.Context) (string, syscall.Errno) // may depend on the caller
+}
+
+// fixedTarget is a link target that is the same for every caller.
+func fixedTarget(s string) func(context.Context) (string, syscall.Errno) {
+	return func(context.Context) (string, syscall.Errno) { return s, 0 }
 }
 
 var (
@@ -171,19 +181,30 @@ var (
 	_ = (fusefs.NodeGetattrer)((*link)(nil))
 )
 
-func (l *link) Readlink(ctx context.Context) ([]byte, syscall.Errno) { return []byte(l.target), 0 }
+func (l *link) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	s, errno := l.target(ctx)
+	return []byte(s), errno
+}
 
 func (l *link) Getattr(ctx context.Context, fh fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	l.fill(&out.Attr)
-	out.Size = uint64(len(l.target))
+	s, _ := l.target(ctx)
+	out.Size = uint64(len(s))
 	return 0
 }
 
 func callerUID(ctx context.Context) uint32 {
+	uid, _ := caller(ctx)
+	return uid
+}
+
+// caller is the user and group of the process behind a request (root
+// when there is none).
+func caller(ctx context.Context) (uid, gid uint32) {
 	if c, ok := fuse.FromContext(ctx); ok {
-		return c.Uid
+		return c.Uid, c.Gid
 	}
-	return 0
+	return 0, 0
 }
 
 func openFlagsNonblock(flags uint32) bool { return flags&syscall.O_NONBLOCK != 0 }

@@ -15,8 +15,9 @@ import (
 // application the daemon's own pages. With core.MapPassthrough the file is
 // served by FUSE passthrough to the daemon's memfd: the kernel does reads,
 // writes and mmap on the memfd itself and FUSE's page cache is never
-// involved. With core.MapSymlink the file is a symbolic link to a file in a
-// private tmpfs directory of the owner.
+// involved. With core.MapSymlink the file is a symbolic link to the memfd
+// as /proc/PID/fd/N of a process the caller may open it from (core.Shm.Link),
+// so the target depends on who reads the link.
 
 // shmHandle is an open passthrough file.
 type shmHandle struct {
@@ -61,11 +62,18 @@ func (t *tree) shmEntry(o *core.Object, name string, slot int, region func() (*r
 	if shm.Mode == core.MapSymlink {
 		m := meta{mode: syscall.S_IFLNK | 0o777, uid: o.Owner}
 		return entry{name: name, ino: objIno(o, slot), meta: m, node: func() fusefs.InodeEmbedder {
-			target := ""
-			if r, err := region(); err == nil {
-				target = r.Path
-			}
-			return &link{meta: m, target: target}
+			return &link{meta: m, target: func(ctx context.Context) (string, syscall.Errno) {
+				r, err := region()
+				if err == nil {
+					uid, gid := caller(ctx)
+					var target string
+					if target, err = shm.Link(r, uid, gid); err == nil {
+						return target, 0
+					}
+				}
+				o.SetErr(core.WithOp("readlink "+name, err))
+				return "", errno(err)
+			}}
 		}}
 	}
 	m := meta{mode: syscall.S_IFREG | 0o600, uid: o.Owner}

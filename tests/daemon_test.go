@@ -46,8 +46,15 @@ func TestSignalUnmountsWithFilesOpen(t *testing.T) {
 
 // asUser runs a shell command as uid/gid and returns its combined output.
 func asUser(uid uint32, script string, env ...string) (string, error) {
+	return runShell(&syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}, script, env...)
+}
+
+// shell runs a shell command as the test's own user.
+func shell(script string, env ...string) (string, error) { return runShell(nil, script, env...) }
+
+func runShell(attr *syscall.SysProcAttr, script string, env ...string) (string, error) {
 	cmd := exec.Command("sh", "-c", script)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	cmd.SysProcAttr = attr
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err

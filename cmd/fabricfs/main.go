@@ -45,11 +45,19 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == core.HolderArg {
+		// A holder of shared memory for one user (core.Shm), started
+		// by the daemon with a socket as standard input.
+		if err := core.ServeHolder(os.Stdin); err != nil {
+			os.Exit(1)
+		}
+		return
+	}
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
 	log.SetPrefix("fabricfs: ")
 	debug := flag.Bool("debug", false, "log every FUSE request")
 	allowOther := flag.Bool("allow-other", os.Geteuid() == 0, "let every user use the tree (default as root)")
-	mapping := flag.String("mapping", core.DefaultMapping(), "how clients reach shared memory: passthrough (FUSE passthrough; root, Linux >= 6.9) or symlink (links into a private tmpfs directory)")
+	mapping := flag.String("mapping", core.DefaultMapping(), "how clients reach shared memory: passthrough (FUSE passthrough; root, Linux >= 6.9) or symlink (links to /proc/PID/fd/N of the daemon or of a holder process running as the user)")
 	verbsAddrs := flag.String("verbs-addrs", "", "comma-separated IP addresses, one verbs device each (default: the host's interface addresses; none: no device)")
 	rocePort := flag.Int("roce-port", roce.Port, "the UDP port of every verbs device of the fabric (RoCEv2)")
 	engineCPUs := flag.String("engine-cpus", "", "CPUs the ring engine's threads run on, e.g. 0 or 2-3,6 (default: wherever the scheduler puts them)")
@@ -152,12 +160,13 @@ func run(mnt, mapping string, engineCPUs *unix.CPUSet, vcfg verbs.Config, opts f
 		}
 	}
 	if mapping != fab.Shm.Mode {
-		shm, err := core.NewShm(mapping, "")
+		shm, err := core.NewShm(mapping)
 		if err != nil {
 			return err
 		}
 		fab.SetShm(shm)
 	}
+	fab.Shm.HolderCommand = []string{"/proc/self/exe", core.HolderArg}
 	srv, err := fs.Mount(fab, mnt, opts)
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", mnt, err)

@@ -6,7 +6,7 @@
 // # Who uses it
 //
 // Both sides of the ABI: the daemon (package core) creates the rings (Init,
-// over a Region from NewMemfd or NewFile), consumes the work queues ep/N/tx
+// over a Region from NewMemfd), consumes the work queues ep/N/tx
 // and ep/N/rx and produces into the completion queues cq/N/data; the Go
 // client maps the same files (MapFile, then Open) and plays the other
 // roles. The package depends on nothing of fabricfs, so a client need not
@@ -67,8 +67,7 @@
 //
 // # Memory
 //
-// A Region is a file mapped MAP_SHARED: a memfd (NewMemfd) that the daemon
-// serves with FUSE passthrough, or a 0600 file in a private tmpfs directory
-// owned by the client's uid (NewFile) that the ring file links to. Clients
-// use MapFile on the ring file's path either way.
+// A Region is a file mapped MAP_SHARED: a sealed memfd (NewMemfd) that the
+// daemon serves with FUSE passthrough or links to as /proc/PID/fd/N.
+// Clients use MapFile on the ring file's path either way.
 package ring

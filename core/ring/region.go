@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -15,74 +13,39 @@ import (
 type Region struct {
 	File *os.File // the backing file, open read-write
 	Mem  []byte   // the whole file, mapped
-	// Path is the file that Close removes: set by NewFile only ("" for a
-	// memfd, and for MapFile, whose file belongs to someone else).
-	Path string
+
+	onClose []func()
 }
 
-// NewMemfd makes size bytes of anonymous shared memory: memfd_create(name,
-// MFD_CLOEXEC), ftruncate, mmap. The daemon serves it with FUSE passthrough,
-// or hands the descriptor to a child process.
+// NewMemfd makes size bytes of anonymous shared memory: memfd_create(name),
+// ftruncate, seal, mmap. The seals (F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_SEAL)
+// fix the size for good: whoever else opens the memfd may write its bytes
+// but cannot truncate it, so the daemon's mapping can never lose its pages
+// under it (which would be a SIGBUS, fatal to a Go program). The daemon
+// serves the memfd with FUSE passthrough or at a /proc/PID/fd/N path.
 func NewMemfd(name string, size int) (*Region, error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("ring: memfd %q of %d bytes", name, size)
 	}
-	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return nil, os.NewSyscallError("memfd_create", err)
 	}
 	f := os.NewFile(uintptr(fd), "memfd:"+name)
-	return mapNew(f, size, "")
-}
-
-// NewFile makes size bytes of shared memory as the file dir/name, for when
-// FUSE passthrough is not available and a ring file is a symbolic link to
-// it: dir should be a tmpfs (such as a private directory under /dev/shm).
-// The file is created exclusively (it must not exist; symbolic links are not
-// followed) with mode 0600 and owned by uid:gid (-1 leaves one unchanged;
-// changing them needs privilege), then sized and mapped. Close removes it.
-func NewFile(dir, name string, size int, uid, gid int) (*Region, error) {
-	if size <= 0 {
-		return nil, fmt.Errorf("ring: file %q of %d bytes", name, size)
-	}
-	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
-		return nil, fmt.Errorf("ring: bad file name %q", name)
-	}
-	path := filepath.Join(dir, name)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	fail := func(err error) (*Region, error) {
-		f.Close()
-		os.Remove(path)
-		return nil, err
-	}
-	if err := f.Chmod(0o600); err != nil { // whatever the umask
-		return fail(err)
-	}
-	if err := f.Chown(uid, gid); err != nil {
-		return fail(err)
-	}
-	r, err := mapNew(f, size, path)
-	if err != nil {
-		os.Remove(path)
-	}
-	return r, err
-}
-
-// mapNew sizes f and maps it; on failure it closes f.
-func mapNew(f *os.File, size int, path string) (*Region, error) {
 	if err := f.Truncate(int64(size)); err != nil {
 		f.Close()
 		return nil, err
+	}
+	if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_SEAL); err != nil {
+		f.Close()
+		return nil, os.NewSyscallError("fcntl F_ADD_SEALS", err)
 	}
 	mem, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		f.Close()
 		return nil, os.NewSyscallError("mmap", err)
 	}
-	return &Region{File: f, Mem: mem, Path: path}, nil
+	return &Region{File: f, Mem: mem}, nil
 }
 
 // MapFile maps an existing file, the client's side: open read-write
@@ -112,10 +75,19 @@ func MapFile(path string) (*Region, error) {
 	return &Region{File: f, Mem: mem}, nil
 }
 
-// Close unmaps the memory, closes the file and removes Path if set. Rings
-// over the memory must not be used afterwards. Close may be called again;
-// it then does nothing.
+// OnClose has Close call f first, while the memory and the file are still
+// there; functions run in the order they were added. Not safe to call
+// concurrently with Close.
+func (r *Region) OnClose(f func()) { r.onClose = append(r.onClose, f) }
+
+// Close runs the OnClose functions, unmaps the memory and closes the file.
+// Rings over the memory must not be used afterwards. Close may be called
+// again; it then does nothing.
 func (r *Region) Close() error {
+	for _, f := range r.onClose {
+		f()
+	}
+	r.onClose = nil
 	var errs []error
 	if r.Mem != nil {
 		if err := unix.Munmap(r.Mem); err != nil {
@@ -128,12 +100,6 @@ func (r *Region) Close() error {
 			errs = append(errs, err)
 		}
 		r.File = nil
-	}
-	if r.Path != "" {
-		if err := os.Remove(r.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
-		}
-		r.Path = ""
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,110 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSharedMemoryKeepsItsSize: nobody can change the size of a ring or a
+// memory region, in either mapping mode, so the daemon's own mapping never
+// loses pages under it (a SIGBUS would end the daemon for every user). A
+// client still reads and writes the bytes, and after the attempts the
+// daemon still serves and the CQ still reaches its ring.
+func TestSharedMemoryKeepsItsSize(t *testing.T) {
+	forEachMapping(t, func(t *testing.T, d *daemon) {
+		D := d.path("tcp", "lo")
+		out, err := shell(`
+set -eu
+mkdir $D/cq/c $D/mr/m
+echo 4096 > $D/mr/m/attr/len
+echo reg > $D/mr/m/ctl
+for f in cq/c/data mr/m/data; do
+	size=$(stat -L -c %s $D/$f)
+	truncate -s 0 $D/$f 2>/dev/null && { echo "$f: shrunk"; exit 1; }
+	truncate -s 1G $D/$f 2>/dev/null && { echo "$f: grown"; exit 1; }
+	{ printf x > $D/$f; } 2>/dev/null && { echo "$f: truncated by >"; exit 1; }
+	[ "$(stat -L -c %s $D/$f)" = "$size" ] || { echo "$f: size changed"; exit 1; }
+done
+printf 'kept' 1<> $D/mr/m/data
+head -c 4 $D/mr/m/data; echo
+cat $D/cq/c/status`, "D="+D)
+		if err != nil || !strings.HasPrefix(out, "kept\ncq c ") {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	})
+}
+
+// TestSymlinkMappingForOtherUsers: in the symlink mode a root daemon gives
+// another user's ring files as descriptors of a holder process running as
+// that user. The user maps them; the size is fixed; a third user cannot
+// open them; rmdir takes the descriptor back; the holder ends with the
+// daemon.
+func TestSymlinkMappingForOtherUsers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to act as another user")
+	}
+	d := mountWith(t, "-mapping=symlink")
+	openUp(t, filepath.Dir(d.mnt))
+	D := d.path("tcp", "lo")
+	out, err := asUser(nobody, `
+set -eu
+mkdir $D/cq/theirs
+readlink $D/cq/theirs/data
+od -An -c -N4 $D/cq/theirs/data | tr -d ' '
+truncate -s 0 $D/cq/theirs/data 2>/dev/null && echo shrunk
+exit 0`, "D="+D)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if err != nil || len(lines) != 2 {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+	target, magic := lines[0], lines[1]
+	var pid, fd int
+	if _, err := fmt.Sscanf(target, "/proc/%d/fd/%d", &pid, &fd); err != nil {
+		t.Fatalf("link target %q: %v", target, err)
+	}
+	if pid == d.cmd.Process.Pid {
+		t.Errorf("nobody's link names the daemon's descriptor %s", target)
+	}
+	if st, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil || st.Sys().(*syscall.Stat_t).Uid != nobody {
+		t.Errorf("holder %d: %v, not running as nobody", pid, err)
+	}
+	if magic == "" || strings.Contains(magic, "\\0\\0\\0\\0") {
+		t.Errorf("nobody read %q as the ring's first bytes", magic)
+	}
+	// Another user may not open nobody's ring, even knowing the path.
+	if out, err := asUser(nobody-1, "cat "+target+" >/dev/null"); err == nil {
+		t.Errorf("uid %d opened %s\n%s", nobody-1, target, out)
+	}
+	// Root sees the daemon's own descriptor.
+	if got, err := os.Readlink(filepath.Join(D, "cq", "theirs", "data")); err != nil || !strings.HasPrefix(got, "/proc/"+strconv.Itoa(d.cmd.Process.Pid)+"/") {
+		t.Errorf("root's link: %q, %v", got, err)
+	}
+	if err := os.Remove(filepath.Join(D, "cq", "theirs")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the holder to close the removed CQ's descriptor", func() bool {
+		_, err := os.Lstat(target)
+		return os.IsNotExist(err)
+	})
+	d.stop(t)
+	waitFor(t, "the holder to exit with the daemon", func() bool {
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+		return os.IsNotExist(err)
+	})
+}
+
+// waitFor polls cond for up to 10 seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
