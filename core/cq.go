@@ -17,8 +17,21 @@ const (
 	DefaultCQSize = 1024
 	MaxCQSize     = 1 << 20
 	// CQOverflowFactor: a CQ holds completions beyond its ring, up to this
-	// many times its size, before it reports FI_EOVERRUN (docs/abi.md).
+	// many times its size but no more than CQOverflowMax, before it
+	// reports FI_EOVERRUN (docs/abi.md).
 	CQOverflowFactor = 16
+	// CQOverflowMax bounds the completions held for one CQ (80 bytes
+	// each), whatever its size: a client that does not read can make the
+	// daemon hold at most about 5 MiB per CQ.
+	CQOverflowMax = 1 << 16
+)
+
+// Draining held completions: the drain goroutine looks at the ring
+// drainFirst after a completion did not fit, then backs off, doubling up to
+// drainMax while the application frees nothing.
+const (
+	drainFirst = 200 * time.Microsecond
+	drainMax   = 6400 * time.Microsecond
 )
 
 // CQEntry is one completion: fi_cq_tagged_entry plus fi_cq_err_entry, with
@@ -156,7 +169,7 @@ func (c *CQ) post(e CQEntry) {
 			return
 		}
 	}
-	if uint64(len(c.overflow)) >= c.size*CQOverflowFactor {
+	if uint64(len(c.overflow)) >= min(c.size*CQOverflowFactor, CQOverflowMax) {
 		c.overruns++
 	} else {
 		c.overflow = append(c.overflow, e.cqe())
@@ -170,8 +183,9 @@ func (c *CQ) post(e CQEntry) {
 }
 
 // flushLocked moves held completions into the ring while it has room, and
-// reports overruns once there is room for the error entry.
-func (c *CQ) flushLocked() {
+// reports overruns once there is room for the error entry. It returns how
+// many entries it published.
+func (c *CQ) flushLocked() int {
 	r := c.r
 	n := 0
 	for len(c.overflow) > 0 {
@@ -202,20 +216,25 @@ func (c *CQ) flushLocked() {
 	if n > 0 {
 		c.notifyLocked()
 	}
+	return n
 }
 
 // drain moves held completions into the ring as the application frees
 // entries; it runs only while there are some.
 func (c *CQ) drain() {
-	for {
-		time.Sleep(200 * time.Microsecond)
+	for wait := drainFirst; ; {
+		time.Sleep(wait)
 		c.mu.Lock()
 		if c.closed {
 			c.draining = false
 			c.mu.Unlock()
 			return
 		}
-		c.flushLocked()
+		if c.flushLocked() > 0 {
+			wait = drainFirst
+		} else {
+			wait = min(2*wait, drainMax)
+		}
 		if len(c.overflow) == 0 && c.overruns == 0 {
 			c.draining = false
 			c.mu.Unlock()

@@ -48,11 +48,13 @@ type workQueue struct {
 	kind    OpKind // OpSend for tx, OpRecv for rx
 	g       *group
 	blocked atomic.Bool // the provider's queue is full; wait for a completion
-	broken  bool        // the producer broke the indices (consume); used by the group's worker only
+	// Used by the group's worker only:
+	broken bool   // the producer broke the indices (consume)
+	head   uint32 // the ring's head: stored into the ring, never loaded from it, so a client writing head cannot replay requests
 }
 
 // ready reports whether the queue has requests the provider can take.
-func (q *workQueue) ready() bool { return q.r.Len() > 0 && !q.blocked.Load() && !q.broken }
+func (q *workQueue) ready() bool { return q.r.Tail() != q.head && !q.blocked.Load() && !q.broken }
 
 // name is the queue's file name: tx or rx.
 func (q *workQueue) name() string {

@@ -215,3 +215,36 @@ func reapCQEs(t *testing.T, cq *ring.Ring, cs []ring.CQE, n int, what string) []
 	}
 	return cs
 }
+
+// TestRewoundHead: the daemon keeps its own copy of a work ring's head, so
+// a client that writes head back does not make it take requests again.
+func TestRewoundHead(t *testing.T) {
+	sa, sb, mem, cqr := ringPair(t, lo(t))
+	sa.post(t, sa.rx, ring.WR{Op: ring.OpRecv, Context: 1, Len: 64})
+	copy(mem[1024:], "once")
+	sb.post(t, sb.tx, ring.WR{Op: ring.OpSend, Context: 2, Len: 4})
+	cqes := reapCQEs(t, cqr, nil, 2, "the send and the receive")
+	sb.tx.Release(0) // the client rewinds the consumer's index
+	sa.rx.Release(0)
+	sa.post(t, sa.rx, ring.WR{Op: ring.OpRecv, Context: 3, Len: 64})
+	copy(mem[1024:], "next")
+	sb.post(t, sb.tx, ring.WR{Op: ring.OpSend, Context: 4, Len: 4})
+	cqes = reapCQEs(t, cqr, cqes, 4, "the second send and receive")
+	time.Sleep(20 * time.Millisecond)
+	if head, tail := cqr.Peek(); head != tail {
+		cqes = reapCQEs(t, cqr, cqes, len(cqes)+int(tail-head), "the extra completions")
+	}
+	seen := map[uint64]int{}
+	for _, c := range cqes {
+		if c.Err != 0 {
+			t.Errorf("completion %+v has an error", c)
+		}
+		seen[c.Context]++
+	}
+	if len(cqes) != 4 || seen[1] != 1 || seen[2] != 1 || seen[3] != 1 || seen[4] != 1 {
+		t.Fatalf("completions %+v; want contexts 1 to 4 once each", cqes)
+	}
+	if string(mem[:4]) != "next" {
+		t.Errorf("A's buffer %q, want next", mem[:4])
+	}
+}

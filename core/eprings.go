@@ -127,7 +127,7 @@ func (e *EP) consume(q *workQueue) int {
 		return 0
 	}
 	r := q.r
-	head, tail := r.Peek()
+	head, tail := q.head, r.Tail()
 	if tail-head > r.Entries() {
 		// Not a queue any more: serving it would post (or fail) up to 2^32
 		// requests in one pass while the group's other queues wait.
@@ -169,6 +169,7 @@ func (e *EP) consume(q *workQueue) int {
 		n++
 	}
 	r.Release(head)
+	q.head = head
 	return n
 }
 

@@ -82,3 +82,27 @@ func TestCQOverflowAndOverrun(t *testing.T) {
 		t.Error("RING_OVERFLOW still set after draining")
 	}
 }
+
+// TestCQOverflowMax: a large CQ whose application does not read holds at
+// most CQOverflowMax completions beyond its ring, not 16 times its size.
+func TestCQOverflowMax(t *testing.T) {
+	shm, err := NewShm(MapSymlink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shm.Close()
+	d := &Domain{Name: "test", fab: &Fabric{Shm: shm}}
+	impl, _ := newCQ(&Object{Kind: KindCQ, ID: "0", Dom: d, Serial: 1})
+	c := impl.(*CQ)
+	c.size = 8192 // 16 times that is more than CQOverflowMax
+	defer c.Close()
+	for i := 0; i < 8192+CQOverflowMax+5; i++ {
+		c.post(CQEntry{Context: uint64(i)})
+	}
+	c.mu.Lock()
+	held, overruns := len(c.overflow), c.overruns
+	c.mu.Unlock()
+	if held != CQOverflowMax || overruns != 5 {
+		t.Errorf("held %d completions and counted %d overruns; want %d and 5", held, overruns, CQOverflowMax)
+	}
+}

@@ -77,6 +77,26 @@ struct end {
 static int sleepers; /* -z */
 static pid_t parent;  /* the first relay; the other processes are its children */
 static int cpu[2];    /* -p: the first two CPUs this process may use */
+static pid_t kids[3]; /* the parent's children */
+static int nkids;
+
+/* on_child ends the parent when a child has ended other than by exit(0),
+ * a signal included: it would otherwise poll for its peer for ever. It
+ * looks without reaping (WNOWAIT), so the final waitpid still reaps. */
+static void on_child(int sig)
+{
+	(void)sig;
+	for (int i = 0; i < nkids; i++) {
+		siginfo_t info = {0};
+		if (kids[i] > 0 && waitid(P_PID, kids[i], &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == kids[i] &&
+		    (info.si_code != CLD_EXITED || info.si_status != 0)) {
+			static const char msg[] = "relay: a child process failed\n";
+			if (write(2, msg, sizeof msg - 1) < 0) {
+			}
+			_exit(1);
+		}
+	}
+}
 
 /* die ends the run: a child takes the parent down with it (and the
  * other children with the parent: PR_SET_PDEATHSIG), since nothing else
@@ -281,10 +301,12 @@ int main(int argc, char **argv)
 
 	/* This process is the relay of both ends (single) or of A's (split);
 	 * the others end with it, however it ends: they spin. */
-	pid_t kids[3];
-	int nkids = 0, pipefd[2];
+	int pipefd[2];
 	if (pipe(pipefd) < 0)
 		die("pipe");
+	struct sigaction sa = {.sa_handler = on_child, .sa_flags = SA_RESTART | SA_NOCLDSTOP};
+	if (sigaction(SIGCHLD, &sa, NULL) < 0)
+		die("sigaction");
 	if ((kids[nkids++] = child(pinned, 1, pipefd, 0)) == 0) { /* B: answers every message */
 		for (unsigned long i = 1; i <= total; i++) {
 			await(&sl[1], i);
@@ -316,6 +338,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nkids; i++)
 		if (kids[i] < 0)
 			die("fork");
+	on_child(0); /* one that failed before its pid was stored */
 	close(pipefd[1]);
 	if (pinned)
 		pin(0);

@@ -330,6 +330,11 @@ func (r *Ring) Peek() (head, tail uint32) {
 	return head, tail
 }
 
+// Tail loads tail with acquire semantics, for a consumer that keeps its
+// own copy of head (as the daemon does, so that a producer writing head
+// cannot make it take entries again).
+func (r *Ring) Tail() uint32 { return atomic.LoadUint32(r.tail) }
+
 // Release stores head with release semantics: the entries before it are
 // consumed and the producer may reuse them. It wakes nobody: a producer
 // waiting for space in a work ring polls head or retries after completions,

@@ -77,10 +77,10 @@ type endpoint struct {
 	rxSize int
 	txOut  int // application sends not completed
 
-	rndvSends map[uint64]*sendItem    // rendezvous sends in progress, by msg_id
-	rndvNext  uint64                  // the next msg_id to try
-	rndvRead  []*rndvRecv             // rendezvous receives read, for the worker to answer
-	pollers   atomic.Pointer[[]*conn] // the connections with an endpoint, for Poll
+	rndvSends map[uint64]*sendItem       // rendezvous sends in progress, by msg_id
+	rndvNext  uint64                     // the next msg_id to try
+	rndvRead  []*rndvRecv                // rendezvous receives read, for the worker to answer
+	pollers   atomic.Pointer[[]pollable] // the connections with an endpoint, for Poll
 
 	// epfd is an epoll set of the connections' sockets (those of MSG
 	// endpoints that are core.FDPollers), level-triggered: readable when
@@ -361,15 +361,15 @@ func (e *endpoint) PollReady(ready bool) bool {
 			evs, filter = e.evs[:n], true
 		}
 	}
-	for _, c := range *ps {
+	for _, pc := range *ps {
 		var made bool
-		if fp, ok := c.tcp.(core.FDPoller); ok {
-			if !c.watched {
-				e.watch(c, fp)
+		if fp := pc.fd; fp != nil {
+			if !pc.c.watched {
+				e.watch(pc.c, fp)
 			}
 			made = fp.PollReady(ready && (!filter || hasFD(evs, fp.PollFD())))
 		} else {
-			made = c.tcp.(core.Poller).Poll()
+			made = pc.p.Poll()
 		}
 		any = any || made
 	}
@@ -416,18 +416,27 @@ func (e *endpoint) Park() {
 		e.kickWorker()
 	}
 	if ps := e.pollers.Load(); ps != nil {
-		for _, c := range *ps {
-			c.tcp.(core.Poller).Park()
+		for _, pc := range *ps {
+			pc.p.Park()
 		}
 	}
 }
 
+// pollable is a connection whose endpoint can be polled, with its
+// interfaces found once rather than on every pass.
+type pollable struct {
+	c  *conn
+	p  core.Poller
+	fd core.FDPoller // nil if it has no descriptor
+}
+
 // updatePollersLocked republishes the connections that can be polled.
 func (e *endpoint) updatePollersLocked() {
-	var ps []*conn
+	var ps []pollable
 	for c := range e.conns {
-		if _, ok := c.tcp.(core.Poller); ok && !c.dead {
-			ps = append(ps, c)
+		if p, ok := c.tcp.(core.Poller); ok && !c.dead {
+			fp, _ := p.(core.FDPoller)
+			ps = append(ps, pollable{c, p, fp})
 		}
 	}
 	e.pollers.Store(&ps)

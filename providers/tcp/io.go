@@ -506,6 +506,18 @@ func (e *endpoint) pollTx() bool {
 	if !e.txBlocked.Load() || !e.txMu.TryLock() {
 		return false
 	}
+	st := e.writeQueued()
+	e.txMu.Unlock()
+	if st == txBlocked {
+		return false
+	}
+	e.kickTx() // what was queued meanwhile
+	return true
+}
+
+// writeQueued writes what is queued, if the socket is open, and clears
+// txBlocked unless the socket is still full. Called with txMu held.
+func (e *endpoint) writeQueued() txStatus {
 	st := txIdle
 	if e.fd >= 0 {
 		st = e.write(e.fd)
@@ -513,12 +525,7 @@ func (e *endpoint) pollTx() bool {
 	if st != txBlocked {
 		e.txBlocked.Store(false)
 	}
-	e.txMu.Unlock()
-	if st == txBlocked {
-		return false
-	}
-	e.kickTx() // what was queued meanwhile
-	return true
+	return st
 }
 
 // write sends ACKs owed and queued sends, ACKs first (like libfabric's
@@ -753,14 +760,9 @@ func (e *endpoint) writeLoop() {
 		}
 		e.txMu.Lock()
 		e.txWant.Store(false)
-		st := txIdle
-		if e.fd >= 0 {
-			st = e.write(e.fd)
-		}
+		st := e.writeQueued()
 		if st == txBlocked {
 			e.waitRoom()
-		} else {
-			e.txBlocked.Store(false)
 		}
 		e.txMu.Unlock()
 		if st != txBlocked {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -76,6 +77,10 @@ func (p *netpoller) run() {
 	}
 }
 
+// armRetry is how soon a waiter whose descriptor could not be put in the
+// epoll set looks at it again.
+const armRetry = 10 * time.Millisecond
+
 // watch is one descriptor's registration: armed, it wakes ch once.
 type watch struct {
 	p      *netpoller
@@ -119,9 +124,11 @@ func (w *watch) arm() {
 	}
 	ev := unix.EpollEvent{Events: w.events | unix.EPOLLRDHUP | unix.EPOLLONESHOT, Fd: int32(w.id)}
 	if err := unix.EpollCtl(w.p.epfd, op, w.fd, &ev); err != nil {
-		// Not watched (ENOMEM, ENOSPC): the waiter looks again at once
-		// rather than sleep with nothing to wake it.
-		kick(w.ch)
+		// Not watched (ENOMEM, ENOSPC of max_user_watches): wake the
+		// waiter a little later rather than let it sleep with nothing to
+		// wake it, or spin while the shortage lasts.
+		ch := w.ch
+		time.AfterFunc(armRetry, func() { kick(ch) })
 		return
 	}
 	w.out.Store(false)

@@ -151,3 +151,50 @@ func TestPolledSocketLeavesEpoll(t *testing.T) {
 		t.Fatalf("receive %+v %q, want parked", d.c, rbuf[:d.c.Len])
 	}
 }
+
+// TestArmFailureRetriesLater: a descriptor that cannot be put back in the
+// epoll set (here: the number now names a regular file, which epoll
+// refuses with EPERM) wakes its waiter after armRetry,
+// neither never (a hang) nor at once (a spin while the shortage lasts).
+func TestArmFailureRetriesLater(t *testing.T) {
+	p, err := getPoller()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan struct{}, 1)
+	w, err := p.add(fds[0], unix.EPOLLIN, ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.detach()
+	f, err := os.CreateTemp(t.TempDir(), "regular")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Dup3(int(f.Fd()), fds[0], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	defer w.remove()
+	start := time.Now()
+	w.arm()
+	select {
+	case <-ch:
+		t.Fatal("a failed arm woke the waiter at once")
+	default:
+	}
+	select {
+	case <-ch:
+		if d := time.Since(start); d < armRetry {
+			t.Errorf("woken after %v, before armRetry", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a failed arm never woke the waiter")
+	}
+}

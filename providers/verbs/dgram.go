@@ -23,7 +23,6 @@ type udEndpoint struct {
 	port   uint16 // bound at Enable
 	qpn    uint32 // set before the port is bound, then read by the agent
 	qkey   uint32
-	closed bool
 	queued int // sends waiting for their address
 	dests  map[netip.AddrPort]*udDest
 	byQP   map[udSource]netip.AddrPort // resolved addresses by device and QP: the senders of received datagrams
@@ -66,7 +65,7 @@ func (e *udEndpoint) Enable() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch {
-	case e.closed:
+	case e.dead:
 		return core.Errorf(fi.EOPBADSTATE, "verbs: endpoint is closed")
 	case e.qp != nil:
 		return nil
@@ -116,7 +115,7 @@ func (e *udEndpoint) Post(op *core.Op) error {
 	}
 	e.mu.Lock()
 	switch {
-	case e.closed || e.qp == nil:
+	case e.dead || e.qp == nil:
 		e.mu.Unlock()
 		return core.Errorf(fi.EOPBADSTATE, "verbs: the endpoint is not enabled, or closed")
 	case e.txOut+e.queued >= e.txSize:
@@ -160,7 +159,7 @@ func (e *udEndpoint) resolved(dst netip.AddrPort, d *udDest, qpn, qkey uint32, e
 	e.mu.Lock()
 	ops := d.waiting
 	e.queued -= len(ops)
-	if e.closed || err != nil {
+	if e.dead || err != nil {
 		delete(e.dests, dst)
 		d.waiting = nil
 		e.mu.Unlock()
@@ -215,11 +214,11 @@ func (e *udEndpoint) Peer() (fi.Addr, error) {
 // or waiting with FI_ECANCELED.
 func (e *udEndpoint) Close() error {
 	e.mu.Lock()
-	if e.closed {
+	if e.dead {
 		e.mu.Unlock()
 		return nil
 	}
-	e.closed = true
+	e.dead = true
 	port := e.port
 	var waiting []*core.Op
 	var ahs []*ibv.AH

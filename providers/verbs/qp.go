@@ -45,7 +45,7 @@ type qpBase struct {
 	ops   map[uint64]*pending
 	txOut int
 	rxOut int
-	dead  bool // closed: nothing more is posted
+	dead  bool // closed (destroy, or the embedding endpoint's Close): nothing more is posted
 
 	pollMu sync.Mutex // one drainer at a time
 	wcs    []ibv.WC   // guarded by pollMu

@@ -93,7 +93,7 @@ echo "== RMA into and out of mr/N/data"
 mkdir $D/mr/ma $D/mr/mb
 for m in ma mb; do echo 64 > $D/mr/$m/attr/len; echo reg > $D/mr/$m/ctl; done
 key=$(cat $D/mr/mb/attr/key)
-printf 'written by a' > $D/mr/ma/data
+printf 'written by a' 1<> $D/mr/ma/data  # 1<>: a region's size is fixed, > would truncate
 echo write ma 0 12 20 $key > $D/ep/a/ctl
 got=$(dd if=$D/mr/mb/data bs=1 skip=20 count=12 2>/dev/null)
 [ "$got" = "written by a" ] || fail "mr mb holds '$got' after write"
