@@ -2,6 +2,7 @@ package tests
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -165,8 +166,12 @@ func TestMountAsOrdinaryUser(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	out, err := asUser(nobody, "cat $M/abi_version && mkdir $M/tcp/lo/eq/e && cat $M/tcp/lo/eq/e/status", "M="+mnt)
-	if err != nil || !strings.HasPrefix(out, "1\neq e ") {
+	// The daemon's mapping mode is symlink (it is not root): the ring
+	// file links to the daemon's own descriptor, which its user opens.
+	out, err := asUser(nobody, `cat $M/abi_version && mkdir $M/tcp/lo/eq/e && cat $M/tcp/lo/eq/e/status &&
+mkdir $M/tcp/lo/cq/c && cat $M/tcp/lo/cq/c/attr/mapping && readlink $M/tcp/lo/cq/c/data && od -An -tx1 -N4 $M/tcp/lo/cq/c/data`, "M="+mnt)
+	link := fmt.Sprintf("/proc/%d/fd/", cmd.Process.Pid)
+	if err != nil || !strings.HasPrefix(out, "1\neq e ") || !strings.Contains(out, "\nsymlink\n"+link) || strings.Contains(out, " 00 00 00 00") {
 		t.Errorf("as nobody on nobody's mount: %v\n%s", err, out)
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
