@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -57,6 +58,7 @@ type Shm struct {
 	mu      sync.Mutex
 	held    map[*ring.Region]map[*holder]int // region -> holder -> descriptor number there
 	holders map[ugid]*holder
+	closed  bool
 }
 
 // ugid is a user and group a holder runs as.
@@ -87,14 +89,16 @@ func (s *Shm) alloc(o *Object, name string, size int) (*ring.Region, error) {
 	return r, nil
 }
 
-// release takes r's descriptors back from the holders.
+// release takes r's descriptors back from the holders. It does not wait
+// for them: a holder that does not answer (its user stopped it) holds up
+// only its own user's links, not whoever closes r.
 func (s *Shm) release(r *ring.Region) {
 	s.mu.Lock()
 	hs := s.held[r]
 	delete(s.held, r)
 	s.mu.Unlock()
 	for h, n := range hs {
-		h.drop(n)
+		go h.drop(n)
 	}
 }
 
@@ -103,7 +107,7 @@ func (s *Shm) release(r *ring.Region) {
 func (s *Shm) Link(r *ring.Region, uid, gid uint32) (string, error) {
 	s.mu.Lock()
 	hs, ok := s.held[r]
-	if !ok {
+	if !ok || s.closed {
 		s.mu.Unlock()
 		return "", Errorf(fi.ENOENT, "shared memory is closed")
 	}
@@ -151,45 +155,56 @@ func (s *Shm) Link(r *ring.Region, uid, gid uint32) (string, error) {
 	return h.path(n), nil
 }
 
-// Close stops the holders; their descriptors close with them.
+// Close stops the holders, without waiting for them; their descriptors
+// close with them. Link fails from then on.
 func (s *Shm) Close() error {
 	s.mu.Lock()
 	hs := s.holders
-	s.holders = map[ugid]*holder{}
+	s.holders, s.closed = map[ugid]*holder{}, true
 	s.mu.Unlock()
 	for _, h := range hs {
-		h.mu.Lock()
 		h.stop()
-		h.mu.Unlock()
 	}
 	return nil
 }
 
-// A holder is one holder process as the daemon sees it.
+// A holder is one holder process as the daemon sees it. Nothing waits for
+// the process while holding a lock: it may be stuck in a request to this
+// very daemon (its user can make it do anything), which may be waiting
+// for the lock.
 type holder struct {
-	mu     sync.Mutex // one exchange at a time
-	pid    int
-	conn   *net.UnixConn // SOCK_SEQPACKET; nil until started
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when the process has exited
+	mu      sync.Mutex // one exchange at a time
+	pid     int        // set by start, under mu
+	conn    atomic.Pointer[net.UnixConn]
+	proc    atomic.Pointer[os.Process]
+	stopped atomic.Bool   // stop was called, or start failed
+	exited  chan struct{} // closed when the process has been reaped
 }
 
 // path is where descriptor n of the holder is opened.
 func (h *holder) path(n int) string { return fmt.Sprintf("/proc/%d/fd/%d", h.pid, n) }
 
+// dead reports whether the holder is no use any more: a new one takes its
+// place.
 func (h *holder) dead() bool {
 	select {
 	case <-h.exited:
 		return true
 	default:
-		return false
+		return h.stopped.Load()
 	}
 }
 
 // start runs the holder as k with its socket as standard input; its
-// standard output and error are /dev/null, so it holds nothing of the
-// daemon's but that socket.
+// standard output and error are /dev/null. Every other descriptor of the
+// daemon is made close-on-exec first (some are not: go-fuse opens
+// /dev/fuse without O_CLOEXEC), so the holder has nothing of the daemon's
+// but that socket: its user may take any descriptor it has (pidfd_getfd).
+// Called with h.mu held.
 func (h *holder) start(argv []string, k ugid) error {
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return os.NewSyscallError("close_range CLOSE_RANGE_CLOEXEC (Linux >= 5.11)", err)
+	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return os.NewSyscallError("socketpair", err)
@@ -208,7 +223,9 @@ func (h *holder) start(argv []string, k ugid) error {
 		c.Close()
 		return err
 	}
-	h.pid, h.conn, h.cmd = cmd.Process.Pid, c.(*net.UnixConn), cmd
+	h.pid = cmd.Process.Pid
+	h.conn.Store(c.(*net.UnixConn))
+	h.proc.Store(cmd.Process)
 	go func() {
 		cmd.Wait()
 		close(h.exited)
@@ -224,19 +241,21 @@ func (h *holder) hold(argv []string, k ugid, fd int) (int, error) {
 	if h.dead() {
 		return 0, errors.New("the holder has exited")
 	}
-	if h.conn == nil {
+	c := h.conn.Load()
+	if c == nil {
 		if err := h.start(argv, k); err != nil {
-			close(h.exited)
+			h.stopped.Store(true)
 			return 0, err
 		}
+		c = h.conn.Load()
 	}
-	h.conn.SetDeadline(time.Now().Add(holderTimeout))
-	if _, _, err := h.conn.WriteMsgUnix([]byte{'h'}, unix.UnixRights(fd), nil); err != nil {
+	c.SetDeadline(time.Now().Add(holderTimeout))
+	if _, _, err := c.WriteMsgUnix([]byte{'h'}, unix.UnixRights(fd), nil); err != nil {
 		h.stop()
 		return 0, err
 	}
 	var b [8]byte
-	n, _, _, _, err := h.conn.ReadMsgUnix(b[:], nil)
+	n, _, _, _, err := c.ReadMsgUnix(b[:], nil)
 	if err == nil && n != 4 {
 		err = fmt.Errorf("reply of %d bytes", n)
 	}
@@ -255,28 +274,26 @@ func (h *holder) hold(argv []string, k ugid, fd int) (int, error) {
 func (h *holder) drop(n int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.conn == nil || h.dead() {
+	c := h.conn.Load()
+	if c == nil || h.dead() {
 		return
 	}
 	msg := binary.LittleEndian.AppendUint32([]byte{'d'}, uint32(n))
-	h.conn.SetDeadline(time.Now().Add(holderTimeout))
-	if _, err := h.conn.Write(msg); err != nil {
+	c.SetDeadline(time.Now().Add(holderTimeout))
+	if _, err := c.Write(msg); err != nil {
 		h.stop()
 	}
 }
 
-// stop closes the holder's socket, which ends it, and kills it if it is
-// still there after holderTimeout. The caller holds h.mu.
+// stop ends the holder: closes its socket and kills it, without waiting
+// (the goroutine that started it reaps it).
 func (h *holder) stop() {
-	if h.conn == nil {
-		return
+	h.stopped.Store(true)
+	if c := h.conn.Load(); c != nil {
+		c.Close()
 	}
-	h.conn.Close()
-	select {
-	case <-h.exited:
-	case <-time.After(holderTimeout):
-		h.cmd.Process.Kill()
-		<-h.exited
+	if p := h.proc.Load(); p != nil {
+		p.Kill()
 	}
 }
 

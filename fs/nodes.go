@@ -168,12 +168,11 @@ func (f *file) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, uint3
 type link struct {
 	fusefs.Inode
 	meta
-	target func(ctx context.Context) (string, syscall.Errno) // may depend on the caller
-}
-
-// fixedTarget is a link target that is the same for every caller.
-func fixedTarget(s string) func(context.Context) (string, syscall.Errno) {
-	return func(context.Context) (string, syscall.Errno) { return s, 0 }
+	target string
+	// resolve, if set, gives the target instead, for the reading caller.
+	// Such a link's stat size is 0: stat must not do what resolving does
+	// (core.Shm.Link may start a process).
+	resolve func(ctx context.Context) (string, syscall.Errno)
 }
 
 var (
@@ -182,14 +181,16 @@ var (
 )
 
 func (l *link) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
-	s, errno := l.target(ctx)
-	return []byte(s), errno
+	if l.resolve != nil {
+		s, errno := l.resolve(ctx)
+		return []byte(s), errno
+	}
+	return []byte(l.target), 0
 }
 
 func (l *link) Getattr(ctx context.Context, fh fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	l.fill(&out.Attr)
-	s, _ := l.target(ctx)
-	out.Size = uint64(len(s))
+	out.Size = uint64(len(l.target))
 	return 0
 }
 

@@ -62,7 +62,7 @@ func (t *tree) shmEntry(o *core.Object, name string, slot int, region func() (*r
 	if shm.Mode == core.MapSymlink {
 		m := meta{mode: syscall.S_IFLNK | 0o777, uid: o.Owner}
 		return entry{name: name, ino: objIno(o, slot), meta: m, node: func() fusefs.InodeEmbedder {
-			return &link{meta: m, target: func(ctx context.Context) (string, syscall.Errno) {
+			return &link{meta: m, resolve: func(ctx context.Context) (string, syscall.Errno) {
 				r, err := region()
 				if err == nil {
 					uid, gid := caller(ctx)

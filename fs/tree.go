@@ -275,7 +275,7 @@ func (t *tree) objectDir(o *core.Object) *dir {
 				target := "../../" + ln.Target.Path()
 				es = append(es, entry{name: ln.Name, ino: objIno(o, slotLink+i), meta: meta{mode: syscall.S_IFLNK | 0o777, uid: o.Owner},
 					node: func() fusefs.InodeEmbedder {
-						return &link{meta: meta{mode: syscall.S_IFLNK | 0o777, uid: o.Owner}, target: fixedTarget(target)}
+						return &link{meta: meta{mode: syscall.S_IFLNK | 0o777, uid: o.Owner}, target: target}
 					}})
 			}
 		}

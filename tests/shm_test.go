@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestSharedMemoryKeepsItsSize: nobody can change the size of a ring or a
@@ -77,9 +79,25 @@ exit 0`, "D="+D)
 	if magic == "" || strings.Contains(magic, "\\0\\0\\0\\0") {
 		t.Errorf("nobody read %q as the ring's first bytes", magic)
 	}
+	// Of the daemon's open files the holder has nobody's memfds and
+	// nothing else (its user may take any descriptor it has): not
+	// /dev/fuse. kcmp(KCMP_FILE) says whether two descriptors are one
+	// open file.
+	daemon := openFiles(t, d.cmd.Process.Pid)
+	for hfd, what := range openFiles(t, pid) {
+		for dfd := range daemon {
+			a, _ := strconv.Atoi(hfd)
+			b, _ := strconv.Atoi(dfd)
+			const kcmpFile = 0
+			r, _, errno := unix.Syscall6(unix.SYS_KCMP, uintptr(pid), uintptr(d.cmd.Process.Pid), kcmpFile, uintptr(a), uintptr(b), 0)
+			if errno == 0 && r == 0 && !strings.HasPrefix(what, "/memfd:fabricfs-") {
+				t.Errorf("the holder's descriptor %s is the daemon's %s: %s", hfd, dfd, what)
+			}
+		}
+	}
 	// Another user may not open nobody's ring, even knowing the path.
-	if out, err := asUser(nobody-1, "cat "+target+" >/dev/null"); err == nil {
-		t.Errorf("uid %d opened %s\n%s", nobody-1, target, out)
+	if out, err := asUser(nobody-1, "cat "+target+" >/dev/null"); err == nil || !strings.Contains(out, "Permission denied") {
+		t.Errorf("uid %d opening %s: %v, want EACCES\n%s", nobody-1, target, err, out)
 	}
 	// Root sees the daemon's own descriptor.
 	if got, err := os.Readlink(filepath.Join(D, "cq", "theirs", "data")); err != nil || !strings.HasPrefix(got, "/proc/"+strconv.Itoa(d.cmd.Process.Pid)+"/") {
@@ -92,11 +110,64 @@ exit 0`, "D="+D)
 		_, err := os.Lstat(target)
 		return os.IsNotExist(err)
 	})
-	d.stop(t)
-	waitFor(t, "the holder to exit with the daemon", func() bool {
+
+	// nobody stops the holder: a read of a link that needs it fails
+	// after a while, without holding up root's rmdir of nobody's other
+	// CQ meanwhile; the next read starts a new holder.
+	if out, err := asUser(nobody, "mkdir $D/cq/a $D/cq/b && readlink $D/cq/a/data", "D="+D); err != nil || !strings.HasPrefix(out, fmt.Sprintf("/proc/%d/fd/", pid)) {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stuck := make(chan error, 1)
+	go func() {
+		_, err := asUser(nobody, "readlink $D/cq/b/data", "D="+D)
+		stuck <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // the readlink waits for the stopped holder
+	if err := os.Remove(filepath.Join(D, "cq", "a")); err != nil {
+		t.Fatal(err)
+	}
+	// The holder is given 5 seconds: the readlink goes on waiting well
+	// after the rmdir is done.
+	select {
+	case err := <-stuck:
+		t.Fatalf("the readlink returned (%v) at about the time the rmdir did: the rmdir waited for the stopped holder", err)
+	case <-time.After(time.Second):
+	}
+	if err := <-stuck; err == nil {
+		t.Error("a readlink served by a stopped holder succeeded")
+	}
+	out, err = asUser(nobody, "readlink $D/cq/b/data", "D="+D)
+	var pid2 int
+	if _, serr := fmt.Sscanf(out, "/proc/%d/fd/", &pid2); err != nil || serr != nil || pid2 == pid {
+		t.Fatalf("as nobody after the stopped holder: %v\n%s", err, out)
+	}
+	waitFor(t, "the stopped holder to be killed", func() bool {
 		_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
 		return os.IsNotExist(err)
 	})
+
+	d.stop(t)
+	waitFor(t, "the holder to exit with the daemon", func() bool {
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", pid2))
+		return os.IsNotExist(err)
+	})
+}
+
+// openFiles maps the descriptors of process pid to what they are.
+func openFiles(t *testing.T, pid int) map[string]string {
+	t.Helper()
+	es, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, e := range es {
+		m[e.Name()], _ = os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name()))
+	}
+	return m
 }
 
 // waitFor polls cond for up to 10 seconds.

@@ -167,6 +167,9 @@ func run(mnt, mapping string, engineCPUs *unix.CPUSet, vcfg verbs.Config, opts f
 		fab.SetShm(shm)
 	}
 	fab.Shm.HolderCommand = []string{"/proc/self/exe", core.HolderArg}
+	if st, err := os.Stat("/proc/self/exe"); err == nil && mapping == core.MapSymlink && os.Geteuid() == 0 && st.Mode().Perm()&0o004 == 0 {
+		log.Printf("warning: this binary is not readable by other users (mode %v): the kernel will not let them open their ring files through the holder processes of -mapping=symlink; make it 0755", st.Mode().Perm())
+	}
 	srv, err := fs.Mount(fab, mnt, opts)
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", mnt, err)
