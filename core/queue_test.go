@@ -3,8 +3,11 @@ package core
 import (
 	"context"
 	"errors"
+	"os"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/core/ring"
@@ -104,5 +107,34 @@ func TestCQOverflowMax(t *testing.T) {
 	c.mu.Unlock()
 	if held != CQOverflowMax || overruns != 5 {
 		t.Errorf("held %d completions and counted %d overruns; want %d and 5", held, overruns, CQOverflowMax)
+	}
+}
+
+// TestHolderSocket: a holder cannot send on its socket, so it cannot queue
+// descriptors for the daemon to receive or close; the daemon's messages
+// and descriptors reach it.
+func TestHolderSocket(t *testing.T) {
+	c, theirs, err := holderSocket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	defer theirs.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if err := unix.Sendmsg(int(theirs.Fd()), []byte{'x'}, unix.UnixRights(int(w.Fd())), nil, unix.MSG_DONTWAIT); !errors.Is(err, unix.EPIPE) {
+		t.Errorf("the holder's send: %v, want EPIPE", err)
+	}
+	if _, _, err := c.WriteMsgUnix([]byte{'h'}, unix.UnixRights(int(w.Fd())), nil); err != nil {
+		t.Fatal(err)
+	}
+	buf, oob := make([]byte, 4), make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := unix.Recvmsg(int(theirs.Fd()), buf, oob, unix.MSG_DONTWAIT)
+	if err != nil || n != 1 || buf[0] != 'h' || len(receivedFds(oob[:oobn])) != 1 {
+		t.Errorf("the holder received %q with %d bytes of rights: %v", buf[:n], oobn, err)
 	}
 }

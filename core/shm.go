@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -118,6 +119,11 @@ func (s *Shm) Link(r *ring.Region, uid, gid uint32) (string, error) {
 	k := ugid{uid, gid}
 	h := s.holders[k]
 	if h == nil || h.dead() {
+		if h != nil { // its descriptors went with it
+			for _, hs := range s.held {
+				delete(hs, h)
+			}
+		}
 		h = &holder{exited: make(chan struct{})}
 		s.holders[k] = h
 	}
@@ -140,7 +146,7 @@ func (s *Shm) Link(r *ring.Region, uid, gid uint32) (string, error) {
 	s.mu.Lock()
 	hs, open := s.held[r]
 	m, twice := hs[h]
-	if open && !twice {
+	if open && !twice && !h.dead() {
 		hs[h] = n
 	}
 	s.mu.Unlock()
@@ -171,10 +177,13 @@ func (s *Shm) Close() error {
 // A holder is one holder process as the daemon sees it. Nothing waits for
 // the process while holding a lock: it may be stuck in a request to this
 // very daemon (its user can make it do anything), which may be waiting
-// for the lock.
+// for the lock. Its user can also make it send anything, so it cannot
+// send on the socket at all (holderSocket), and its answers come through
+// a pipe, which carries no descriptors.
 type holder struct {
 	mu      sync.Mutex // one exchange at a time
 	pid     int        // set by start, under mu
+	answers *os.File   // the pipe's read end; used under mu
 	conn    atomic.Pointer[net.UnixConn]
 	proc    atomic.Pointer[os.Process]
 	stopped atomic.Bool   // stop was called, or start failed
@@ -195,42 +204,108 @@ func (h *holder) dead() bool {
 	}
 }
 
-// start runs the holder as k with its socket as standard input; its
-// standard output and error are /dev/null. Every other descriptor of the
-// daemon is made close-on-exec first (some are not: go-fuse opens
-// /dev/fuse without O_CLOEXEC), so the holder has nothing of the daemon's
-// but that socket: its user may take any descriptor it has (pidfd_getfd).
-// Called with h.mu held.
+// holderSocket makes the socket pair of a holder: the daemon's end, which
+// only sends, and the holder's, which only receives. The daemon's end is
+// shut for reading, so a send from the holder fails (EPIPE) rather than
+// queue descriptors that the daemon would have to close, possibly with a
+// blocking last close, when it reads or closes.
+func holderSocket() (*net.UnixConn, *os.File, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, os.NewSyscallError("socketpair", err)
+	}
+	mine, theirs := os.NewFile(uintptr(fds[0]), "holder"), os.NewFile(uintptr(fds[1]), "holder")
+	defer mine.Close()
+	if err := unix.Shutdown(fds[0], unix.SHUT_RD); err != nil {
+		theirs.Close()
+		return nil, nil, os.NewSyscallError("shutdown", err)
+	}
+	c, err := net.FileConn(mine)
+	if err != nil {
+		theirs.Close()
+		return nil, nil, err
+	}
+	return c.(*net.UnixConn), theirs, nil
+}
+
+// start runs the holder as k: its standard input is the socket it
+// receives descriptors on, its standard output the pipe it answers on,
+// its standard error /dev/null. Every other descriptor of the daemon is
+// made close-on-exec first (some are not: go-fuse opens /dev/fuse without
+// O_CLOEXEC), so the holder has nothing of the daemon's but those two:
+// its user may take any descriptor it has (pidfd_getfd). Called with h.mu
+// held.
 func (h *holder) start(argv []string, k ugid) error {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return os.NewSyscallError("close_range CLOSE_RANGE_CLOEXEC (Linux >= 5.11)", err)
 	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return os.NewSyscallError("socketpair", err)
-	}
-	mine, theirs := os.NewFile(uintptr(fds[0]), "holder"), os.NewFile(uintptr(fds[1]), "holder")
-	defer theirs.Close()
-	c, err := net.FileConn(mine)
-	mine.Close()
+	c, theirs, err := holderSocket()
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Env, cmd.Dir = theirs, []string{}, "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: k.uid, Gid: k.gid, Groups: []uint32{}}}
-	if err := cmd.Start(); err != nil {
+	defer theirs.Close()
+	answers, w, err := os.Pipe()
+	if err != nil {
 		c.Close()
 		return err
 	}
-	h.pid = cmd.Process.Pid
-	h.conn.Store(c.(*net.UnixConn))
+	defer w.Close()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Env, cmd.Dir = theirs, w, []string{}, "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: k.uid, Gid: k.gid, Groups: []uint32{}}}
+	if err := cmd.Start(); err != nil {
+		c.Close()
+		answers.Close()
+		return err
+	}
+	// The process is a child not yet waited for, so its pid names it
+	// until it is reaped, by reap only.
+	pidfd, err := unix.PidfdOpen(cmd.Process.Pid, unix.O_NONBLOCK)
+	if err != nil {
+		cmd.Process.Kill()
+		go cmd.Wait()
+		c.Close()
+		answers.Close()
+		return os.NewSyscallError("pidfd_open", err)
+	}
+	h.pid, h.answers = cmd.Process.Pid, answers
+	h.conn.Store(c)
 	h.proc.Store(cmd.Process)
-	go func() {
-		cmd.Wait()
-		close(h.exited)
-	}()
+	go h.reap(pidfd)
+	if h.stopped.Load() { // Shm.Close came in between
+		h.stop()
+	}
 	return nil
+}
+
+// reap waits for the holder to exit, reaps it and closes what the daemon
+// kept of it. It waits in Go's poller, on the holder's pidfd, rather than
+// in waitid(2): a blocked waitid would keep an OS thread for as long as
+// the holder lives (and its user can keep it from being reaped at all, by
+// tracing it).
+func (h *holder) reap(pidfd int) {
+	defer close(h.exited)
+	defer func() {
+		h.stop()
+		h.mu.Lock() // a hold under way is done with answers
+		h.answers.Close()
+		h.mu.Unlock()
+	}()
+	f := os.NewFile(uintptr(pidfd), "pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Read(func(fd uintptr) bool {
+		for {
+			var info unix.Siginfo
+			err := unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOHANG, nil)
+			if err != unix.EINTR {
+				return err != nil || info.Signo != 0 // reaped, or nothing to wait for
+			}
+		}
+	})
 }
 
 // hold passes descriptor fd to the holder (starting it if need be) and
@@ -249,19 +324,18 @@ func (h *holder) hold(argv []string, k ugid, fd int) (int, error) {
 		}
 		c = h.conn.Load()
 	}
-	c.SetDeadline(time.Now().Add(holderTimeout))
+	deadline := time.Now().Add(holderTimeout)
+	c.SetWriteDeadline(deadline)
 	if _, _, err := c.WriteMsgUnix([]byte{'h'}, unix.UnixRights(fd), nil); err != nil {
 		h.stop()
 		return 0, err
 	}
-	var b [8]byte
-	n, _, _, _, err := c.ReadMsgUnix(b[:], nil)
-	if err == nil && n != 4 {
-		err = fmt.Errorf("reply of %d bytes", n)
-	}
-	n = int(int32(binary.LittleEndian.Uint32(b[:])))
+	var b [4]byte
+	h.answers.SetReadDeadline(deadline)
+	_, err := io.ReadFull(h.answers, b[:])
+	n := int(int32(binary.LittleEndian.Uint32(b[:])))
 	if err == nil && n < 3 {
-		err = fmt.Errorf("reply names descriptor %d", n)
+		err = fmt.Errorf("answer names descriptor %d", n)
 	}
 	if err != nil {
 		h.stop()
@@ -279,14 +353,14 @@ func (h *holder) drop(n int) {
 		return
 	}
 	msg := binary.LittleEndian.AppendUint32([]byte{'d'}, uint32(n))
-	c.SetDeadline(time.Now().Add(holderTimeout))
+	c.SetWriteDeadline(time.Now().Add(holderTimeout))
 	if _, err := c.Write(msg); err != nil {
 		h.stop()
 	}
 }
 
 // stop ends the holder: closes its socket and kills it, without waiting
-// (the goroutine that started it reaps it).
+// (reap reaps it, and closes the answers pipe).
 func (h *holder) stop() {
 	h.stopped.Store(true)
 	if c := h.conn.Load(); c != nil {
@@ -297,13 +371,13 @@ func (h *holder) stop() {
 	}
 }
 
-// ServeHolder is a holder process's whole work, on the socket conn (its
-// standard input): keep every descriptor the daemon passes ('h' with one
-// descriptor; the reply is its number, 4 bytes little-endian) until the
-// daemon drops it ('d' and the number), and return when the daemon closes
-// the socket. It never closes a descriptor it was not given.
-func ServeHolder(conn *os.File) error {
-	c, err := net.FileConn(conn)
+// ServeHolder is a holder process's whole work: keep every descriptor the
+// daemon passes on the socket in ('h' with one descriptor) and answer its
+// number (4 bytes little-endian) on out, until the daemon drops it ('d'
+// and the number); return when the daemon closes the socket. It never
+// closes a descriptor it was not given.
+func ServeHolder(in, out *os.File) error {
+	c, err := net.FileConn(in)
 	if err != nil {
 		return err
 	}
@@ -326,7 +400,7 @@ func ServeHolder(conn *os.File) error {
 		switch {
 		case buf[0] == 'h' && n == 1 && len(fds) == 1:
 			held[fds[0]] = true
-			if _, err := uc.Write(binary.LittleEndian.AppendUint32(nil, uint32(fds[0]))); err != nil {
+			if _, err := out.Write(binary.LittleEndian.AppendUint32(nil, uint32(fds[0]))); err != nil {
 				return err
 			}
 			fds = nil

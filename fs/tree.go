@@ -44,6 +44,9 @@ func Mount(fab *core.Fabric, dir string, o Options) (*fuse.Server, error) {
 			DirectMount:   syscall.Geteuid() == 0,
 			Debug:         o.Debug,
 			DisableXAttrs: true,
+			// Read replies are bytes in memory (ReadResultData), which
+			// go-fuse's splice path would only copy through a pipe.
+			DisableSplice: true,
 		},
 		EntryTimeout:    &zero,
 		AttrTimeout:     &zero,

@@ -48,7 +48,7 @@ func main() {
 	if len(os.Args) == 2 && os.Args[1] == core.HolderArg {
 		// A holder of shared memory for one user (core.Shm), started
 		// by the daemon with a socket as standard input.
-		if err := core.ServeHolder(os.Stdin); err != nil {
+		if err := core.ServeHolder(os.Stdin, os.Stdout); err != nil {
 			os.Exit(1)
 		}
 		return
@@ -167,8 +167,8 @@ func run(mnt, mapping string, engineCPUs *unix.CPUSet, vcfg verbs.Config, opts f
 		fab.SetShm(shm)
 	}
 	fab.Shm.HolderCommand = []string{"/proc/self/exe", core.HolderArg}
-	if st, err := os.Stat("/proc/self/exe"); err == nil && mapping == core.MapSymlink && os.Geteuid() == 0 && st.Mode().Perm()&0o004 == 0 {
-		log.Printf("warning: this binary is not readable by other users (mode %v): the kernel will not let them open their ring files through the holder processes of -mapping=symlink; make it 0755", st.Mode().Perm())
+	if st, err := os.Stat("/proc/self/exe"); err == nil && mapping == core.MapSymlink && os.Geteuid() == 0 && st.Mode().Perm()&0o005 != 0o005 {
+		log.Printf("warning: this binary is not readable and executable by other users (mode %v): the kernel will not let them open their ring files through the holder processes of -mapping=symlink; make it 0755", st.Mode().Perm())
 	}
 	srv, err := fs.Mount(fab, mnt, opts)
 	if err != nil {
