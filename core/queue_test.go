@@ -47,17 +47,24 @@ func TestQueue(t *testing.T) {
 	}
 }
 
-func TestCQOverflowAndOverrun(t *testing.T) {
+// testCQ is a CQ of size entries outside any fabric, closed when the test
+// ends.
+func testCQ(t *testing.T, size uint64) *CQ {
 	shm, err := NewShm(MapSymlink)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer shm.Close()
+	t.Cleanup(func() { shm.Close() })
 	d := &Domain{Name: "test", fab: &Fabric{Shm: shm}}
 	impl, _ := newCQ(&Object{Kind: KindCQ, ID: "0", Dom: d, Serial: 1})
 	c := impl.(*CQ)
-	c.size = 1
-	defer c.Close()
+	c.size = size
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestCQOverflowAndOverrun(t *testing.T) {
+	c := testCQ(t, 1)
 	// The ring holds 1; 16 more wait behind it; 3 more are overruns.
 	for i := 0; i < 1+CQOverflowFactor+3; i++ {
 		c.post(CQEntry{Context: uint64(i)})
@@ -89,16 +96,7 @@ func TestCQOverflowAndOverrun(t *testing.T) {
 // TestCQOverflowMax: a large CQ whose application does not read holds at
 // most CQOverflowMax completions beyond its ring, not 16 times its size.
 func TestCQOverflowMax(t *testing.T) {
-	shm, err := NewShm(MapSymlink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer shm.Close()
-	d := &Domain{Name: "test", fab: &Fabric{Shm: shm}}
-	impl, _ := newCQ(&Object{Kind: KindCQ, ID: "0", Dom: d, Serial: 1})
-	c := impl.(*CQ)
-	c.size = 8192 // 16 times that is more than CQOverflowMax
-	defer c.Close()
+	c := testCQ(t, 8192) // 16 times that is more than CQOverflowMax
 	for i := 0; i < 8192+CQOverflowMax+5; i++ {
 		c.post(CQEntry{Context: uint64(i)})
 	}
