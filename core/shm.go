@@ -154,6 +154,8 @@ func (s *Shm) Link(r *ring.Region, uid, gid uint32) (string, error) {
 	case !open:
 		h.drop(n)
 		return "", Errorf(fi.ENOENT, "shared memory is closed")
+	case h.dead(): // its path would name a process that is gone
+		return "", Errorf(fi.EIO, "the holder for uid %d gid %d exited", uid, gid)
 	case twice: // a concurrent Link passed it first
 		h.drop(n)
 		n = m
@@ -185,9 +187,9 @@ type holder struct {
 	pid     int        // set by start, under mu
 	answers *os.File   // the pipe's read end; used under mu
 	conn    atomic.Pointer[net.UnixConn]
-	proc    atomic.Pointer[os.Process]
-	stopped atomic.Bool   // stop was called, or start failed
-	exited  chan struct{} // closed when the process has been reaped
+	pidfd   atomic.Pointer[os.File] // the process, for reap and stop
+	stopped atomic.Bool             // stop was called, or start failed
+	exited  chan struct{}           // closed when the process has been reaped
 }
 
 // path is where descriptor n of the holder is opened.
@@ -259,8 +261,9 @@ func (h *holder) start(argv []string, k ugid) error {
 		return err
 	}
 	// The process is a child not yet waited for, so its pid names it
-	// until it is reaped, by reap only.
-	pidfd, err := unix.PidfdOpen(cmd.Process.Pid, unix.O_NONBLOCK)
+	// until it is reaped, by reap only; from here on it is known by the
+	// pidfd, which no reused pid can be mistaken for.
+	pidfd, err := unix.PidfdOpen(cmd.Process.Pid, unix.O_NONBLOCK) // PIDFD_NONBLOCK
 	if err != nil {
 		cmd.Process.Kill()
 		go cmd.Wait()
@@ -268,10 +271,12 @@ func (h *holder) start(argv []string, k ugid) error {
 		answers.Close()
 		return os.NewSyscallError("pidfd_open", err)
 	}
+	f := os.NewFile(uintptr(pidfd), "pidfd")
 	h.pid, h.answers = cmd.Process.Pid, answers
+	cmd.Process.Release()
 	h.conn.Store(c)
-	h.proc.Store(cmd.Process)
-	go h.reap(pidfd)
+	h.pidfd.Store(f)
+	go h.reap(f)
 	if h.stopped.Load() { // Shm.Close came in between
 		h.stop()
 	}
@@ -283,29 +288,29 @@ func (h *holder) start(argv []string, k ugid) error {
 // in waitid(2): a blocked waitid would keep an OS thread for as long as
 // the holder lives (and its user can keep it from being reaped at all, by
 // tracing it).
-func (h *holder) reap(pidfd int) {
-	defer close(h.exited)
-	defer func() {
-		h.stop()
-		h.mu.Lock() // a hold under way is done with answers
-		h.answers.Close()
-		h.mu.Unlock()
-	}()
-	f := os.NewFile(uintptr(pidfd), "pidfd")
-	defer f.Close()
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return
-	}
-	rc.Read(func(fd uintptr) bool {
+func (h *holder) reap(f *os.File) {
+	reaped := func(fd uintptr, options int) bool {
 		for {
 			var info unix.Siginfo
-			err := unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOHANG, nil)
+			err := unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|options, nil)
 			if err != unix.EINTR {
 				return err != nil || info.Signo != 0 // reaped, or nothing to wait for
 			}
 		}
-	})
+	}
+	rc, err := f.SyscallConn()
+	if err == nil {
+		err = rc.Read(func(fd uintptr) bool { return reaped(fd, unix.WNOHANG) })
+	}
+	if err != nil { // not in the poller after all: wait in this thread
+		reaped(f.Fd(), 0)
+	}
+	h.stop()
+	h.mu.Lock() // a hold under way is done with answers
+	h.answers.Close()
+	h.mu.Unlock()
+	f.Close()
+	close(h.exited)
 }
 
 // hold passes descriptor fd to the holder (starting it if need be) and
@@ -359,15 +364,17 @@ func (h *holder) drop(n int) {
 	}
 }
 
-// stop ends the holder: closes its socket and kills it, without waiting
-// (reap reaps it, and closes the answers pipe).
+// stop ends the holder: closes its socket and kills it through its pidfd,
+// without waiting (reap reaps it, and closes the answers pipe).
 func (h *holder) stop() {
 	h.stopped.Store(true)
 	if c := h.conn.Load(); c != nil {
 		c.Close()
 	}
-	if p := h.proc.Load(); p != nil {
-		p.Kill()
+	if f := h.pidfd.Load(); f != nil {
+		if rc, err := f.SyscallConn(); err == nil { // fails once reap closed it
+			rc.Control(func(fd uintptr) { unix.PidfdSendSignal(int(fd), unix.SIGKILL, nil, 0) })
+		}
 	}
 }
 

@@ -136,7 +136,22 @@ exit 0`, "D="+D)
 		f := strings.Fields(string(b))
 		return len(f) > 0 && (f[0] == strconv.Itoa(unix.SYS_READLINK) || f[0] == strconv.Itoa(unix.SYS_READLINKAT))
 	})
-	time.Sleep(100 * time.Millisecond) // for the daemon to take the request to the holder
+	// The daemon has passed cq/b's memfd to the stopped holder when a
+	// message waits on the holder's socket (its descriptor 0).
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(pidfd)
+	sock, err := unix.PidfdGetfd(pidfd, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(sock)
+	waitFor(t, "the daemon's message to the stopped holder", func() bool {
+		n, err := unix.IoctlGetInt(sock, unix.SIOCINQ)
+		return err == nil && n > 0
+	})
 	if err := os.Remove(filepath.Join(D, "cq", "a")); err != nil {
 		t.Fatal(err)
 	}
