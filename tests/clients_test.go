@@ -101,6 +101,28 @@ func TestCClient(t *testing.T) {
 	forEachMapping(t, func(t *testing.T, d *daemon) { runPingClient(t, d, bin) })
 }
 
+// TestCClientAsOtherUser runs the C ping-pong as nobody against a root
+// daemon in the symlink mode: every ring and region it maps is a
+// descriptor of nobody's holder process.
+func TestCClientAsOtherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to act as another user")
+	}
+	needCmd(t, "gcc")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "pingpong")
+	if out, err := exec.Command("gcc", "-O2", "-Wall", "-o", bin, "clients/c/pingpong.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	openUp(t, dir)
+	d := mountWith(t, "-mapping=symlink")
+	openUp(t, filepath.Dir(d.mnt))
+	out, err := asUser(nobody, fmt.Sprintf("%s %s %d %d", bin, d.mnt, pingIters, pingSize))
+	if err != nil || !pingOK.MatchString(out) {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+}
+
 func TestPythonClient(t *testing.T) {
 	needFUSE(t)
 	needCmd(t, "python3")
