@@ -174,7 +174,7 @@ func TestServeHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := int(binary.LittleEndian.Uint32(b[:]))
-	if a, b := fdIdentity(t, n), fdIdentity(t, int(reg.File.Fd())); a != b {
+	if a, b := fdIdentity(n), fdIdentity(int(reg.File.Fd())); a != b {
 		t.Fatalf("descriptor %d is %v, not the memfd %v", n, a, b)
 	}
 	for _, fd := range []int{int(theirs.Fd()), n} { // not given, then given
@@ -186,7 +186,7 @@ func TestServeHolder(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Errorf("ServeHolder: %v", err)
 	}
-	if _, err := unix.FcntlInt(uintptr(n), unix.F_GETFD, 0); err == nil && fdIdentity(t, n) == fdIdentity(t, int(reg.File.Fd())) {
+	if _, err := unix.FcntlInt(uintptr(n), unix.F_GETFD, 0); err == nil && fdIdentity(n) == fdIdentity(int(reg.File.Fd())) {
 		t.Errorf("the dropped descriptor %d is still the memfd", n)
 	}
 	if _, err := unix.FcntlInt(theirs.Fd(), unix.F_GETFD, 0); err != nil {
@@ -195,7 +195,7 @@ func TestServeHolder(t *testing.T) {
 }
 
 // fdIdentity is the device and inode descriptor fd refers to.
-func fdIdentity(t *testing.T, fd int) [2]uint64 {
+func fdIdentity(fd int) [2]uint64 {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return [2]uint64{}

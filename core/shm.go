@@ -114,7 +114,7 @@ func (s *Shm) Link(r *ring.Region, uid, gid uint32) (string, error) {
 	}
 	if uid == 0 || os.Geteuid() != 0 || len(s.HolderCommand) == 0 {
 		s.mu.Unlock()
-		return fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), r.File.Fd()), nil
+		return procFd(os.Getpid(), int(r.File.Fd())), nil
 	}
 	k := ugid{uid, gid}
 	h := s.holders[k]
@@ -124,7 +124,7 @@ func (s *Shm) Link(r *ring.Region, uid, gid uint32) (string, error) {
 				delete(hs, h)
 			}
 		}
-		h = &holder{exited: make(chan struct{})}
+		h = &holder{}
 		s.holders[k] = h
 	}
 	n, ok := hs[h]
@@ -188,23 +188,18 @@ type holder struct {
 	answers *os.File   // the pipe's read end; used under mu
 	conn    atomic.Pointer[net.UnixConn]
 	pidfd   atomic.Pointer[os.File] // the process, for reap and stop
-	stopped atomic.Bool             // stop was called, or start failed
-	exited  chan struct{}           // closed when the process has been reaped
+	stopped atomic.Bool             // stop was called (reap calls it too), or start failed
 }
 
+// procFd is where descriptor fd of process pid is opened.
+func procFd(pid, fd int) string { return fmt.Sprintf("/proc/%d/fd/%d", pid, fd) }
+
 // path is where descriptor n of the holder is opened.
-func (h *holder) path(n int) string { return fmt.Sprintf("/proc/%d/fd/%d", h.pid, n) }
+func (h *holder) path(n int) string { return procFd(h.pid, n) }
 
 // dead reports whether the holder is no use any more: a new one takes its
 // place.
-func (h *holder) dead() bool {
-	select {
-	case <-h.exited:
-		return true
-	default:
-		return h.stopped.Load()
-	}
-}
+func (h *holder) dead() bool { return h.stopped.Load() }
 
 // holderSocket makes the socket pair of a holder: the daemon's end, which
 // only sends, and the holder's, which only receives. The daemon's end is
@@ -310,7 +305,6 @@ func (h *holder) reap(f *os.File) {
 	h.answers.Close()
 	h.mu.Unlock()
 	f.Close()
-	close(h.exited)
 }
 
 // hold passes descriptor fd to the holder (starting it if need be) and
