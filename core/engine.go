@@ -38,6 +38,10 @@ const (
 	// sleepMax bounds a sleep, as a safety net: a group wakes at least this
 	// often even if a wake-up were lost.
 	sleepMax = time.Minute
+	// reschedEvery is how long a busy worker runs before it passes through
+	// the Go scheduler (reschedule), below the 10 ms after which the
+	// runtime preempts a goroutine that has not.
+	reschedEvery = 5 * time.Millisecond
 )
 
 // workQueue is one work ring of one endpoint.
@@ -72,15 +76,16 @@ func (q *workQueue) unblock() {
 }
 
 type engine struct {
-	mu     sync.Mutex
-	groups []*group
-	cpus   *unix.CPUSet // where new groups' threads run; nil: anywhere
-	logf   func(format string, a ...any)
+	mu      sync.Mutex
+	groups  []*group
+	cpus    *unix.CPUSet // where new groups' threads run; nil: anywhere
+	allowed *unix.CPUSet // with cpus: the CPUs of the process, for a thread a worker left
+	logf    func(format string, a ...any)
 }
 
 type group struct {
-	e    *engine
-	cpus *unix.CPUSet // the engine's when the group started
+	e             *engine
+	cpus, allowed *unix.CPUSet // the engine's when the group started
 	// word is the control futex: add, remove and unblock bump it to wake the
 	// worker. It lives in Go memory (never moved, never unmapped), so a late
 	// kick of a stopped group is harmless.
@@ -118,7 +123,7 @@ func (e *engine) add(rs *epRings) {
 		}
 	}
 	if g == nil {
-		g = &group{e: e, cpus: e.cpus, word: new(uint32)}
+		g = &group{e: e, cpus: e.cpus, allowed: e.allowed, word: new(uint32)}
 		e.groups = append(e.groups, g)
 		go g.run()
 	}
@@ -172,22 +177,23 @@ func (g *group) kick() {
 }
 
 func (g *group) run() {
-	// The worker keeps one thread for its life (the thread ends with it):
-	// its raw sched_yield and futex waits are that thread's, and the Go
-	// scheduler does not move it between threads in mid-conversation
-	// (perf sched showed the unlocked worker on three threads in one run).
+	// The worker keeps its thread while it works: its raw sched_yield is
+	// that thread's, and the Go scheduler does not move it between threads
+	// in mid-conversation (perf sched showed an unlocked worker on three
+	// threads in one run). It lets go of it only in unlocked; the thread
+	// it holds when the group ends ends with it, CPU mask and all.
 	runtime.LockOSThread()
-	// The thread is never unlocked, so a CPU mask set here ends with the
-	// group; threads the runtime makes meanwhile are cloned from its
-	// template thread, not from this one.
-	if g.cpus != nil {
-		if err := unix.SchedSetaffinity(0, g.cpus); err != nil {
-			g.e.logf("engine: pinning a group's thread: %v; it runs unpinned", err)
-		}
-	}
+	g.pin()
 	var idle time.Time // when the current idle spell began
 	passes := 0        // empty passes in it
+	loops := 0
+	resched := time.Now() // when the worker last passed through the Go scheduler
 	for {
+		// The clock is read every 64 passes, a few microseconds apart.
+		if loops++; loops%64 == 0 && time.Since(resched) >= reschedEvery {
+			g.unlocked(runtime.Gosched)
+			resched = time.Now()
+		}
 		g.iter.Lock()
 		g.mu.Lock()
 		qs, stop := g.queues, g.stop
@@ -230,8 +236,44 @@ func (g *group) run() {
 		default:
 			g.sleep(qs) // unlocks iter while asleep
 			passes = 0
+			resched = time.Now()
 		}
 	}
+}
+
+// pin keeps the worker's thread on the engine's CPUs, if it has any.
+func (g *group) pin() {
+	if g.cpus == nil {
+		return
+	}
+	if err := unix.SchedSetaffinity(0, g.cpus); err != nil {
+		g.e.logf("engine: pinning a group's thread: %v; it runs unpinned", err)
+	}
+}
+
+// unlocked runs f (a pass through the Go scheduler, or a sleep) with the
+// worker's thread unlocked. The runtime preempts a goroutine that has run
+// for 10 ms without passing through its scheduler, and a busy worker never
+// blocks. For a goroutine locked to its thread, that preemption (and a
+// runtime.Gosched) is a hand-off through two other threads, tens of
+// microseconds, after which the runtime's monitor thread runs every 20 us
+// for a while, each time on a CPU the worker or a client needs (docs/bench.md,
+// session 10). Unlocked, the pass costs a third of a microsecond, and
+// after a sleep longer than 10 ms the preemption that is due finds an
+// unlocked goroutine. If the worker comes back on another thread, that
+// one is pinned, and the one it left gets the process's CPUs back.
+func (g *group) unlocked(f func()) {
+	tid := unix.Gettid()
+	runtime.UnlockOSThread()
+	f()
+	runtime.LockOSThread()
+	if g.cpus == nil || unix.Gettid() == tid {
+		return
+	}
+	// The one it left first, so that no two threads are ever pinned at once
+	// (ESRCH if it has ended: nothing to give back).
+	unix.SchedSetaffinity(tid, g.allowed)
+	g.pin()
 }
 
 // pollHot has the hot endpoints make progress and reports whether any
@@ -321,7 +363,7 @@ func (g *group) sleep(qs []*workQueue) {
 	// A change of the queues kicks the control word after our load of it,
 	// so the wait returns at once rather than wait on a removed ring.
 	if !ready {
-		ring.FutexWaitv(words, vals, sleepMax)
+		g.unlocked(func() { ring.FutexWaitv(words, vals, sleepMax) })
 	}
 	g.iter.Lock()
 	g.mu.Lock()

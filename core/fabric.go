@@ -91,7 +91,7 @@ func (f *Fabric) SetEngineCPUs(set unix.CPUSet) error {
 		}
 	}
 	f.eng.mu.Lock()
-	f.eng.cpus = &set
+	f.eng.cpus, f.eng.allowed = &set, &allowed
 	f.eng.mu.Unlock()
 	return nil
 }

@@ -122,7 +122,6 @@ func main() {
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	runtime.LockOSThread() // see sleep
 	var err error
 	if o.sizes, err = parseSizes(sizes); err != nil {
 		fatal(err)
@@ -195,7 +194,15 @@ type side struct {
 	// connection down, which cancels the receive posted ahead.
 	closing bool
 	cqes    [16]ring.CQE // wait's: completions are read into it, without allocating
+	resched time.Time    // when wait last passed through the Go scheduler
 }
+
+// reschedEvery is how long wait polls before it passes through the Go
+// scheduler. The runtime preempts a goroutine that has run for 10 ms
+// without doing so, with a signal, and its monitor thread then wakes every
+// 20 us for a while, on the CPU the other side needs (docs/bench.md,
+// session 10).
+const reschedEvery = 5 * time.Millisecond
 
 // newSide makes the side's CQ and memory region; the endpoint comes later.
 func newSide(o *options, d *client.Domain) (*side, error) {
@@ -333,7 +340,12 @@ func (s *side) wait(done func() bool) error {
 		} else if polls%64 != 0 {
 			continue // a pure spin looks at the clock less often
 		}
-		waited := time.Since(start)
+		now := time.Now()
+		if now.Sub(s.resched) >= reschedEvery {
+			runtime.Gosched()
+			s.resched = now
+		}
+		waited := now.Sub(start)
 		if waited > s.o.timeout {
 			return fmt.Errorf("no completion for %v: sends %d posted %d done, receives %d posted %d done (ep err: %s)",
 				s.o.timeout, s.sendsPosted, s.sendsDone, s.recvsPosted, s.recvsDone, s.ep.Err())
@@ -688,9 +700,10 @@ func verify(b []byte, iter uint64) int {
 }
 
 // sleep is the consumer's sleep of docs/abi.md (ring.Ring.Sleep) with a raw
-// FUTEX_WAIT on the thread main locked: the Go scheduler does not see the
-// system call, so waking up is one thread switch, as for a C client, rather
-// than a hand-off of the thread's P to another thread and back. The caller
+// FUTEX_WAIT: the Go scheduler does not see the system call, so the
+// goroutine keeps its thread and waking up is one thread switch, as for a
+// C client, rather than a hand-off of the thread's P to another thread and
+// back. The caller
 // re-checks the ring whatever happened.
 func sleep(r *ring.Ring, timeout time.Duration) {
 	w := r.WakeWord()
