@@ -202,20 +202,15 @@ func (g *group) run() {
 			g.iter.Unlock()
 			return
 		}
-		busy, sent := false, false
-		for _, q := range qs {
-			if q.ready() && q.ep.consume(q) > 0 {
-				busy = true
-				if q.kind == OpSend {
-					q.rs.sent, sent = true, true
-				}
-				if !q.rs.hot && q.rs.poller != nil {
-					q.rs.hot = true
-					g.hot = append(g.hot, q.rs)
-				}
-			}
-		}
+		// Sends first, then the sockets, then the receives posted: a
+		// receive posted in the pass is for a later message, and taking it
+		// before would delay the one a send of the pass is answering.
+		sent := g.take(qs, OpSend)
+		busy := sent
 		if g.pollHot(sent) {
+			busy = true
+		}
+		if g.take(qs, OpRecv) {
 			busy = true
 		}
 		switch {
@@ -239,6 +234,27 @@ func (g *group) run() {
 			resched = time.Now()
 		}
 	}
+}
+
+// take consumes the ready queues of kind (OpSend: tx, OpRecv: rx) and
+// reports whether it took any request. An endpoint whose queue it took from
+// becomes hot.
+func (g *group) take(qs []*workQueue, kind OpKind) bool {
+	took := false
+	for _, q := range qs {
+		if q.kind != kind || !q.ready() || q.ep.consume(q) == 0 {
+			continue
+		}
+		took = true
+		if kind == OpSend {
+			q.rs.sent = true
+		}
+		if !q.rs.hot && q.rs.poller != nil {
+			q.rs.hot = true
+			g.hot = append(g.hot, q.rs)
+		}
+	}
+	return took
 }
 
 // pin keeps the worker's thread on the engine's CPUs, if it has any.
