@@ -86,6 +86,7 @@ type engine struct {
 type group struct {
 	e             *engine
 	cpus, allowed *unix.CPUSet // the engine's when the group started
+	pinFailed     bool         // setCPUs failed once; used by the worker only
 	// word is the control futex: add, remove and unblock bump it to wake the
 	// worker. It lives in Go memory (never moved, never unmapped), so a late
 	// kick of a stopped group is harmless.
@@ -181,7 +182,7 @@ func (g *group) run() {
 	// that thread's, and the Go scheduler does not move it between threads
 	// in mid-conversation (perf sched showed an unlocked worker on three
 	// threads in one run). It lets go of it only in unlocked; the thread
-	// it holds when the group ends ends with it, CPU mask and all.
+	// it holds when the group ends ends with it.
 	runtime.LockOSThread()
 	g.pin()
 	var idle time.Time // when the current idle spell began
@@ -189,8 +190,9 @@ func (g *group) run() {
 	loops := 0
 	resched := time.Now() // when the worker last passed through the Go scheduler
 	for {
-		// The clock is read every 64 passes, a few microseconds apart.
-		if loops++; loops%64 == 0 && time.Since(resched) >= reschedEvery {
+		// The clock is read every 16 passes: even passes that write and
+		// read 1 MiB messages come well inside the runtime's 10 ms.
+		if loops++; loops%16 == 0 && time.Since(resched) >= reschedEvery {
 			g.unlocked(runtime.Gosched)
 			resched = time.Now()
 		}
@@ -200,17 +202,27 @@ func (g *group) run() {
 		g.mu.Unlock()
 		if stop {
 			g.iter.Unlock()
+			// The thread ends with the goroutine, unless it is the main
+			// thread, which the runtime parks instead: unpinned.
+			g.setCPUs(g.allowed)
 			return
 		}
-		// Sends first, then the sockets, then the receives posted: a
-		// receive posted in the pass is for a later message, and taking it
-		// before would delay the one a send of the pass is answering.
+		// Sends first. After a send the sockets are read before the
+		// receives posted are taken: what the reads bring is most likely
+		// the answer, for a receive posted earlier, and taking a receive
+		// posted with the send (for a later message) first would delay
+		// it. Without a send the receives come first, so that a message
+		// the reads bring finds its receive taken (rxm would hold it as
+		// unexpected, a copy, otherwise).
 		sent := g.take(qs, OpSend)
 		busy := sent
+		if !sent && g.take(qs, OpRecv) {
+			busy = true
+		}
 		if g.pollHot(sent) {
 			busy = true
 		}
-		if g.take(qs, OpRecv) {
+		if sent && g.take(qs, OpRecv) {
 			busy = true
 		}
 		switch {
@@ -258,37 +270,39 @@ func (g *group) take(qs []*workQueue, kind OpKind) bool {
 }
 
 // pin keeps the worker's thread on the engine's CPUs, if it has any.
-func (g *group) pin() {
+func (g *group) pin() { g.setCPUs(g.cpus) }
+
+// setCPUs sets the CPUs the worker's thread may run on, if the engine has
+// CPUs of its own; a failure is logged once per group.
+func (g *group) setCPUs(set *unix.CPUSet) {
 	if g.cpus == nil {
 		return
 	}
-	if err := unix.SchedSetaffinity(0, g.cpus); err != nil {
-		g.e.logf("engine: pinning a group's thread: %v; it runs unpinned", err)
+	if err := unix.SchedSetaffinity(0, set); err != nil && !g.pinFailed {
+		g.pinFailed = true
+		g.e.logf("engine: setting the CPUs of a group's thread: %v", err)
 	}
 }
 
-// unlocked runs f (a pass through the Go scheduler, or a sleep) with the
-// worker's thread unlocked. The runtime preempts a goroutine that has run
-// for 10 ms without passing through its scheduler, and a busy worker never
-// blocks. For a goroutine locked to its thread, that preemption (and a
-// runtime.Gosched) is a hand-off through two other threads, tens of
-// microseconds, after which the runtime's monitor thread runs every 20 us
-// for a while, each time on a CPU the worker or a client needs (docs/bench.md,
-// session 10). Unlocked, the pass costs a third of a microsecond, and
-// after a sleep longer than 10 ms the preemption that is due finds an
-// unlocked goroutine. If the worker comes back on another thread, that
-// one is pinned, and the one it left gets the process's CPUs back.
+// unlocked runs f, a pass through the Go scheduler, with the worker's
+// thread unlocked. The runtime preempts a goroutine that has run for 10 ms
+// without such a pass, and a busy worker never blocks. For a goroutine locked to its thread, that
+// preemption (and a runtime.Gosched) is a hand-off through two other
+// threads, tens of microseconds, after which the runtime's monitor thread
+// runs every 20 us for a while, each time on a CPU the worker or a client
+// needs (docs/bench.md, session 10). Unlocked, the pass costs a third of
+// a microsecond. Unlocked, the
+// thread may run other goroutines, and threads the runtime starts
+// meanwhile are cloned from it, CPU mask and all: a pinned worker's thread
+// gets the process's CPUs back first, and the thread the worker comes back
+// on, the same or another, is pinned after. (A sleep stays locked and
+// pinned: a worker woken after more than 10 ms may pay the hand-off once,
+// beside the wake-up's own cost.)
 func (g *group) unlocked(f func()) {
-	tid := unix.Gettid()
+	g.setCPUs(g.allowed)
 	runtime.UnlockOSThread()
 	f()
 	runtime.LockOSThread()
-	if g.cpus == nil || unix.Gettid() == tid {
-		return
-	}
-	// The one it left first, so that no two threads are ever pinned at once
-	// (ESRCH if it has ended: nothing to give back).
-	unix.SchedSetaffinity(tid, g.allowed)
 	g.pin()
 }
 
@@ -379,7 +393,7 @@ func (g *group) sleep(qs []*workQueue) {
 	// A change of the queues kicks the control word after our load of it,
 	// so the wait returns at once rather than wait on a removed ring.
 	if !ready {
-		g.unlocked(func() { ring.FutexWaitv(words, vals, sleepMax) })
+		ring.FutexWaitv(words, vals, sleepMax)
 	}
 	g.iter.Lock()
 	g.mu.Lock()

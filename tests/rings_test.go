@@ -483,8 +483,8 @@ func TestRMAOnRings(t *testing.T) {
 // threads anywhere they could before, and messages still go through; bad
 // lists are refused before mounting. Every few milliseconds the busy worker
 // passes through the Go scheduler unlocked and may come back on another
-// thread: then that one is pinned and the one it left is not, so no sample
-// ever shows two threads on the CPU.
+// thread: it lets go of the pin before and pins the thread it comes back on
+// after, so no two threads are pinned at once.
 func TestEngineCPUs(t *testing.T) {
 	var allowed unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
@@ -524,11 +524,24 @@ func TestEngineCPUs(t *testing.T) {
 		return lists
 	}
 	want := strconv.Itoa(cpu)
+	// A scan reads the threads one by one: a worker that moves meanwhile
+	// can be seen pinned on both threads (the old one read before it let go
+	// of it, the new one after it pinned it), or on neither. So a scan
+	// that shows two pinned threads is repeated, and fails only if it
+	// keeps showing them.
+	scan := func() map[string][]string {
+		lists := threads()
+		for i := 0; i < 20 && len(lists[want]) > 1; i++ {
+			time.Sleep(time.Millisecond)
+			lists = threads()
+		}
+		return lists
+	}
 	deadline := time.Now().Add(10 * time.Second)
-	lists := threads()
-	for len(lists[want]) == 0 && time.Now().Before(deadline) {
+	lists := scan()
+	for len(lists[want]) != 1 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
-		lists = threads()
+		lists = scan()
 	}
 	if len(lists[want]) != 1 || len(lists) != 2 {
 		t.Fatalf("daemon threads (ids) by Cpus_allowed_list: %v; want one thread on CPU %d and the others on the process's CPUs", lists, cpu)
@@ -547,7 +560,7 @@ func TestEngineCPUs(t *testing.T) {
 		return n, err == nil // else the thread ended
 	}
 	sample := func() {
-		lists := threads()
+		lists := scan()
 		for l, tids := range lists {
 			if l != want && l != others {
 				t.Errorf("threads %v on CPUs %s; want only %s (the engine) and %s", tids, l, want, others)
