@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -79,7 +80,7 @@ type engine struct {
 	mu      sync.Mutex
 	groups  []*group
 	cpus    *unix.CPUSet // where new groups' threads run; nil: anywhere
-	allowed *unix.CPUSet // with cpus: the CPUs of the process, for a thread a worker left
+	allowed *unix.CPUSet // with cpus: the process's CPUs, which a worker's thread has while unlocked
 	logf    func(format string, a ...any)
 }
 
@@ -185,16 +186,21 @@ func (g *group) run() {
 	// it holds when the group ends ends with it.
 	runtime.LockOSThread()
 	g.pin()
-	var idle time.Time // when the current idle spell began
-	passes := 0        // empty passes in it
-	loops := 0
+	var idle time.Time    // when the current idle spell began
+	passes := 0           // empty passes in it
 	resched := time.Now() // when the worker last passed through the Go scheduler
+	reschedIfDue := func() {
+		if time.Since(resched) >= reschedEvery {
+			g.unlocked(runtime.Gosched)
+			resched = time.Now()
+		}
+	}
+	loops := 0
 	for {
 		// The clock is read every 16 passes: even passes that write and
 		// read 1 MiB messages come well inside the runtime's 10 ms.
-		if loops++; loops%16 == 0 && time.Since(resched) >= reschedEvery {
-			g.unlocked(runtime.Gosched)
-			resched = time.Now()
+		if loops++; loops%16 == 0 {
+			reschedIfDue()
 		}
 		g.iter.Lock()
 		g.mu.Lock()
@@ -204,7 +210,7 @@ func (g *group) run() {
 			g.iter.Unlock()
 			// The thread ends with the goroutine, unless it is the main
 			// thread, which the runtime parks instead: unpinned.
-			g.setCPUs(g.allowed)
+			g.setCPUs(g.allowed, "unpinning")
 			return
 		}
 		// Sends first. After a send the sockets are read before the
@@ -243,7 +249,10 @@ func (g *group) run() {
 		default:
 			g.sleep(qs) // unlocks iter while asleep
 			passes = 0
-			resched = time.Now()
+			// Asleep, the worker did not pass through the scheduler
+			// either: after 10 ms the runtime preempts it at its next
+			// check, awake.
+			reschedIfDue()
 		}
 	}
 }
@@ -270,36 +279,45 @@ func (g *group) take(qs []*workQueue, kind OpKind) bool {
 }
 
 // pin keeps the worker's thread on the engine's CPUs, if it has any.
-func (g *group) pin() { g.setCPUs(g.cpus) }
+func (g *group) pin() { g.setCPUs(g.cpus, "pinning") }
 
 // setCPUs sets the CPUs the worker's thread may run on, if the engine has
-// CPUs of its own; a failure is logged once per group.
-func (g *group) setCPUs(set *unix.CPUSet) {
+// CPUs of its own; the first failure of a group is logged.
+func (g *group) setCPUs(set *unix.CPUSet, what string) error {
 	if g.cpus == nil {
-		return
+		return nil
 	}
-	if err := unix.SchedSetaffinity(0, set); err != nil && !g.pinFailed {
+	err := unix.SchedSetaffinity(0, set)
+	if err != nil && !g.pinFailed {
 		g.pinFailed = true
-		g.e.logf("engine: setting the CPUs of a group's thread: %v", err)
+		g.e.logf("engine: %s a group's thread: %v", what, err)
 	}
+	return err
 }
 
 // unlocked runs f, a pass through the Go scheduler, with the worker's
 // thread unlocked. The runtime preempts a goroutine that has run for 10 ms
-// without such a pass, and a busy worker never blocks. For a goroutine locked to its thread, that
-// preemption (and a runtime.Gosched) is a hand-off through two other
-// threads, tens of microseconds, after which the runtime's monitor thread
-// runs every 20 us for a while, each time on a CPU the worker or a client
-// needs (docs/bench.md, session 10). Unlocked, the pass costs a third of
-// a microsecond. Unlocked, the
-// thread may run other goroutines, and threads the runtime starts
-// meanwhile are cloned from it, CPU mask and all: a pinned worker's thread
-// gets the process's CPUs back first, and the thread the worker comes back
-// on, the same or another, is pinned after. (A sleep stays locked and
-// pinned: a worker woken after more than 10 ms may pay the hand-off once,
-// beside the wake-up's own cost.)
+// without such a pass, and a busy worker never blocks. For a goroutine
+// locked to its thread, that preemption (and a runtime.Gosched) is a
+// hand-off through two other threads, tens of microseconds, after which
+// the runtime's monitor thread runs every 20 us for a while, each time on
+// a CPU the worker or a client needs (docs/bench.md, session 10).
+// Unlocked, the pass costs a third of a microsecond.
+//
+// Unlocked, the thread may run other goroutines, and threads the runtime
+// starts meanwhile are cloned from it, CPU mask and all (while it is
+// locked, the runtime's newm clones its template thread instead). So a
+// pinned worker's thread gets the process's CPUs back first (or every CPU
+// the kernel allows, if the process's no longer work), and the thread the
+// worker comes back on, the same or another, is pinned after.
 func (g *group) unlocked(f func()) {
-	g.setCPUs(g.allowed)
+	if g.setCPUs(g.allowed, "unpinning") != nil {
+		var all unix.CPUSet
+		for c := 0; c < 8*int(unsafe.Sizeof(all)); c++ {
+			all.Set(c)
+		}
+		g.setCPUs(&all, "unpinning")
+	}
 	runtime.UnlockOSThread()
 	f()
 	runtime.LockOSThread()

@@ -35,13 +35,19 @@ func TestUnlockedKeepsThePin(t *testing.T) {
 	}
 	var (
 		sleepers sync.WaitGroup
-		workers  sync.WaitGroup
+		workers  sync.WaitGroup // running
+		looped   sync.WaitGroup // done with their passes, holding their threads
 		mu       sync.Mutex
 		moves    int
 		failures []string
 		tids     = map[int]bool{} // the workers' threads at the end
 	)
 	release := make(chan struct{})
+	// However the test ends, the workers let go of their pinned threads.
+	t.Cleanup(func() {
+		close(release)
+		workers.Wait()
+	})
 	worker := func() {
 		defer workers.Done()
 		runtime.LockOSThread() // never unlocked at the end: the thread ends with the goroutine
@@ -73,21 +79,15 @@ func TestUnlockedKeepsThePin(t *testing.T) {
 		mu.Lock()
 		tids[unix.Gettid()] = true
 		mu.Unlock()
-		<-release           // hold the pinned thread while the test looks at the others
-		g.setCPUs(&allowed) // as a group that ends does: its thread may be the main one, which outlives it
+		looped.Done()
+		<-release                        // hold the pinned thread while the test looks at the others
+		g.setCPUs(&allowed, "unpinning") // as a group that ends does: its thread may be the main one, which outlives it
 	}
 	workers.Add(2)
+	looped.Add(2)
 	go worker()
 	go worker()
-	for {
-		mu.Lock()
-		n := len(tids)
-		mu.Unlock()
-		if n == 2 {
-			break
-		}
-		runtime.Gosched()
-	}
+	looped.Wait()
 	sleepers.Wait()
 	ents, err := os.ReadDir("/proc/self/task")
 	if err != nil {
@@ -103,8 +103,6 @@ func TestUnlockedKeepsThePin(t *testing.T) {
 			t.Errorf("thread %d, not a worker's, may run on %v; want the process's CPUs, %v", tid, cpuList(&set), cpuList(&allowed))
 		}
 	}
-	close(release)
-	workers.Wait()
 	for _, f := range failures[:min(len(failures), 5)] {
 		t.Error(f)
 	}
