@@ -213,22 +213,19 @@ func (g *group) run() {
 			g.setCPUs(g.allowed, "unpinning")
 			return
 		}
-		// Sends first. After a send the sockets are read before the
-		// receives posted are taken: what the reads bring is most likely
-		// the answer, for a receive posted earlier, and taking a receive
-		// posted with the send (for a later message) first would delay
-		// it. Without a send the receives come first, so that a message
-		// the reads bring finds its receive taken (rxm would hold it as
-		// unexpected, a copy, otherwise).
+		// Sends first, then the sockets, then the receives posted: what
+		// the reads bring is most likely an answer, for a receive posted
+		// earlier, and a receive posted now is for a later message, which
+		// taking it first would only delay. (A message that does arrive
+		// for a receive posted in the same pass waits in tcp's staging
+		// buffer, or in rxm's unexpected queue, a copy, until the receive
+		// is taken at the end of the pass.)
 		sent := g.take(qs, OpSend)
 		busy := sent
-		if !sent && g.take(qs, OpRecv) {
-			busy = true
-		}
 		if g.pollHot(sent) {
 			busy = true
 		}
-		if sent && g.take(qs, OpRecv) {
+		if g.take(qs, OpRecv) {
 			busy = true
 		}
 		switch {
