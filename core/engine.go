@@ -40,8 +40,8 @@ const (
 	// often even if a wake-up were lost.
 	sleepMax = time.Minute
 	// reschedEvery is how long a busy worker runs before it passes through
-	// the Go scheduler (reschedule), below the 10 ms after which the
-	// runtime preempts a goroutine that has not.
+	// the Go scheduler (unlocked), below the 10 ms after which the runtime
+	// preempts a goroutine that has not.
 	reschedEvery = 5 * time.Millisecond
 )
 

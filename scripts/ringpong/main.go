@@ -703,8 +703,7 @@ func verify(b []byte, iter uint64) int {
 // FUTEX_WAIT: the Go scheduler does not see the system call, so the
 // goroutine keeps its thread and waking up is one thread switch, as for a
 // C client, rather than a hand-off of the thread's P to another thread and
-// back. The caller
-// re-checks the ring whatever happened.
+// back. The caller re-checks the ring whatever happened.
 func sleep(r *ring.Ring, timeout time.Duration) {
 	w := r.WakeWord()
 	v := atomic.LoadUint32(w)
