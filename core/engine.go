@@ -86,7 +86,8 @@ type engine struct {
 
 type group struct {
 	e             *engine
-	cpus, allowed *unix.CPUSet // the engine's when the group started
+	cpu           int          // the CPU of a group of endpoints placed with engine_cpu; -1: a shared group
+	cpus, allowed *unix.CPUSet // the engine's when the group started, or cpu's
 	pinFailed     bool         // setCPUs failed once; used by the worker only
 	// word is the control futex: add, remove and unblock bump it to wake the
 	// worker. It lives in Go memory (never moved, never unmapped), so a late
@@ -109,14 +110,16 @@ type group struct {
 	iter sync.Mutex
 }
 
-// add starts serving an endpoint's tx and rx queues, in one group.
-func (e *engine) add(rs *epRings) {
+// add starts serving an endpoint's tx and rx queues, in one group: with
+// cpu -1 a shared group on the engine's CPUs, else a group of the
+// endpoints placed on that CPU, pinned to it.
+func (e *engine) add(rs *epRings, cpu int) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var g *group
 	for _, c := range e.groups {
 		c.mu.Lock()
-		if len(c.queues)+2 <= groupSize {
+		if c.cpu == cpu && len(c.queues)+2 <= groupSize {
 			g = c
 		}
 		c.mu.Unlock()
@@ -125,7 +128,19 @@ func (e *engine) add(rs *epRings) {
 		}
 	}
 	if g == nil {
-		g = &group{e: e, cpus: e.cpus, allowed: e.allowed, word: new(uint32)}
+		g = &group{e: e, cpu: cpu, cpus: e.cpus, allowed: e.allowed, word: new(uint32)}
+		if cpu >= 0 {
+			allowed := e.allowed
+			if allowed == nil {
+				allowed = new(unix.CPUSet)
+				if err := unix.SchedGetaffinity(0, allowed); err != nil {
+					return err
+				}
+			}
+			var set unix.CPUSet
+			set.Set(cpu)
+			g.cpus, g.allowed = &set, allowed
+		}
 		e.groups = append(e.groups, g)
 		go g.run()
 	}
@@ -134,6 +149,7 @@ func (e *engine) add(rs *epRings) {
 	g.queues = append(g.queues[:len(g.queues):len(g.queues)], rs.tx, rs.rx)
 	g.mu.Unlock()
 	g.kick()
+	return nil
 }
 
 // remove stops serving an endpoint's queues; a group left empty ends.

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/fabricfs/fabricfs/core/fi"
 )
 
@@ -28,20 +30,24 @@ const (
 type EP struct {
 	obj *Object
 
-	mu       sync.Mutex
-	info     *fi.Info
-	prov     Endpoint // made at enable, or when rejecting a request
-	req      ConnReq  // the connection request it was made from, if any
-	state    string
-	txcq     *CQ
-	rxcq     *CQ
-	txSel    bool // FI_SELECTIVE_COMPLETION on the transmit binding
-	rxSel    bool
-	eq       *EQ
-	av       *AV
-	cntrs    [numClasses]*Cntr // bound counters, by class
-	opts     map[string]uint64
-	inflight opList // posted and not finally completed
+	mu    sync.Mutex
+	info  *fi.Info
+	prov  Endpoint // made at enable, or when rejecting a request
+	req   ConnReq  // the connection request it was made from, if any
+	state string
+	txcq  *CQ
+	rxcq  *CQ
+	txSel bool // FI_SELECTIVE_COMPLETION on the transmit binding
+	rxSel bool
+	eq    *EQ
+	av    *AV
+	cntrs [numClasses]*Cntr // bound counters, by class
+	opts  map[string]uint64
+	// engineCPU is attr/engine_cpu: the CPU whose engine group serves the
+	// rings (a group of the endpoints placed there, pinned to it); -1: a
+	// shared group, on the engine's CPUs.
+	engineCPU int
+	inflight  opList // posted and not finally completed
 	// cancelling counts the Cancel calls under way: see opPool.
 	cancelling atomic.Int32
 	rings      *epRings   // after enable
@@ -77,7 +83,7 @@ func newEP(o *Object) (Impl, error) {
 	if info == nil {
 		return nil, Errorf(fi.ENODATA, "domain %s offers no endpoint", o.Dom.Name)
 	}
-	return &EP{obj: o, info: info, state: stateIdle, opts: map[string]uint64{},
+	return &EP{obj: o, info: info, state: stateIdle, opts: map[string]uint64{}, engineCPU: -1,
 		dest: uint64(fi.ADDR_UNSPEC), shell: defaultDataParams}, nil
 }
 
@@ -1010,7 +1016,9 @@ func (e *EP) Attrs() []Attr {
 				func() string { return e.info.EPAttr.Type.String() }, func(s string) error { return e.setType(e.info, s) })
 		}
 	}
-	attrs = append(attrs, Attr{Name: "mapping", Get: func() string { return e.obj.Dom.fab.Shm.Mode }})
+	attrs = append(attrs, Attr{Name: "mapping", Get: func() string { return e.obj.Dom.fab.Shm.Mode }},
+		guarded(&e.mu, "engine_cpu", func() error { return e.idleLocked("setting engine_cpu") },
+			func() string { return strconv.Itoa(e.engineCPU) }, e.setEngineCPU))
 	for _, name := range []string{"min_multi_recv", "buffered_min", "buffered_limit"} {
 		attrs = append(attrs, Attr{Name: "opt_" + name, Get: func() string {
 			e.mu.Lock()
@@ -1019,6 +1027,26 @@ func (e *EP) Attrs() []Attr {
 		}})
 	}
 	return attrs
+}
+
+// setEngineCPU is a write of attr/engine_cpu before enable: -1, or a CPU
+// this process may run on. Called with e.mu held.
+func (e *EP) setEngineCPU(s string) error {
+	cpu, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || cpu < -1 {
+		return Errorf(fi.EINVAL, "want -1 or a CPU number")
+	}
+	if cpu >= 0 {
+		var allowed unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+			return WithOp("sched_getaffinity", err)
+		}
+		if !allowed.IsSet(cpu) {
+			return Errorf(fi.EINVAL, "CPU %d is not one this daemon may run on", cpu)
+		}
+	}
+	e.engineCPU = cpu
+	return nil
 }
 
 // Close is fi_close: the engine stops serving the rings, the provider

@@ -39,7 +39,9 @@
 # on the machine (docs/bench.md, "The floor of every shape"). It also runs
 # fabricfs in relay-pinned's placement, as fabricfs-pinned: a second daemon
 # with its engine on the first CPU the script may use (-engine-cpus) and
-# ringpong on the second (taskset).
+# ringpong on the second (taskset); and in split-pinned's, as
+# fabricfs-split: each ringpong on one of the two CPUs, its endpoint served
+# by an engine group pinned beside it (attr/engine_cpu).
 set -euo pipefail
 here=$PWD
 cd "$(dirname "$0")/.."
@@ -65,7 +67,9 @@ usage: scripts/bench.sh [options]
   -F        msg: also run scripts/relay.c's other shapes (relay-pinned, split,
             split-pinned) and print the floor of each against libfabric, and
             fabricfs in relay-pinned's placement (fabricfs-pinned: its engine
-            on the first CPU with -engine-cpus, ringpong on the second)
+            on the first CPU with -engine-cpus, ringpong on the second) and
+            in split-pinned's (fabricfs-split: each ringpong on one of the
+            two CPUs, its endpoint's engine group beside it, -engine-cpu)
 EOF
 	exit 2
 }
@@ -286,13 +290,17 @@ run_libfabric() {
 	read -r usec mbps < <(awk '/^[0-9]/ { u = $7; m = $6 } END { print u, m }' "$tmp/fi_cli.out")
 }
 
-# run_fabricfs EP SIZE ITERS [MNT [WRAP...]]: the same through fabricfs
-# (the mount MNT, default the first; ringpong run by the command WRAP).
+# run_fabricfs EP SIZE ITERS [MNT]: the same through fabricfs (the mount
+# MNT, default the first). The server's ringpong runs as srv_cmd (a
+# command such as taskset -c 1, and ringpong's flags, before and after
+# ringpong's name: srv_wrap, srv_flags), the client's as cli_wrap and
+# cli_flags; the callers that place them set them as locals.
+srv_wrap=() srv_flags=() cli_wrap=() cli_flags=()
 run_fabricfs() {
-	local ep=$1 size=$2 n=$3 spid addr="" rc=0 wrap=("${@:5}")
+	local ep=$1 size=$2 n=$3 spid addr="" rc=0
 	# shellcheck disable=SC2086 # xflags are words
 	local common=(-mnt "${4:-$mnt}" -e "$ep" -sizes "$size" -iters "$n" -warmup "$warmup" -json $xflags)
-	timeout "$limit" "${wrap[@]}" bin/ringpong "${common[@]}" -role server -q >"$tmp/rp_srv.out" 2>"$tmp/rp_srv.err" &
+	timeout "$limit" "${srv_wrap[@]}" bin/ringpong "${common[@]}" "${srv_flags[@]}" -role server -q >"$tmp/rp_srv.out" 2>"$tmp/rp_srv.err" &
 	spid=$!
 	started+=("$spid")
 	for _ in $(seq 500); do
@@ -309,7 +317,7 @@ run_fabricfs() {
 		forget "$spid"
 		return 1
 	fi
-	run_fg timeout "$limit" "${wrap[@]}" bin/ringpong "${common[@]}" -role client -addr "$addr" >"$tmp/rp_cli.out" 2>"$tmp/rp_cli.err" || rc=1
+	run_fg timeout "$limit" "${cli_wrap[@]}" bin/ringpong "${common[@]}" "${cli_flags[@]}" -role client -addr "$addr" >"$tmp/rp_cli.out" 2>"$tmp/rp_cli.err" || rc=1
 	wait "$spid" || rc=1
 	forget "$spid"
 	if [ $rc -ne 0 ]; then
@@ -322,7 +330,19 @@ run_fabricfs() {
 }
 
 # run_fabricfs-pinned EP SIZE ITERS: fabricfs in relay-pinned's placement.
-run_fabricfs-pinned() { run_fabricfs "$1" "$2" "$3" "$mnt_pinned" taskset -c "${pin_cpus[1]}"; }
+run_fabricfs-pinned() {
+	local srv_wrap=(taskset -c "${pin_cpus[1]}") cli_wrap=(taskset -c "${pin_cpus[1]}")
+	run_fabricfs "$1" "$2" "$3" "$mnt_pinned"
+}
+
+# run_fabricfs-split EP SIZE ITERS: fabricfs in split-pinned's placement:
+# each ringpong on a CPU of its own, its endpoint served by an engine group
+# pinned to the same CPU (attr/engine_cpu, ringpong -engine-cpu).
+run_fabricfs-split() {
+	local srv_wrap=(taskset -c "${pin_cpus[0]}") srv_flags=(-engine-cpu "${pin_cpus[0]}")
+	local cli_wrap=(taskset -c "${pin_cpus[1]}") cli_flags=(-engine-cpu "${pin_cpus[1]}")
+	run_fabricfs "$1" "$2" "$3"
+}
 
 # awk_median is the awk function median(a, n) of a[1..n] (it sorts a).
 awk_median='
@@ -344,10 +364,10 @@ json_result() {
 # fabricfs is compared with; -F runs the others too.
 declare -A shape_flags=([relay]="" [relay-pinned]="-p" [split]="-m split" [split-pinned]="-m split -p")
 # What msg runs besides the pair: the relay, and with -F its other shapes
-# and fabricfs in relay-pinned's placement. With -F they are the columns
-# of the floor-of-every-shape table.
+# and fabricfs in relay-pinned's and split-pinned's placements. With -F
+# they are the columns of the floor-of-every-shape table.
 msg_extra=(relay)
-[ $shapes -eq 0 ] || msg_extra+=(relay-pinned split split-pinned fabricfs-pinned)
+[ $shapes -eq 0 ] || msg_extra+=(relay-pinned split split-pinned fabricfs-pinned fabricfs-split)
 
 # run_relay SHAPE SIZE ITERS: the floor of one shape, scripts/relay.c.
 run_relay() {
@@ -469,7 +489,7 @@ awk -F '\t' '
 	END { for (s in ru) if ((s in lu) && (s in fu)) printf "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\n", s, lu[s], ru[s], (lu[s] > 0 ? ru[s] / lu[s] : 0), fu[s], (ru[s] > 0 ? fu[s] / ru[s] : 0) }
 ' "$medians" | sort -k1,1n >"$floor"
 
-# Every shape's floor (msg, -F), and fabricfs in relay-pinned's placement:
+# Every shape's floor (msg, -F), and fabricfs in two of the placements:
 # "size lib_usec usec x_lib ..." in msg_extra's order (empty fields for a
 # shape without a result). Without -F, none.
 shape_floor=$tmp/shapes.tsv
@@ -517,7 +537,7 @@ for ep in "${ep_list[@]}"; do
 		awk -F '\t' '{ printf "%-8s %12.2f %12.2f %11.2f %12.2f %11.2f\n", $1, $2, $3, $4, $5, $6 }' "$floor"
 	fi
 	if [ "$ep" = msg ] && [ -s "$shape_floor" ]; then
-		printf '\nthe floor of every shape, -e msg: scripts/relay.c, and fabricfs in relay-pinned'"'"'s placement; usec and x libfabric (medians)\n'
+		printf '\nthe floor of every shape, -e msg: scripts/relay.c, and fabricfs in relay-pinned'"'"'s and split-pinned'"'"'s placements; usec and x libfabric (medians)\n'
 		printf '%-8s %10s' bytes "lf usec"
 		for impl in "${msg_extra[@]}"; do printf ' %15s %6s' "$impl" x; done
 		printf '\n'

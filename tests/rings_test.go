@@ -486,26 +486,106 @@ func TestRMAOnRings(t *testing.T) {
 // thread: it lets go of the pin before and pins the thread it comes back on
 // after, so no two threads are pinned at once.
 func TestEngineCPUs(t *testing.T) {
+	cpus := twoCPUs(t)
+	d := mountWith(t, "-engine-cpus", strconv.Itoa(cpus[0]))
+	p := newRingPair(t, d, 4096)
+	pingPongPinned(t, d, p, cpus[:1])
+
+	for _, bad := range []string{"x", "1-0", "0,", "-1", fmt.Sprint(runtime.NumCPU() + 64)} {
+		out, err := exec.Command(daemonBin, "-verbs-addrs", "none", "-engine-cpus", bad, t.TempDir()).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "-engine-cpus") {
+			t.Errorf("fabricfs -engine-cpus %q: %v, %q; want it refused", bad, err, out)
+		}
+	}
+}
+
+// TestEngineCPUPerEndpoint: attr/engine_cpu places an endpoint's rings in
+// an engine group of their own CPU. Two endpoints on two CPUs are served by
+// two threads, each pinned to its endpoint's CPU, while the daemon's other
+// threads keep the process's CPUs; the attribute reads back, takes -1 or a
+// CPU the daemon may run on, and is fixed once the endpoint is enabled.
+func TestEngineCPUPerEndpoint(t *testing.T) {
+	cpus := twoCPUs(t)
+	d := mount(t)
+	dom := d.tree(t).Domain("tcp", "lo")
+	eq, err := dom.NewEQ()
+	must(t, err)
+	p := &ringPair{}
+	p.cqA, err = dom.NewCQ(4096)
+	must(t, err)
+	p.cqB, err = dom.NewCQ(4096)
+	must(t, err)
+	place := func(cpu int, cq *client.CQ) func(*client.EP) error {
+		return func(e *client.EP) error {
+			if v, err := e.Attr("engine_cpu"); err != nil || v != "-1" {
+				t.Errorf("engine_cpu of a new endpoint: %q, %v; want -1", v, err)
+			}
+			for _, bad := range []string{"x", "-2", "1.5", "", strconv.Itoa(runtime.NumCPU() + 64)} {
+				if err := e.SetAttr("engine_cpu", bad); !errors.Is(err, syscall.EINVAL) {
+					t.Errorf("engine_cpu %q: %v; want EINVAL", bad, err)
+				}
+			}
+			if err := e.SetAttr("engine_cpu", strconv.Itoa(cpu)); err != nil {
+				return err
+			}
+			if v, err := e.Attr("engine_cpu"); err != nil || v != strconv.Itoa(cpu) {
+				t.Errorf("engine_cpu after writing %d: %q, %v", cpu, v, err)
+			}
+			return e.Setup(eq, cq)
+		}
+	}
+	a, b, pep, err := dom.ConnectWith(eq, place(cpus[0], p.cqA), place(cpus[1], p.cqB))
+	must(t, err)
+	p.a, p.b = a, b
+	p.mrA, err = dom.NewMR(4096, "FI_SEND,FI_RECV")
+	must(t, err)
+	p.mrB, err = dom.NewMR(4096, "FI_SEND,FI_RECV")
+	must(t, err)
+	t.Cleanup(func() {
+		for _, c := range []interface{ Close() error }{p.mrA, p.mrB, a, pep, p.cqA, p.cqB, eq} {
+			c.Close()
+		}
+	})
+	if err := a.SetAttr("engine_cpu", "-1"); err == nil || !strings.Contains(a.Err(), "before enable") {
+		t.Errorf("engine_cpu written after enable: %v (err file %q); want it refused", err, a.Err())
+	}
+	pingPongPinned(t, d, p, cpus)
+}
+
+// twoCPUs returns the first two CPUs the test may run on, or skips.
+func twoCPUs(t *testing.T) []int {
 	var allowed unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
 		t.Fatal(err)
 	}
-	if allowed.Count() < 2 {
-		t.Skip("needs two CPUs to tell a pinned thread from the others")
-	}
-	cpu := -1
-	for c := 0; cpu < 0; c++ {
+	var cpus []int
+	for c := 0; len(cpus) < 2 && c < 1024; c++ {
 		if allowed.IsSet(c) {
-			cpu = c
+			cpus = append(cpus, c)
 		}
 	}
-	d := mountWith(t, "-engine-cpus", strconv.Itoa(cpu))
-	p := newRingPair(t, d, 4096)
-	// The daemon's threads by Cpus_allowed_list; the group pins its thread
-	// when it starts, and the endpoints are enabled.
+	if len(cpus) < 2 {
+		t.Skip("needs two CPUs to tell a pinned thread from the others")
+	}
+	return cpus
+}
+
+// pingPongPinned runs 3,000 round trips of 64 bytes between p's endpoints
+// and checks, before and throughout, that one thread of the daemon is
+// pinned to each of cpus (the engine group placed there), that every
+// other thread has the process's CPUs, and that the pinned threads do the
+// work (they use CPU time).
+func pingPongPinned(t *testing.T, d *daemon, p *ringPair, cpus []int) {
+	t.Helper()
+	pid := d.cmd.Process.Pid
+	pinned := map[string]bool{}
+	for _, c := range cpus {
+		pinned[strconv.Itoa(c)] = true
+	}
+	// threads lists the daemon's threads by Cpus_allowed_list.
 	threads := func() map[string][]string {
 		lists := map[string][]string{}
-		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", d.cmd.Process.Pid))
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -523,55 +603,77 @@ func TestEngineCPUs(t *testing.T) {
 		}
 		return lists
 	}
-	want := strconv.Itoa(cpu)
 	// A scan reads the threads one by one: a worker that moves meanwhile
 	// can be seen pinned on both threads (the old one read before it let go
 	// of it, the new one after it pinned it), or on neither. So a scan
-	// that shows two pinned threads is repeated, and fails only if it
-	// keeps showing them.
+	// that shows two threads pinned to one CPU is repeated, and fails only
+	// if it keeps showing them.
+	doubled := func(lists map[string][]string) bool {
+		for l := range pinned {
+			if len(lists[l]) > 1 {
+				return true
+			}
+		}
+		return false
+	}
 	scan := func() map[string][]string {
 		lists := threads()
-		for i := 0; i < 20 && len(lists[want]) > 1; i++ {
+		for i := 0; i < 20 && doubled(lists); i++ {
 			time.Sleep(time.Millisecond)
 			lists = threads()
 		}
 		return lists
 	}
+	// The groups pin their threads when they start, as the endpoints are
+	// enabled.
+	settled := func(lists map[string][]string) bool {
+		for l := range pinned {
+			if len(lists[l]) != 1 {
+				return false
+			}
+		}
+		return len(lists) == len(pinned)+1
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	lists := scan()
-	for len(lists[want]) != 1 && time.Now().Before(deadline) {
+	for !settled(lists) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 		lists = scan()
 	}
-	if len(lists[want]) != 1 || len(lists) != 2 {
-		t.Fatalf("daemon threads (ids) by Cpus_allowed_list: %v; want one thread on CPU %d and the others on the process's CPUs", lists, cpu)
+	if !settled(lists) {
+		t.Fatalf("daemon threads (ids) by Cpus_allowed_list: %v; want one thread on each of CPUs %v and the others on the process's CPUs", lists, cpus)
 	}
 	others := ""
 	for l := range lists {
-		if l != want {
+		if !pinned[l] {
 			others = l
 		}
 	}
-	// The pinned threads are the engine's: they do the work of a
-	// ping-pong. ticks0 has each one's CPU time when first seen pinned.
-	ticks0 := map[string]int64{}
+	// ticks0 has each pinned thread's CPU time when first seen pinned, by
+	// CPU.
+	ticks0 := map[string]map[string]int64{}
+	for l := range pinned {
+		ticks0[l] = map[string]int64{}
+	}
 	ticks := func(tid string) (int64, bool) {
-		n, err := statTicks(fmt.Sprintf("/proc/%d/task/%s", d.cmd.Process.Pid, tid))
+		n, err := statTicks(fmt.Sprintf("/proc/%d/task/%s", pid, tid))
 		return n, err == nil // else the thread ended
 	}
 	sample := func() {
 		lists := scan()
 		for l, tids := range lists {
-			if l != want && l != others {
-				t.Errorf("threads %v on CPUs %s; want only %s (the engine) and %s", tids, l, want, others)
+			if !pinned[l] && l != others {
+				t.Errorf("threads %v on CPUs %s; want only %v (the engine) and %s", tids, l, cpus, others)
 			}
 		}
-		if len(lists[want]) > 1 {
-			t.Errorf("threads %v all pinned to CPU %d; want at most one", lists[want], cpu)
-		}
-		for _, tid := range lists[want] {
-			if _, seen := ticks0[tid]; !seen {
-				ticks0[tid], _ = ticks(tid)
+		for l := range pinned {
+			if len(lists[l]) > 1 {
+				t.Errorf("threads %v all pinned to CPU %s; want at most one", lists[l], l)
+			}
+			for _, tid := range lists[l] {
+				if _, seen := ticks0[l][tid]; !seen {
+					ticks0[l][tid], _ = ticks(tid)
+				}
 			}
 		}
 	}
@@ -598,20 +700,15 @@ func TestEngineCPUs(t *testing.T) {
 			sample()
 		}
 	}
-	var used int64
-	for tid, t0 := range ticks0 {
-		if t1, ok := ticks(tid); ok {
-			used += t1 - t0
+	for l, seen := range ticks0 {
+		var used int64
+		for tid, t0 := range seen {
+			if t1, ok := ticks(tid); ok {
+				used += t1 - t0
+			}
 		}
-	}
-	if used == 0 {
-		t.Errorf("the threads pinned to CPU %d (%d of them) used no CPU time during %d round trips: they are not the engine's", cpu, len(ticks0), n)
-	}
-
-	for _, bad := range []string{"x", "1-0", "0,", "-1", fmt.Sprint(runtime.NumCPU() + 64)} {
-		out, err := exec.Command(daemonBin, "-verbs-addrs", "none", "-engine-cpus", bad, t.TempDir()).CombinedOutput()
-		if err == nil || !strings.Contains(string(out), "-engine-cpus") {
-			t.Errorf("fabricfs -engine-cpus %q: %v, %q; want it refused", bad, err, out)
+		if used == 0 {
+			t.Errorf("the threads pinned to CPU %s (%d of them) used no CPU time during %d round trips: they are not the engine's", l, len(seen), n)
 		}
 	}
 }

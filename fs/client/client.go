@@ -530,14 +530,21 @@ func (a *AV) Insert(addr string) (uint64, error) {
 	return strconv.ParseUint(f[0], 10, 64)
 }
 
-// NewRDM makes an FI_EP_RDM endpoint (attr/type), binds av and cq (send
-// and receive) and enables it; Local then gives its address.
-func (d *Domain) NewRDM(av *AV, cq *CQ) (*EP, error) {
+// NewRDM makes an FI_EP_RDM endpoint (attr/type), sets its attributes
+// attrs (name, value, name, value...), binds av and cq (send and receive)
+// and enables it; Local then gives its address.
+func (d *Domain) NewRDM(av *AV, cq *CQ, attrs ...string) (*EP, error) {
+	if len(attrs)%2 != 0 {
+		return nil, fmt.Errorf("NewRDM: attribute %q without a value", attrs[len(attrs)-1])
+	}
 	e, err := d.NewEP()
 	if err != nil {
 		return nil, err
 	}
 	err = e.SetAttr("type", "FI_EP_RDM")
+	for i := 0; i < len(attrs) && err == nil; i += 2 {
+		err = e.SetAttr(attrs[i], attrs[i+1])
+	}
 	for _, c := range []string{"bind av " + av.id, "bind cq " + cq.id + " send,recv", "enable"} {
 		if err == nil {
 			err = e.Ctl(c)

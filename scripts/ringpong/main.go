@@ -43,6 +43,11 @@
 // After -spin without a completion the waiter sleeps on the ring's futex
 // (docs/abi.md) until the daemon wakes it.
 //
+// -engine-cpu N places the side's endpoint in the daemon's engine group of
+// CPU N (attr/engine_cpu) before enabling it; run that side with taskset -c
+// N and its engine thread runs beside it (scripts/bench.sh -F's
+// fabricfs-split).
+//
 // The output is fi_pingpong's table (util/pingpong.c show_perf): time is
 // the timed iterations' wall time, MB/sec is 10^6 bytes per second counting
 // both directions, usec/xfer is half a round trip. With -json each size is
@@ -95,6 +100,7 @@ type options struct {
 	spin, timeout           time.Duration
 	json, check, quiet      bool
 	yield                   bool
+	engineCPU               int
 }
 
 func main() {
@@ -116,6 +122,7 @@ func main() {
 	flag.BoolVar(&o.json, "json", false, "print one JSON object per size instead of the table")
 	flag.BoolVar(&o.check, "check", false, "fill and verify every message (fi_pingpong -c); slows the loop")
 	flag.BoolVar(&o.yield, "yield", true, "call sched_yield between empty polls of the CQ ring, so that the daemon's threads get the CPU (-yield=false: spin like fi_pingpong)")
+	flag.IntVar(&o.engineCPU, "engine-cpu", -1, "the CPU whose engine group serves this side's endpoint (its attr/engine_cpu; -1: the shared groups); with taskset -c on the same CPU, each side's engine runs beside it")
 	flag.BoolVar(&o.quiet, "q", false, "server: print only the address line")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: ringpong -mnt DIR -role server|client [-e msg|rdm] [-addr HOST:PORT] [flags]\n\n")
@@ -230,6 +237,29 @@ func newSide(o *options, d *client.Domain) (*side, error) {
 
 // ready finishes the endpoint's part once it is enabled: the rings are
 // mapped and the first receive is posted, before any message can arrive.
+// placement is the endpoint attribute -engine-cpu asks for, as a name and
+// a value, or nothing.
+func (s *side) placement() []string {
+	if s.o.engineCPU < 0 {
+		return nil
+	}
+	return []string{"engine_cpu", strconv.Itoa(s.o.engineCPU)}
+}
+
+// setup places the endpoint's engine group (-engine-cpu), binds and
+// enables the endpoint, and maps its rings.
+func (s *side) setup(eq *client.EQ) error {
+	if p := s.placement(); p != nil {
+		if err := s.ep.SetAttr(p[0], p[1]); err != nil {
+			return err
+		}
+	}
+	if err := s.ep.Setup(eq, s.cq); err != nil {
+		return err
+	}
+	return s.ready()
+}
+
 func (s *side) ready() error {
 	v, err := s.ep.Attr("tx_inject_size")
 	if err != nil {
@@ -432,10 +462,7 @@ func server(o *options) error {
 	if s.ep, err = pep.Request(); err != nil {
 		return fmt.Errorf("connection request: %w", err)
 	}
-	if err := s.ep.Setup(eq, s.cq); err != nil {
-		return err
-	}
-	if err := s.ready(); err != nil {
+	if err := s.setup(eq); err != nil {
 		return err
 	}
 	if err := s.ep.Ctl("accept"); err != nil {
@@ -473,10 +500,7 @@ func clientSide(o *options) error {
 	if s.ep, err = d.NewEP(); err != nil {
 		return fmt.Errorf("ep: %w", err)
 	}
-	if err := s.ep.Setup(eq, s.cq); err != nil {
-		return err
-	}
-	if err := s.ready(); err != nil {
+	if err := s.setup(eq); err != nil {
 		return err
 	}
 	if err := s.ep.Ctl("connect " + o.addr); err != nil {
@@ -511,7 +535,7 @@ func openRDM(o *options) (*side, *client.AV, error) {
 		return nil, nil, err
 	}
 	s.rdm = true
-	if s.ep, err = d.NewRDM(av, s.cq); err == nil {
+	if s.ep, err = d.NewRDM(av, s.cq, s.placement()...); err == nil {
 		err = s.ready()
 	}
 	if err != nil {
