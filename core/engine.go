@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -79,15 +80,16 @@ func (q *workQueue) unblock() {
 type engine struct {
 	mu      sync.Mutex
 	groups  []*group
-	cpus    *unix.CPUSet // where new groups' threads run; nil: anywhere
-	allowed *unix.CPUSet // with cpus: the process's CPUs, which a worker's thread has while unlocked
+	cpus    *unix.CPUSet // where new shared groups' threads run; nil: anywhere
+	allowed *unix.CPUSet // the process's CPUs (read by New), which a pinned worker's thread has while unlocked
 	logf    func(format string, a ...any)
 }
 
 type group struct {
 	e             *engine
-	cpu           int          // the CPU of a group of endpoints placed with engine_cpu; -1: a shared group
-	cpus, allowed *unix.CPUSet // the engine's when the group started, or cpu's
+	placed        bool         // the group of the endpoints placed on cpu (attr/engine_cpu), not a shared one
+	cpu           int          //
+	cpus, allowed *unix.CPUSet // where its thread runs (the engine's when the group started, or cpu), and the process's CPUs
 	pinFailed     bool         // setCPUs failed once; used by the worker only
 	// word is the control futex: add, remove and unblock bump it to wake the
 	// worker. It lives in Go memory (never moved, never unmapped), so a late
@@ -111,15 +113,16 @@ type group struct {
 }
 
 // add starts serving an endpoint's tx and rx queues, in one group: with
-// cpu -1 a shared group on the engine's CPUs, else a group of the
+// cpu -1 a shared group on the engine's CPUs, else the group of the
 // endpoints placed on that CPU, pinned to it.
-func (e *engine) add(rs *epRings, cpu int) error {
+func (e *engine) add(rs *epRings, cpu int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	placed := cpu >= 0
 	var g *group
 	for _, c := range e.groups {
 		c.mu.Lock()
-		if c.cpu == cpu && len(c.queues)+2 <= groupSize {
+		if c.placed == placed && c.cpu == cpu && len(c.queues)+2 <= groupSize {
 			g = c
 		}
 		c.mu.Unlock()
@@ -128,18 +131,10 @@ func (e *engine) add(rs *epRings, cpu int) error {
 		}
 	}
 	if g == nil {
-		g = &group{e: e, cpu: cpu, cpus: e.cpus, allowed: e.allowed, word: new(uint32)}
-		if cpu >= 0 {
-			allowed := e.allowed
-			if allowed == nil {
-				allowed = new(unix.CPUSet)
-				if err := unix.SchedGetaffinity(0, allowed); err != nil {
-					return err
-				}
-			}
-			var set unix.CPUSet
-			set.Set(cpu)
-			g.cpus, g.allowed = &set, allowed
+		g = &group{e: e, placed: placed, cpu: cpu, cpus: e.cpus, allowed: e.allowed, word: new(uint32)}
+		if placed {
+			g.cpus = new(unix.CPUSet)
+			g.cpus.Set(cpu)
 		}
 		e.groups = append(e.groups, g)
 		go g.run()
@@ -149,7 +144,6 @@ func (e *engine) add(rs *epRings, cpu int) error {
 	g.queues = append(g.queues[:len(g.queues):len(g.queues)], rs.tx, rs.rx)
 	g.mu.Unlock()
 	g.kick()
-	return nil
 }
 
 // remove stops serving an endpoint's queues; a group left empty ends.
@@ -187,6 +181,9 @@ func (e *engine) remove(rs *epRings) {
 	}
 	g.iter.Unlock()
 }
+
+// mayRunOn reports whether cpu is one of the process's CPUs.
+func (e *engine) mayRunOn(cpu int) bool { return cpu >= 0 && e.allowed.IsSet(cpu) }
 
 // kick wakes the group's worker.
 func (g *group) kick() {
@@ -303,7 +300,11 @@ func (g *group) setCPUs(set *unix.CPUSet, what string) error {
 	err := unix.SchedSetaffinity(0, set)
 	if err != nil && !g.pinFailed {
 		g.pinFailed = true
-		g.e.logf("engine: %s a group's thread: %v", what, err)
+		whose := "a group's thread"
+		if g.placed {
+			whose = fmt.Sprintf("the thread of CPU %d's group", g.cpu)
+		}
+		g.e.logf("engine: %s %s: %v", what, whose, err)
 	}
 	return err
 }

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/fabricfs/fabricfs/core/fi"
 )
 
@@ -1036,14 +1034,8 @@ func (e *EP) setEngineCPU(s string) error {
 	if err != nil || cpu < -1 {
 		return Errorf(fi.EINVAL, "want -1 or a CPU number")
 	}
-	if cpu >= 0 {
-		var allowed unix.CPUSet
-		if err := unix.SchedGetaffinity(0, &allowed); err != nil {
-			return WithOp("sched_getaffinity", err)
-		}
-		if !allowed.IsSet(cpu) {
-			return Errorf(fi.EINVAL, "CPU %d is not one this daemon may run on", cpu)
-		}
+	if cpu >= 0 && !e.obj.Dom.fab.eng.mayRunOn(cpu) {
+		return Errorf(fi.EINVAL, "CPU %d is not one this daemon may run on", cpu)
 	}
 	e.engineCPU = cpu
 	return nil

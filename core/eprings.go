@@ -56,12 +56,8 @@ func (e *EP) openRingsLocked() error {
 	rs.rx = &workQueue{ep: e, rs: rs, r: rxr, kind: OpRecv}
 	rs.poller, _ = e.prov.(Poller)
 	rs.fdPoller, _ = e.prov.(FDPoller)
-	if err := e.obj.Dom.fab.eng.add(rs, e.engineCPU); err != nil {
-		txShm.Close()
-		rxShm.Close()
-		return WithOp("engine", err)
-	}
 	e.rings = rs
+	e.obj.Dom.fab.eng.add(rs, e.engineCPU)
 	return nil
 }
 

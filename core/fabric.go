@@ -45,6 +45,10 @@ type Fabric struct {
 func New(provs ...Provider) (*Fabric, error) {
 	f := &Fabric{provs: provs, domains: map[string][]*Domain{}, ObjectLimit: DefaultObjectLimit, perUID: map[uint32]int{}}
 	f.eng.logf = f.logf
+	f.eng.allowed = new(unix.CPUSet)
+	if err := unix.SchedGetaffinity(0, f.eng.allowed); err != nil {
+		return nil, os.NewSyscallError("sched_getaffinity", err)
+	}
 	shm, err := NewShm(DefaultMapping())
 	if err != nil {
 		return nil, err
@@ -78,20 +82,16 @@ func New(provs ...Provider) (*Fabric, error) {
 // groups started afterwards, so call it before any endpoint is enabled.
 // Each CPU must be one this process may run on.
 func (f *Fabric) SetEngineCPUs(set unix.CPUSet) error {
-	var allowed unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
-		return err
-	}
 	if set.Count() == 0 {
 		return errors.New("no CPU for the engine")
 	}
 	for c := 0; c < 8*int(unsafe.Sizeof(set)); c++ {
-		if set.IsSet(c) && !allowed.IsSet(c) {
+		if set.IsSet(c) && !f.eng.mayRunOn(c) {
 			return fmt.Errorf("CPU %d is not one this process may run on", c)
 		}
 	}
 	f.eng.mu.Lock()
-	f.eng.cpus, f.eng.allowed = &set, &allowed
+	f.eng.cpus = &set
 	f.eng.mu.Unlock()
 	return nil
 }

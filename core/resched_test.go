@@ -20,19 +20,9 @@ import (
 // runtime starts new ones, and the worker often comes back on another
 // thread.
 func TestUnlockedKeepsThePin(t *testing.T) {
-	var allowed unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
-		t.Fatal(err)
-	}
-	if allowed.Count() < 2 {
-		t.Skip("needs two CPUs to tell a pinned thread from the others")
-	}
+	allowed, cpus := twoCPUs(t)
 	var one unix.CPUSet
-	for c := 0; one.Count() == 0; c++ {
-		if allowed.IsSet(c) {
-			one.Set(c)
-		}
-	}
+	one.Set(cpus[0])
 	var (
 		sleepers sync.WaitGroup
 		workers  sync.WaitGroup // running

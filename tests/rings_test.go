@@ -32,6 +32,13 @@ type ringPair struct {
 
 func newRingPair(t *testing.T, d *daemon, mrLen int) *ringPair {
 	t.Helper()
+	return newRingPairWith(t, d, mrLen, nil, nil)
+}
+
+// newRingPairWith is newRingPair with beforeA and beforeB, if not nil, run
+// on each endpoint before it is bound and enabled.
+func newRingPairWith(t *testing.T, d *daemon, mrLen int, beforeA, beforeB func(*client.EP) error) *ringPair {
+	t.Helper()
 	tree := d.tree(t)
 	dom := tree.Domain("tcp", "lo")
 	eq, err := dom.NewEQ()
@@ -45,7 +52,17 @@ func newRingPair(t *testing.T, d *daemon, mrLen int) *ringPair {
 	if p.cqB, err = dom.NewCQ(4096); err != nil {
 		t.Fatal(err)
 	}
-	a, b, pep, err := dom.Connect(eq, p.cqA, p.cqB)
+	setup := func(before func(*client.EP) error, cq *client.CQ) func(*client.EP) error {
+		return func(e *client.EP) error {
+			if before != nil {
+				if err := before(e); err != nil {
+					return err
+				}
+			}
+			return e.Setup(eq, cq)
+		}
+	}
+	a, b, pep, err := dom.ConnectWith(eq, setup(beforeA, p.cqA), setup(beforeB, p.cqB))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -507,47 +524,32 @@ func TestEngineCPUs(t *testing.T) {
 func TestEngineCPUPerEndpoint(t *testing.T) {
 	cpus := twoCPUs(t)
 	d := mount(t)
-	dom := d.tree(t).Domain("tcp", "lo")
-	eq, err := dom.NewEQ()
+	e, err := d.tree(t).Domain("tcp", "lo").NewEP()
 	must(t, err)
-	p := &ringPair{}
-	p.cqA, err = dom.NewCQ(4096)
-	must(t, err)
-	p.cqB, err = dom.NewCQ(4096)
-	must(t, err)
-	place := func(cpu int, cq *client.CQ) func(*client.EP) error {
-		return func(e *client.EP) error {
-			if v, err := e.Attr("engine_cpu"); err != nil || v != "-1" {
-				t.Errorf("engine_cpu of a new endpoint: %q, %v; want -1", v, err)
-			}
-			for _, bad := range []string{"x", "-2", "1.5", "", strconv.Itoa(runtime.NumCPU() + 64)} {
-				if err := e.SetAttr("engine_cpu", bad); !errors.Is(err, syscall.EINVAL) {
-					t.Errorf("engine_cpu %q: %v; want EINVAL", bad, err)
-				}
-			}
-			if err := e.SetAttr("engine_cpu", strconv.Itoa(cpu)); err != nil {
-				return err
-			}
-			if v, err := e.Attr("engine_cpu"); err != nil || v != strconv.Itoa(cpu) {
-				t.Errorf("engine_cpu after writing %d: %q, %v", cpu, v, err)
-			}
-			return e.Setup(eq, cq)
+	defer e.Close()
+	if v, err := e.Attr("engine_cpu"); err != nil || v != "-1" {
+		t.Errorf("engine_cpu of a new endpoint: %q, %v; want -1", v, err)
+	}
+	for _, bad := range []string{"x", "-2", "1.5", "", strconv.Itoa(runtime.NumCPU() + 64)} {
+		if err := e.SetAttr("engine_cpu", bad); !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("engine_cpu %q: %v; want EINVAL", bad, err)
 		}
 	}
-	a, b, pep, err := dom.ConnectWith(eq, place(cpus[0], p.cqA), place(cpus[1], p.cqB))
-	must(t, err)
-	p.a, p.b = a, b
-	p.mrA, err = dom.NewMR(4096, "FI_SEND,FI_RECV")
-	must(t, err)
-	p.mrB, err = dom.NewMR(4096, "FI_SEND,FI_RECV")
-	must(t, err)
-	t.Cleanup(func() {
-		for _, c := range []interface{ Close() error }{p.mrA, p.mrB, a, pep, p.cqA, p.cqB, eq} {
-			c.Close()
+	for _, good := range []int{cpus[1], -1} {
+		if err := e.SetAttr("engine_cpu", strconv.Itoa(good)); err != nil {
+			t.Errorf("engine_cpu %d: %v", good, err)
 		}
-	})
-	if err := a.SetAttr("engine_cpu", "-1"); err == nil || !strings.Contains(a.Err(), "before enable") {
-		t.Errorf("engine_cpu written after enable: %v (err file %q); want it refused", err, a.Err())
+		if v, err := e.Attr("engine_cpu"); err != nil || v != strconv.Itoa(good) {
+			t.Errorf("engine_cpu after writing %d: %q, %v", good, v, err)
+		}
+	}
+
+	place := func(cpu int) func(*client.EP) error {
+		return func(e *client.EP) error { return e.SetAttr("engine_cpu", strconv.Itoa(cpu)) }
+	}
+	p := newRingPairWith(t, d, 4096, place(cpus[0]), place(cpus[1]))
+	if err := p.a.SetAttr("engine_cpu", "-1"); err == nil || !strings.Contains(p.a.Err(), "before enable") {
+		t.Errorf("engine_cpu written after enable: %v (err file %q); want it refused", err, p.a.Err())
 	}
 	pingPongPinned(t, d, p, cpus)
 }

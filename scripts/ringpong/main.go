@@ -235,8 +235,6 @@ func newSide(o *options, d *client.Domain) (*side, error) {
 	return s, nil
 }
 
-// ready finishes the endpoint's part once it is enabled: the rings are
-// mapped and the first receive is posted, before any message can arrive.
 // placement is the endpoint attribute -engine-cpu asks for, as a name and
 // a value, or nothing.
 func (s *side) placement() []string {
@@ -260,6 +258,8 @@ func (s *side) setup(eq *client.EQ) error {
 	return s.ready()
 }
 
+// ready finishes the endpoint's part once it is enabled: the rings are
+// mapped and the first receive is posted, before any message can arrive.
 func (s *side) ready() error {
 	v, err := s.ep.Attr("tx_inject_size")
 	if err != nil {
