@@ -262,7 +262,7 @@ run_fg() {
 # run_libfabric EP SIZE ITERS: sets usec and mbps, the client's usec/xfer
 # and MB/sec. (Not in a subshell, so that cleanup knows the server's PID.)
 run_libfabric() {
-	local ep=$1 size=$2 n=$3 spid rc=1 try
+	local ep=$1 size=$2 n=$3 spid rc=1
 	local common=(-p tcp -e "$ep" -d lo -I "$n" -S "$size")
 	# -d lo alone still has the server listen on the first interface's
 	# address (eth0's); FI_TCP_IFACE=lo keeps both sides on 127.0.0.1.
@@ -271,7 +271,7 @@ run_libfabric() {
 	spid=$!
 	started+=("$spid")
 	# The server listens once its fi_getinfo is done; retry until it does.
-	for try in $(seq 100); do
+	for _ in $(seq 100); do
 		if run_fg timeout "$limit" fi_pingpong "${common[@]}" -P "$port" 127.0.0.1 >"$tmp/fi_cli.out" 2>&1; then
 			rc=0
 			break
@@ -298,8 +298,9 @@ run_libfabric() {
 srv_wrap=() srv_flags=() cli_wrap=() cli_flags=()
 run_fabricfs() {
 	local ep=$1 size=$2 n=$3 spid addr="" rc=0
-	# shellcheck disable=SC2086 # xflags are words
-	local common=(-mnt "${4:-$mnt}" -e "$ep" -sizes "$size" -iters "$n" -warmup "$warmup" -json $xflags)
+	local xf
+	read -ra xf <<<"$xflags" # words
+	local common=(-mnt "${4:-$mnt}" -e "$ep" -sizes "$size" -iters "$n" -warmup "$warmup" -json "${xf[@]}")
 	timeout "$limit" "${srv_wrap[@]}" bin/ringpong "${common[@]}" "${srv_flags[@]}" -role server -q >"$tmp/rp_srv.out" 2>"$tmp/rp_srv.err" &
 	spid=$!
 	started+=("$spid")
@@ -408,7 +409,10 @@ for ep in "${ep_list[@]}"; do
 				else
 					"run_$impl" "$ep" "$size" "$n" || { say "retrying $impl -e $ep at $size B once"; "run_$impl" "$ep" "$size" "$n"; }
 				fi
-				[ -n "$usec" ] && [ -n "$mbps" ] || { say "$impl -e $ep at $size B printed no result"; exit 1; }
+				if [ -z "$usec" ] || [ -z "$mbps" ]; then
+					say "$impl -e $ep at $size B printed no result"
+					exit 1
+				fi
 				printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$ep" "$impl" "$size" "$rep" "$((j + 1))" "$n" "$usec" "$mbps" >>"$raw"
 				line="$line $(printf '%s %.2f us %.2f MB/s;' "$impl" "$usec" "$mbps")"
 			done
@@ -424,8 +428,8 @@ if [ $verbs -eq 1 ]; then
 		{ say "verbsperf failed"; exit 1; }
 	# The same device through the tree: ringpong -e msg over the verbs
 	# domain of 127.0.0.1.
-	vdom=$(ls "$mnt/verbs" 2>/dev/null | grep -x 'rxe_127_0_0_1' || true)
-	[ -n "$vdom" ] || { say "no verbs domain rxe_127_0_0_1 in $mnt/verbs"; exit 1; }
+	vdom=rxe_127_0_0_1
+	[ -d "$mnt/verbs/$vdom" ] || { say "no verbs domain $vdom in $mnt/verbs"; exit 1; }
 	vraw=$tmp/verbs_tree.tsv # size rep usec mbps
 	: >"$vraw"
 	saved_xflags=$xflags
