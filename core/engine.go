@@ -87,8 +87,8 @@ type engine struct {
 
 type group struct {
 	e             *engine
-	placed        bool         // the group of the endpoints placed on cpu (attr/engine_cpu), not a shared one
-	cpu           int          //
+	placed        bool // the group of the endpoints placed on cpu (attr/engine_cpu); false: a shared group, cpu -1
+	cpu           int
 	cpus, allowed *unix.CPUSet // where its thread runs (the engine's when the group started, or cpu), and the process's CPUs
 	pinFailed     bool         // setCPUs failed once; used by the worker only
 	// word is the control futex: add, remove and unblock bump it to wake the

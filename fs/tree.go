@@ -44,8 +44,9 @@ func Mount(fab *core.Fabric, dir string, o Options) (*fuse.Server, error) {
 			DirectMount:   syscall.Geteuid() == 0,
 			Debug:         o.Debug,
 			DisableXAttrs: true,
-			// Read replies are bytes in memory (ReadResultData), which
-			// go-fuse's splice path would only copy through a pipe.
+			// Read replies are bytes in memory (ReadResultData): with
+			// splice on, go-fuse would set up a pipe for each and then
+			// fall back to writev anyway.
 			DisableSplice: true,
 		},
 		EntryTimeout:    &zero,

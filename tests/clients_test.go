@@ -78,27 +78,37 @@ func checkMapping(t *testing.T, d *daemon, want string) {
 	}
 }
 
-// runPingClient runs a client program against d and checks its ok line.
-func runPingClient(t *testing.T, d *daemon, name string, args ...string) {
+// runPingClient runs a client program against d, as attr says (nil: as
+// the test's user), and checks its ok line.
+func runPingClient(t *testing.T, d *daemon, attr *syscall.SysProcAttr, name string, args ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	args = append(args, d.mnt, fmt.Sprint(pingIters), fmt.Sprint(pingSize))
-	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = attr
+	out, err := cmd.CombinedOutput()
 	if err != nil || !pingOK.Match(out) {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
 	t.Logf("%s", out)
 }
 
-func TestCClient(t *testing.T) {
-	needFUSE(t)
+// buildCClient compiles tests/clients/c/pingpong.c into dir.
+func buildCClient(t *testing.T, dir string) string {
+	t.Helper()
 	needCmd(t, "gcc")
-	bin := filepath.Join(t.TempDir(), "pingpong")
+	bin := filepath.Join(dir, "pingpong")
 	if out, err := exec.Command("gcc", "-O2", "-Wall", "-o", bin, "clients/c/pingpong.c").CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
-	forEachMapping(t, func(t *testing.T, d *daemon) { runPingClient(t, d, bin) })
+	return bin
+}
+
+func TestCClient(t *testing.T) {
+	needFUSE(t)
+	bin := buildCClient(t, t.TempDir())
+	forEachMapping(t, func(t *testing.T, d *daemon) { runPingClient(t, d, nil, bin) })
 }
 
 // TestCClientAsOtherUser runs the C ping-pong as nobody against a root
@@ -108,26 +118,19 @@ func TestCClientAsOtherUser(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to act as another user")
 	}
-	needCmd(t, "gcc")
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "pingpong")
-	if out, err := exec.Command("gcc", "-O2", "-Wall", "-o", bin, "clients/c/pingpong.c").CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	bin := buildCClient(t, dir)
 	openUp(t, dir)
 	d := mountWith(t, "-mapping=symlink")
 	openUp(t, filepath.Dir(d.mnt))
-	out, err := asUser(nobody, fmt.Sprintf("%s %s %d %d", bin, d.mnt, pingIters, pingSize))
-	if err != nil || !pingOK.MatchString(out) {
-		t.Fatalf("as nobody: %v\n%s", err, out)
-	}
+	runPingClient(t, d, &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}, bin)
 }
 
 func TestPythonClient(t *testing.T) {
 	needFUSE(t)
 	needCmd(t, "python3")
 	forEachMapping(t, func(t *testing.T, d *daemon) {
-		runPingClient(t, d, "python3", "clients/python/pingpong.py")
+		runPingClient(t, d, nil, "python3", "clients/python/pingpong.py")
 	})
 }
 
