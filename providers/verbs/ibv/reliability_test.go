@@ -96,8 +96,13 @@ func TestDuplicates(t *testing.T) {
 	}
 	binary.NativeEndian.PutUint64(b.buf[1<<19:], 0)
 	b.sync()
+	// Every send's bytes are in place before the first post: the writes
+	// below read 3000 bytes from each send's slot, which covers the slots
+	// after it, and a buffer may not change under a posted work request.
 	for i := range n {
 		binary.LittleEndian.PutUint32(a.buf[i*100:], uint32(i))
+	}
+	for i := range n {
 		must(t, a.qp.PostSend(&SendWR{WRID: uint64(i), Opcode: WRSend, SGList: []SGE{a.sge(i*100, 100)}}))
 		must(t, a.qp.PostSend(&SendWR{WRID: uint64(i), Opcode: WRAtomicFetchAndAdd, SGList: []SGE{a.sge(1<<18+8*i, 8)},
 			RemoteAddr: 1 << 19, RKey: b.mr.RKey, CompareAdd: 1}))
