@@ -30,10 +30,10 @@ probe() {
 	tcpdump -i lo -B 65536 -U -s 0 -w "$tmp/$name.pcap" "tcp port $pa or tcp port $pb" 2>/dev/null &
 	local dump=$!
 	sleep 1
-	timeout 30 "$tmp/rxm_probe" "$mode" b "$pb" "$pa" $start 2>"$tmp/$name.b" &
+	timeout 30 "$tmp/rxm_probe" "$mode" b "$pb" "$pa" ${start:+"$start"} 2>"$tmp/$name.b" &
 	local b=$!
 	sleep 0.5
-	env $aenv timeout 30 "$tmp/rxm_probe" "$mode" a "$pa" "$pb" $start 2>"$tmp/$name.a" || true
+	env ${aenv:+"$aenv"} timeout 30 "$tmp/rxm_probe" "$mode" a "$pa" "$pb" ${start:+"$start"} 2>"$tmp/$name.a" || true
 	wait $b || true
 	sleep 1
 	kill $dump

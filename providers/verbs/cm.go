@@ -68,6 +68,7 @@ type agent struct {
 	sidrs     map[uint32]*sidrReq  // service resolutions under way, by request ID
 	work      []func()             // for the agent's goroutine
 	malformed uint64               // MADs dropped as malformed
+	lose      func(cm.Msg) bool    // tests: which MADs to lose on the way out; nil: none
 }
 
 // outMAD is a message and the device it goes to.
@@ -286,7 +287,7 @@ func (a *agent) postRecv(slot int) error {
 // sendLocked sends m to the connection manager of the device with IP
 // dst, as soon as a send buffer is free.
 func (a *agent) sendLocked(dst netip.Addr, m cm.Msg) {
-	if a.closed {
+	if a.closed || (a.lose != nil && a.lose(m)) {
 		return
 	}
 	if len(a.backlog) < cmBacklog {

@@ -279,11 +279,19 @@ func (a *agent) handleRTU(src netip.Addr, m *cm.Msg) {
 	c.state, c.established = cmEstablished, true
 	e := c.ep
 	a.mu.Unlock()
-	if err := e.cmReady(); err != nil {
-		e.cmFailed(err, nil)
-		return
+	e.established()
+}
+
+// rtuImplied takes a receive completion on the QP of c, a connection we
+// accepted, for its RTU (rcEndpoint.commEst): REP is not sent again, and
+// a late RTU is a duplicate.
+func (a *agent) rtuImplied(c *cmConn) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c.state == cmRepSent {
+		c.stop()
+		c.state, c.established = cmEstablished, true
 	}
-	e.cmConnected(nil)
 }
 
 func (a *agent) handleREJ(src netip.Addr, m *cm.Msg) {

@@ -262,6 +262,73 @@ func TestLossyConnections(t *testing.T) {
 	}
 }
 
+// TestRTULost: every RTU the active side sends is lost. The passive
+// side takes its first receive completion for the RTU
+// (IBV_EVENT_COMM_EST): FI_CONNECTED comes before that completion, the
+// endpoint may answer at once, and it stays connected after REP's
+// retransmissions would have given up. (The peer's first message can
+// also overtake the RTU: they travel on different QPs.)
+func TestRTULost(t *testing.T) {
+	shortTimers(t)
+	p, da, db := twoDevices(t, nil)
+	a := da.dev.cm
+	a.mu.Lock()
+	a.lose = func(m cm.Msg) bool { return m.Type == cm.RTU }
+	a.mu.Unlock()
+	_, pev, addr := listen(t, p, db)
+	cli := newSide(t, da, infoOf(t, p, da.name, fi.EP_MSG), nil)
+	if err := cli.ep.Connect(addr, nil); err != nil {
+		t.Fatal(err)
+	}
+	req := pev.WaitReq(t)
+	srv := newSide(t, db, req.Info(), req)
+	srv.post(t, &core.Op{Kind: core.OpRecv, Buf: make([]byte, 100)})
+	if err := srv.ep.Accept(nil); err != nil {
+		t.Fatal(err)
+	}
+	cli.ev.WaitConnected(t)
+	select {
+	case <-srv.ev.ConnectedCh:
+		t.Fatal("FI_CONNECTED on the passive side without an RTU or a message")
+	default:
+	}
+	cli.post(t, &core.Op{Kind: core.OpRecv, Buf: make([]byte, 100)})
+	cli.post(t, &core.Op{Kind: core.OpSend, Buf: []byte("first")})
+	if d := srv.wait(t); d.c.Err != 0 || string(d.op.Buf[:d.c.Len]) != "first" {
+		t.Fatalf("receive %+v", d.c)
+	}
+	select {
+	case <-srv.ev.ConnectedCh:
+	default:
+		t.Fatal("the receive completed before FI_CONNECTED")
+	}
+	exchange := func(what string) {
+		t.Helper()
+		srv.post(t, &core.Op{Kind: core.OpSend, Buf: []byte(what)})
+		if d := srv.wait(t); d.c.Err != 0 {
+			t.Fatalf("%s: send %+v", what, d.c)
+		}
+		cli.wait(t) // the first send's
+		if d := cli.wait(t); d.c.Err != 0 || string(d.op.Buf[:d.c.Len]) != what {
+			t.Fatalf("%s: receive %+v", what, d.c)
+		}
+	}
+	exchange("answer")
+	// shortTimers: REP would have been sent 9 times and given up by now.
+	time.Sleep(500 * time.Millisecond)
+	select {
+	case f := <-srv.ev.FailedCh:
+		t.Fatalf("the passive side failed: %v", f.Err)
+	default:
+	}
+	cli.post(t, &core.Op{Kind: core.OpSend, Buf: []byte("second")})
+	srv.post(t, &core.Op{Kind: core.OpRecv, Buf: make([]byte, 100)})
+	if d := srv.wait(t); d.c.Err != 0 || string(d.op.Buf[:d.c.Len]) != "second" {
+		t.Fatalf("receive after the wait %+v", d.c)
+	}
+	cli.wait(t)
+}
+
 // sendRaw sends b as a datagram from a's QP1 to the QP1 of the device
 // with IP dst.
 func sendRaw(t *testing.T, a *agent, dst netip.Addr, b []byte) {

@@ -3,6 +3,8 @@ package verbs
 import (
 	"math/rand/v2"
 	"net/netip"
+	"sync"
+	"sync/atomic"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -33,10 +35,15 @@ const (
 
 // rcEndpoint is an FI_EP_MSG endpoint: an RC QP connected by the agent.
 // Its events come from the agent's goroutine, each at most once: one
-// Connected, then one Shutdown or Failed.
+// Connected, then one Shutdown or Failed. (An accepted connection's
+// Connected may come from the goroutine of a receive completion instead:
+// commEst.)
 type rcEndpoint struct {
 	qpBase
 	info *fi.Info
+
+	estMu    sync.Mutex  // one established at a time
+	awaitRTU atomic.Bool // accepted, not yet established: a receive completion stands for the RTU
 
 	// guarded by qpBase.mu
 	state   rcState
@@ -58,6 +65,7 @@ func newRCEndpoint(o *owned, info *fi.Info, tx, rx int, ev core.EndpointEvents) 
 	e := &rcEndpoint{info: info, psn: rand.Uint32N(roce.PSNMask + 1)}
 	e.init(o, ev, tx, rx, info, false)
 	e.fatal = e.qpFailed
+	e.received = e.commEst
 	return e
 }
 
@@ -203,15 +211,48 @@ func (e *rcEndpoint) Accept(data []byte) error {
 		return err
 	}
 	e.state = rcConnecting
+	e.awaitRTU.Store(true)
 	return nil
 }
 
-// cmReady is the RTU of the request we accepted: the QP goes to RTS.
-func (e *rcEndpoint) cmReady() error {
+// established makes the connection we accepted usable: the QP goes to
+// RTS and FI_CONNECTED is reported. It runs on the RTU, or on the first
+// receive completion if that comes first (commEst); the later of the two
+// waits for the earlier to finish and then finds nothing to do.
+func (e *rcEndpoint) established() {
+	e.estMu.Lock()
+	defer e.estMu.Unlock()
+	// Cleared last, so that a commEst meanwhile waits for this one.
+	defer e.awaitRTU.Store(false)
+	e.mu.Lock()
+	st, c := e.state, e.c
+	e.mu.Unlock()
+	if st != rcConnecting {
+		return
+	}
+	if err := e.toRTS(c.req.RNRRetryCount); err != nil {
+		e.cmFailed(err, nil)
+		return
+	}
+	e.cmConnected(nil)
+}
+
+// commEst is IBV_EVENT_COMM_EST: a receive completed on the QP of a
+// connection we accepted, before its RTU was handled. The RTU travels
+// apart from the peer's messages (another QP, another goroutine here), so
+// the peer's first message can overtake it, or it can be lost. As ib_cm
+// does on that event, the CM takes the receive for the RTU, and the
+// endpoint is connected before the receive completes: the application
+// (rxm, answering a rendezvous request with a read) may answer at once.
+func (e *rcEndpoint) commEst() {
+	if !e.awaitRTU.Load() {
+		return
+	}
 	e.mu.Lock()
 	c := e.c
 	e.mu.Unlock()
-	return e.toRTS(c.req.RNRRetryCount)
+	e.d.dev.cm.rtuImplied(c)
+	e.established()
 }
 
 // cmConnected reports FI_CONNECTED.

@@ -47,12 +47,13 @@ type qpBase struct {
 	rxOut int
 	dead  bool // closed (destroy, or the embedding endpoint's Close): nothing more is posted
 
-	pollMu sync.Mutex // one drainer at a time
-	wcs    []ibv.WC   // guarded by pollMu
-	again  atomic.Bool
-	polled atomic.Bool
-	fatal  func(wc *ibv.WC)         // a completion error other than a flush: the QP is in error
-	source func(wc *ibv.WC) fi.Addr // UD: the sender of a datagram, if known
+	pollMu   sync.Mutex // one drainer at a time
+	wcs      []ibv.WC   // guarded by pollMu
+	again    atomic.Bool
+	polled   atomic.Bool
+	fatal    func(wc *ibv.WC)         // a completion error other than a flush: the QP is in error
+	received func()                   // a receive completed, before its operation completes
+	source   func(wc *ibv.WC) fi.Addr // UD: the sender of a datagram, if known
 }
 
 func (b *qpBase) init(o *owned, ev core.EndpointEvents, tx, rx int, info *fi.Info, ud bool) {
@@ -310,6 +311,9 @@ func (b *qpBase) complete(wc *ibv.WC) {
 		}
 	}
 	p.mem.release(op, placed)
+	if p.recv && wc.Status == ibv.WCSuccess && b.received != nil {
+		b.received()
+	}
 	op.Complete(c)
 	if wc.Status != ibv.WCSuccess && wc.Status != ibv.WCWRFlushErr && b.fatal != nil {
 		b.fatal(wc)
