@@ -279,7 +279,7 @@ func (a *agent) handleRTU(src netip.Addr, m *cm.Msg) {
 	c.state, c.established = cmEstablished, true
 	e := c.ep
 	a.mu.Unlock()
-	e.established()
+	e.established(func(report func()) { report() })
 }
 
 // rtuImplied takes a receive completion on the QP of c, a connection we

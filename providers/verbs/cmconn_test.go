@@ -264,10 +264,10 @@ func TestLossyConnections(t *testing.T) {
 
 // TestRTULost: every RTU the active side sends is lost. The passive
 // side takes its first receive completion for the RTU
-// (IBV_EVENT_COMM_EST): FI_CONNECTED comes before that completion, the
-// endpoint may answer at once, and it stays connected after REP's
-// retransmissions would have given up. (The peer's first message can
-// also overtake the RTU: they travel on different QPs.)
+// (IBV_EVENT_COMM_EST): it is connected when that receive completes, so
+// it may answer at once; it reports FI_CONNECTED once; and it stays
+// connected after REP's retransmissions would have given up. (The peer's
+// first message can also overtake the RTU: they travel on different QPs.)
 func TestRTULost(t *testing.T) {
 	shortTimers(t)
 	p, da, db := twoDevices(t, nil)
@@ -297,11 +297,6 @@ func TestRTULost(t *testing.T) {
 	if d := srv.wait(t); d.c.Err != 0 || string(d.op.Buf[:d.c.Len]) != "first" {
 		t.Fatalf("receive %+v", d.c)
 	}
-	select {
-	case <-srv.ev.ConnectedCh:
-	default:
-		t.Fatal("the receive completed before FI_CONNECTED")
-	}
 	exchange := func(what string) {
 		t.Helper()
 		srv.post(t, &core.Op{Kind: core.OpSend, Buf: []byte(what)})
@@ -314,11 +309,14 @@ func TestRTULost(t *testing.T) {
 		}
 	}
 	exchange("answer")
+	srv.ev.WaitConnected(t)
 	// shortTimers: REP would have been sent 9 times and given up by now.
 	time.Sleep(500 * time.Millisecond)
 	select {
 	case f := <-srv.ev.FailedCh:
 		t.Fatalf("the passive side failed: %v", f.Err)
+	case <-srv.ev.ConnectedCh:
+		t.Fatal("FI_CONNECTED reported twice")
 	default:
 	}
 	cli.post(t, &core.Op{Kind: core.OpSend, Buf: []byte("second")})

@@ -216,14 +216,14 @@ func (e *rcEndpoint) Accept(data []byte) error {
 }
 
 // established makes the connection we accepted usable: the QP goes to
-// RTS and FI_CONNECTED is reported. It runs on the RTU, or on the first
+// RTS and the endpoint is connected. It runs on the RTU, or on the first
 // receive completion if that comes first (commEst); the later of the two
-// waits for the earlier to finish and then finds nothing to do.
-func (e *rcEndpoint) established() {
+// waits for the earlier to finish and then finds nothing to do. The
+// event, FI_CONNECTED or the failure, is reported through report.
+func (e *rcEndpoint) established(report func(func())) {
 	e.estMu.Lock()
 	defer e.estMu.Unlock()
-	// Cleared last, so that a commEst meanwhile waits for this one.
-	defer e.awaitRTU.Store(false)
+	defer e.awaitRTU.Store(false) // last, so that a commEst meanwhile waits for this one
 	e.mu.Lock()
 	st, c := e.state, e.c
 	e.mu.Unlock()
@@ -231,19 +231,28 @@ func (e *rcEndpoint) established() {
 		return
 	}
 	if err := e.toRTS(c.req.RNRRetryCount); err != nil {
-		e.cmFailed(err, nil)
+		report(func() { e.cmFailed(err, nil) })
 		return
 	}
-	e.cmConnected(nil)
+	e.mu.Lock()
+	ok := e.state == rcConnecting
+	if ok {
+		e.state = rcConnected
+	}
+	e.mu.Unlock()
+	if ok {
+		report(func() { e.ev.Connected(nil) })
+	}
 }
 
 // commEst is IBV_EVENT_COMM_EST: a receive completed on the QP of a
 // connection we accepted, before its RTU was handled. The RTU travels
 // apart from the peer's messages (another QP, another goroutine here), so
 // the peer's first message can overtake it, or it can be lost. As ib_cm
-// does on that event, the CM takes the receive for the RTU, and the
-// endpoint is connected before the receive completes: the application
+// does on that event, the CM takes the receive for the RTU: the endpoint
+// is connected before the receive completes, so that the application
 // (rxm, answering a rendezvous request with a read) may answer at once.
+// FI_CONNECTED is reported on the agent's goroutine, like every event.
 func (e *rcEndpoint) commEst() {
 	if !e.awaitRTU.Load() {
 		return
@@ -252,7 +261,7 @@ func (e *rcEndpoint) commEst() {
 	c := e.c
 	e.mu.Unlock()
 	e.d.dev.cm.rtuImplied(c)
-	e.established()
+	e.established(e.later)
 }
 
 // cmConnected reports FI_CONNECTED.
