@@ -97,7 +97,8 @@ func (a *agent) connect(e *rcEndpoint, dst netip.Addr, port, srcPort uint16, qpn
 }
 
 // accept answers c's REQ with REP: e's QP (in RTR) and starting PSN, and
-// private data. FI_CONNECTED follows the RTU.
+// private data. FI_CONNECTED follows the RTU (or the first receive:
+// rcEndpoint.commEst).
 func (a *agent) accept(c *cmConn, e *rcEndpoint, qpn, psn uint32, resp, depth, mtu uint8, data []byte) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -279,7 +280,7 @@ func (a *agent) handleRTU(src netip.Addr, m *cm.Msg) {
 	c.state, c.established = cmEstablished, true
 	e := c.ep
 	a.mu.Unlock()
-	e.established(func(report func()) { report() })
+	e.established()
 }
 
 // rtuImplied takes a receive completion on the QP of c, a connection we

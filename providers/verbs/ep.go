@@ -34,10 +34,8 @@ const (
 )
 
 // rcEndpoint is an FI_EP_MSG endpoint: an RC QP connected by the agent.
-// Its events come from the agent's goroutine, each at most once: one
-// Connected, then one Shutdown or Failed. (An accepted connection's
-// Connected may come from the goroutine of a receive completion instead:
-// commEst.)
+// Its events come from the agent's goroutine, each at most once and in
+// order: one Connected, then one Shutdown or Failed.
 type rcEndpoint struct {
 	qpBase
 	info *fi.Info
@@ -46,14 +44,15 @@ type rcEndpoint struct {
 	awaitRTU atomic.Bool // accepted, not yet established: a receive completion stands for the RTU
 
 	// guarded by qpBase.mu
-	state   rcState
-	c       *cmConn // the connection, or the request it was made from
-	fromReq bool
-	psn     uint32 // our starting PSN
-	port    uint16 // our service port: bound at Connect, or the listener's
-	bound   bool   // port is ours to give back
-	remote  netip.AddrPort
-	depth   uint8 // the RDMA reads we issue at once, once connected
+	state      rcState
+	connQueued bool    // Connected is queued on the agent's goroutine: a terminal event goes behind it
+	c          *cmConn // the connection, or the request it was made from
+	fromReq    bool
+	psn        uint32 // our starting PSN
+	port       uint16 // our service port: bound at Connect, or the listener's
+	bound      bool   // port is ours to give back
+	remote     netip.AddrPort
+	depth      uint8 // the RDMA reads we issue at once, once connected
 }
 
 var (
@@ -176,7 +175,7 @@ func (e *rcEndpoint) toRTS(rnrRetry uint8) error {
 
 // Accept answers the request the endpoint was made from: the QP goes to
 // RTR with the requester's QP and PSN, and REP goes out; FI_CONNECTED
-// follows the RTU.
+// follows the RTU (or the first receive: commEst).
 func (e *rcEndpoint) Accept(data []byte) error {
 	if err := checkData("accept", data); err != nil {
 		return err
@@ -207,20 +206,24 @@ func (e *rcEndpoint) Accept(data []byte) error {
 	if e.state != rcIdle {
 		return core.Errorf(fi.EOPBADSTATE, "verbs: accept: the endpoint was closed")
 	}
+	// Before REP goes out: the peer's first message may come at once, and
+	// its commEst then waits for mu.
+	e.awaitRTU.Store(true)
 	if err := e.d.dev.cm.accept(c, e, qp.QPNum(), e.psn, resp, e.depth, uint8(mtu), data); err != nil {
+		e.awaitRTU.Store(false)
 		return err
 	}
 	e.state = rcConnecting
-	e.awaitRTU.Store(true)
 	return nil
 }
 
 // established makes the connection we accepted usable: the QP goes to
 // RTS and the endpoint is connected. It runs on the RTU, or on the first
 // receive completion if that comes first (commEst); the later of the two
-// waits for the earlier to finish and then finds nothing to do. The
-// event, FI_CONNECTED or the failure, is reported through report.
-func (e *rcEndpoint) established(report func(func())) {
+// waits for the earlier to finish and then finds nothing to do. Either
+// way FI_CONNECTED (or the failure) is queued for the agent's goroutine,
+// and nothing of the application's runs here.
+func (e *rcEndpoint) established() {
 	e.estMu.Lock()
 	defer e.estMu.Unlock()
 	defer e.awaitRTU.Store(false) // last, so that a commEst meanwhile waits for this one
@@ -231,18 +234,26 @@ func (e *rcEndpoint) established(report func(func())) {
 		return
 	}
 	if err := e.toRTS(c.req.RNRRetryCount); err != nil {
-		report(func() { e.cmFailed(err, nil) })
+		e.later(func() { e.cmFailed(err, nil) })
 		return
 	}
 	e.mu.Lock()
-	ok := e.state == rcConnecting
-	if ok {
-		e.state = rcConnected
+	defer e.mu.Unlock()
+	if e.state != rcConnecting {
+		return
 	}
-	e.mu.Unlock()
-	if ok {
-		report(func() { e.ev.Connected(nil) })
-	}
+	// Queued under mu, with connQueued: a terminal event the agent
+	// reports from now on (reportTerminal) is queued behind it.
+	e.state, e.connQueued = rcConnected, true
+	e.d.dev.cm.do(func() {
+		e.mu.Lock()
+		e.connQueued = false
+		closed := e.state == rcClosed
+		e.mu.Unlock()
+		if !closed {
+			e.ev.Connected(nil)
+		}
+	})
 }
 
 // commEst is IBV_EVENT_COMM_EST: a receive completed on the QP of a
@@ -252,7 +263,6 @@ func (e *rcEndpoint) established(report func(func())) {
 // does on that event, the CM takes the receive for the RTU: the endpoint
 // is connected before the receive completes, so that the application
 // (rxm, answering a rendezvous request with a read) may answer at once.
-// FI_CONNECTED is reported on the agent's goroutine, like every event.
 func (e *rcEndpoint) commEst() {
 	if !e.awaitRTU.Load() {
 		return
@@ -261,7 +271,7 @@ func (e *rcEndpoint) commEst() {
 	c := e.c
 	e.mu.Unlock()
 	e.d.dev.cm.rtuImplied(c)
-	e.established(e.later)
+	e.established()
 }
 
 // cmConnected reports FI_CONNECTED.
@@ -327,32 +337,36 @@ func (e *rcEndpoint) later(report func()) {
 
 // cmDisconnected is the peer's DREQ: FI_SHUTDOWN.
 func (e *rcEndpoint) cmDisconnected() {
-	if e.down() {
-		e.ev.Shutdown()
-	}
+	e.down(e.ev.Shutdown)
 }
 
 // cmFailed is a connection that could not be made or ended in error:
 // rejected (with the rejecter's data), timed out, or its QP in error.
 func (e *rcEndpoint) cmFailed(err error, data []byte) {
-	if e.down() {
-		e.ev.Failed(err, data)
-	}
+	e.down(func() { e.ev.Failed(err, data) })
 }
 
-// down ends the connection from the peer's side or by an error, and
-// reports whether the endpoint's terminal event is still to be reported.
-func (e *rcEndpoint) down() bool {
+// down ends the connection from the peer's side or by an error, on the
+// agent's goroutine, and reports the endpoint's terminal event with
+// report if it is still to be reported: at once, or behind a Connected
+// still queued (established).
+func (e *rcEndpoint) down(report func()) {
 	e.mu.Lock()
 	live := e.state == rcConnecting || e.state == rcConnected
 	if live {
 		e.state = rcDown
 	}
+	behind := live && e.connQueued
 	e.mu.Unlock()
-	if live {
-		e.toError()
+	if !live {
+		return
 	}
-	return live
+	e.toError()
+	if behind {
+		e.later(report)
+	} else {
+		report()
+	}
 }
 
 // qpFailed is a completion error that put the QP in the error state: the
