@@ -266,7 +266,6 @@ func (a *agent) handleREP(src netip.Addr, m *cm.Msg) {
 	c.state, c.established = cmEstablished, true
 	a.sendLocked(src, cm.Msg{Type: cm.RTU, TransactionID: m.TransactionID, LocalCommID: c.local, RemoteCommID: c.remote})
 	a.mu.Unlock()
-	e.cmConnected(m.PrivateData)
 }
 
 func (a *agent) handleRTU(src netip.Addr, m *cm.Msg) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -271,9 +272,13 @@ func TestLossyConnections(t *testing.T) {
 // travel on different QPs.)
 func TestRTULost(t *testing.T) {
 	p, da, db := twoDevices(t, nil)
-	var reps atomic.Int32
+	var reqs, reps atomic.Int32
 	da.dev.cm.mu.Lock()
-	da.dev.cm.lose = func(m cm.Msg) bool { return m.Type == cm.RTU }
+	da.dev.cm.lose = func(m cm.Msg) bool {
+		// REQ once: a REQ sent again would be answered with REP again,
+		// which the count of REPs below is not about.
+		return m.Type == cm.RTU || m.Type == cm.REQ && reqs.Add(1) > 1
+	}
 	da.dev.cm.mu.Unlock()
 	db.dev.cm.mu.Lock()
 	db.dev.cm.lose = func(m cm.Msg) bool {
@@ -316,9 +321,9 @@ func TestRTULost(t *testing.T) {
 		t.Fatalf("receive %+v", d.c)
 	}
 	srv.ev.WaitConnected(t)
-	// REP would be sent again 250 ms after the first, then after 500 ms
-	// more: none goes out, and FI_CONNECTED is not reported again.
-	time.Sleep(cmTimeout + cmTimeout/2)
+	// REP would be sent again cmTimeout after the first, then 2 cmTimeout
+	// after that: none goes out, and FI_CONNECTED is not reported again.
+	time.Sleep(3 * cmTimeout)
 	if n := reps.Load(); n != sent {
 		t.Errorf("%d REPs after the connection was established", n-sent)
 	}
@@ -328,6 +333,68 @@ func TestRTULost(t *testing.T) {
 	case f := <-srv.ev.FailedCh:
 		t.Errorf("the passive side failed: %v", f.Err)
 	default:
+	}
+}
+
+// orderEvents records the order of an endpoint's connection events.
+type orderEvents struct {
+	*provtest.EPEvents
+	mu     sync.Mutex
+	events []string
+}
+
+func (o *orderEvents) note(what string) {
+	o.mu.Lock()
+	o.events = append(o.events, what)
+	o.mu.Unlock()
+}
+
+func (o *orderEvents) Connected(data []byte) { o.note("connected"); o.EPEvents.Connected(data) }
+func (o *orderEvents) Shutdown()             { o.note("shutdown"); o.EPEvents.Shutdown() }
+func (o *orderEvents) Failed(err error, data []byte) {
+	o.note("failed")
+	o.EPEvents.Failed(err, data)
+}
+
+// TestRTULostThenShutdown: the RTU is lost, and the peer shuts down right
+// after its first message. The passive side's FI_CONNECTED, which that
+// message makes (TestRTULost), comes before its FI_SHUTDOWN.
+func TestRTULostThenShutdown(t *testing.T) {
+	p, da, db := twoDevices(t, nil)
+	da.dev.cm.mu.Lock()
+	da.dev.cm.lose = func(m cm.Msg) bool { return m.Type == cm.RTU }
+	da.dev.cm.mu.Unlock()
+	_, pev, addr := listen(t, p, db)
+	cli := newSide(t, da, infoOf(t, p, da.name, fi.EP_MSG), nil)
+	if err := cli.ep.Connect(addr, nil); err != nil {
+		t.Fatal(err)
+	}
+	req := pev.WaitReq(t)
+	ev := &orderEvents{EPEvents: provtest.NewEPEvents()}
+	srv := side{ev: ev.EPEvents, done: make(chan done, 16)}
+	ep, err := db.NewEndpoint(req.Info(), req, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.ep = ep
+	t.Cleanup(func() { ep.Close() })
+	if err := ep.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	srv.post(t, &core.Op{Kind: core.OpRecv, Buf: make([]byte, 100)})
+	if err := ep.Accept(nil); err != nil {
+		t.Fatal(err)
+	}
+	cli.ev.WaitConnected(t)
+	cli.post(t, &core.Op{Kind: core.OpSend, Buf: []byte("first")})
+	if err := cli.ep.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	srv.ev.WaitShutdownOrFailed(t)
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	if len(ev.events) != 2 || ev.events[0] != "connected" {
+		t.Errorf("events %v, want connected, then shutdown (or failed)", ev.events)
 	}
 }
 

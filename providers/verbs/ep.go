@@ -143,7 +143,8 @@ func (e *rcEndpoint) Connect(addr fi.Addr, data []byte) error {
 }
 
 // cmEstablish is the REP to our REQ: the QP goes to RTR and RTS with the
-// peer's QP, PSN and read resources. The agent sends RTU next.
+// peer's QP, PSN and read resources, and the endpoint is connected
+// (FI_CONNECTED queued). The agent sends RTU next.
 func (e *rcEndpoint) cmEstablish(rep *cm.Msg) error {
 	e.mu.Lock()
 	ok, peer := e.state == rcConnecting, e.remote.Addr()
@@ -160,7 +161,16 @@ func (e *rcEndpoint) cmEstablish(rep *cm.Msg) error {
 	e.mu.Lock()
 	e.depth = rep.ResponderResources
 	e.mu.Unlock()
-	return e.toRTS(rep.RNRRetryCount)
+	if err := e.toRTS(rep.RNRRetryCount); err != nil {
+		return err
+	}
+	// Connected before the agent sends the RTU, after which the peer may
+	// send at once: its first message may complete here before the agent
+	// goes on.
+	e.mu.Lock()
+	e.connectedLocked(rep.PrivateData)
+	e.mu.Unlock()
+	return nil
 }
 
 const rtrMask = ibv.QPState_ | ibv.QPAV | ibv.QPPathMTU | ibv.QPDestQPN | ibv.QPRQPSN | ibv.QPMaxDestRdAtomic | ibv.QPMinRNRTimer
@@ -238,22 +248,8 @@ func (e *rcEndpoint) established() {
 		return
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.state != rcConnecting {
-		return
-	}
-	// Queued under mu, with connQueued: a terminal event the agent
-	// reports from now on (reportTerminal) is queued behind it.
-	e.state, e.connQueued = rcConnected, true
-	e.d.dev.cm.do(func() {
-		e.mu.Lock()
-		e.connQueued = false
-		closed := e.state == rcClosed
-		e.mu.Unlock()
-		if !closed {
-			e.ev.Connected(nil)
-		}
-	})
+	e.connectedLocked(nil)
+	e.mu.Unlock()
 }
 
 // commEst is IBV_EVENT_COMM_EST: a receive completed on the QP of a
@@ -274,17 +270,25 @@ func (e *rcEndpoint) commEst() {
 	e.established()
 }
 
-// cmConnected reports FI_CONNECTED.
-func (e *rcEndpoint) cmConnected(data []byte) {
-	e.mu.Lock()
-	ok := e.state == rcConnecting
-	if ok {
-		e.state = rcConnected
+// connectedLocked makes a connecting endpoint, whose QP is in RTS,
+// connected, and queues FI_CONNECTED with data for the agent's
+// goroutine. It is queued under mu, with connQueued set, so that a
+// terminal event reported from then on goes behind it (down, later). mu
+// is held.
+func (e *rcEndpoint) connectedLocked(data []byte) {
+	if e.state != rcConnecting {
+		return
 	}
-	e.mu.Unlock()
-	if ok {
-		e.ev.Connected(data)
-	}
+	e.state, e.connQueued = rcConnected, true
+	e.d.dev.cm.do(func() {
+		e.mu.Lock()
+		e.connQueued = false
+		closed := e.state == rcClosed
+		e.mu.Unlock()
+		if !closed {
+			e.ev.Connected(data)
+		}
+	})
 }
 
 // Reject refuses the request the endpoint was made from, with data.
