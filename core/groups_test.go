@@ -6,6 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fabricfs/fabricfs/core/ring"
+	"github.com/fabricfs/fabricfs/internal/testcpu"
 )
 
 // TestGroupsByCPU: the engine puts endpoints without a CPU (attr/engine_cpu
@@ -14,7 +15,7 @@ import (
 // two CPUs, even when CPU 0 is the one placed (a group's zero value is not
 // a placement); removing the last endpoint of a group ends it.
 func TestGroupsByCPU(t *testing.T) {
-	allowed, cpus := twoCPUs(t)
+	allowed, cpus := testcpu.Two(t)
 	e := &engine{logf: t.Logf, allowed: &allowed}
 	mk := func() *epRings {
 		rs := &epRings{}
@@ -75,23 +76,4 @@ func TestGroupsByCPU(t *testing.T) {
 	if len(e.groups) != 2 {
 		t.Errorf("%d groups after the only endpoint of CPU %d's left; want 2", len(e.groups), cpus[1])
 	}
-}
-
-// twoCPUs returns the CPUs the test may run on and the first two of them,
-// or skips.
-func twoCPUs(t *testing.T) (unix.CPUSet, []int) {
-	var allowed unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
-		t.Fatal(err)
-	}
-	var cpus []int
-	for c := 0; len(cpus) < 2 && c < 1024; c++ {
-		if allowed.IsSet(c) {
-			cpus = append(cpus, c)
-		}
-	}
-	if len(cpus) < 2 {
-		t.Skip("needs two CPUs to tell a pinned thread from the others")
-	}
-	return allowed, cpus
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fabricfs/fabricfs/internal/testcpu"
 )
 
 // TestUnlockedKeepsThePin: a pinned worker is on a pinned thread whenever
@@ -20,7 +22,7 @@ import (
 // runtime starts new ones, and the worker often comes back on another
 // thread.
 func TestUnlockedKeepsThePin(t *testing.T) {
-	allowed, cpus := twoCPUs(t)
+	allowed, cpus := testcpu.Two(t)
 	var one unix.CPUSet
 	one.Set(cpus[0])
 	var (
@@ -62,7 +64,7 @@ func TestUnlockedKeepsThePin(t *testing.T) {
 				moves++
 			}
 			if err != nil || now != one {
-				failures = append(failures, fmt.Sprintf("after %d passes the worker's thread may run on %v (%v)", i+1, cpuList(&now), err))
+				failures = append(failures, fmt.Sprintf("after %d passes the worker's thread may run on %v (%v)", i+1, testcpu.List(&now), err))
 			}
 			mu.Unlock()
 		}
@@ -90,21 +92,11 @@ func TestUnlockedKeepsThePin(t *testing.T) {
 			continue // a worker's, or ended
 		}
 		if set != allowed {
-			t.Errorf("thread %d, not a worker's, may run on %v; want the process's CPUs, %v", tid, cpuList(&set), cpuList(&allowed))
+			t.Errorf("thread %d, not a worker's, may run on %v; want the process's CPUs, %v", tid, testcpu.List(&set), testcpu.List(&allowed))
 		}
 	}
 	for _, f := range failures[:min(len(failures), 5)] {
 		t.Error(f)
 	}
 	t.Logf("the workers came back on another thread %d times in 600 passes", moves)
-}
-
-func cpuList(s *unix.CPUSet) []int {
-	var l []int
-	for c := 0; c < 1024; c++ {
-		if s.IsSet(c) {
-			l = append(l, c)
-		}
-	}
-	return l
 }

@@ -15,11 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/core/ring"
 	"github.com/fabricfs/fabricfs/fs/client"
+	"github.com/fabricfs/fabricfs/internal/testcpu"
 )
 
 // ringPair is two connected endpoints with a CQ and a memory region each,
@@ -503,7 +502,7 @@ func TestRMAOnRings(t *testing.T) {
 // thread: it lets go of the pin before and pins the thread it comes back on
 // after, so no two threads are pinned at once.
 func TestEngineCPUs(t *testing.T) {
-	cpus := twoCPUs(t)
+	_, cpus := testcpu.Two(t)
 	d := mountWith(t, "-engine-cpus", strconv.Itoa(cpus[0]))
 	p := newRingPair(t, d, 4096)
 	pingPongPinned(t, d, p, cpus[:1])
@@ -522,7 +521,7 @@ func TestEngineCPUs(t *testing.T) {
 // threads keep the process's CPUs; the attribute reads back, takes -1 or a
 // CPU the daemon may run on, and is fixed once the endpoint is enabled.
 func TestEngineCPUPerEndpoint(t *testing.T) {
-	cpus := twoCPUs(t)
+	_, cpus := testcpu.Two(t)
 	d := mount(t)
 	e, err := d.tree(t).Domain("tcp", "lo").NewEP()
 	must(t, err)
@@ -552,24 +551,6 @@ func TestEngineCPUPerEndpoint(t *testing.T) {
 		t.Errorf("engine_cpu written after enable: %v (err file %q); want it refused", err, p.a.Err())
 	}
 	pingPongPinned(t, d, p, cpus)
-}
-
-// twoCPUs returns the first two CPUs the test may run on, or skips.
-func twoCPUs(t *testing.T) []int {
-	var allowed unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
-		t.Fatal(err)
-	}
-	var cpus []int
-	for c := 0; len(cpus) < 2 && c < 1024; c++ {
-		if allowed.IsSet(c) {
-			cpus = append(cpus, c)
-		}
-	}
-	if len(cpus) < 2 {
-		t.Skip("needs two CPUs to tell a pinned thread from the others")
-	}
-	return cpus
 }
 
 // pingPongPinned runs 3,000 round trips of 64 bytes between p's endpoints

@@ -288,12 +288,7 @@ func TestRTULost(t *testing.T) {
 		return false
 	}
 	db.dev.cm.mu.Unlock()
-	_, pev, addr := listen(t, p, db)
-	cli := newSide(t, da, infoOf(t, p, da.name, fi.EP_MSG), nil)
-	if err := cli.ep.Connect(addr, nil); err != nil {
-		t.Fatal(err)
-	}
-	req := pev.WaitReq(t)
+	cli, req := request(t, p, da, db)
 	srv := newSide(t, db, req.Info(), req)
 	srv.post(t, &core.Op{Kind: core.OpRecv, Buf: make([]byte, 100)})
 	if err := srv.ep.Accept(nil); err != nil {
@@ -364,12 +359,7 @@ func TestRTULostThenShutdown(t *testing.T) {
 	da.dev.cm.mu.Lock()
 	da.dev.cm.lose = func(m cm.Msg) bool { return m.Type == cm.RTU }
 	da.dev.cm.mu.Unlock()
-	_, pev, addr := listen(t, p, db)
-	cli := newSide(t, da, infoOf(t, p, da.name, fi.EP_MSG), nil)
-	if err := cli.ep.Connect(addr, nil); err != nil {
-		t.Fatal(err)
-	}
-	req := pev.WaitReq(t)
+	cli, req := request(t, p, da, db)
 	ev := &orderEvents{EPEvents: provtest.NewEPEvents()}
 	srv := side{ev: ev.EPEvents, done: make(chan done, 16)}
 	ep, err := db.NewEndpoint(req.Info(), req, ev)
