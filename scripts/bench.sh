@@ -514,20 +514,32 @@ shape_floor=$tmp/shapes.tsv
 	}' "$medians" | sort -k1,1n >"$shape_floor"
 
 # The issue's targets, per endpoint type: latency at 64 B at most 1.5x;
-# bandwidth at 64 KiB and up at least 1x. A line per type: "ep lat64
-# lat_ok bwmin bw_ok bwmin_at", |-separated (empty and null when the sizes
-# were not run; read splits tabs, a whitespace, as one).
+# bandwidth at 64 KiB and up at least 1x; judged for fabricfs and, in the
+# msg pass, for every other implementation run (the relay's shapes, that
+# is whether the design's floor meets them on this machine). A line per
+# type and implementation: "ep impl lat64 lat_ok bwmin bw_ok bwmin_at",
+# |-separated (empty and null when the sizes were not run; read splits
+# tabs, a whitespace, as one). The ratios are those of the ratios table:
+# four decimals, bandwidth from MB/sec.
 verdicts=$tmp/verdicts.tsv
-for ep in "${ep_list[@]}"; do
-	awk -F '\t' -v ep="$ep" '
-		$1 != ep { next }
-		$2 == 64 { lat = $5; have = 1 }
-		$2 >= 65536 { nb++; if (min == "" || $8 < min) { min = $8; at = $2 } }
-		END {
-			printf "%s|%s|%s|%s|%s|%s\n", ep, (have ? lat : ""), (have ? (lat <= 1.5 ? "true" : "false") : "null"),
-				(nb ? min : ""), (nb ? (min >= 1 ? "true" : "false") : "null"), at
-		}' "$ratios"
-done >"$verdicts"
+awk -F '\t' '
+	$2 == "libfabric" { lu[$1, $3] = $5; lm[$1, $3] = $6; next }
+	{ if (!(($1, $2) in seen)) { seen[$1, $2] = 1; key[++nk] = $1 SUBSEP $2 }; u[$1, $2, $3] = $5; m[$1, $2, $3] = $6; sizes[$1, $2] = sizes[$1, $2] " " $3 }
+	END {
+		for (k = 1; k <= nk; k++) {
+			split(key[k], em, SUBSEP); ep = em[1]; impl = em[2]
+			lat = ""; min = ""; at = ""
+			ns = split(sizes[ep, impl], sz, " ")
+			for (i = 1; i <= ns; i++) {
+				s = sz[i]
+				if (!((ep, s) in lu)) continue
+				if (s == 64 && lu[ep, s] > 0) lat = sprintf("%.4f", u[ep, impl, s] / lu[ep, s])
+				if (s >= 65536 && lm[ep, s] > 0) { r = sprintf("%.4f", m[ep, impl, s] / lm[ep, s]); if (min == "" || r + 0 < min + 0) { min = r; at = s } }
+			}
+			printf "%s|%s|%s|%s|%s|%s|%s\n", ep, impl, lat, (lat != "" ? (lat + 0 <= 1.5 ? "true" : "false") : "null"),
+				min, (min != "" ? (min + 0 >= 1 ? "true" : "false") : "null"), at
+		}
+	}' "$medians" >"$verdicts"
 
 for ep in "${ep_list[@]}"; do
 	table "$ep" libfabric
@@ -554,12 +566,29 @@ for ep in "${ep_list[@]}"; do
 	fi
 done | tee "$tmp/report.txt"
 printf '\n' | tee -a "$tmp/report.txt"
-while IFS='|' read -r ep lat64 lat_ok bwmin bw_ok bwmin_at; do
-	lat="$lat_ok (${lat64}x)" bw="$bw_ok (lowest ${bwmin}x at $bwmin_at B)"
-	[ -n "$lat64" ] || lat="not measured (no 64 B run)"
-	[ -n "$bwmin" ] || bw="not measured (no run from 64 KiB)"
-	printf 'targets, -e %s: latency at 64 B <= 1.5x libfabric: %s; bandwidth from 64 KiB >= 1x libfabric: %s\n' "$ep" "$lat" "$bw"
-done <"$verdicts" | tee -a "$tmp/report.txt"
+# verdict_of EP IMPL: the verdicts line of IMPL in EP's pass, with "null"
+# verdicts when it has none (no size was run).
+verdict_of() {
+	grep "^$1|$2|" "$verdicts" || printf '%s|%s|||null||null|\n' "$1" "$2"
+}
+# verdict LAT64 LAT_OK BWMIN BW_OK AT: the two targets' verdicts as text.
+verdict() {
+	local lat="$2 (${1}x)" bw="$4 (lowest ${3}x at $5 B)"
+	[ -n "$1" ] || lat="not measured (no 64 B run)"
+	[ -n "$3" ] || bw="not measured (no run from 64 KiB)"
+	printf 'latency at 64 B <= 1.5x libfabric: %s; bandwidth from 64 KiB >= 1x libfabric: %s' "$lat" "$bw"
+}
+for ep in "${ep_list[@]}"; do
+	IFS='|' read -r _ _ lat64 lat_ok bwmin bw_ok bwmin_at < <(verdict_of "$ep" fabricfs)
+	printf 'targets, -e %s: %s\n' "$ep" "$(verdict "$lat64" "$lat_ok" "$bwmin" "$bw_ok" "$bwmin_at")"
+done | tee -a "$tmp/report.txt"
+if [[ " ${ep_list[*]} " == *" msg "* ]]; then
+	printf 'the same targets for the floor and the other placements, -e msg:\n'
+	for impl in "${msg_extra[@]}"; do
+		IFS='|' read -r _ _ lat64 lat_ok bwmin bw_ok bwmin_at < <(verdict_of msg "$impl")
+		printf '  %-16s %s\n' "$impl" "$(verdict "$lat64" "$lat_ok" "$bwmin" "$bw_ok" "$bwmin_at")"
+	done
+fi | tee -a "$tmp/report.txt"
 if [ $verbs -eq 1 ]; then
 	printf '\nverbs: software RDMA device (RC, 127.0.0.1 <-> 127.0.0.2) beside raw loopback UDP (medians; lat x = rc/udp, bw x = write/udp)\n'
 	cat "$tmp/verbs.txt"
@@ -599,13 +628,27 @@ json_num() { if [ -n "$1" ]; then printf '%s' "$1"; else printf 'null'; fi; }
 	printf '  ],\n  "skipped": [\n'
 	awk -F '\t' '{ printf "%s    {\"ep\": \"%s\", \"bytes\": %s, \"reason\": \"above fabricfs max_msg_size %s\"}", (NR > 1 ? ",\n" : ""), $1, $2, $3 } END { print "" }' "$skipped"
 	printf '  ],\n  "targets": {\n'
+	target_json() { # NAME LAT64 LAT_OK BWMIN BW_OK AT
+		printf '"%s": {"latency_64B": {"ratio": %s, "limit": 1.5, "met": %s}, "bandwidth_from_64KiB": {"min_ratio": %s, "at_bytes": %s, "limit": 1.0, "met": %s}}' \
+			"$1" "$(json_num "$2")" "$3" "$(json_num "$4")" "$(json_num "$6")" "$5"
+	}
 	first=1
-	while IFS='|' read -r ep lat64 lat_ok bwmin bw_ok bwmin_at; do
+	for ep in "${ep_list[@]}"; do
+		IFS='|' read -r _ _ lat64 lat_ok bwmin bw_ok bwmin_at < <(verdict_of "$ep" fabricfs)
 		[ $first -eq 1 ] || printf ',\n'
 		first=0
-		printf '    "%s": {"latency_64B": {"ratio": %s, "limit": 1.5, "met": %s}, "bandwidth_from_64KiB": {"min_ratio": %s, "at_bytes": %s, "limit": 1.0, "met": %s}}' \
-			"$ep" "$(json_num "$lat64")" "$lat_ok" "$(json_num "$bwmin")" "$(json_num "$bwmin_at")" "$bw_ok"
-	done <"$verdicts"
+		printf '    %s' "$(target_json "$ep" "$lat64" "$lat_ok" "$bwmin" "$bw_ok" "$bwmin_at")"
+	done
+	printf '\n  },\n  "shape_targets": {\n'
+	first=1
+	if [[ " ${ep_list[*]} " == *" msg "* ]]; then
+		for impl in "${msg_extra[@]}"; do
+			IFS='|' read -r _ _ lat64 lat_ok bwmin bw_ok bwmin_at < <(verdict_of msg "$impl")
+			[ $first -eq 1 ] || printf ',\n'
+			first=0
+			printf '    %s' "$(target_json "$impl" "$lat64" "$lat_ok" "$bwmin" "$bw_ok" "$bwmin_at")"
+		done
+	fi
 	printf '\n  }'
 	if [ $verbs -eq 1 ]; then
 		printf ',\n  "verbs": '
