@@ -533,8 +533,8 @@ awk -F '\t' '
 			for (i = 1; i <= ns; i++) {
 				s = sz[i]
 				if (!((ep, s) in lu)) continue
-				if (s == 64 && lu[ep, s] > 0) lat = sprintf("%.4f", u[ep, impl, s] / lu[ep, s])
-				if (s >= 65536 && lm[ep, s] > 0) { r = sprintf("%.4f", m[ep, impl, s] / lm[ep, s]); if (min == "" || r + 0 < min + 0) { min = r; at = s } }
+				if (s == 64) lat = sprintf("%.4f", (lu[ep, s] > 0 ? u[ep, impl, s] / lu[ep, s] : 0))
+				if (s >= 65536) { r = sprintf("%.4f", (lm[ep, s] > 0 ? m[ep, impl, s] / lm[ep, s] : 0)); if (min == "" || r + 0 < min + 0) { min = r; at = s } }
 			}
 			printf "%s|%s|%s|%s|%s|%s|%s\n", ep, impl, lat, (lat != "" ? (lat + 0 <= 1.5 ? "true" : "false") : "null"),
 				min, (min != "" ? (min + 0 >= 1 ? "true" : "false") : "null"), at
@@ -569,7 +569,7 @@ printf '\n' | tee -a "$tmp/report.txt"
 # verdict_of EP IMPL: the verdicts line of IMPL in EP's pass, with "null"
 # verdicts when it has none (no size was run).
 verdict_of() {
-	grep "^$1|$2|" "$verdicts" || printf '%s|%s|||null||null|\n' "$1" "$2"
+	grep "^$1|$2|" "$verdicts" || printf '%s|%s||null||null|\n' "$1" "$2"
 }
 # verdict LAT64 LAT_OK BWMIN BW_OK AT: the two targets' verdicts as text.
 verdict() {
