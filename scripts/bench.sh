@@ -10,9 +10,8 @@
 # client processes and one relay polling shared memory and both sockets)
 # with nothing else in it, and prints it as the floor of that shape on the
 # machine. Sizes above the max_msg_size of
-# fabricfs's endpoint type (its getinfo file says; FI_EP_RDM: 16384 until
-# rendezvous exists) are skipped for that type and listed as skipped. See
-# docs/bench.md.
+# fabricfs's endpoint type (its getinfo file says) are skipped for that
+# type and listed as skipped. See docs/bench.md.
 #
 # -e verbs adds the software RDMA device (providers/verbs/ibv):
 # scripts/verbsperf's RC ping-pong latency and RDMA write bandwidth beside
