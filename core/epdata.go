@@ -1,0 +1,360 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/fabricfs/fabricfs/core/fi"
+)
+
+// dataParams are the parameters of the data file's operations that the
+// ctl verbs tag, src, cqdata and rxbuf set. The zero value, but for src,
+// is fi_send and fi_recv of the whole message from anyone.
+type dataParams struct {
+	tagged      bool   // writes are fi_tsend with tag; reads fi_trecv of tag under ignore
+	tag, ignore uint64 //
+	src         uint64 // FI_DIRECTED_RECV: the only sender reads accept; ADDR_UNSPEC: anyone
+	hasData     bool   // writes carry remote CQ data (fi_senddata)
+	data        uint64 //
+	rxbuf       uint64 // the size of a read's receive; 0: the message's
+}
+
+var defaultDataParams = dataParams{src: uint64(fi.ADDR_UNSPEC)}
+
+// SetDest is the ctl verb dest of a connectionless endpoint: data-file writes
+// go to fi_addr a of its AV from now on.
+func (e *EP) SetDest(a uint64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.connectionlessLocked() {
+		return Errorf(fi.EOPBADSTATE, "dest is for FI_EP_RDM and FI_EP_DGRAM endpoints; a connected endpoint sends to its peer")
+	}
+	if e.av == nil {
+		return Errorf(fi.ENOAV, "no av bound; write 'bind av ID' first")
+	}
+	if _, ok := e.av.Lookup(a); !ok {
+		return Errorf(fi.EINVAL, "%s has no fi_addr %d", e.av.obj, a)
+	}
+	e.dest = a
+	return nil
+}
+
+// maxRxBuf is the largest receive size of the ctl verb rxbuf: as large
+// as the providers' receives sized to the message.
+const maxRxBuf = 64 << 20
+
+// SetTag is the ctl verb tag: writes to the data file become fi_tsend
+// with tag, reads fi_trecv matching tag under ignore. It needs FI_TAGGED.
+func (e *EP) SetTag(tag, ignore uint64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.info.Caps&fi.TAGGED == 0 {
+		return Errorf(fi.EOPNOTSUPP, "the endpoint's caps lack FI_TAGGED")
+	}
+	e.shell.tagged, e.shell.tag, e.shell.ignore = true, tag, ignore
+	return nil
+}
+
+// ClearTag is `tag off`: the data file's messages are untagged again.
+func (e *EP) ClearTag() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.shell.tagged, e.shell.tag, e.shell.ignore = false, 0, 0
+}
+
+// SetSrc is the ctl verb src: reads of the data file accept messages from
+// fi_addr a of the AV only (FI_DIRECTED_RECV); fi.ADDR_UNSPEC (`src any`)
+// accepts anyone again.
+func (e *EP) SetSrc(a uint64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if a == uint64(fi.ADDR_UNSPEC) {
+		e.shell.src = a
+		return nil
+	}
+	if e.info.Caps&fi.DIRECTED_RECV == 0 {
+		return Errorf(fi.EOPNOTSUPP, "the endpoint's caps lack FI_DIRECTED_RECV")
+	}
+	if e.av == nil {
+		return Errorf(fi.ENOAV, "no av bound; write 'bind av ID' first")
+	}
+	if _, ok := e.av.Lookup(a); !ok {
+		return Errorf(fi.EINVAL, "%s has no fi_addr %d", e.av.obj, a)
+	}
+	e.shell.src = a
+	return nil
+}
+
+// SetCQData is the ctl verb cqdata: writes to the data file carry remote
+// CQ data v (fi_senddata), which must fit the domain's cq_data_size.
+func (e *EP) SetCQData(v uint64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	size := e.info.DomainAttr.CQDataSize
+	if size == 0 {
+		return Errorf(fi.EOPNOTSUPP, "the domain's cq_data_size is 0")
+	}
+	if size < 8 && v>>(8*size) != 0 {
+		return Errorf(fi.EINVAL, "%#x does not fit cq_data_size %d", v, size)
+	}
+	e.shell.hasData, e.shell.data = true, v
+	return nil
+}
+
+// ClearCQData is `cqdata off`.
+func (e *EP) ClearCQData() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.shell.hasData, e.shell.data = false, 0
+}
+
+// SetRxBuf is the ctl verb rxbuf: a read of the data file posts a receive
+// of n bytes (1..maxRxBuf); 0 (`rxbuf off`) sizes it to the message again.
+func (e *EP) SetRxBuf(n uint64) error {
+	if n > maxRxBuf {
+		return Errorf(fi.EINVAL, "%d bytes is more than %d", n, maxRxBuf)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.shell.rxbuf = n
+	return nil
+}
+
+// WriteData sends b as one message: a write to the data file. The message
+// is an fi_send with the endpoint's default flags (tx_op_flags), so with
+// none it is reported on the send CQ unless that binding is selective; an
+// fi_tsend after `tag`, with remote CQ data after `cqdata`. A connectionless
+// endpoint sends it to its dest.
+func (e *EP) WriteData(ctx context.Context, b []byte) error {
+	e.mu.Lock()
+	p := e.shell
+	e.mu.Unlock()
+	op := &Op{Kind: OpSend, Buf: b}
+	if p.tagged {
+		op.Kind, op.Tag = OpTSend, p.tag
+	}
+	if p.hasData {
+		op.Flags, op.Data = fi.OpFlags(fi.REMOTE_CQ_DATA), p.data
+	}
+	return e.do(ctx, op, "send", func() {})
+}
+
+// do posts op, addressed to the dest of a connectionless endpoint, and waits
+// for its completion, whose error it returns: the data file's writes and
+// the ctl's RMA verbs. The completion also reaches the CQ and counters as
+// every operation's. When ctx ends first (a signal), do returns nil: the
+// operation was taken and goes on. release runs once op is no longer in
+// use: after its completion, also when ctx ends first, or when it could
+// not be posted.
+func (e *EP) do(ctx context.Context, op *Op, what string, release func()) error {
+	e.mu.Lock()
+	rdm, dest := e.connectionlessLocked(), e.dest
+	e.mu.Unlock()
+	if rdm {
+		if dest == uint64(fi.ADDR_UNSPEC) {
+			release()
+			return Errorf(fi.ENOTCONN, "no destination; write 'dest FIADDR' to ctl first")
+		}
+		var err error
+		if op.Peer, err = e.peer(dest); err != nil {
+			release()
+			return err
+		}
+	}
+	op.Flags |= e.defaultFlags(op.Kind)
+	done := make(chan Completion, 1)
+	if err := e.post(op, func(c Completion) { done <- c }); err != nil {
+		release()
+		return err
+	}
+	select {
+	case c := <-done:
+		release()
+		if c.Err != 0 {
+			return Errorf(c.Err, "%s: %v", what, c.Err)
+		}
+		return nil
+	case <-ctx.Done():
+		// The provider has taken the operation; its completion still
+		// reaches the CQ and counters. The write succeeds: failing it
+		// with EINTR would have the writer (Go, libc wrappers, shells)
+		// write it again, and the message would go twice.
+		go func() {
+			<-done
+			release()
+		}()
+		return nil
+	}
+}
+
+// defaultFlags are the flags of the shell's operations of kind k (the
+// data file, the ctl verbs write and read): the endpoint's tx_op_flags,
+// or rx_op_flags for a receive. Like fi_send, fi_recv, fi_write and
+// fi_read, which take no flags of their own, they use "the default
+// operation flags" of their context (fi_endpoint(3)): FI_COMPLETION under
+// a selective binding, FI_INJECT, FI_DELIVERY_COMPLETE. Ring requests
+// carry their own flags, as fi_sendmsg's. FI_MULTI_RECV is left out: a
+// read of the data file takes one message into a buffer of its own.
+func (e *EP) defaultFlags(k OpKind) fi.OpFlags {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if k.IsRecv() {
+		return e.info.RxAttr.OpFlags &^ fi.OpFlags(fi.MULTI_RECV)
+	}
+	return e.info.TxAttr.OpFlags
+}
+
+// ReadData is a read of the data file. It returns the rest of the current
+// message if a previous read left some; otherwise, at offset 0, it receives
+// the next message (blocking), and at any other offset it returns 0 (end of
+// file). So `cat data` prints one message and a program reads message after
+// message with pread at offset 0.
+func (e *EP) ReadData(ctx context.Context, p []byte, off int64) (int, error) {
+	e.dataMu.Lock()
+	defer e.dataMu.Unlock()
+	if len(e.pending) == 0 {
+		if err := e.pendingErr; err != nil {
+			e.pendingErr = nil
+			return 0, err
+		}
+		if off != 0 {
+			return 0, nil
+		}
+		msg, err := e.recvMessage(ctx)
+		e.pending = msg
+		if Code(err) == fi.ETRUNC {
+			e.pendingErr, err = err, nil // after the bytes that fit
+		}
+		if err != nil || len(msg) == 0 {
+			return 0, err
+		}
+	}
+	n := copy(p, e.pending)
+	e.pending = e.pending[n:]
+	return n, nil
+}
+
+// recvMessage posts a receive, with a buffer the provider sizes to the
+// message or of rxbuf bytes, and waits for it; after `tag` it is an
+// fi_trecv, after `src` it takes that sender's messages only. If ctx ends
+// first the receive is cancelled; if it had already completed, the
+// message is returned with fi.EINTR, to be kept for the next read; if it
+// cannot be cancelled, it stays posted and the next read waits for it
+// instead of posting one. A receive taken back so is withdrawn: its
+// FI_ECANCELED reaches neither the CQ nor a counter, since the read that
+// posted it had no effect (a signal handler's restarted read posts
+// another). A message longer than rxbuf is returned truncated, with
+// fi.ETRUNC. Called with dataMu held.
+func (e *EP) recvMessage(ctx context.Context) ([]byte, error) {
+	h := e.held
+	e.held = nil
+	if h == nil {
+		var err error
+		if h, err = e.postRecvMessage(); err != nil {
+			return nil, err
+		}
+	}
+	op, done := h.op, h.done
+	var c Completion
+	select {
+	case c = <-done:
+	case <-ctx.Done():
+		e.mu.Lock()
+		prov := e.prov
+		op.withdrawn = true // before Cancel, which may complete it
+		e.mu.Unlock()
+		if !prov.Cancel(op) {
+			e.mu.Lock()
+			op.withdrawn = false
+			e.mu.Unlock()
+			select {
+			case c = <-done:
+			default:
+				// Under way, or a provider that cannot take a
+				// receive back (verbs): the next read takes its
+				// message.
+				e.held = h
+				return nil, Errorf(fi.EINTR, "interrupted; the receive stays posted for the next read")
+			}
+		} else {
+			c = <-done
+		}
+		if c.Err == 0 {
+			return placed(op, c), Errorf(fi.EINTR, "interrupted; the message is kept for the next read")
+		}
+		if c.Err == fi.ECANCELED {
+			return nil, Errorf(fi.EINTR, "interrupted")
+		}
+	}
+	switch c.Err {
+	case 0:
+		return placed(op, c), nil
+	case fi.ETRUNC:
+		return placed(op, c), Errorf(c.Err, "receive: a message of %d bytes, truncated to rxbuf %d", c.Len+c.OLen, c.Len)
+	}
+	return nil, Errorf(c.Err, "receive: %v", c.Err)
+}
+
+// heldRecv is a receive of the data file and the channel of its
+// completion.
+type heldRecv struct {
+	op   *Op
+	done chan Completion
+}
+
+// postRecvMessage posts a receive for a read of the data file, with the
+// parameters of the ctl verbs tag, src and rxbuf.
+func (e *EP) postRecvMessage() (*heldRecv, error) {
+	e.mu.Lock()
+	p := e.shell
+	e.mu.Unlock()
+	op := &Op{Kind: OpRecv, Flags: e.defaultFlags(OpRecv)}
+	if p.tagged {
+		op.Kind, op.Tag, op.Ignore = OpTRecv, p.tag, p.ignore
+	}
+	if p.src != uint64(fi.ADDR_UNSPEC) {
+		var err error
+		if op.Peer, err = e.peer(p.src); err != nil {
+			return nil, err
+		}
+	}
+	if p.rxbuf > 0 {
+		op.Buf = make([]byte, p.rxbuf)
+	}
+	done := make(chan Completion, 1)
+	if err := e.post(op, func(c Completion) { done <- c }); err != nil {
+		return nil, err
+	}
+	return &heldRecv{op, done}, nil
+}
+
+// placed is the message a receive's completion c says op.Buf holds. A
+// receive taken by the remote CQ data of a peer's RMA write (a provider
+// with FI_RX_CQ_DATA, such as verbs) holds none: its completion's length
+// is the write's.
+func placed(op *Op, c Completion) []byte {
+	if c.Flags&fi.CQFlags(fi.REMOTE_WRITE) != 0 {
+		return nil
+	}
+	return op.Buf[:min(c.Len, uint64(len(op.Buf)))]
+}
+
+// String is the data file's parameters in status: the ones set, each as
+// ` VERB=VALUE`.
+func (p dataParams) String() string {
+	var b strings.Builder
+	if p.tagged {
+		fmt.Fprintf(&b, " tag=%#x/%#x", p.tag, p.ignore)
+	}
+	if p.src != uint64(fi.ADDR_UNSPEC) {
+		fmt.Fprintf(&b, " src=fi_addr:%d", p.src)
+	}
+	if p.hasData {
+		fmt.Fprintf(&b, " cqdata=%#x", p.data)
+	}
+	if p.rxbuf > 0 {
+		fmt.Fprintf(&b, " rxbuf=%d", p.rxbuf)
+	}
+	return b.String()
+}

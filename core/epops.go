@@ -1,0 +1,213 @@
+package core
+
+import (
+	"sync"
+
+	"github.com/fabricfs/fabricfs/core/fi"
+)
+
+// post starts op on the endpoint; wait, if not nil, gets the completion too.
+func (e *EP) post(op *Op, wait func(Completion)) error {
+	e.mu.Lock()
+	if e.prov == nil || e.state == stateClosed {
+		st := e.state
+		e.mu.Unlock()
+		return Errorf(fi.EOPBADSTATE, "endpoint is %s; enable it first", st)
+	}
+	prov := e.prov
+	e.inflight.add(op)
+	e.mu.Unlock()
+	// A function value, not a closure: no allocation per operation.
+	op.done, op.ep, op.wait = opDone, e, wait
+	if err := prov.Post(op); err != nil {
+		e.mu.Lock()
+		e.inflight.remove(op)
+		e.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// opDone is the done function of the operations an endpoint posts.
+func opDone(op *Op, c Completion) { op.ep.completed(op, c) }
+
+// completed delivers the completion of an operation the endpoint posted,
+// and lets its work queue, if it waited for room, go on.
+func (e *EP) completed(op *Op, c Completion) {
+	// A receive with FI_MULTI_RECV completes once per message, and is
+	// over when its buffer is released.
+	final := op.Flags&fi.OpFlags(fi.MULTI_RECV) == 0 || c.Flags&fi.CQFlags(fi.MULTI_RECV) != 0
+	// One hold of the lock for the bookkeeping and where the entry goes.
+	var rings *epRings
+	e.mu.Lock()
+	if final {
+		e.inflight.remove(op)
+		rings = e.rings
+	}
+	withdrawn := final && op.withdrawn && c.Err == fi.ECANCELED
+	to, av := e.sinkLocked(op.Kind.class()), e.av
+	e.mu.Unlock()
+	if !withdrawn {
+		to.deliver(CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Buf: op.offset + c.Offset, Data: c.Data,
+			Tag: c.Tag, Src: source(av, c.Src), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc},
+			op.Flags&fi.COMPLETION != 0)
+	}
+	if op.wait != nil {
+		op.wait(c)
+	}
+	if rings != nil {
+		if op.Kind.IsRecv() {
+			rings.rx.unblock()
+		} else {
+			rings.tx.unblock()
+		}
+	}
+	if final && op.pooled && e.cancelling.Load() == 0 {
+		freeOp(op)
+	}
+}
+
+// opList is an endpoint's posted operations, linked through the Ops
+// themselves: adding and removing one costs no hashing and no allocation.
+type opList struct{ head *Op }
+
+func (l *opList) add(op *Op) {
+	if op.list != nil {
+		return // listed already: a second add would make a loop
+	}
+	op.list, op.prev, op.next = l, nil, l.head
+	if l.head != nil {
+		l.head.prev = op
+	}
+	l.head = op
+}
+
+// remove takes op out of the list; an Op not in it (in none, or in
+// another endpoint's) stays as it is.
+func (l *opList) remove(op *Op) {
+	if op.list != l {
+		return
+	}
+	if op.prev != nil {
+		op.prev.next = op.next
+	} else {
+		l.head = op.next
+	}
+	if op.next != nil {
+		op.next.prev = op.prev
+	}
+	op.list, op.prev, op.next = nil, nil, nil
+}
+
+// opPool holds the Ops of work requests that completed: the rings post
+// one per request, and reusing them keeps the data path free of
+// allocations. An Op goes back only after its final completion, when
+// neither the provider (Op.Complete's contract) nor inflight holds it,
+// and not while Cancel may hold it without the lock (cancelling).
+var opPool = sync.Pool{New: func() any { return new(Op) }}
+
+// newOp is a zeroed Op from the pool, to go back with freeOp.
+func newOp() *Op {
+	op := opPool.Get().(*Op)
+	op.pooled = true
+	return op
+}
+
+// freeOp zeroes op, dropping its buffer and callbacks, and pools it.
+func freeOp(op *Op) {
+	*op = Op{}
+	opPool.Put(op)
+}
+
+// source is the fi_addr a completion reports for a sender: its entry in
+// av, the endpoint's AV, or FI_ADDR_NOTAVAIL.
+func source(av *AV, a fi.Addr) uint64 {
+	if a == (fi.Addr{}) {
+		return uint64(fi.ADDR_NOTAVAIL) // the provider does not know: most completions
+	}
+	if av != nil {
+		if i, ok := av.Find(a); ok {
+			return i
+		}
+	}
+	return uint64(fi.ADDR_NOTAVAIL)
+}
+
+// deliver reports a completion of an operation of class cl, from the
+// provider or from a request that could not be posted. It goes to the CQ
+// bound for the class's direction, unless that binding is selective and the
+// operation did not ask for an entry (requested: FI_COMPLETION); errors
+// always do. Then the counter bound for the class counts it, entry or not:
+// "Counters increment on all successful completions, separately from
+// whether the operation generates an entry in an event queue" (fi_cntr(3));
+// an error counts in its error value. The CQ comes first, so a program
+// woken by the counter finds the entry. Every completion of every data path
+// passes here; RMA completions will too, with their own classes.
+func (e *EP) deliver(cl opClass, ent CQEntry, requested bool) {
+	e.mu.Lock()
+	to := e.sinkLocked(cl)
+	e.mu.Unlock()
+	to.deliver(ent, requested)
+}
+
+// sink is where the completions of one class go: the CQ bound for its
+// direction (sel: the binding is selective) and the counter bound for it.
+type sink struct {
+	cq   *CQ
+	sel  bool
+	cntr *Cntr
+}
+
+func (e *EP) sinkLocked(cl opClass) sink {
+	if classes[cl].rx {
+		return sink{e.rxcq, e.rxSel, e.cntrs[cl]}
+	}
+	return sink{e.txcq, e.txSel, e.cntrs[cl]}
+}
+
+func (to sink) deliver(ent CQEntry, requested bool) {
+	if to.cq != nil && (ent.Err != 0 || !to.sel || requested) {
+		to.cq.post(ent)
+	}
+	if to.cntr != nil {
+		to.cntr.completed(ent.Err != 0)
+	}
+}
+
+// count counts a completion of class cl on the counter bound for it.
+func (e *EP) count(cl opClass, failed bool) {
+	e.mu.Lock()
+	cntr := e.cntrs[cl]
+	e.mu.Unlock()
+	if cntr != nil {
+		cntr.completed(failed)
+	}
+}
+
+// Cancel is fi_cancel of the posted operations with this context.
+func (e *EP) Cancel(context uint64) error {
+	e.mu.Lock()
+	// The Ops found here are used without the lock: none goes back to
+	// the pool meanwhile, even if it completes, lest Cancel cancel a new
+	// operation in the same Op.
+	e.cancelling.Add(1)
+	defer e.cancelling.Add(-1)
+	var ops []*Op
+	for op := e.inflight.head; op != nil; op = op.next {
+		if op.Context == context {
+			ops = append(ops, op)
+		}
+	}
+	prov := e.prov
+	e.mu.Unlock()
+	n := 0
+	for _, op := range ops {
+		if prov.Cancel(op) {
+			n++
+		}
+	}
+	if n == 0 {
+		return Errorf(fi.ENOENT, "no cancelable operation with context %#x", context)
+	}
+	return nil
+}
