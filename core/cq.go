@@ -123,7 +123,7 @@ func (c *CQ) ringLocked() (*ring.Ring, error) {
 	if err != nil {
 		return nil, Errorf(fi.EINVAL, "%s size %d: %v", c.obj, c.size, err)
 	}
-	shm, err := c.obj.Dom.fab.Shm.alloc(c.obj, "cq", ring.Size(n))
+	shm, err := c.obj.Dom.fab.alloc(c.obj, "cq", ring.Size(n))
 	if err != nil {
 		return nil, err
 	}

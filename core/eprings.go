@@ -23,13 +23,13 @@ type epRings struct {
 // openRingsLocked makes the endpoint's tx and rx rings and hands them to
 // the engine. Called by Enable with e.mu held.
 func (e *EP) openRingsLocked() error {
-	shm := e.obj.Dom.fab.Shm
+	fab := e.obj.Dom.fab
 	mk := func(name string, size uint64) (*ring.Region, *ring.Ring, error) {
 		n, err := ring.RoundUp(size)
 		if err != nil {
 			return nil, nil, Errorf(fi.EINVAL, "%s_size %d: %v", name, size, err)
 		}
-		reg, err := shm.alloc(e.obj, name, ring.Size(n))
+		reg, err := fab.alloc(e.obj, name, ring.Size(n))
 		if err != nil {
 			return nil, nil, err
 		}

@@ -11,6 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/ring"
+	"github.com/fabricfs/fabricfs/core/shm"
 )
 
 // APIVersion is the libfabric API version fabricfs implements.
@@ -32,7 +34,7 @@ type Fabric struct {
 	// Shm allocates shared memory for rings and regions. New sets it up
 	// for passthrough as root and for symlinks otherwise; replace it
 	// before creating objects to choose.
-	Shm *Shm
+	Shm *shm.Allocator
 
 	eng engine
 
@@ -49,11 +51,11 @@ func New(provs ...Provider) (*Fabric, error) {
 	if err := unix.SchedGetaffinity(0, f.eng.allowed); err != nil {
 		return nil, os.NewSyscallError("sched_getaffinity", err)
 	}
-	shm, err := NewShm(DefaultMapping())
+	mem, err := shm.New(shm.DefaultMapping())
 	if err != nil {
 		return nil, err
 	}
-	f.Shm = shm
+	f.Shm = mem
 	for _, p := range provs {
 		seen := map[string]bool{}
 		for _, in := range p.Infos() {
@@ -97,24 +99,20 @@ func (f *Fabric) SetEngineCPUs(set unix.CPUSet) error {
 }
 
 // SetShm replaces the shared-memory allocator (before any object exists).
-func (f *Fabric) SetShm(s *Shm) {
+func (f *Fabric) SetShm(s *shm.Allocator) {
 	f.Shm.Close()
 	f.Shm = s
 }
 
-// DefaultMapping is MapPassthrough where FUSE passthrough works (root, and
-// Linux 6.9 or later), else MapSymlink.
-func DefaultMapping() string {
-	var u unix.Utsname
-	if os.Geteuid() != 0 || unix.Uname(&u) != nil {
-		return MapSymlink
+// alloc makes size bytes of the fabric's shared memory for object o; name
+// tells its use ("tx", "rx", "cq", "mr").
+func (f *Fabric) alloc(o *Object, name string, size int) (*ring.Region, error) {
+	label := fmt.Sprintf("fabricfs-%s-%s-%s-%d", o.Dom.Name, o.Kind, name, o.Serial)
+	r, err := f.Shm.Alloc(label, size)
+	if err != nil {
+		return nil, Errorf(fi.ENOMEM, "shared memory for %s %s: %v", o, name, err)
 	}
-	var major, minor int
-	fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor)
-	if major > 6 || major == 6 && minor >= 9 {
-		return MapPassthrough
-	}
-	return MapSymlink
+	return r, nil
 }
 
 // Providers returns the providers in registration order.

@@ -47,7 +47,7 @@ func (m *MR) Register() error {
 	if m.length == 0 {
 		return Errorf(fi.EINVAL, "%s has length 0; write attr/len first", m.obj)
 	}
-	shm, err := m.obj.Dom.fab.Shm.alloc(m.obj, "mr", int(m.length))
+	shm, err := m.obj.Dom.fab.alloc(m.obj, "mr", int(m.length))
 	if err != nil {
 		return err
 	}

@@ -171,7 +171,7 @@ type link struct {
 	target string
 	// resolve, if set, gives the target instead, for the reading caller.
 	// Such a link's stat size is 0: stat must not do what resolving does
-	// (core.Shm.Link may start a process).
+	// (shm.Allocator.Link may start a process).
 	resolve func(ctx context.Context) (string, syscall.Errno)
 }
 

@@ -9,14 +9,15 @@ import (
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/ring"
+	"github.com/fabricfs/fabricfs/core/shm"
 )
 
 // Shared-memory files (ep/N/tx, ep/N/rx, cq/N/data, mr/N/data) give the
-// application the daemon's own pages. With core.MapPassthrough the file is
+// application the daemon's own pages. With shm.MapPassthrough the file is
 // served by FUSE passthrough to the daemon's memfd: the kernel does reads,
 // writes and mmap on the memfd itself and FUSE's page cache is never
-// involved. With core.MapSymlink the file is a symbolic link to the memfd
-// as /proc/PID/fd/N of a process the caller may open it from (core.Shm.Link),
+// involved. With shm.MapSymlink the file is a symbolic link to the memfd
+// as /proc/PID/fd/N of a process the caller may open it from (shm.Allocator.Link),
 // so the target depends on who reads the link.
 
 // shmHandle is an open passthrough file.
@@ -58,8 +59,8 @@ func (h *shmHandle) Write(ctx context.Context, data []byte, off int64) (uint32, 
 // shmEntry makes the entry of a shared-memory file of o whose memory region
 // returns (creating it if that is how the object works).
 func (t *tree) shmEntry(o *core.Object, name string, slot int, region func() (*ring.Region, error)) entry {
-	shm := t.fab.Shm
-	if shm.Mode == core.MapSymlink {
+	mem := t.fab.Shm
+	if mem.Mode == shm.MapSymlink {
 		m := meta{mode: syscall.S_IFLNK | 0o777, uid: o.Owner}
 		return entry{name: name, ino: objIno(o, slot), meta: m, node: func() fusefs.InodeEmbedder {
 			return &link{meta: m, resolve: func(ctx context.Context) (string, syscall.Errno) {
@@ -67,7 +68,7 @@ func (t *tree) shmEntry(o *core.Object, name string, slot int, region func() (*r
 				if err == nil {
 					uid, gid := caller(ctx)
 					var target string
-					if target, err = shm.Link(r, uid, gid); err == nil {
+					if target, err = mem.Link(r, uid, gid); err == nil {
 						return target, 0
 					}
 				}

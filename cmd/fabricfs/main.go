@@ -37,6 +37,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/shm"
 	"github.com/fabricfs/fabricfs/fs"
 	"github.com/fabricfs/fabricfs/providers/rxm"
 	"github.com/fabricfs/fabricfs/providers/tcp"
@@ -45,10 +46,10 @@ import (
 )
 
 func main() {
-	if len(os.Args) == 2 && os.Args[1] == core.HolderArg {
-		// A holder of shared memory for one user (core.Shm), started
+	if len(os.Args) == 2 && os.Args[1] == shm.HolderArg {
+		// A holder of shared memory for one user (shm.Allocator), started
 		// by the daemon with a socket as standard input.
-		if err := core.ServeHolder(os.Stdin, os.Stdout); err != nil {
+		if err := shm.ServeHolder(os.Stdin, os.Stdout); err != nil {
 			os.Exit(1)
 		}
 		return
@@ -57,7 +58,7 @@ func main() {
 	log.SetPrefix("fabricfs: ")
 	debug := flag.Bool("debug", false, "log every FUSE request")
 	allowOther := flag.Bool("allow-other", os.Geteuid() == 0, "let every user use the tree (default as root)")
-	mapping := flag.String("mapping", core.DefaultMapping(), "how clients reach shared memory: passthrough (FUSE passthrough; root, Linux >= 6.9) or symlink (links to /proc/PID/fd/N of the daemon or of a holder process running as the user)")
+	mapping := flag.String("mapping", shm.DefaultMapping(), "how clients reach shared memory: passthrough (FUSE passthrough; root, Linux >= 6.9) or symlink (links to /proc/PID/fd/N of the daemon or of a holder process running as the user)")
 	verbsAddrs := flag.String("verbs-addrs", "", "comma-separated IP addresses, one verbs device each (default: the host's interface addresses; none: no device)")
 	rocePort := flag.Int("roce-port", roce.Port, "the UDP port of every verbs device of the fabric (RoCEv2)")
 	engineCPUs := flag.String("engine-cpus", "", "CPUs the ring engine's threads run on, e.g. 0 or 2-3,6 (default: wherever the scheduler puts them)")
@@ -160,14 +161,14 @@ func run(mnt, mapping string, engineCPUs *unix.CPUSet, vcfg verbs.Config, opts f
 		}
 	}
 	if mapping != fab.Shm.Mode {
-		shm, err := core.NewShm(mapping)
+		mem, err := shm.New(mapping)
 		if err != nil {
 			return err
 		}
-		fab.SetShm(shm)
+		fab.SetShm(mem)
 	}
-	fab.Shm.HolderCommand = []string{"/proc/self/exe", core.HolderArg}
-	if st, err := os.Stat("/proc/self/exe"); err == nil && mapping == core.MapSymlink && os.Geteuid() == 0 && st.Mode().Perm()&0o005 != 0o005 {
+	fab.Shm.HolderCommand = []string{"/proc/self/exe", shm.HolderArg}
+	if st, err := os.Stat("/proc/self/exe"); err == nil && mapping == shm.MapSymlink && os.Geteuid() == 0 && st.Mode().Perm()&0o005 != 0o005 {
 		log.Printf("warning: this binary is not readable and executable by other users (mode %v): the kernel will not let them open their ring files through the holder processes of -mapping=symlink; make it 0755", st.Mode().Perm())
 	}
 	srv, err := fs.Mount(fab, mnt, opts)

@@ -1,4 +1,4 @@
-package core
+package shm
 
 import (
 	"encoding/binary"
@@ -30,6 +30,21 @@ const (
 	MapSymlink = "symlink"
 )
 
+// DefaultMapping is MapPassthrough where FUSE passthrough works (root, and
+// Linux 6.9 or later), else MapSymlink.
+func DefaultMapping() string {
+	var u unix.Utsname
+	if os.Geteuid() != 0 || unix.Uname(&u) != nil {
+		return MapSymlink
+	}
+	var major, minor int
+	fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor)
+	if major > 6 || major == 6 && minor >= 9 {
+		return MapPassthrough
+	}
+	return MapSymlink
+}
+
 // HolderArg is the argument that makes the fabricfs binary run
 // ServeHolder instead of the daemon.
 const HolderArg = "shm-holder"
@@ -38,7 +53,7 @@ const HolderArg = "shm-holder"
 // in time is killed.
 const holderTimeout = 5 * time.Second
 
-// Shm allocates the shared memory behind ring files and memory regions:
+// An Allocator allocates the shared memory behind ring files and memory regions:
 // every region is a sealed memfd (ring.NewMemfd), whose size nobody can
 // change.
 //
@@ -48,7 +63,7 @@ const holderTimeout = 5 * time.Second
 // running as that user and group, started on first need, to which the
 // daemon passes the memfds that user opens. A holder keeps nothing but
 // those descriptors and exits when the daemon closes its socket.
-type Shm struct {
+type Allocator struct {
 	// Mode is MapPassthrough or MapSymlink.
 	Mode string
 	// HolderCommand runs a holder: a program that calls ServeHolder on
@@ -65,21 +80,19 @@ type Shm struct {
 // ugid is a user and group a holder runs as.
 type ugid struct{ uid, gid uint32 }
 
-// NewShm prepares shared memory in mode.
-func NewShm(mode string) (*Shm, error) {
+// New prepares shared memory in mode.
+func New(mode string) (*Allocator, error) {
 	if mode != MapPassthrough && mode != MapSymlink {
 		return nil, fmt.Errorf("unknown mapping mode %q (want %s or %s)", mode, MapPassthrough, MapSymlink)
 	}
-	return &Shm{Mode: mode, held: map[*ring.Region]map[*holder]int{}, holders: map[ugid]*holder{}}, nil
+	return &Allocator{Mode: mode, held: map[*ring.Region]map[*holder]int{}, holders: map[ugid]*holder{}}, nil
 }
 
-// alloc makes size bytes of shared memory for object o; name tells its use
-// ("tx", "rx", "cq", "mr").
-func (s *Shm) alloc(o *Object, name string, size int) (*ring.Region, error) {
-	label := fmt.Sprintf("fabricfs-%s-%s-%s-%d", o.Dom.Name, o.Kind, name, o.Serial)
+// Alloc makes size bytes of shared memory, a memfd named label.
+func (s *Allocator) Alloc(label string, size int) (*ring.Region, error) {
 	r, err := ring.NewMemfd(label, size)
 	if err != nil {
-		return nil, Errorf(fi.ENOMEM, "shared memory for %s %s: %v", o, name, err)
+		return nil, err
 	}
 	if s.Mode == MapSymlink {
 		s.mu.Lock()
@@ -93,7 +106,7 @@ func (s *Shm) alloc(o *Object, name string, size int) (*ring.Region, error) {
 // release takes r's descriptors back from the holders. It does not wait
 // for them: a holder that does not answer (its user stopped it) holds up
 // only its own user's links, not whoever closes r.
-func (s *Shm) release(r *ring.Region) {
+func (s *Allocator) release(r *ring.Region) {
 	s.mu.Lock()
 	hs := s.held[r]
 	delete(s.held, r)
@@ -105,12 +118,12 @@ func (s *Shm) release(r *ring.Region) {
 
 // Link is the target of a MapSymlink link to r for a caller running as
 // uid and gid: a /proc/PID/fd/N path that caller may open.
-func (s *Shm) Link(r *ring.Region, uid, gid uint32) (string, error) {
+func (s *Allocator) Link(r *ring.Region, uid, gid uint32) (string, error) {
 	s.mu.Lock()
 	hs, ok := s.held[r]
 	if !ok || s.closed {
 		s.mu.Unlock()
-		return "", Errorf(fi.ENOENT, "shared memory is closed")
+		return "", errorf(fi.ENOENT, "shared memory is closed")
 	}
 	if uid == 0 || os.Geteuid() != 0 || len(s.HolderCommand) == 0 {
 		s.mu.Unlock()
@@ -136,12 +149,12 @@ func (s *Shm) Link(r *ring.Region, uid, gid uint32) (string, error) {
 	dup, err := unix.FcntlInt(r.File.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 	s.mu.Unlock()
 	if err != nil {
-		return "", Errorf(fi.EMFILE, "shared memory: %v", err)
+		return "", errorf(fi.EMFILE, "shared memory: %v", err)
 	}
 	n, err = h.hold(s.HolderCommand, k, dup)
 	unix.Close(dup)
 	if err != nil {
-		return "", Errorf(fi.EIO, "holder for uid %d gid %d: %v", uid, gid, err)
+		return "", errorf(fi.EIO, "holder for uid %d gid %d: %v", uid, gid, err)
 	}
 	s.mu.Lock()
 	hs, open := s.held[r]
@@ -153,9 +166,9 @@ func (s *Shm) Link(r *ring.Region, uid, gid uint32) (string, error) {
 	switch {
 	case !open:
 		h.drop(n)
-		return "", Errorf(fi.ENOENT, "shared memory is closed")
+		return "", errorf(fi.ENOENT, "shared memory is closed")
 	case h.dead(): // its path would name a process that is gone
-		return "", Errorf(fi.EIO, "the holder for uid %d gid %d exited", uid, gid)
+		return "", errorf(fi.EIO, "the holder for uid %d gid %d exited", uid, gid)
 	case twice: // a concurrent Link passed it first
 		h.drop(n)
 		n = m
@@ -165,7 +178,7 @@ func (s *Shm) Link(r *ring.Region, uid, gid uint32) (string, error) {
 
 // Close stops the holders, without waiting for them; their descriptors
 // close with them. Link fails from then on.
-func (s *Shm) Close() error {
+func (s *Allocator) Close() error {
 	s.mu.Lock()
 	hs := s.holders
 	s.holders, s.closed = map[ugid]*holder{}, true
@@ -174,6 +187,20 @@ func (s *Shm) Close() error {
 		h.stop()
 	}
 	return nil
+}
+
+// codeError is a sentence with the libfabric code it stands for: errors.As
+// finds the fi.Errno, so core.Code reads it and fs answers its errno.
+type codeError struct {
+	code fi.Errno
+	msg  string
+}
+
+func (e *codeError) Error() string { return e.msg }
+func (e *codeError) Unwrap() error { return e.code }
+
+func errorf(code fi.Errno, format string, a ...any) error {
+	return &codeError{code, fmt.Sprintf(format, a...)}
 }
 
 // A holder is one holder process as the daemon sees it. Nothing waits for
@@ -272,7 +299,7 @@ func (h *holder) start(argv []string, k ugid) error {
 	h.conn.Store(c)
 	h.pidfd.Store(f)
 	go h.reap(f)
-	if h.stopped.Load() { // Shm.Close came in between
+	if h.stopped.Load() { // Allocator.Close came in between
 		h.stop()
 	}
 	return nil
