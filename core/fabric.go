@@ -15,9 +15,6 @@ import (
 	"github.com/fabricfs/fabricfs/core/shm"
 )
 
-// APIVersion is the libfabric API version fabricfs implements.
-var APIVersion = fi.MakeVersion(1, 17)
-
 // DefaultObjectLimit is how many objects one uid may hold at once.
 const DefaultObjectLimit = 4096
 

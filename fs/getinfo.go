@@ -10,7 +10,6 @@ import (
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/ctl"
 	"github.com/fabricfs/fabricfs/core/fi"
 )
@@ -47,7 +46,7 @@ func ParseQuery(s string) (*Query, error) {
 		}
 		words = append(words, w...)
 	}
-	q := &Query{Version: core.APIVersion, Hints: &fi.Info{
+	q := &Query{Version: fi.APIVersion, Hints: &fi.Info{
 		Mode:       ^fi.Mode(0),
 		TxAttr:     &fi.TxAttr{},
 		RxAttr:     &fi.RxAttr{},
@@ -130,7 +129,7 @@ var (
 
 func (t *tree) openGetinfo(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
 	h := &getinfoHandle{t: t}
-	h.run(&Query{Version: core.APIVersion})
+	h.run(&Query{Version: fi.APIVersion})
 	return h, nil
 }
 

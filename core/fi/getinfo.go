@@ -54,8 +54,8 @@ import (
 // GetInfo may be called from many goroutines at once; it never modifies
 // hints or offered.
 func GetInfo(version Version, node, service string, flags uint64, hints *Info, offered []*Info) ([]*Info, error) {
-	if version > apiVersion || version.Major() < 1 {
-		return nil, getinfoErrorf(ENOSYS, "API version %v is not implemented (1.0 to %v are)", version, apiVersion)
+	if version > APIVersion || version.Major() < 1 {
+		return nil, getinfoErrorf(ENOSYS, "API version %v is not implemented (1.0 to %v are)", version, APIVersion)
 	}
 	if bad := flags &^ getinfoFlags; bad != 0 {
 		return nil, getinfoErrorf(EBADFLAGS, "flags %#x are not fi_getinfo flags (FI_SOURCE, FI_NUMERICHOST, FI_PROV_ATTR_ONLY are)", bad)
@@ -88,9 +88,6 @@ func GetInfo(version Version, node, service string, flags uint64, hints *Info, o
 	}
 	return out, nil
 }
-
-// apiVersion is the newest API version GetInfo implements.
-const apiVersion = Version(MAJOR_VERSION<<16 | MINOR_VERSION)
 
 // getinfoFlags are the flags fi_getinfo(3) lists under FLAGS.
 const getinfoFlags = uint64(SOURCE | NUMERICHOST | PROV_ATTR_ONLY)

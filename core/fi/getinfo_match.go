@@ -224,7 +224,7 @@ func (m *entryMatch) identity() string {
 	if hf := q.h.FabricAttr; hf != nil {
 		offers := fab.APIVersion
 		if offers == 0 {
-			offers = apiVersion
+			offers = APIVersion
 		}
 		switch {
 		case hf.ProvName != "" && !provNameMatches(hf.ProvName, fab.ProvName):

@@ -137,6 +137,11 @@ type FabricAttr struct {
 // MakeVersion is FI_VERSION(major, minor).
 func MakeVersion(major, minor uint32) Version { return Version(major<<16 | minor) }
 
+// APIVersion is FI_VERSION(MAJOR_VERSION, MINOR_VERSION): the libfabric API
+// version fabricfs implements, the newest GetInfo answers and the one the
+// providers' entries carry as api_version.
+const APIVersion = Version(MAJOR_VERSION<<16 | MINOR_VERSION)
+
 // Major is FI_MAJOR(v).
 func (v Version) Major() uint32 { return uint32(v) >> 16 }
 

@@ -34,10 +34,7 @@ const (
 	MaxDynamicRecv = 64 << 20
 )
 
-var (
-	provVersion = fi.MakeVersion(1, 0)
-	apiVersion  = fi.MakeVersion(fi.MAJOR_VERSION, fi.MINOR_VERSION)
-)
+var provVersion = fi.MakeVersion(1, 0)
 
 // Capabilities implemented now. The domain capabilities are libfabric's;
 // the loopback entries drop FI_REMOTE_COMM, as libfabric's do.
@@ -166,7 +163,7 @@ func msgInfo(a ifAddr) *fi.Info {
 			Name:        a.network,
 			ProvName:    ProvName,
 			ProvVersion: provVersion,
-			APIVersion:  apiVersion,
+			APIVersion:  fi.APIVersion,
 		},
 	}
 }

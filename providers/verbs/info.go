@@ -29,10 +29,7 @@ const (
 	dgramSuffix    = "-dgram"
 )
 
-var (
-	provVersion = fi.MakeVersion(1, 0)
-	apiVersion  = fi.MakeVersion(fi.MAJOR_VERSION, fi.MINOR_VERSION)
-)
+var provVersion = fi.MakeVersion(1, 0)
 
 // Capabilities: VERBS_MSG_CAPS and VERBS_DGRAM_CAPS without FI_ATOMIC
 // (core has no atomic operations yet).
@@ -136,7 +133,7 @@ func baseInfo(d *device, caps fi.Caps) *fi.Info {
 			Name:        fabricName(d.dev.GID()),
 			ProvName:    ProvName,
 			ProvVersion: provVersion,
-			APIVersion:  apiVersion,
+			APIVersion:  fi.APIVersion,
 		},
 	}
 }
