@@ -3,8 +3,6 @@ package core
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -147,27 +145,12 @@ func (a *AV) Attrs() []Attr {
 func (a *AV) Close() error { return nil }
 
 // ParseAddr reads an ADDR argument: host:port, [v6]:port, or FI_ADDR_STR
-// (fi_sockaddr_in://127.0.0.1:7000). A host name is resolved.
-func ParseAddr(s string) (fi.Addr, error) {
-	if a, err := fi.ParseAddr(s); err == nil {
-		return a, nil
-	}
-	host, port, err := net.SplitHostPort(s)
+// (fi_sockaddr_in://127.0.0.1:7000). A host name is resolved until ctx,
+// the request's, ends (fi.ResolveAddr).
+func ParseAddr(ctx context.Context, s string) (fi.Addr, error) {
+	a, err := fi.ResolveAddr(ctx, s)
 	if err != nil {
-		return fi.Addr{}, Errorf(fi.EINVAL, "bad address %q: want host:port, [v6]:port or fi_sockaddr_in://IP:PORT", s)
+		return fi.Addr{}, Errorf(fi.EINVAL, "%v", err)
 	}
-	p, err := strconv.ParseUint(port, 10, 16)
-	if err != nil {
-		return fi.Addr{}, Errorf(fi.EINVAL, "bad port in address %q", s)
-	}
-	ips, err := net.DefaultResolver.LookupNetIP(context.Background(), "ip", host)
-	if err != nil || len(ips) == 0 {
-		return fi.Addr{}, Errorf(fi.EINVAL, "cannot resolve %q", host)
-	}
-	ip := ips[0].Unmap()
-	f := fi.SOCKADDR_IN
-	if ip.Is6() {
-		f = fi.SOCKADDR_IN6
-	}
-	return fi.Addr{Format: f, IP: netip.AddrPortFrom(ip, uint16(p))}, nil
+	return a, nil
 }

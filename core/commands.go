@@ -92,7 +92,7 @@ var commands = []command{
 	}},
 	{KindEP, ctl.Cmd{Verb: "enable"}, func(c *call) error { return c.ep().Enable() }},
 	{KindEP, ctl.Cmd{Verb: "connect", Args: "ADDR [DATA]", Min: 1, Max: 2}, func(c *call) error {
-		a, err := ParseAddr(c.args[0])
+		a, err := ParseAddr(c.ctx, c.args[0])
 		if err != nil {
 			return err
 		}
@@ -199,7 +199,7 @@ var commands = []command{
 		if len(c.args) == 0 {
 			return c.pep().Listen(nil)
 		}
-		a, err := ParseAddr(c.args[0])
+		a, err := ParseAddr(c.ctx, c.args[0])
 		if err != nil {
 			return err
 		}
@@ -212,7 +212,7 @@ var commands = []command{
 	{KindAV, ctl.Cmd{Verb: "insert", Args: "ADDR...", Min: 1, Max: -1}, func(c *call) error {
 		addrs := make([]fi.Addr, len(c.args))
 		for i, s := range c.args {
-			a, err := ParseAddr(s)
+			a, err := ParseAddr(c.ctx, s)
 			if err != nil {
 				return err
 			}

@@ -137,11 +137,6 @@ func (f *Fabric) Infos() []*fi.Info {
 	return out
 }
 
-// GetInfo is fi_getinfo(3) over all providers.
-func (f *Fabric) GetInfo(version fi.Version, node, service string, flags uint64, hints *fi.Info) ([]*fi.Info, error) {
-	return fi.GetInfo(version, node, service, flags, hints, f.Infos())
-}
-
 // Close closes every object and domain. Blocked readers return.
 func (f *Fabric) Close() {
 	f.mu.Lock()

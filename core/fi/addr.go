@@ -1,7 +1,9 @@
 package fi
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -53,13 +55,41 @@ func (a Addr) Len() int {
 	return sizeofSockaddrIn6
 }
 
+// ResolveAddr reads an ADDR argument of the ctl verbs connect, listen and
+// insert: any form ParseAddr reads, or host:port with a host name, which
+// the Go resolver looks up until ctx (the request) ends. A name takes its
+// first address.
+func ResolveAddr(ctx context.Context, s string) (Addr, error) {
+	if a, err := ParseAddr(s); err == nil {
+		return a, nil
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return Addr{}, fmt.Errorf("bad address %q: want host:port, [v6]:port or fi_sockaddr_in://IP:PORT", s)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return Addr{}, fmt.Errorf("bad port in address %q", s)
+	}
+	ips, err := lookupHost(ctx, host)
+	if err != nil || len(ips) == 0 {
+		return Addr{}, fmt.Errorf("cannot resolve %q", host)
+	}
+	ip := ips[0].Unmap()
+	f := SOCKADDR_IN
+	if ip.Is6() {
+		f = SOCKADDR_IN6
+	}
+	return Addr{Format: f, IP: netip.AddrPortFrom(ip, uint16(p))}, nil
+}
+
 // ParseAddr reads an address in any of the forms fabricfs accepts:
 //
 //	127.0.0.1:7000   [::1]:7000
 //	fi_sockaddr_in://127.0.0.1:7000   fi_sockaddr_in6://[::1]:7000
 //	fi_sockaddr://127.0.0.1:7000      fi_sockaddr://[::1]:7000
 //
-// Hosts must be numeric (names are resolved elsewhere); the port is
+// Hosts must be numeric (ResolveAddr resolves names); the port is
 // required, in decimal. An IPv6 address may carry a zone ("[fe80::1%eth0]:7").
 // The result's Format is SOCKADDR_IN or SOCKADDR_IN6, by the address's
 // family.

@@ -6,6 +6,7 @@ package fi
 // each.
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -50,10 +51,11 @@ import (
 // EINVAL for malformed input, ENOSYS for a version newer than this
 // implementation (1.17) or older than 1.0.
 //
-// Node names are resolved with the Go resolver (not with FI_NUMERICHOST).
+// Node names are resolved with the Go resolver (not with FI_NUMERICHOST),
+// which gives up when ctx ends.
 // GetInfo may be called from many goroutines at once; it never modifies
 // hints or offered.
-func GetInfo(version Version, node, service string, flags uint64, hints *Info, offered []*Info) ([]*Info, error) {
+func GetInfo(ctx context.Context, version Version, node, service string, flags uint64, hints *Info, offered []*Info) ([]*Info, error) {
 	if version > APIVersion || version.Major() < 1 {
 		return nil, getinfoErrorf(ENOSYS, "API version %v is not implemented (1.0 to %v are)", version, APIVersion)
 	}
@@ -63,7 +65,7 @@ func GetInfo(version Version, node, service string, flags uint64, hints *Info, o
 	if flags&uint64(PROV_ATTR_ONLY) != 0 {
 		return provAttrOnly(offered)
 	}
-	q, err := newQuery(version, node, service, flags, hints)
+	q, err := newQuery(ctx, version, node, service, flags, hints)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +165,7 @@ type getinfoQuery struct {
 	routes   map[netip.Addr]netip.Addr
 }
 
-func newQuery(version Version, node, service string, flags uint64, hints *Info) (*getinfoQuery, error) {
+func newQuery(ctx context.Context, version Version, node, service string, flags uint64, hints *Info) (*getinfoQuery, error) {
 	q := &getinfoQuery{version: version, h: hints, mrAny: true}
 	if hints == nil {
 		q.h, q.noHints = &Info{}, true
@@ -241,7 +243,7 @@ func newQuery(version Version, node, service string, flags uint64, hints *Info) 
 			return nil, getinfoErrorf(EINVAL, "ep_attr.auth_key has %d bytes, auth_key_size says %d", len(ep.AuthKey), ep.AuthKeySize)
 		}
 	}
-	if err := q.resolve(node, service, flags); err != nil {
+	if err := q.resolve(ctx, node, service, flags); err != nil {
 		return nil, err
 	}
 	return q, nil

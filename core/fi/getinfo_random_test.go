@@ -1,6 +1,7 @@
 package fi
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -274,7 +275,7 @@ const multiRecvOp = OpFlags(MULTI_RECV)
 func checkCall(t *testing.T, c getinfoCall) {
 	t.Helper()
 	offered := testOffered()
-	out, err := GetInfo(c.version, c.node, c.service, c.flags, c.hints, offered)
+	out, err := GetInfo(context.Background(), c.version, c.node, c.service, c.flags, c.hints, offered)
 	if err != nil {
 		var code Errno
 		if !errors.As(err, &code) || code == 0 || !strings.HasPrefix(err.Error(), "fi_getinfo: ") || out != nil {
@@ -303,7 +304,7 @@ func checkCall(t *testing.T, c getinfoCall) {
 			t.Fatalf("GetInfo(%v) = %v: not in the offered order %v", c, ids(out), ids(offered))
 		}
 		next++
-		again, err := GetInfo(c.version, "", "", 0, in, testOffered())
+		again, err := GetInfo(context.Background(), c.version, "", "", 0, in, testOffered())
 		if err != nil || !slices.Contains(ids(again), id(in)) {
 			t.Fatalf("GetInfo(%v) returned\n%v\nbut with it as hints GetInfo = %v, %v", c, in, ids(again), err)
 		}

@@ -35,7 +35,7 @@ func (c *addrChoice) pick(v4, v6 bool) (netip.Addr, bool) {
 //   - otherwise node and service give the destination; hints->dest_addr
 //     "will be ignored in hints unless the node and service parameters are
 //     NULL", hints->src_addr is used.
-func (q *getinfoQuery) resolve(node, service string, flags uint64) error {
+func (q *getinfoQuery) resolve(ctx context.Context, node, service string, flags uint64) error {
 	h := q.h
 	source := flags&uint64(SOURCE) != 0
 	if source && node == "" && service == "" {
@@ -59,14 +59,14 @@ func (q *getinfoQuery) resolve(node, service string, flags uint64) error {
 	}
 	var err error
 	if source {
-		if q.src, err = q.nodeAddr(node, service, flags); err != nil {
+		if q.src, err = q.nodeAddr(ctx, node, service, flags); err != nil {
 			return err
 		}
 		q.dst, err = hintAddr("dest_addr", h.DestAddr)
 		return err
 	}
 	if node != "" || service != "" {
-		if q.dst, err = q.nodeAddr(node, service, flags); err != nil {
+		if q.dst, err = q.nodeAddr(ctx, node, service, flags); err != nil {
 			return err
 		}
 	} else if q.dst, err = hintAddr("dest_addr", h.DestAddr); err != nil {
@@ -81,7 +81,7 @@ func (q *getinfoQuery) resolve(node, service string, flags uint64) error {
 // FI_NUMERICHOST) a name the Go resolver looks up. An empty node is the
 // wildcard address for a source, the loopback address for a destination,
 // as getaddrinfo(3) gives them.
-func (q *getinfoQuery) nodeAddr(node, service string, flags uint64) (*addrChoice, error) {
+func (q *getinfoQuery) nodeAddr(ctx context.Context, node, service string, flags uint64) (*addrChoice, error) {
 	if strings.Contains(node, "://") {
 		// "Applications may also pass in an FI_ADDR_STR formatted address
 		// ... as the node parameter. In such cases, the service parameter
@@ -97,7 +97,7 @@ func (q *getinfoQuery) nodeAddr(node, service string, flags uint64) (*addrChoice
 	}
 	c := &addrChoice{desc: node}
 	if service != "" {
-		p, err := servicePort(service)
+		p, err := servicePort(ctx, service)
 		if err != nil {
 			return nil, err
 		}
@@ -119,7 +119,7 @@ func (q *getinfoQuery) nodeAddr(node, service string, flags uint64) (*addrChoice
 			// numeric string representation of a fabric address"
 			return nil, getinfoErrorf(EINVAL, "node %q is not a numeric address (FI_NUMERICHOST)", node)
 		}
-		ips, err := getinfoLookupHost(node)
+		ips, err := lookupHost(ctx, node)
 		if err != nil || len(ips) == 0 {
 			return nil, getinfoErrorf(ENODATA, "cannot resolve node %q: %v", node, err)
 		}
@@ -132,7 +132,7 @@ func (q *getinfoQuery) nodeAddr(node, service string, flags uint64) (*addrChoice
 
 // servicePort turns a service into a port: a number, or a name such as
 // "http" looked up like getaddrinfo(3) does.
-func servicePort(service string) (uint16, error) {
+func servicePort(ctx context.Context, service string) (uint16, error) {
 	if strings.Trim(service, "0123456789") == "" {
 		p, err := strconv.ParseUint(service, 10, 16)
 		if err != nil {
@@ -140,20 +140,22 @@ func servicePort(service string) (uint16, error) {
 		}
 		return uint16(p), nil
 	}
-	p, err := getinfoLookupPort(service)
+	p, err := lookupPort(ctx, service)
 	if err != nil || p < 0 || p > 65535 {
 		return 0, getinfoErrorf(ENODATA, "unknown service %q", service)
 	}
 	return uint16(p), nil
 }
 
-// Name, service and route look-ups; tests replace them.
+// Name, service and route look-ups; tests replace them. Names and
+// services go to the Go resolver, which gives up when ctx ends: the request
+// of a shell command that is interrupted.
 var (
-	getinfoLookupHost = func(host string) ([]netip.Addr, error) {
-		return net.DefaultResolver.LookupNetIP(context.Background(), "ip", host)
+	lookupHost = func(ctx context.Context, host string) ([]netip.Addr, error) {
+		return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 	}
-	getinfoLookupPort = func(service string) (int, error) {
-		return net.DefaultResolver.LookupPort(context.Background(), "tcp", service)
+	lookupPort = func(ctx context.Context, service string) (int, error) {
+		return net.DefaultResolver.LookupPort(ctx, "tcp", service)
 	}
 	// getinfoRoute returns the local address the kernel would send from
 	// to reach dst, as a connected UDP socket shows it (no packet is sent).

@@ -1,6 +1,7 @@
 package fi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -120,9 +121,9 @@ var (
 // IPv4 from eth0's 10.0.0.5, IPv6 from fd00::5. It counts look-ups.
 func fakeNet(t testing.TB) *int {
 	lookups := new(int)
-	host, port, route := getinfoLookupHost, getinfoLookupPort, getinfoRoute
-	t.Cleanup(func() { getinfoLookupHost, getinfoLookupPort, getinfoRoute = host, port, route })
-	getinfoLookupHost = func(h string) ([]netip.Addr, error) {
+	host, port, route := lookupHost, lookupPort, getinfoRoute
+	t.Cleanup(func() { lookupHost, lookupPort, getinfoRoute = host, port, route })
+	lookupHost = func(_ context.Context, h string) ([]netip.Addr, error) {
 		*lookups++
 		switch h {
 		case "localhost":
@@ -134,7 +135,7 @@ func fakeNet(t testing.TB) *int {
 		}
 		return nil, fmt.Errorf("lookup %s: no such host", h)
 	}
-	getinfoLookupPort = func(s string) (int, error) {
+	lookupPort = func(_ context.Context, s string) (int, error) {
 		if s == "http" {
 			return 80, nil
 		}
@@ -231,7 +232,7 @@ func TestGetInfo(t *testing.T) {
 				offered = tt.offered()
 			}
 			call := fmt.Sprintf("%v, %q, %q, %#x, %s", version, tt.node, tt.service, tt.flags, tt.name)
-			out, err := GetInfo(version, tt.node, tt.service, tt.flags, tt.hints, offered)
+			out, err := GetInfo(context.Background(), version, tt.node, tt.service, tt.flags, tt.hints, offered)
 			if tt.err != 0 {
 				if !errors.Is(err, tt.err) || !strings.Contains(fmt.Sprint(err), tt.errText) {
 					t.Fatalf("GetInfo(%s) = %v, %v, want %v error containing %q\n(%s)", call, ids(out), err,
@@ -264,7 +265,7 @@ func TestGetInfoCopies(t *testing.T) {
 	offered := testOffered()
 	hints := &Info{Mode: CONTEXT | MSG_PREFIX, Caps: MSG, EPAttr: &EPAttr{AuthKey: nil}, DomainAttr: &DomainAttr{Name: "lo"}}
 	before := fmt.Sprint(offered, hints)
-	out, err := GetInfo(v1_17, "127.0.0.1", "7000", 0, hints, offered)
+	out, err := GetInfo(context.Background(), v1_17, "127.0.0.1", "7000", 0, hints, offered)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +287,7 @@ func TestGetInfoCopies(t *testing.T) {
 // loopback addresses, which every host has.
 func TestGetInfoRealNet(t *testing.T) {
 	for _, node := range []string{"127.0.0.1", "localhost"} {
-		out, err := GetInfo(v1_17, node, "7000", 0, &Info{FabricAttr: &FabricAttr{ProvName: "tcp"}}, testOffered())
+		out, err := GetInfo(context.Background(), v1_17, node, "7000", 0, &Info{FabricAttr: &FabricAttr{ProvName: "tcp"}}, testOffered())
 		if err != nil {
 			if node == "localhost" && errors.Is(err, ENODATA) {
 				t.Skipf("GetInfo(%q): %v (no resolver for localhost here)", node, err)
@@ -304,7 +305,7 @@ func TestGetInfoRealNet(t *testing.T) {
 func TestGetInfoNumericNoLookup(t *testing.T) {
 	lookups := fakeNet(t)
 	for _, node := range []string{"localhost", "10.0.0.7", "fi_sockaddr_in://127.0.0.1:1"} {
-		GetInfo(v1_17, node, "", uint64(NUMERICHOST), nil, testOffered())
+		GetInfo(context.Background(), v1_17, node, "", uint64(NUMERICHOST), nil, testOffered())
 	}
 	if *lookups != 0 {
 		t.Errorf("GetInfo with FI_NUMERICHOST looked up %d names", *lookups)
@@ -314,7 +315,7 @@ func TestGetInfoNumericNoLookup(t *testing.T) {
 // TestGetInfoErrors: errors are Errno values with a sentence, usable with
 // errors.Is and errors.As.
 func TestGetInfoErrors(t *testing.T) {
-	_, err := GetInfo(v1_17, "", "", 0, &Info{Caps: TAGGED, EPAttr: &EPAttr{Type: EP_MSG}}, testOffered())
+	_, err := GetInfo(context.Background(), v1_17, "", "", 0, &Info{Caps: TAGGED, EPAttr: &EPAttr{Type: EP_MSG}}, testOffered())
 	var code Errno
 	if !errors.As(err, &code) || code != ENODATA {
 		t.Fatalf("errors.As(%v) = %v, want FI_ENODATA", err, code)
