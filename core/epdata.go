@@ -1,5 +1,8 @@
 package core
 
+// The shell's data file of an endpoint: one message per write or read,
+// and the ctl verbs dest, tag, src, cqdata and rxbuf that shape them.
+
 import (
 	"context"
 	"fmt"

@@ -1,5 +1,8 @@
 package core
 
+// An endpoint's operation bookkeeping: posting, delivering completions to
+// the bound CQ and counters, the operations in flight, cancel.
+
 import (
 	"sync"
 

@@ -1,9 +1,14 @@
 package fi
 
-// This file implements fi_getinfo(3). Each rule quotes the man-page
-// sentence it follows (fi_getinfo(3), or fi_domain(3), fi_endpoint(3),
-// fi_fabric(3), fi_mr(3) where named); getinfo_test.go has a case quoting
-// each.
+// This file and the other getinfo*.go implement fi_getinfo(3): here
+// GetInfo, its errors and the checking of hints; getinfo_caps.go the
+// capability rules, getinfo_resolve.go node, service and routes,
+// getinfo_match.go the matching of an entry, getinfo_attrs.go of its
+// attributes, getinfo_query.go the query as text (fi_info's options). Each
+// rule quotes the man-page sentence it follows (fi_getinfo(3), or
+// fi_domain(3), fi_endpoint(3), fi_fabric(3), fi_mr(3) where named); the
+// case tables of getinfo_cases_test.go, getinfo_addr_test.go and
+// getinfo_attrs_test.go have a case quoting each.
 
 import (
 	"context"

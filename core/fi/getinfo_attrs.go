@@ -1,5 +1,8 @@
 package fi
 
+// Matching an entry's attributes against the hints: memory registration
+// modes, addresses, domain, endpoint, transmit and receive attributes.
+
 import (
 	"fmt"
 	"math/bits"

@@ -1,5 +1,8 @@
 package fi
 
+// The capability rules of fi_getinfo(3): implied modifiers, the caps that
+// apply to each side, and the checks of requested caps.
+
 // Capability groups of fi_getinfo(3) "CAPABILITIES".
 const (
 	// "Primary capabilities: FI_MSG, FI_RMA, FI_TAGGED, FI_ATOMIC,

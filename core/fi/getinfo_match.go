@@ -1,5 +1,8 @@
 package fi
 
+// Matching one offered entry against the query: names, endpoint type,
+// capabilities and modes.
+
 import (
 	"fmt"
 	"strings"

@@ -1,5 +1,8 @@
 package fi
 
+// fi_getinfo(3)'s node, service and hints addresses, resolved to the
+// requested source and destination.
+
 import (
 	"context"
 	"net"
