@@ -1,9 +1,13 @@
 package tests
 
 import (
+	"errors"
+	"io"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -161,4 +165,38 @@ func capLines(entry string) []map[string]bool {
 		out = append(out, set)
 	}
 	return out
+}
+
+// TestGetinfoFile: a query written to /getinfo is answered in fi_info -v
+// text; a failed one fails the write with its errno and leaves its sentence,
+// prefixed "fi_getinfo: " once, as the text read.
+func TestGetinfoFile(t *testing.T) {
+	d := mount(t)
+	for _, tt := range []struct {
+		query string
+		errno syscall.Errno
+		text  string
+	}{
+		{"-p tcp -t FI_EP_MSG -d lo", 0, "    prov_name: tcp\n"},
+		{"-p", syscall.EINVAL, "fi_getinfo: option -p needs a value\n"},
+		{"-t FI_EP_BOGUS", syscall.EINVAL, "fi_getinfo: -t FI_EP_BOGUS: "},
+		{"-p nosuch", syscall.ENODATA, "fi_getinfo: no provider supports "},
+		{"--version 9.0", syscall.ENOSYS, "fi_getinfo: API version 9.0 "},
+	} {
+		f, err := os.OpenFile(d.path("getinfo"), os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.WriteString(tt.query)
+		var errno syscall.Errno
+		if (tt.errno == 0) != (err == nil) || err != nil && (!errors.As(err, &errno) || errno != tt.errno) {
+			t.Errorf("write %q: %v, want errno %v", tt.query, err, tt.errno)
+		}
+		b, err := io.ReadAll(f)
+		f.Close()
+		got := string(b)
+		if err != nil || !strings.Contains(got, tt.text) || tt.errno != 0 && (!strings.HasPrefix(got, tt.text) || strings.Count(got, "fi_getinfo:") != 1) {
+			t.Errorf("after %q getinfo reads %q, %v; want %q", tt.query, got, err, tt.text)
+		}
+	}
 }
