@@ -2,7 +2,8 @@
 // attributes, the constants with libfabric's own numeric values, their names,
 // and the text libfabric prints for them. It is the lowest layer of
 // fabricfs: core, the providers and fs all speak it, and it imports nothing
-// of theirs. There is no cgo here; libfabric is only the reference.
+// of theirs (only core/ctl, a leaf, whose tokenizer splits a getinfo
+// query). There is no cgo here; libfabric is only the reference.
 //
 // # Names
 //
@@ -42,5 +43,12 @@
 // case, joined by ',' or '|', or numbers (decimal or 0x hex), so that a
 // shell user can write "send,recv" where fi_tostr writes "[ FI_SEND, FI_RECV ]".
 // ParseAddr reads addresses as "host:port", "[v6]:port" or libfabric's
-// FI_ADDR_STR forms ("fi_sockaddr_in://127.0.0.1:7000").
+// FI_ADDR_STR forms ("fi_sockaddr_in://127.0.0.1:7000"); ResolveAddr also
+// looks host names up, under the caller's context.
+//
+// # fi_getinfo
+//
+// GetInfo is fi_getinfo(3) over the entries the providers offer
+// (getinfo*.go); GetInfoText asks it a query written in fi_info(1)'s
+// options, as the getinfo file takes them.
 package fi
