@@ -14,24 +14,26 @@ import (
 	"time"
 )
 
-// The README runs as written. Its fenced blocks are of three kinds, by
-// their info string:
+// The README runs as written. Its shell blocks are of three kinds, by the
+// fence's info string:
 //
 //   - ```sh: commands to run. A line starting with "$ " is a command (one
 //     line; the shell's, comments included); the lines up to the next
 //     command are its output, stdout and stderr together. In the output,
 //     "..." matches any text within a line, and a line of its own "..."
 //     matches any lines, none included. A command must exit 0 unless the
-//     block shows what it prints (the README shows a failure on purpose).
+//     block shows output for it: a failure shown on purpose, whose message
+//     must then match.
 //   - ```sh daemon: a daemon to start, "$ ... bin/fabricfs FLAGS MOUNTPOINT":
 //     the test starts the fabricfs it built with FLAGS, on the RoCE port of
 //     the README's /fabric, on a mount of its own that stands for MOUNTPOINT.
 //   - ```sh notest: shown, not run (the setup commands).
 //
-// The commands of every ```sh block run in order in one sh, as a reader
-// types them into one shell, from a directory that looks like the
-// repository's root (its top-level entries linked), with /fabric and the
-// daemons' mount points standing for the test's own mounts.
+// A "$ " line anywhere else (an indented block, a block of another kind)
+// fails the test. The commands of every ```sh block run in order in one
+// sh, as a reader types them into one shell, from a directory that looks
+// like the repository's root (its top-level entries linked), with /fabric
+// and the daemons' mount points standing for the test's own mounts.
 
 // readmeBlock is one fenced block of the README.
 type readmeBlock struct {
@@ -47,8 +49,9 @@ type readmeStep struct {
 	line int
 }
 
-// parseReadme reads the fenced blocks of a README. Indented code blocks
-// with "$ " lines are refused: they would show commands no test runs.
+// parseReadme reads the fenced blocks of a README. A "$ " line in an
+// indented block or in a fenced block of another kind is refused: it would
+// show a command no test runs, or skips unsaid.
 func parseReadme(text string) ([]readmeBlock, error) {
 	var blocks []readmeBlock
 	var cur *readmeBlock
@@ -56,22 +59,18 @@ func parseReadme(text string) ([]readmeBlock, error) {
 		n := i + 1
 		switch {
 		case cur == nil && strings.HasPrefix(l, "```"):
-			kind := strings.TrimPrefix(l, "```")
-			switch kind {
-			case "sh", "sh daemon", "sh notest":
-			default:
-				return nil, fmt.Errorf("README.md:%d: a block of kind %q: want sh, sh daemon or sh notest", n, kind)
-			}
-			blocks = append(blocks, readmeBlock{kind: kind, line: n})
+			blocks = append(blocks, readmeBlock{kind: strings.TrimPrefix(l, "```"), line: n})
 			cur = &blocks[len(blocks)-1]
 		case cur == nil && strings.HasPrefix(strings.TrimLeft(l, " \t"), "$ ") && strings.HasPrefix(l, "    "):
 			return nil, fmt.Errorf("README.md:%d: a command in an indented block: fence it with ```sh", n)
 		case cur == nil:
 		case l == "```":
 			cur = nil
+		case strings.HasPrefix(l, "$ ") && cur.kind != "sh" && cur.kind != "sh daemon" && cur.kind != "sh notest":
+			return nil, fmt.Errorf("README.md:%d: a command in a block of kind %q: want sh, sh daemon or sh notest", n, cur.kind)
 		case strings.HasPrefix(l, "$ "):
 			cur.steps = append(cur.steps, readmeStep{cmd: strings.TrimPrefix(l, "$ "), line: n})
-		case cur.kind == "sh notest":
+		case cur.kind != "sh" && cur.kind != "sh daemon":
 		case len(cur.steps) == 0:
 			return nil, fmt.Errorf("README.md:%d: output before the block's first command", n)
 		default:
@@ -128,7 +127,7 @@ func readmeDaemon(cmd string) (flags []string, mnt string, err error) {
 			continue
 		}
 		mnt = f[len(f)-1]
-		if !mountPoints.MatchString(mnt) || mountPoints.FindString(mnt) != mnt {
+		if mountPoints.FindString(mnt) != mnt {
 			return nil, "", fmt.Errorf("mount point %q: want /fabric followed by digits", mnt)
 		}
 		return f[1 : len(f)-1], mnt, nil
@@ -171,7 +170,10 @@ func TestREADMEOutputMatching(t *testing.T) {
 		t.Error("an indented command was accepted")
 	}
 	if _, err := parseReadme("```bash\n$ cat x\n```\n"); err == nil {
-		t.Error("a block of an unknown kind was accepted")
+		t.Error("a command in a block of another kind was accepted")
+	}
+	if b, err := parseReadme("```c\nint x;\n```\n```sh notest\nscripts/run.sh\n```\n"); err != nil || len(b) != 2 || len(b[1].steps) != 0 {
+		t.Errorf("a C block and a notest block: %+v, %v", b, err)
 	}
 	if _, err := parseReadme("```sh\n8\n$ cat x\n```\n"); err == nil {
 		t.Error("output before a command was accepted")
@@ -228,11 +230,11 @@ func TestREADME(t *testing.T) {
 			continue
 		}
 		for _, s := range b.steps {
-			out, status, err := sh.run(local(s.cmd), 2*time.Minute)
+			out, status, err := sh.run(local(s.cmd), time.Minute)
 			if err != nil {
 				t.Fatalf("README.md:%d: %s: %v", s.line, s.cmd, err)
 			}
-			t.Logf("README.md:%d: $ %s\n%s", s.line, s.cmd, out)
+			t.Logf("README.md:%d: $ %s\n%s", s.line, s.cmd, strings.TrimSuffix(out, "\n"))
 			got := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 			if out == "" {
 				got = nil
