@@ -29,15 +29,15 @@ import (
 //     the README's /fabric, on a mount of its own that stands for MOUNTPOINT.
 //   - ```sh notest: shown, not run (the setup commands).
 //
-// A "$ " line anywhere else (an indented block, a block of another kind)
-// fails the test. The commands of every ```sh block run in order in one
+// A "$ " line anywhere else (outside a fenced block, in a block of another
+// kind) fails the test. The commands of every ```sh block run in order in one
 // sh, as a reader types them into one shell, from a directory that looks
 // like the repository's root (its top-level entries linked), with /fabric
 // and the daemons' mount points standing for the test's own mounts.
 
 // readmeBlock is one fenced block of the README.
 type readmeBlock struct {
-	kind  string // "sh", "sh daemon" or "sh notest"
+	kind  string // the fence's info string: "sh", "sh daemon", "sh notest" or another language
 	line  int    // of the opening fence, 1-based
 	steps []readmeStep
 }
@@ -49,26 +49,30 @@ type readmeStep struct {
 	line int
 }
 
-// parseReadme reads the fenced blocks of a README. A "$ " line in an
-// indented block or in a fenced block of another kind is refused: it would
-// show a command no test runs, or skips unsaid.
+// shellKinds are the kinds of block that may hold commands.
+var shellKinds = map[string]bool{"sh": true, "sh daemon": true, "sh notest": true}
+
+// parseReadme reads the fenced blocks of a README. A "$ " line outside a
+// block (an indented block too) or in a block of another kind is refused:
+// it would show a command that no test runs, unsaid.
 func parseReadme(text string) ([]readmeBlock, error) {
 	var blocks []readmeBlock
 	var cur *readmeBlock
 	for i, l := range strings.Split(text, "\n") {
 		n := i + 1
+		command := strings.HasPrefix(l, "$ ")
 		switch {
 		case cur == nil && strings.HasPrefix(l, "```"):
 			blocks = append(blocks, readmeBlock{kind: strings.TrimPrefix(l, "```"), line: n})
 			cur = &blocks[len(blocks)-1]
-		case cur == nil && strings.HasPrefix(strings.TrimLeft(l, " \t"), "$ ") && strings.HasPrefix(l, "    "):
-			return nil, fmt.Errorf("README.md:%d: a command in an indented block: fence it with ```sh", n)
+		case cur == nil && strings.HasPrefix(strings.TrimLeft(l, " \t"), "$ "):
+			return nil, fmt.Errorf("README.md:%d: a command outside a block: fence it with ```sh", n)
 		case cur == nil:
 		case l == "```":
 			cur = nil
-		case strings.HasPrefix(l, "$ ") && cur.kind != "sh" && cur.kind != "sh daemon" && cur.kind != "sh notest":
+		case command && !shellKinds[cur.kind]:
 			return nil, fmt.Errorf("README.md:%d: a command in a block of kind %q: want sh, sh daemon or sh notest", n, cur.kind)
-		case strings.HasPrefix(l, "$ "):
+		case command:
 			cur.steps = append(cur.steps, readmeStep{cmd: strings.TrimPrefix(l, "$ "), line: n})
 		case cur.kind != "sh" && cur.kind != "sh daemon":
 		case len(cur.steps) == 0:
@@ -290,6 +294,8 @@ func startReadmeShell(t *testing.T) *readmeShell {
 	s := &readmeShell{dir: t.TempDir()}
 	s.cmd = exec.Command("sh")
 	s.cmd.Dir = work
+	// The Python client's imports would leave bytecode in the repository.
+	s.cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	inR, inW, err := os.Pipe()
 	if err != nil {
