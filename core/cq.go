@@ -418,7 +418,7 @@ func (c *CQ) Close() error {
 
 // parseSize parses a size attribute within [lo, hi].
 func parseSize(s string, lo, hi uint64) (uint64, error) {
-	v, err := strconv.ParseUint(strings.TrimSpace(s), 0, 64)
+	v, err := ParseUint(strings.TrimSpace(s))
 	if err != nil || v < lo || v > hi {
 		return 0, Errorf(fi.EINVAL, "bad size %q: want a number from %d to %d", strings.TrimSpace(s), lo, hi)
 	}

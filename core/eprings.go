@@ -105,7 +105,7 @@ func (e *EP) Ring(name string) (*ring.Region, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.rings == nil {
-		return nil, Errorf(fi.EOPBADSTATE, "endpoint is %s; its rings exist once it is enabled", e.state)
+		return nil, Errorf(fi.EOPBADSTATE, "endpoint is %s; its rings exist once it is enabled", stateText(e.state))
 	}
 	if name == "tx" {
 		return e.rings.txShm, nil
