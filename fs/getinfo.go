@@ -137,7 +137,7 @@ func (t *tree) openGetinfo(ctx context.Context, flags uint32) (fusefs.FileHandle
 func (h *getinfoHandle) run(q *Query) error {
 	infos, err := h.t.fab.GetInfo(q.Version, q.Node, q.Service, q.Flags, q.Hints)
 	if err != nil {
-		h.out = []byte(line("fi_getinfo: " + err.Error()))
+		h.out = []byte(line(core.WithOp("fi_getinfo", err).Error()))
 		return err
 	}
 	h.out = []byte(infoText(infos))
