@@ -38,6 +38,17 @@ func (c *call) num(i int) (uint64, error) {
 	return ParseUint(c.args[i])
 }
 
+// ParseUint reads a number written to a file or given as a ctl argument,
+// in the tree's one grammar (ctl.Uint: decimal or 0x hex); a bad number is
+// fi.EINVAL.
+func ParseUint(s string) (uint64, error) {
+	v, err := ctl.Uint(s)
+	if err != nil {
+		return 0, &Error{Code: fi.EINVAL, Err: err}
+	}
+	return v, nil
+}
+
 // is reports whether argument i is the word w, in any case.
 func (c *call) is(i int, w string) bool { return strings.EqualFold(c.args[i], w) }
 

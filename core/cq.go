@@ -389,7 +389,7 @@ func (c *CQ) Attrs() []Attr {
 		guarded(&c.mu, "format", c.frozen, func() string { return c.format.String() }, func(s string) error {
 			v, err := fi.Parse[fi.CQFormat](s)
 			if err != nil {
-				return Errorf(fi.EINVAL, "%v", err)
+				return Errorf(fi.EINVAL, "%w", err)
 			}
 			c.format = v
 			return nil

@@ -192,7 +192,7 @@ func (e *EP) connectionlessLocked() bool {
 func (e *EP) setType(in *fi.Info, s string) error {
 	t, err := fi.Parse[fi.EPType](s)
 	if err != nil {
-		return Errorf(fi.EINVAL, "%v", err)
+		return Errorf(fi.EINVAL, "%w", err)
 	}
 	if e.req != nil {
 		return Errorf(fi.EINVAL, "an endpoint made from a connection request is FI_EP_MSG")

@@ -143,7 +143,7 @@ func (e *EP) consume(q *workQueue) int {
 		if err == nil {
 			op, err = e.opFromWR(&w, q)
 		} else {
-			err = Errorf(fi.EINVAL, "malformed work request: %v", err)
+			err = Errorf(fi.EINVAL, "malformed work request: %w", err)
 		}
 		if err == nil {
 			err = e.post(op, nil)

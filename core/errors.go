@@ -6,7 +6,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/fabricfs/fabricfs/core/ctl"
 	"github.com/fabricfs/fabricfs/core/fi"
 )
 
@@ -87,17 +86,6 @@ func Code(err error) fi.Errno {
 		return fi.Errno(se)
 	}
 	return fi.EOTHER
-}
-
-// ParseUint reads a number written to a file or given as a ctl argument,
-// in the tree's one grammar (ctl.Uint: decimal or 0x hex); a bad number is
-// fi.EINVAL.
-func ParseUint(s string) (uint64, error) {
-	v, err := ctl.Uint(s)
-	if err != nil {
-		return 0, &Error{Code: fi.EINVAL, Err: err}
-	}
-	return v, nil
 }
 
 // stateText is how an endpoint state (as status shows it) reads in a
