@@ -65,7 +65,7 @@ func setOpFlags(field func(*fi.Info) *fi.OpFlags) func(*fi.Info, string) error {
 	return func(in *fi.Info, s string) error {
 		v, err := fi.Parse[fi.OpFlags](s)
 		if err != nil {
-			return Errorf(fi.EINVAL, "%v", err)
+			return Errorf(fi.EINVAL, "%w", err)
 		}
 		*field(in) = v
 		return nil

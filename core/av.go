@@ -121,7 +121,7 @@ func (a *AV) Attrs() []Attr {
 		{Name: "type", Get: get(func() string { return a.typ.String() }), Set: func(s string) error {
 			v, err := fi.Parse[fi.AVType](strings.TrimSpace(s))
 			if err != nil {
-				return Errorf(fi.EINVAL, "%v", err)
+				return Errorf(fi.EINVAL, "%w", err)
 			}
 			if v != fi.AV_TABLE && v != fi.AV_MAP {
 				return Errorf(fi.EINVAL, "av type must be FI_AV_TABLE or FI_AV_MAP")

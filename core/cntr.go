@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -158,13 +157,4 @@ func (c *Cntr) Close() error {
 	c.wakeLocked()
 	c.mu.Unlock()
 	return nil
-}
-
-// ParseUint parses a decimal or 0x hex count for a file write.
-func ParseUint(s string) (uint64, error) {
-	v, err := strconv.ParseUint(s, 0, 64)
-	if err != nil {
-		return 0, Errorf(fi.EINVAL, "bad number %q", s)
-	}
-	return v, nil
 }

@@ -30,14 +30,21 @@ func (c *call) pep() *PEP { return c.obj.Impl.(*PEP) }
 
 // ref resolves argument i as the id of an object of kind k in the domain.
 func (c *call) ref(i int, k Kind) (*Object, error) {
-	return c.obj.Dom.resolve(k, c.args[i], c.uid)
+	return c.obj.Dom.Resolve(k, c.args[i], c.uid)
 }
 
 // num parses argument i as a number.
 func (c *call) num(i int) (uint64, error) {
-	v, err := ctl.Uint(c.args[i])
+	return ParseUint(c.args[i])
+}
+
+// ParseUint reads a number written to a file or given as a ctl argument,
+// in the tree's one grammar (ctl.Uint: decimal or 0x hex); a bad number is
+// fi.EINVAL.
+func ParseUint(s string) (uint64, error) {
+	v, err := ctl.Uint(s)
 	if err != nil {
-		return 0, Errorf(fi.EINVAL, "%v", err)
+		return 0, &Error{Code: fi.EINVAL, Err: err}
 	}
 	return v, nil
 }
@@ -307,26 +314,17 @@ func Usage(k Kind) []string {
 	return out
 }
 
-// Ctl runs one control message written to the object's ctl file by uid. On
-// failure the error, an *Error whose Op is the message, is also kept as the
-// object's err text.
+// Ctl runs one control message written to the object's ctl file by uid.
+// Its error says what went wrong, not which command: the caller names the
+// command (fs puts the message in front of the sentence in err).
 func (o *Object) Ctl(ctx context.Context, uid uint32, line string) error {
-	err := o.ctl(ctx, uid, line)
-	if err != nil {
-		err = WithOp(strings.TrimSpace(line), err)
-		o.SetErr(err)
-	}
-	return err
-}
-
-func (o *Object) ctl(ctx context.Context, uid uint32, line string) error {
 	words, err := ctl.Tokenize(line)
 	if err != nil {
-		return Errorf(fi.EINVAL, "%v", err)
+		return &Error{Code: fi.EINVAL, Err: err}
 	}
 	cmd, args, err := ctl.Lookup(tables[o.Kind], words)
 	if err != nil {
-		return Errorf(fi.EINVAL, "%v", err)
+		return &Error{Code: fi.EINVAL, Err: err}
 	}
 	return commands[cmd.Index].run(&call{ctx: ctx, obj: o, uid: uid, args: args})
 }

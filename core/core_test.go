@@ -164,26 +164,42 @@ func TestLimitsAndOwners(t *testing.T) {
 	wantCode(t, "bind to root's eq", ep.Ctl(context.Background(), 1001, "bind eq "+eq.ID), fi.EACCES)
 }
 
-func TestCtlErrorsEchoTheCommand(t *testing.T) {
+// TestCtlErrorSentences checks what a failed command says. Ctl's error
+// says why, not which command (fs names it, in front), and a command's
+// failure is not an asynchronous error: Ctl leaves err to its caller.
+func TestCtlErrorSentences(t *testing.T) {
 	d := lo(t)
-	ep := create(t, d, core.KindEP, "a")
+	ep := create(t, d, core.KindEP, "x")
 	for _, tt := range []struct {
 		cmd  string
 		code fi.Errno
 		want string
 	}{
-		{"bind cq 7 send", fi.ENOENT, "bind cq 7 send: no such cq in domain lo"},
-		{"bind cq", fi.EINVAL, "bind cq: wrong number of arguments; usage: bind cq ID FLAGS"},
-		{"frob", fi.EINVAL, `frob: unknown command "frob"; commands: bind, enable, connect`},
-		{"connect 127.0.0.1:1", fi.EOPBADSTATE, "connect 127.0.0.1:1: endpoint is idle"},
-		{"enable", fi.ENOEQ, "enable: no eq bound"},
-		{"accept", fi.EOPBADSTATE, "accept: endpoint was not made from a connection request"},
+		{"bind cq 7 send", fi.ENOENT, "no such cq in domain lo"},
+		{"bind cq", fi.EINVAL, "wrong number of arguments; usage: bind cq ID FLAGS"},
+		{"bind", fi.EINVAL, "wrong number of arguments; usage: bind cq ID FLAGS | bind cntr ID FLAGS | bind eq ID | bind av ID"},
+		{"bind mr 1", fi.EINVAL, "unknown command; usage: bind cq ID FLAGS | bind cntr ID FLAGS"},
+		{"frob", fi.EINVAL, "unknown command; commands: bind, enable, connect"},
+		{"connect 127.0.0.1:1", fi.EOPBADSTATE, "endpoint is idle; connect needs an enabled endpoint"},
+		{"enable", fi.ENOEQ, "no eq bound"},
+		{"accept", fi.EOPBADSTATE, "endpoint was not made from a connection request"},
+		{"cancel 010x", fi.EINVAL, `bad number "010x": want decimal or 0x hex digits`},
 	} {
 		err := ep.Ctl(context.Background(), 0, tt.cmd+"\n")
 		wantCode(t, tt.cmd, err, tt.code)
-		if !strings.HasPrefix(ep.Err(), tt.want) || err.Error() != ep.Err() {
-			t.Errorf("%q: err %q / %q, want prefix %q", tt.cmd, err, ep.Err(), tt.want)
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("%q: %v, want prefix %q", tt.cmd, err, tt.want)
 		}
+		if ep.Err() != "" {
+			t.Errorf("%q: Ctl wrote err %q", tt.cmd, ep.Err())
+		}
+	}
+
+	// The endpoint states read as words.
+	a, _, _, _, _ := pair(t, d, "bind cq c send,recv")
+	err := a.Ctl(context.Background(), 0, "enable")
+	if wantCode(t, "enable twice", err, fi.EOPBADSTATE); err == nil || err.Error() != "endpoint is connected; it was enabled already" {
+		t.Errorf("enable twice: %v", err)
 	}
 }
 

@@ -389,7 +389,7 @@ func (c *CQ) Attrs() []Attr {
 		guarded(&c.mu, "format", c.frozen, func() string { return c.format.String() }, func(s string) error {
 			v, err := fi.Parse[fi.CQFormat](s)
 			if err != nil {
-				return Errorf(fi.EINVAL, "%v", err)
+				return Errorf(fi.EINVAL, "%w", err)
 			}
 			c.format = v
 			return nil
@@ -418,7 +418,7 @@ func (c *CQ) Close() error {
 
 // parseSize parses a size attribute within [lo, hi].
 func parseSize(s string, lo, hi uint64) (uint64, error) {
-	v, err := strconv.ParseUint(strings.TrimSpace(s), 0, 64)
+	v, err := ParseUint(strings.TrimSpace(s))
 	if err != nil || v < lo || v > hi {
 		return 0, Errorf(fi.EINVAL, "bad size %q: want a number from %d to %d", strings.TrimSpace(s), lo, hi)
 	}

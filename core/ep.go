@@ -158,7 +158,7 @@ func (e *EP) BindAV(av *AV) error {
 
 func (e *EP) idleLocked(what string) error {
 	if e.state != stateIdle {
-		return Errorf(fi.EOPBADSTATE, "endpoint is %s; %s must come before enable", e.state, what)
+		return Errorf(fi.EOPBADSTATE, "endpoint is %s; %s must come before enable", stateText(e.state), what)
 	}
 	return nil
 }
@@ -177,7 +177,7 @@ func (e *EP) connectionlessLocked() bool {
 func (e *EP) setType(in *fi.Info, s string) error {
 	t, err := fi.Parse[fi.EPType](s)
 	if err != nil {
-		return Errorf(fi.EINVAL, "%v", err)
+		return Errorf(fi.EINVAL, "%w", err)
 	}
 	if e.req != nil {
 		return Errorf(fi.EINVAL, "an endpoint made from a connection request is FI_EP_MSG")
@@ -197,8 +197,8 @@ func (e *EP) setType(in *fi.Info, s string) error {
 func (e *EP) Enable() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if err := e.idleLocked("enable"); err != nil {
-		return err
+	if e.state != stateIdle {
+		return Errorf(fi.EOPBADSTATE, "endpoint is %s; it was enabled already", stateText(e.state))
 	}
 	if e.info.EPAttr.Type == fi.EP_MSG && e.eq == nil {
 		return Errorf(fi.ENOEQ, "no eq bound; write 'bind eq ID' first")
@@ -254,7 +254,7 @@ func (e *EP) Connect(addr fi.Addr, data []byte) error {
 		return Errorf(fi.EOPBADSTATE, "connect is for FI_EP_MSG endpoints; a connectionless endpoint sends to the addresses of its av")
 	}
 	if e.state != stateEnabled || e.req != nil {
-		return Errorf(fi.EOPBADSTATE, "endpoint is %s; connect needs an enabled endpoint that was not made from a request", e.state)
+		return Errorf(fi.EOPBADSTATE, "endpoint is %s; connect needs an enabled endpoint that was not made from a request", stateText(e.state))
 	}
 	if err := e.prov.Connect(addr, data); err != nil {
 		return err
@@ -271,7 +271,7 @@ func (e *EP) Accept(data []byte) error {
 		return Errorf(fi.EOPBADSTATE, "endpoint was not made from a connection request; read a pep's listen file for one")
 	}
 	if e.state != stateEnabled {
-		return Errorf(fi.EOPBADSTATE, "endpoint is %s; bind an eq and cq and enable it before accept", e.state)
+		return Errorf(fi.EOPBADSTATE, "endpoint is %s; bind an eq and cq and enable it before accept", stateText(e.state))
 	}
 	if err := e.prov.Accept(data); err != nil {
 		return err
@@ -288,7 +288,7 @@ func (e *EP) Reject(data []byte) error {
 		return Errorf(fi.EOPBADSTATE, "endpoint was not made from a connection request")
 	}
 	if e.state != stateIdle && e.state != stateEnabled {
-		return Errorf(fi.EOPBADSTATE, "endpoint is %s; only a pending request can be rejected", e.state)
+		return Errorf(fi.EOPBADSTATE, "endpoint is %s; only a pending request can be rejected", stateText(e.state))
 	}
 	if err := e.makeProvLocked(); err != nil {
 		return err
@@ -313,7 +313,7 @@ func (e *EP) Shutdown() error {
 	}
 	if e.state != stateConnected && e.state != stateConnecting {
 		e.mu.Unlock()
-		return Errorf(fi.ENOTCONN, "endpoint is %s, not connected", e.state)
+		return Errorf(fi.ENOTCONN, "endpoint is %s, not connected", stateText(e.state))
 	}
 	prov := e.prov
 	e.mu.Unlock()
@@ -472,11 +472,17 @@ func (e *EP) Attrs() []Attr {
 // setEngineCPU is a write of attr/engine_cpu before enable: -1, or a CPU
 // this process may run on. Called with e.mu held.
 func (e *EP) setEngineCPU(s string) error {
-	cpu, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || cpu < -1 {
-		return Errorf(fi.EINVAL, "want -1 or a CPU number")
+	s = strings.TrimSpace(s)
+	if s == "-1" {
+		e.engineCPU = -1
+		return nil
 	}
-	if cpu >= 0 && !e.obj.Dom.fab.eng.mayRunOn(cpu) {
+	v, err := ParseUint(s)
+	if err != nil || v > 1<<20 {
+		return Errorf(fi.EINVAL, "bad engine_cpu %q: want -1 or a CPU number", s)
+	}
+	cpu := int(v)
+	if !e.obj.Dom.fab.eng.mayRunOn(cpu) {
 		return Errorf(fi.EINVAL, "CPU %d is not one this daemon may run on", cpu)
 	}
 	e.engineCPU = cpu

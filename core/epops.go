@@ -15,7 +15,7 @@ func (e *EP) post(op *Op, wait func(Completion)) error {
 	if e.prov == nil || e.state == stateClosed {
 		st := e.state
 		e.mu.Unlock()
-		return Errorf(fi.EOPBADSTATE, "endpoint is %s; enable it first", st)
+		return Errorf(fi.EOPBADSTATE, "endpoint is %s; enable it first", stateText(st))
 	}
 	prov := e.prov
 	e.inflight.add(op)

@@ -105,7 +105,7 @@ func (e *EP) Ring(name string) (*ring.Region, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.rings == nil {
-		return nil, Errorf(fi.EOPBADSTATE, "endpoint is %s; its rings exist once it is enabled", e.state)
+		return nil, Errorf(fi.EOPBADSTATE, "endpoint is %s; its rings exist once it is enabled", stateText(e.state))
 	}
 	if name == "tx" {
 		return e.rings.txShm, nil
@@ -143,7 +143,7 @@ func (e *EP) consume(q *workQueue) int {
 		if err == nil {
 			op, err = e.opFromWR(&w, q)
 		} else {
-			err = Errorf(fi.EINVAL, "malformed work request: %v", err)
+			err = Errorf(fi.EINVAL, "malformed work request: %w", err)
 		}
 		if err == nil {
 			err = e.post(op, nil)

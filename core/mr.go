@@ -176,7 +176,7 @@ func (m *MR) Attrs() []Attr {
 		guarded(&m.mu, "access", m.frozen, func() string { return m.access.String() }, func(s string) error {
 			v, err := fi.Parse[fi.Caps](s)
 			if err != nil {
-				return Errorf(fi.EINVAL, "%v", err)
+				return Errorf(fi.EINVAL, "%w", err)
 			}
 			const valid = fi.SEND | fi.RECV | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.REMOTE_WRITE
 			if v&^valid != 0 {

@@ -393,8 +393,9 @@ func checkName(name string) error {
 	return nil
 }
 
-// resolve finds the object of kind k named id for a command run by uid.
-func (d *Domain) resolve(k Kind, id string, uid uint32) (*Object, error) {
+// Resolve finds the object of kind k named id for uid: the one ownership
+// check of the tree. Only the object's owner and root may use it.
+func (d *Domain) Resolve(k Kind, id string, uid uint32) (*Object, error) {
 	o, ok := d.Lookup(k, id)
 	if !ok {
 		return nil, Errorf(fi.ENOENT, "no such %s in domain %s", k, d.Name)

@@ -42,7 +42,7 @@ func (p *PEP) BindEQ(eq *EQ) error {
 		return Errorf(fi.EINVAL, "an eq is already bound")
 	}
 	if p.state != stateIdle {
-		return Errorf(fi.EOPBADSTATE, "passive endpoint is %s; bind before listen", p.state)
+		return Errorf(fi.EOPBADSTATE, "passive endpoint is %s; bind before listen", stateText(p.state))
 	}
 	if err := eq.obj.hold(); err != nil {
 		return err
@@ -57,7 +57,7 @@ func (p *PEP) Listen(addr *fi.Addr) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.state != stateIdle {
-		return Errorf(fi.EOPBADSTATE, "passive endpoint is %s", p.state)
+		return Errorf(fi.EOPBADSTATE, "passive endpoint is %s; it listens once", stateText(p.state))
 	}
 	if p.eq == nil {
 		return Errorf(fi.ENOEQ, "no eq bound; write 'bind eq ID' first")
@@ -134,7 +134,7 @@ func (p *PEP) Status() string {
 func (p *PEP) Attrs() []Attr {
 	return infoAttrs(&p.mu, func() *fi.Info { return p.info }, func() error {
 		if p.state != stateIdle {
-			return Errorf(fi.EOPBADSTATE, "passive endpoint is %s; set attributes before listen", p.state)
+			return Errorf(fi.EOPBADSTATE, "passive endpoint is %s; set attributes before listen", stateText(p.state))
 		}
 		return nil
 	})

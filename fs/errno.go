@@ -1,12 +1,23 @@
 package fs
 
 import (
-	"errors"
 	"syscall"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
 )
+
+// fail is the one path of a failed operation on a file of an object: the
+// sentence "op: why" becomes the object's err text and the error's code
+// the errno the caller gets. Files outside objects (obj nil) have no err
+// file; they get the errno alone.
+func fail(obj *core.Object, op string, err error) syscall.Errno {
+	err = core.WithOp(op, err)
+	if obj != nil {
+		obj.SetErr(err)
+	}
+	return errno(err)
+}
 
 // errno is the one place where errors become errnos. Codes below 256 are
 // Linux errno values already (fi_errno(3)); libfabric's own codes map to
@@ -14,10 +25,6 @@ import (
 func errno(err error) syscall.Errno {
 	if err == nil {
 		return 0
-	}
-	var se syscall.Errno
-	if errors.As(err, &se) && !isCoreError(err) {
-		return se
 	}
 	code := core.Code(err)
 	switch code {
@@ -42,9 +49,4 @@ func errno(err error) syscall.Errno {
 		return syscall.Errno(code)
 	}
 	return syscall.EIO
-}
-
-func isCoreError(err error) bool {
-	var e *core.Error
-	return errors.As(err, &e)
 }

@@ -13,10 +13,17 @@ import (
 	"github.com/fabricfs/fabricfs/core/fi"
 )
 
-// ref is the reference an open file holds on its object.
-type ref struct{ obj *core.Object }
+// ref is the reference an open file holds on its object, and the file's
+// name in the object's directory ("ctl", "attr/tx_size").
+type ref struct {
+	obj  *core.Object
+	name string
+}
 
-func (r *ref) setRef(o *core.Object) { r.obj = o }
+func (r *ref) setRef(o *core.Object, name string) { r.obj, r.name = o, name }
+
+// fail is fs.fail for the file's object.
+func (r *ref) fail(op string, err error) syscall.Errno { return fail(r.obj, op, err) }
 
 func (r *ref) Release(ctx context.Context) syscall.Errno {
 	if r.obj != nil {
@@ -27,11 +34,14 @@ func (r *ref) Release(ctx context.Context) syscall.Errno {
 }
 
 // textHandle serves text rendered at open; a write, if allowed, goes to
-// write as one unit (a command, an attribute value).
+// write as one unit (a command, an attribute value). A failed write's
+// sentence begins with the file's name and what was written
+// ("attr/tx_size 0: bad size..."), or, for a ctl file, the command alone.
 type textHandle struct {
 	ref
 	text  []byte
 	write func(ctx context.Context, data []byte) error
+	ctl   bool // writes are commands
 }
 
 var (
@@ -52,7 +62,11 @@ func (h *textHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 		return 0, syscall.EBADF
 	}
 	if err := h.write(ctx, data); err != nil {
-		return 0, errno(err)
+		op := strings.TrimSpace(string(data))
+		if !h.ctl {
+			op = h.name + " " + op
+		}
+		return 0, h.fail(op, err)
 	}
 	return uint32(len(data)), 0
 }
@@ -108,10 +122,13 @@ func (h *queueHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Re
 		block := off == 0 && !h.nonblock
 		lines, err := h.pop(ctx, max(1, len(dest)/lineBudget), block)
 		if err != nil {
-			if core.Code(err) == fi.EAGAIN && off != 0 {
-				return fuse.ReadResultData(nil), 0
+			if core.Code(err) == fi.EAGAIN {
+				if off != 0 {
+					return fuse.ReadResultData(nil), 0
+				}
+				return nil, errno(err) // nothing yet is no failure
 			}
-			return nil, errno(err)
+			return nil, h.fail("read "+h.name, err)
 		}
 		for _, l := range lines {
 			h.rest = append(h.rest, l...)
@@ -151,16 +168,14 @@ var (
 func (h *dataHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	n, err := h.ep.ReadData(ctx, dest, off)
 	if err != nil {
-		h.obj.SetErr(core.WithOp("read data", err))
-		return nil, errno(err)
+		return nil, h.fail("read "+h.name, err)
 	}
 	return fuse.ReadResultData(dest[:n]), 0
 }
 
 func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	if err := h.ep.WriteData(ctx, data); err != nil {
-		h.obj.SetErr(core.WithOp("write data", err))
-		return 0, errno(err)
+		return 0, h.fail("write "+h.name, err)
 	}
 	return uint32(len(data)), 0
 }

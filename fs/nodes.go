@@ -9,6 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
 )
 
 // meta is what every node reports in getattr.
@@ -104,11 +105,13 @@ func (d *dir) Rmdir(ctx context.Context, name string) syscall.Errno {
 }
 
 // file is a file whose open makes a handle. If obj is set, each open file
-// holds a reference on it.
+// holds a reference on it, and name is the file's name in the object's
+// directory, for the sentences in err.
 type file struct {
 	fusefs.Inode
 	meta
 	obj  *core.Object
+	name string
 	open func(ctx context.Context, flags uint32) (fusefs.FileHandle, error)
 	size func() uint64 // nil: 0, as for generated files
 }
@@ -142,7 +145,13 @@ func (f *file) Setattr(ctx context.Context, fh fusefs.FileHandle, in *fuse.SetAt
 	return 0
 }
 
+// Open refuses to open a file without write permission for writing, also
+// to root (whom default_permissions lets through), with EACCES as sysfs
+// does: such a file takes no writes.
 func (f *file) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
+	if flags&syscall.O_ACCMODE != syscall.O_RDONLY && f.mode&0o222 == 0 {
+		return nil, 0, fail(f.obj, "open "+f.name, core.Errorf(fi.EACCES, "the file is read-only"))
+	}
 	if f.obj != nil {
 		if err := f.obj.Open(); err != nil {
 			return nil, 0, errno(err)
@@ -153,10 +162,10 @@ func (f *file) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, uint3
 		if f.obj != nil {
 			f.obj.Release()
 		}
-		return nil, 0, errno(err)
+		return nil, 0, fail(f.obj, "open "+f.name, err)
 	}
-	if r, ok := h.(interface{ setRef(*core.Object) }); ok && f.obj != nil {
-		r.setRef(f.obj)
+	if r, ok := h.(interface{ setRef(*core.Object, string) }); ok && f.obj != nil {
+		r.setRef(f.obj, f.name)
 	}
 	if _, ok := h.(fusefs.FilePassthroughFder); ok {
 		return h, 0, 0 // the kernel serves it from the backing file

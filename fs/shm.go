@@ -72,14 +72,13 @@ func (t *tree) shmEntry(o *core.Object, name string, slot int, region func() (*r
 						return target, 0
 					}
 				}
-				o.SetErr(core.WithOp("readlink "+name, err))
-				return "", errno(err)
+				return "", fail(o, "readlink "+name, err)
 			}}
 		}}
 	}
 	m := meta{mode: syscall.S_IFREG | 0o600, uid: o.Owner}
 	return entry{name: name, ino: objIno(o, slot), meta: m, node: func() fusefs.InodeEmbedder {
-		return &file{meta: m, obj: o,
+		return &file{meta: m, obj: o, name: name,
 			size: func() uint64 {
 				if r, err := region(); err == nil {
 					return uint64(len(r.Mem))
@@ -89,7 +88,6 @@ func (t *tree) shmEntry(o *core.Object, name string, slot int, region func() (*r
 			open: func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
 				r, err := region()
 				if err != nil {
-					o.SetErr(core.WithOp("open "+name, err))
 					return nil, err
 				}
 				return &shmHandle{reg: r}, nil

@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"fmt"
+	pathpkg "path"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,9 +99,11 @@ func (t *tree) dirEntry(path, name string, m meta, d func() *dir) entry {
 	return entry{name: name, ino: t.ino(path), meta: m, node: func() fusefs.InodeEmbedder { return d() }}
 }
 
-func fileEntry(name string, ino uint64, m meta, obj *core.Object, open func(context.Context, uint32) (fusefs.FileHandle, error)) entry {
-	return entry{name: name, ino: ino, meta: m, node: func() fusefs.InodeEmbedder {
-		return &file{meta: m, obj: obj, open: open}
+// fileEntry makes the entry of a file; a file of an object has its path
+// in the object's directory ("attr/tx_size"), the entry its last element.
+func fileEntry(path string, ino uint64, m meta, obj *core.Object, open func(context.Context, uint32) (fusefs.FileHandle, error)) entry {
+	return entry{name: pathpkg.Base(path), ino: ino, meta: m, node: func() fusefs.InodeEmbedder {
+		return &file{meta: m, obj: obj, name: path, open: open}
 	}}
 }
 
@@ -163,8 +166,9 @@ func (t *tree) attrEntries(obj *core.Object, attrs []core.Attr, base string) []e
 	es := make([]entry, len(attrs))
 	for i, a := range attrs {
 		a := a
-		m, ino := fileRO, uint64(0)
+		m, ino, path := fileRO, uint64(0), a.Name
 		if obj != nil {
+			path = "attr/" + a.Name
 			m, ino = meta{mode: syscall.S_IFREG | 0o400, uid: obj.Owner}, objIno(obj, slotAttr+i)
 			if a.Set != nil {
 				m.mode = syscall.S_IFREG | 0o600
@@ -174,16 +178,9 @@ func (t *tree) attrEntries(obj *core.Object, attrs []core.Attr, base string) []e
 		}
 		var set func(context.Context, []byte) error
 		if a.Set != nil {
-			set = func(ctx context.Context, data []byte) error {
-				err := a.Set(string(data))
-				if err != nil && obj != nil {
-					err = core.WithOp(fmt.Sprintf("attr/%s %s", a.Name, strings.TrimSpace(string(data))), err)
-					obj.SetErr(err)
-				}
-				return err
-			}
+			set = func(ctx context.Context, data []byte) error { return a.Set(string(data)) }
 		}
-		es[i] = fileEntry(a.Name, ino, m, obj, rendered(func() string { return line(a.Get()) }, set))
+		es[i] = fileEntry(path, ino, m, obj, rendered(func() string { return line(a.Get()) }, set))
 	}
 	return es
 }
@@ -203,7 +200,7 @@ func (t *tree) kindDir(d *core.Domain, k core.Kind, base string) *dir {
 					if err != nil {
 						return nil, err
 					}
-					return &textHandle{ref: ref{o}, text: []byte(o.ID + "\n"), write: ctlWriter(o, uid)}, nil
+					return &textHandle{ref: ref{o, "clone"}, text: []byte(o.ID + "\n"), write: ctlWriter(o, uid), ctl: true}, nil
 				})}
 			for _, o := range d.List(k) {
 				es = append(es, objEntry(o))
@@ -218,12 +215,9 @@ func (t *tree) kindDir(d *core.Domain, k core.Kind, base string) *dir {
 			return objEntry(o), nil
 		},
 		rmdir: func(ctx context.Context, uid uint32, name string) error {
-			o, ok := d.Lookup(k, name)
-			if !ok {
-				return core.Errorf(fi.ENOENT, "no %s %s", k, name)
-			}
-			if uid != 0 && uid != o.Owner {
-				return core.Errorf(fi.EACCES, "%s belongs to another user", o)
+			o, err := d.Resolve(k, name, uid)
+			if err != nil {
+				return err
 			}
 			return o.Remove()
 		},
@@ -265,7 +259,7 @@ func (t *tree) objectDir(o *core.Object) *dir {
 		}
 		es := []entry{
 			f("ctl", slotCtl, rw, func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
-				return &textHandle{text: []byte(o.ID + "\n"), write: ctlWriter(o, callerUID(ctx))}, nil
+				return &textHandle{text: []byte(o.ID + "\n"), write: ctlWriter(o, callerUID(ctx)), ctl: true}, nil
 			}),
 			f("status", slotStatus, ro, rendered(func() string { return line(o.Status()) }, nil)),
 			f("err", slotErr, ro, rendered(func() string { return line(o.Err()) }, nil)),
@@ -320,7 +314,6 @@ func (t *tree) kindFiles(o *core.Object, f fileMaker, rw, ro meta) []entry {
 				}
 				ep, err := impl.Next(ctx)
 				if err != nil {
-					o.SetErr(core.WithOp("read listen", err))
 					return nil, err
 				}
 				return []string{ep.ID}, nil

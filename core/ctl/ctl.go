@@ -7,10 +7,14 @@
 // newline is ignored, so `echo bind cq 3 send > ctl` works.
 //
 // A command table lists, per verb, its usage text and its minimum and maximum
-// argument count; Lookup finds the entry and checks the count. All errors
-// echo the command back so that the err file holds a complete sentence:
+// argument count; Lookup finds the entry and checks the count. Its errors
+// say what is wrong and not which command: fs puts the command in front, so
+// that the err file holds a complete sentence:
 //
 //	bind cq 3: wrong number of arguments; usage: bind cq ID FLAGS
+//
+// Uint is the one grammar of numbers of the tree, in ctl arguments and in
+// every file that takes a number.
 package ctl
 
 import (
@@ -114,13 +118,33 @@ func Lookup(table []Cmd, words []string) (*Cmd, []string, error) {
 		}
 	}
 	if best == nil {
-		return nil, nil, fmt.Errorf("unknown command %q; commands: %s", words[0], verbs(table))
+		return nil, nil, unknown(table, words)
 	}
 	args := words[bestLen:]
 	if len(args) < best.Min || (best.Max >= 0 && len(args) > best.Max) {
 		return nil, nil, fmt.Errorf("wrong number of arguments; usage: %s", best.Usage())
 	}
 	return best, args, nil
+}
+
+// unknown is the error for words that match no verb. When their first
+// word starts verbs of two words ("bind" of "bind cq"), it lists their
+// usages: too few words is a wrong number of arguments, else an unknown
+// second word.
+func unknown(table []Cmd, words []string) error {
+	var usages []string
+	for i := range table {
+		if v := strings.Fields(table[i].Verb); len(v) > 1 && strings.EqualFold(v[0], words[0]) {
+			usages = append(usages, table[i].Usage())
+		}
+	}
+	switch {
+	case len(usages) == 0:
+		return fmt.Errorf("unknown command; commands: %s", verbs(table))
+	case len(words) == 1:
+		return fmt.Errorf("wrong number of arguments; usage: %s", strings.Join(usages, " | "))
+	}
+	return fmt.Errorf("unknown command; usage: %s", strings.Join(usages, " | "))
 }
 
 func verbs(table []Cmd) string {
@@ -136,18 +160,20 @@ func verbs(table []Cmd) string {
 	return strings.Join(out, ", ")
 }
 
-// Uint parses a number in decimal or 0x hexadecimal.
+// Uint parses a number in the one grammar of every file of the tree:
+// decimal digits, or 0x (or 0X) and hexadecimal digits. A leading zero
+// does not mean octal ("010" is ten); signs, underscores and the 0b and
+// 0o prefixes are not numbers here. The value must fit 64 bits.
 func Uint(s string) (uint64, error) {
-	v, err := strconv.ParseUint(s, 0, 64)
-	if err != nil || strings.HasPrefix(s, "0o") || strings.HasPrefix(s, "0b") || strings.HasPrefix(s, "0O") || strings.HasPrefix(s, "0B") || strings.Contains(s, "_") {
-		return 0, fmt.Errorf("bad number %q (want decimal or 0x hex)", s)
+	digits, base := s, 10
+	if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
+		digits, base = s[2:], 16
 	}
-	if len(s) > 1 && s[0] == '0' && s[1] != 'x' && s[1] != 'X' {
-		// strconv reads a leading 0 as octal; ctl numbers are decimal.
-		v, err = strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("bad number %q (want decimal or 0x hex)", s)
-		}
+	// With an explicit base, strconv takes digits only: no sign, prefix
+	// or underscore.
+	v, err := strconv.ParseUint(digits, base, 64)
+	if err != nil {
+		return 0, fmt.Errorf("bad number %q: want decimal or 0x hex digits, at most 64 bits", s)
 	}
 	return v, nil
 }

@@ -1,7 +1,9 @@
 package ctl
 
 import (
+	"math/big"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -64,8 +66,9 @@ var lookupTests = []struct {
 	{[]string{"bind", "cq", "3"}, "", nil, "wrong number of arguments; usage: bind cq ID FLAGS"},
 	{[]string{"enable", "now"}, "", nil, "usage: enable"},
 	{[]string{"insert", "a", "b", "c"}, "insert", []string{"a", "b", "c"}, ""},
-	{[]string{"bind", "mr", "1"}, "", nil, `unknown command "bind"`},
-	{[]string{"frob"}, "", nil, "commands: bind, enable, insert"},
+	{[]string{"bind", "mr", "1"}, "", nil, "unknown command; usage: bind cq ID FLAGS | bind eq ID"},
+	{[]string{"bind"}, "", nil, "wrong number of arguments; usage: bind cq ID FLAGS | bind eq ID"},
+	{[]string{"frob"}, "", nil, "unknown command; commands: bind, enable, insert"},
 	{nil, "", nil, "empty"},
 }
 
@@ -89,9 +92,13 @@ var uintTests = []struct {
 	want uint64
 	ok   bool
 }{
-	{"0", 0, true}, {"42", 42, true}, {"0x2a", 42, true}, {"0X2A", 42, true},
-	{"010", 10, true}, {"18446744073709551615", 1<<64 - 1, true},
-	{"-1", 0, false}, {"0o7", 0, false}, {"1_000", 0, false}, {"x", 0, false}, {"", 0, false},
+	{"0", 0, true}, {"42", 42, true}, {"0x2a", 42, true}, {"0X2A", 42, true}, {"0x10", 16, true},
+	{"010", 10, true}, {"00", 0, true}, {"0x0", 0, true}, {"18446744073709551615", 1<<64 - 1, true},
+	{"0xffffffffffffffff", 1<<64 - 1, true},
+	{"-1", 0, false}, {"+1", 0, false}, {"0x+1", 0, false}, {"0x-1", 0, false}, {"0o7", 0, false},
+	{"0b1", 0, false}, {"0O7", 0, false}, {"0B1", 0, false}, {"1_000", 0, false}, {"0x_1", 0, false},
+	{"x", 0, false}, {"", 0, false}, {"0x", 0, false}, {"0X", 0, false}, {" 1", 0, false}, {"1 ", 0, false},
+	{"18446744073709551616", 0, false}, {"99999999999999999999", 0, false}, {"0x10000000000000000", 0, false},
 }
 
 func TestUint(t *testing.T) {
@@ -101,6 +108,44 @@ func TestUint(t *testing.T) {
 			t.Errorf("Uint(%q) = %d, %v, want %d ok=%v", tt.in, got, err, tt.want, tt.ok)
 		}
 	}
+}
+
+// uintGrammar is the grammar Uint promises, written another way.
+var uintGrammar = regexp.MustCompile(`^([0-9]+|0[xX][0-9a-fA-F]+)$`)
+
+// FuzzUint checks Uint against the grammar: it accepts exactly the texts
+// the grammar describes whose value fits 64 bits, and reads them back as
+// the decimal or hex digits they are.
+func FuzzUint(f *testing.F) {
+	for _, tt := range uintTests {
+		f.Add(tt.in)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := Uint(s)
+		if !uintGrammar.MatchString(s) {
+			if err == nil {
+				t.Fatalf("Uint(%q) = %d, want an error", s, v)
+			}
+			return
+		}
+		digits, base := s, 10
+		if len(s) > 1 && (s[1] == 'x' || s[1] == 'X') {
+			digits, base = s[2:], 16
+		}
+		n, ok := new(big.Int).SetString(digits, base)
+		if !ok {
+			t.Fatalf("big.Int does not read %q", s)
+		}
+		if !n.IsUint64() {
+			if err == nil {
+				t.Fatalf("Uint(%q) = %d, want an error for a value over 64 bits", s, v)
+			}
+			return
+		}
+		if err != nil || v != n.Uint64() {
+			t.Fatalf("Uint(%q) = %d, %v, want %d", s, v, err, n.Uint64())
+		}
+	})
 }
 
 func FuzzTokenize(f *testing.F) {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/fabricfs/fabricfs/core/ctl"
 )
 
 // Named is the set of types whose values have libfabric names: the flag
@@ -124,13 +126,7 @@ func (t *nameTable) value(tok string) (uint64, error) {
 		return 0, fmt.Errorf("missing %s", t.what)
 	}
 	if c := tok[0]; '0' <= c && c <= '9' {
-		var v uint64
-		var err error
-		if len(tok) > 2 && (tok[1] == 'x' || tok[1] == 'X') && c == '0' {
-			v, err = strconv.ParseUint(tok[2:], 16, 64)
-		} else {
-			v, err = strconv.ParseUint(tok, 10, 64)
-		}
+		v, err := ctl.Uint(tok)
 		if err != nil {
 			return 0, fmt.Errorf("bad %s number %q", t.what, tok)
 		}

@@ -388,7 +388,7 @@ func (e *rcEndpoint) qpFailed(wc *ibv.WC) {
 		return
 	}
 	e.d.dev.cm.disconnect(c)
-	err := core.Errorf(fi.EIO, "verbs: the connection failed: completion status %d", wc.Status)
+	err := core.Errorf(fi.EIO, "verbs: the connection failed: completion status %v", wc.Status)
 	e.later(func() { e.ev.Failed(err, nil) })
 }
 

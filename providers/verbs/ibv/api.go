@@ -24,7 +24,10 @@
 // timer. Locks are per QP. Steady-state traffic allocates nothing.
 package ibv
 
-import "net/netip"
+import (
+	"net/netip"
+	"strconv"
+)
 
 // DeviceConfig says where a device sends and receives.
 type DeviceConfig struct {
@@ -113,23 +116,67 @@ type WC struct {
 type WCStatus uint32
 
 const (
-	WCSuccess        WCStatus = 0  // IBV_WC_SUCCESS
-	WCLocLenErr      WCStatus = 1  // IBV_WC_LOC_LEN_ERR
-	WCLocQPOpErr     WCStatus = 2  // IBV_WC_LOC_QP_OP_ERR
-	WCLocProtErr     WCStatus = 4  // IBV_WC_LOC_PROT_ERR
-	WCWRFlushErr     WCStatus = 5  // IBV_WC_WR_FLUSH_ERR
-	WCBadRespErr     WCStatus = 7  // IBV_WC_BAD_RESP_ERR
-	WCLocAccessErr   WCStatus = 8  // IBV_WC_LOC_ACCESS_ERR
-	WCRemInvReqErr   WCStatus = 9  // IBV_WC_REM_INV_REQ_ERR
-	WCRemAccessErr   WCStatus = 10 // IBV_WC_REM_ACCESS_ERR
-	WCRemOpErr       WCStatus = 11 // IBV_WC_REM_OP_ERR
-	WCRetryExcErr    WCStatus = 12 // IBV_WC_RETRY_EXC_ERR
-	WCRNRRetryExcErr WCStatus = 13 // IBV_WC_RNR_RETRY_EXC_ERR
-	WCRemAbortErr    WCStatus = 16 // IBV_WC_REM_ABORT_ERR
-	WCFatalErr       WCStatus = 19 // IBV_WC_FATAL_ERR
-	WCRespTimeoutErr WCStatus = 20 // IBV_WC_RESP_TIMEOUT_ERR
-	WCGeneralErr     WCStatus = 21 // IBV_WC_GENERAL_ERR
+	WCSuccess          WCStatus = 0  // IBV_WC_SUCCESS
+	WCLocLenErr        WCStatus = 1  // IBV_WC_LOC_LEN_ERR
+	WCLocQPOpErr       WCStatus = 2  // IBV_WC_LOC_QP_OP_ERR
+	WCLocEECOpErr      WCStatus = 3  // IBV_WC_LOC_EEC_OP_ERR
+	WCLocProtErr       WCStatus = 4  // IBV_WC_LOC_PROT_ERR
+	WCWRFlushErr       WCStatus = 5  // IBV_WC_WR_FLUSH_ERR
+	WCMWBindErr        WCStatus = 6  // IBV_WC_MW_BIND_ERR
+	WCBadRespErr       WCStatus = 7  // IBV_WC_BAD_RESP_ERR
+	WCLocAccessErr     WCStatus = 8  // IBV_WC_LOC_ACCESS_ERR
+	WCRemInvReqErr     WCStatus = 9  // IBV_WC_REM_INV_REQ_ERR
+	WCRemAccessErr     WCStatus = 10 // IBV_WC_REM_ACCESS_ERR
+	WCRemOpErr         WCStatus = 11 // IBV_WC_REM_OP_ERR
+	WCRetryExcErr      WCStatus = 12 // IBV_WC_RETRY_EXC_ERR
+	WCRNRRetryExcErr   WCStatus = 13 // IBV_WC_RNR_RETRY_EXC_ERR
+	WCLocRDDViolErr    WCStatus = 14 // IBV_WC_LOC_RDD_VIOL_ERR
+	WCRemInvRdReqErr   WCStatus = 15 // IBV_WC_REM_INV_RD_REQ_ERR
+	WCRemAbortErr      WCStatus = 16 // IBV_WC_REM_ABORT_ERR
+	WCInvEECNErr       WCStatus = 17 // IBV_WC_INV_EECN_ERR
+	WCInvEECStateErr   WCStatus = 18 // IBV_WC_INV_EEC_STATE_ERR
+	WCFatalErr         WCStatus = 19 // IBV_WC_FATAL_ERR
+	WCRespTimeoutErr   WCStatus = 20 // IBV_WC_RESP_TIMEOUT_ERR
+	WCGeneralErr       WCStatus = 21 // IBV_WC_GENERAL_ERR
+	WCTMErr            WCStatus = 22 // IBV_WC_TM_ERR
+	WCTMRndvIncomplete WCStatus = 23 // IBV_WC_TM_RNDV_INCOMPLETE
 )
+
+var wcStatusNames = [...]string{
+	WCSuccess:          "IBV_WC_SUCCESS",
+	WCLocLenErr:        "IBV_WC_LOC_LEN_ERR",
+	WCLocQPOpErr:       "IBV_WC_LOC_QP_OP_ERR",
+	WCLocEECOpErr:      "IBV_WC_LOC_EEC_OP_ERR",
+	WCLocProtErr:       "IBV_WC_LOC_PROT_ERR",
+	WCWRFlushErr:       "IBV_WC_WR_FLUSH_ERR",
+	WCMWBindErr:        "IBV_WC_MW_BIND_ERR",
+	WCBadRespErr:       "IBV_WC_BAD_RESP_ERR",
+	WCLocAccessErr:     "IBV_WC_LOC_ACCESS_ERR",
+	WCRemInvReqErr:     "IBV_WC_REM_INV_REQ_ERR",
+	WCRemAccessErr:     "IBV_WC_REM_ACCESS_ERR",
+	WCRemOpErr:         "IBV_WC_REM_OP_ERR",
+	WCRetryExcErr:      "IBV_WC_RETRY_EXC_ERR",
+	WCRNRRetryExcErr:   "IBV_WC_RNR_RETRY_EXC_ERR",
+	WCLocRDDViolErr:    "IBV_WC_LOC_RDD_VIOL_ERR",
+	WCRemInvRdReqErr:   "IBV_WC_REM_INV_RD_REQ_ERR",
+	WCRemAbortErr:      "IBV_WC_REM_ABORT_ERR",
+	WCInvEECNErr:       "IBV_WC_INV_EECN_ERR",
+	WCInvEECStateErr:   "IBV_WC_INV_EEC_STATE_ERR",
+	WCFatalErr:         "IBV_WC_FATAL_ERR",
+	WCRespTimeoutErr:   "IBV_WC_RESP_TIMEOUT_ERR",
+	WCGeneralErr:       "IBV_WC_GENERAL_ERR",
+	WCTMErr:            "IBV_WC_TM_ERR",
+	WCTMRndvIncomplete: "IBV_WC_TM_RNDV_INCOMPLETE",
+}
+
+// String is the status's name in verbs.h ("IBV_WC_REM_ACCESS_ERR"), or
+// its number for a status verbs.h does not have.
+func (s WCStatus) String() string {
+	if int(s) < len(wcStatusNames) {
+		return wcStatusNames[s]
+	}
+	return "ibv_wc_status " + strconv.FormatUint(uint64(s), 10)
+}
 
 // WCOpcode is enum ibv_wc_opcode.
 type WCOpcode uint32
