@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fabricfs/fabricfs/clients/go/fabricfs"
 	"github.com/fabricfs/fabricfs/core/ring"
-	"github.com/fabricfs/fabricfs/fs/client"
 )
 
 // The ring clients of docs/abi.md: tests/clients/c/pingpong.c,
-// tests/clients/python/pingpong.py and package fs/client, each ping-ponging
+// tests/clients/python/pingpong.py and package clients/go/fabricfs, each ping-ponging
 // through the rings in both ways the daemon serves ring files.
 
 const (
@@ -148,9 +148,9 @@ func TestGoClient(t *testing.T) {
 // pingSide is one endpoint of the Go ping-pong with what its CQ delivered.
 type pingSide struct {
 	name         string
-	ep           *client.EP
-	cq           *client.CQ
-	mr           *client.MR
+	ep           *fabricfs.EP
+	cq           *fabricfs.CQ
+	mr           *fabricfs.MR
 	sends, recvs uint64 // completions seen, in order
 	lastBuf      uint64 // buf of the last receive completion
 }
@@ -217,11 +217,11 @@ func checkPing(who string, b []byte, i uint64) error {
 	return nil
 }
 
-// goPingPong is pingpong.c with package client: A sends iters messages of
+// goPingPong is pingpong.c with package fabricfs: A sends iters messages of
 // size bytes, B checks and echoes each, A checks it. It returns the
 // microseconds per round trip.
 func goPingPong(mnt string, iters, size uint64) (float64, error) {
-	tr, err := client.Open(mnt)
+	tr, err := fabricfs.Open(mnt)
 	if err != nil {
 		return 0, err
 	}
@@ -238,7 +238,7 @@ func goPingPong(mnt string, iters, size uint64) (float64, error) {
 		}
 		defer s.cq.Close()
 	}
-	var pep *client.PEP
+	var pep *fabricfs.PEP
 	if a.ep, b.ep, pep, err = d.Connect(eq, a.cq, b.cq); err != nil {
 		return 0, err
 	}
