@@ -13,7 +13,7 @@ import (
 // The ABI's constants (docs/abi.md).
 const (
 	Magic   = 0x47524646 // "FFRG" in the first four bytes, little-endian
-	Version = 1          // abi_version
+	Version = 1          // abi_version, also the content of /abi_version: bumped on any incompatible change of the tree or the ring ABI
 
 	TypeWork       uint16 = 1 // work queue: the application produces, the daemon consumes
 	TypeCompletion uint16 = 2 // completion queue: the daemon produces, the application consumes
