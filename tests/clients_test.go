@@ -17,8 +17,8 @@ import (
 	"github.com/fabricfs/fabricfs/core/ring"
 )
 
-// The ring clients of docs/abi.md: tests/clients/c/pingpong.c,
-// tests/clients/python/pingpong.py and package clients/go/fabricfs, each ping-ponging
+// The ring clients of docs/abi.md: clients/c/pingpong.c,
+// clients/python/pingpong.py and package clients/go/fabricfs, each ping-ponging
 // through the rings in both ways the daemon serves ring files.
 
 const (
@@ -94,12 +94,12 @@ func runPingClient(t *testing.T, d *daemon, attr *syscall.SysProcAttr, name stri
 	t.Logf("%s", out)
 }
 
-// buildCClient compiles tests/clients/c/pingpong.c into dir.
+// buildCClient compiles clients/c/pingpong.c into dir.
 func buildCClient(t *testing.T, dir string) string {
 	t.Helper()
 	needCmd(t, "gcc")
 	bin := filepath.Join(dir, "pingpong")
-	if out, err := exec.Command("gcc", "-O2", "-Wall", "-o", bin, "clients/c/pingpong.c").CombinedOutput(); err != nil {
+	if out, err := exec.Command("gcc", "-O2", "-Wall", "-o", bin, "../clients/c/pingpong.c").CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
 	return bin
@@ -130,7 +130,7 @@ func TestPythonClient(t *testing.T) {
 	needFUSE(t)
 	needCmd(t, "python3")
 	forEachMapping(t, func(t *testing.T, d *daemon) {
-		runPingClient(t, d, nil, "python3", "clients/python/pingpong.py")
+		runPingClient(t, d, nil, "python3", "../clients/python/pingpong.py")
 	})
 }
 

@@ -3,7 +3,7 @@
 
     pingpong.py MOUNTPOINT [ITERATIONS] [SIZE]
 
-The same program as tests/clients/c/pingpong.c, in Python 3 with only the
+The same program as clients/c/pingpong.c, in Python 3 with only the
 standard library. In domain tcp/lo it makes, through clone files kept open,
 an EQ, a CQ per endpoint, a passive endpoint and endpoint A; connects A,
 accepts the request as endpoint B, registers a memory region per side and
