@@ -27,7 +27,19 @@ static void fail(const char *what, const char *why)
 	exit(1);
 }
 
-static void get(const char *obj, const char *file, char *buf, size_t size);
+/* get reads DOM/OBJ/FILE into buf, without its newline. */
+static void get(const char *obj, const char *file, char *buf, size_t size)
+{
+	char p[512];
+	snprintf(p, sizeof p, "%s/%s/%s", dom, obj, file);
+	int fd = open(p, O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, size - 1);
+	if (n < 0)
+		fail(p, NULL);
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	close(fd);
+}
 
 /* put writes s to DOM/OBJ/FILE, as a shell's echo would; a failure says
  * the object's err file. */
@@ -43,20 +55,6 @@ static void put(const char *obj, const char *file, const char *s)
 	close(fd);
 }
 
-/* get reads DOM/OBJ/FILE into buf, without its newline. */
-static void get(const char *obj, const char *file, char *buf, size_t size)
-{
-	char p[512];
-	snprintf(p, sizeof p, "%s/%s/%s", dom, obj, file);
-	int fd = open(p, O_RDONLY);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, size - 1);
-	if (n < 0)
-		fail(p, NULL);
-	buf[n] = 0;
-	buf[strcspn(buf, "\n")] = 0;
-	close(fd);
-}
-
 /* clone makes a KIND object; obj gets "KIND/ID". The descriptor stays open. */
 static void clone(const char *kind, char *obj)
 {
@@ -66,6 +64,7 @@ static void clone(const char *kind, char *obj)
 	ssize_t n = fd < 0 ? -1 : read(fd, id, sizeof id - 1);
 	if (n <= 0)
 		fail(p, NULL);
+	id[n] = 0;
 	id[strcspn(id, "\n")] = 0;
 	sprintf(obj, "%s/%s", kind, id);
 }
