@@ -34,14 +34,16 @@ Each fence is a system call, so the producer does not fence after every
 post. The protocol needs a full fence between storing tail and loading
 flags only so that a producer never misses a RING_NEED_WAKEUP that the
 daemon set just before it went to sleep. On x86-64 Ring.post stores tail
-and loads flags without a fence (waking the daemon if the flag is
-already set, which is the common case once it sleeps) and remembers the
-ring as unfenced; flush() then fences once and wakes the daemon on every
-unfenced ring whose flag is set. Ring.sleep calls flush() (its own
-NEED_WAKEUP or is the fence), and so does Ring.post when the ring is full,
-so the client never blocks with a wake-up owed: a request whose wake-up
-the race delayed is served at the latest when its client next waits.
-Call flush() before blocking anywhere else (reading cq/N/wait, a sleep).
+and loads flags without a fence: if the flag is set it wakes the daemon
+(the common case once the daemon sleeps), and if not it remembers the
+ring. flush() fences once and then wakes the daemon on every remembered
+ring whose flag is set and whose requests it has not all taken (head !=
+tail). Ring.sleep does the same (its own setting of NEED_WAKEUP is the
+fence), and so does Ring.post when the ring is full, so the program never
+blocks with a wake-up owed: a request whose wake-up the race delayed is
+served at the latest when its program next waits (docs/abi.md, "Languages
+without fences"). On other machines every access that needs ordering is
+fenced, a system call each. Call flush() before blocking anywhere else (reading cq/N/wait, a sleep).
 """
 
 import ctypes
@@ -185,9 +187,12 @@ _unfenced = set()  # work rings posted to since the last fence, their wake-up un
 
 
 def _wake_unfenced():
-    """After a full fence: wakes the daemon on the unfenced rings it sleeps on."""
+    """After a full fence: wakes the daemon on the unfenced rings it sleeps
+    on with requests it has not taken."""
     while _unfenced:
-        _unfenced.pop().wake_if_asleep()
+        r = _unfenced.pop()
+        if r.head.value != r.tail.value:
+            r.wake_if_asleep()
 
 
 def flush():
