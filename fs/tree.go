@@ -18,10 +18,6 @@ import (
 	"github.com/fabricfs/fabricfs/core/ring"
 )
 
-// ABIVersion is the content of /abi_version: bumped on any incompatible
-// change of the tree or the ring ABI.
-const ABIVersion = 1
-
 // Options configure a mount.
 type Options struct {
 	// AllowOther lets every user use the tree (needs root or
@@ -110,7 +106,7 @@ func fileEntry(path string, ino uint64, m meta, obj *core.Object, open func(cont
 func (t *tree) root() *dir {
 	return &dir{meta: dirRO, entries: func() []entry {
 		es := []entry{
-			fileEntry("abi_version", t.ino("/abi_version"), fileRO, nil, rendered(func() string { return fmt.Sprintf("%d\n", ABIVersion) }, nil)),
+			fileEntry("abi_version", t.ino("/abi_version"), fileRO, nil, rendered(func() string { return fmt.Sprintf("%d\n", ring.Version) }, nil)),
 			fileEntry("info", t.ino("/info"), fileRO, nil, rendered(func() string { return infoText(t.fab.Infos()) }, nil)),
 			fileEntry("getinfo", t.ino("/getinfo"), meta{mode: syscall.S_IFREG | 0o666}, nil, t.openGetinfo),
 		}

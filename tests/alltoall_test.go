@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fabricfs/fabricfs/clients/go/fabricfs"
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/core/ring"
-	"github.com/fabricfs/fabricfs/fs/client"
 )
 
 // All-to-all over FI_EP_RDM: 32 endpoints on two fabricfs daemons, every
@@ -50,10 +50,10 @@ func a2aByte(from, to, k int) byte { return byte(k*131 + k>>8 + from*17 + to*5 +
 // region holding a receive slot per sender and a send slot per receiver.
 type a2aNode struct {
 	idx  int
-	ep   *client.EP
-	av   *client.AV
-	cq   *client.CQ
-	mr   *client.MR
+	ep   *fabricfs.EP
+	av   *fabricfs.AV
+	cq   *fabricfs.CQ
+	mr   *fabricfs.MR
 	addr string
 	// fiAddr[j] is endpoint j's fi_addr in this endpoint's AV.
 	fiAddr [a2aEPs]uint64
@@ -162,7 +162,7 @@ func TestRDMAllToAll(t *testing.T) {
 	}
 }
 
-func newA2ANode(t *testing.T, dom *client.Domain, idx int) *a2aNode {
+func newA2ANode(t *testing.T, dom *fabricfs.Domain, idx int) *a2aNode {
 	t.Helper()
 	n := &a2aNode{idx: idx}
 	var err error

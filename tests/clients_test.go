@@ -13,13 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fabricfs/fabricfs/clients/go/fabricfs"
 	"github.com/fabricfs/fabricfs/core/ring"
-	"github.com/fabricfs/fabricfs/fs/client"
 )
 
-// The ring clients of docs/abi.md: tests/clients/c/pingpong.c,
-// tests/clients/python/pingpong.py and package fs/client, each ping-ponging
-// through the rings in both ways the daemon serves ring files.
+// The ring clients of docs/abi.md under clients/: c/pingpong.c and
+// c/dial.c (through c/fabricfs.h), python/pingpong.py (through
+// python/fabricfs.py) and package go/fabricfs, each run through the rings
+// in both ways the daemon serves ring files.
 
 const (
 	pingIters = 1000
@@ -94,20 +95,22 @@ func runPingClient(t *testing.T, d *daemon, attr *syscall.SysProcAttr, name stri
 	t.Logf("%s", out)
 }
 
-// buildCClient compiles tests/clients/c/pingpong.c into dir.
-func buildCClient(t *testing.T, dir string) string {
+// buildC compiles ../clients/c/NAME.c into dir, with every warning an
+// error, and returns the program's path.
+func buildC(t *testing.T, dir, name string) string {
 	t.Helper()
 	needCmd(t, "gcc")
-	bin := filepath.Join(dir, "pingpong")
-	if out, err := exec.Command("gcc", "-O2", "-Wall", "-o", bin, "clients/c/pingpong.c").CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
+	bin := filepath.Join(dir, name)
+	src := filepath.Join("..", "clients", "c", name+".c")
+	if out, err := exec.Command("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v\n%s", src, err, out)
 	}
 	return bin
 }
 
 func TestCClient(t *testing.T) {
 	needFUSE(t)
-	bin := buildCClient(t, t.TempDir())
+	bin := buildC(t, t.TempDir(), "pingpong")
 	forEachMapping(t, func(t *testing.T, d *daemon) { runPingClient(t, d, nil, bin) })
 }
 
@@ -119,7 +122,7 @@ func TestCClientAsOtherUser(t *testing.T) {
 		t.Skip("needs root to act as another user")
 	}
 	dir := t.TempDir()
-	bin := buildCClient(t, dir)
+	bin := buildC(t, dir, "pingpong")
 	openUp(t, dir)
 	d := mountWith(t, "-mapping=symlink")
 	openUp(t, filepath.Dir(d.mnt))
@@ -130,7 +133,63 @@ func TestPythonClient(t *testing.T) {
 	needFUSE(t)
 	needCmd(t, "python3")
 	forEachMapping(t, func(t *testing.T, d *daemon) {
-		runPingClient(t, d, nil, "python3", "clients/python/pingpong.py")
+		runPingClient(t, d, nil, "python3", filepath.Join("..", "clients", "python", "pingpong.py"))
+	})
+}
+
+// TestCDial runs clients/c/dial.c against an FI_EP_RDM endpoint made with
+// the Go client, which receives its message through its rx ring: the
+// bytes, the length and the completions on both sides must match.
+func TestCDial(t *testing.T) {
+	needFUSE(t)
+	bin := buildC(t, t.TempDir(), "dial")
+	forEachMapping(t, func(t *testing.T, d *daemon) {
+		dom := d.tree(t).Domain("tcp", "lo")
+		av, err := dom.NewAV()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer av.Close()
+		cq, err := dom.NewCQ(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cq.Close()
+		ep, err := dom.NewRDM(av, cq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ep.Close()
+		mr, err := dom.NewMR(64, "FI_SEND,FI_RECV")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mr.Close()
+		const any = 1<<64 - 1 // FI_ADDR_UNSPEC
+		if err := ep.Post(mr, ring.WR{Op: ring.OpRecv, Context: 7, Len: 64, Addr: any}); err != nil {
+			t.Fatal(err)
+		}
+		local, err := ep.Local()
+		if err != nil {
+			t.Fatal(err)
+		}
+		const msg = "hello from dial.c"
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, bin, filepath.Join(d.mnt, "tcp", "lo"), local, msg).CombinedOutput()
+		if err != nil || string(out) != fmt.Sprintf("sent %d bytes\n", len(msg)) {
+			t.Fatalf("dial %s: %v\n%s", local, err, out)
+		}
+		if err := cq.Wait(10 * time.Second); err != nil {
+			t.Fatalf("no receive completion: %v (ep err: %s)", err, ep.Err())
+		}
+		cs := cq.Poll(4)
+		if len(cs) != 1 || cs[0].Err != 0 || cs[0].Context != 7 || cs[0].Len != uint64(len(msg)) || cs[0].Flags&(1<<10) == 0 {
+			t.Fatalf("completions %+v, want one receive of %d bytes with context 7", cs, len(msg))
+		}
+		if got := string(mr.Mem()[:len(msg)]); got != msg {
+			t.Fatalf("received %q, want %q", got, msg)
+		}
 	})
 }
 
@@ -148,9 +207,9 @@ func TestGoClient(t *testing.T) {
 // pingSide is one endpoint of the Go ping-pong with what its CQ delivered.
 type pingSide struct {
 	name         string
-	ep           *client.EP
-	cq           *client.CQ
-	mr           *client.MR
+	ep           *fabricfs.EP
+	cq           *fabricfs.CQ
+	mr           *fabricfs.MR
 	sends, recvs uint64 // completions seen, in order
 	lastBuf      uint64 // buf of the last receive completion
 }
@@ -217,11 +276,11 @@ func checkPing(who string, b []byte, i uint64) error {
 	return nil
 }
 
-// goPingPong is pingpong.c with package client: A sends iters messages of
+// goPingPong is pingpong.c with package fabricfs: A sends iters messages of
 // size bytes, B checks and echoes each, A checks it. It returns the
 // microseconds per round trip.
 func goPingPong(mnt string, iters, size uint64) (float64, error) {
-	tr, err := client.Open(mnt)
+	tr, err := fabricfs.Open(mnt)
 	if err != nil {
 		return 0, err
 	}
@@ -238,7 +297,7 @@ func goPingPong(mnt string, iters, size uint64) (float64, error) {
 		}
 		defer s.cq.Close()
 	}
-	var pep *client.PEP
+	var pep *fabricfs.PEP
 	if a.ep, b.ep, pep, err = d.Connect(eq, a.cq, b.cq); err != nil {
 		return 0, err
 	}

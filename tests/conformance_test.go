@@ -13,19 +13,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fabricfs/fabricfs/clients/go/fabricfs"
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/core/ring"
-	"github.com/fabricfs/fabricfs/fs/client"
 )
 
 // The conformance suite: scenarios written once against confIO, the data
 // path of one endpoint, and run for every provider run (a provider, a
 // domain and an endpoint type) through two implementations of it: "rings"
-// (fs/client: mapped tx/rx and CQ rings, mapped MR memory) and "shell"
+// (clients/go/fabricfs: mapped tx/rx and CQ rings, mapped MR memory) and "shell"
 // (file reads and writes only: ep data and ctl, cq events, mr data; no
 // mmap). Objects are made, bound and connected through their files, as
 // both a program and a shell user do (the rings implementation with
-// fs/client's clone objects, the shell one with mkdir); counters and EQ
+// clients/go/fabricfs's clone objects, the shell one with mkdir); counters and EQ
 // events are files for both. A scenario is skipped when the endpoint's
 // attr/caps (or the domain's attr/cq_data_size) lacks what it needs, with
 // the reason; the shell skips a scenario it has no form for (shellGap),
@@ -439,7 +439,7 @@ const (
 	confRMAOff  = 32 << 10
 )
 
-// ringsImpl drives endpoints through fs/client and the rings.
+// ringsImpl drives endpoints through clients/go/fabricfs and the rings.
 type ringsImpl struct{ objs map[string]any }
 
 func (*ringsImpl) name() string { return "rings" }
@@ -491,7 +491,7 @@ func (r *ringsImpl) obj(t *testing.T, x *confEnv, kind string) string {
 
 func (r *ringsImpl) request(t *testing.T, x *confEnv, pep string) string {
 	t.Helper()
-	e, err := r.objs[pep].(*client.PEP).Request()
+	e, err := r.objs[pep].(*fabricfs.PEP).Request()
 	must(t, err)
 	r.objs[e.Dir] = e
 	t.Cleanup(func() { e.Close(); delete(r.objs, e.Dir) }) // unmaps; the pep's close ends it
@@ -506,14 +506,14 @@ func (r *ringsImpl) io(t *testing.T, x *confEnv, n *confNode) confIO {
 		must(t, err)
 		flags = uint64(f)
 	}
-	return &ringsIO{n: n, ep: r.objs[n.ep].(*client.EP), cq: r.objs[n.cq].(*client.CQ), mr: r.objs[n.mr].(*client.MR), flags: flags}
+	return &ringsIO{n: n, ep: r.objs[n.ep].(*fabricfs.EP), cq: r.objs[n.cq].(*fabricfs.CQ), mr: r.objs[n.mr].(*fabricfs.MR), flags: flags}
 }
 
 type ringsIO struct {
 	n     *confNode
-	ep    *client.EP
-	cq    *client.CQ
-	mr    *client.MR
+	ep    *fabricfs.EP
+	cq    *fabricfs.CQ
+	mr    *fabricfs.MR
 	flags uint64            // the endpoint's tx_op_flags, on every send
 	next  uint64            // contexts
 	slot  int               // rotating 1K slots of the send and receive areas

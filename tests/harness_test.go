@@ -6,7 +6,7 @@ package tests
 import (
 	"bufio"
 	"fmt"
-	"github.com/fabricfs/fabricfs/fs/client"
+	"github.com/fabricfs/fabricfs/clients/go/fabricfs"
 	"net"
 	"os"
 	"os/exec"
@@ -92,10 +92,10 @@ type daemon struct {
 	log *strings.Builder
 }
 
-// tree opens the daemon's tree with package fs/client.
-func (d *daemon) tree(t testing.TB) *client.Tree {
+// tree opens the daemon's tree with package clients/go/fabricfs.
+func (d *daemon) tree(t testing.TB) *fabricfs.Tree {
 	t.Helper()
-	tr, err := client.Open(d.mnt)
+	tr, err := fabricfs.Open(d.mnt)
 	if err != nil {
 		t.Fatal(err)
 	}

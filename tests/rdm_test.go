@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fabricfs/fabricfs/clients/go/fabricfs"
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/core/ring"
-	"github.com/fabricfs/fabricfs/fs/client"
 )
 
 // FI_EP_RDM through the mounted tree: tcp;ofi_rxm endpoints made by
@@ -36,14 +36,14 @@ func TestRDMShellSession(t *testing.T) {
 // rdmNode is one RDM endpoint made through the tree, with its own AV, CQ
 // and memory region.
 type rdmNode struct {
-	ep   *client.EP
-	av   *client.AV
-	cq   *client.CQ
-	mr   *client.MR
+	ep   *fabricfs.EP
+	av   *fabricfs.AV
+	cq   *fabricfs.CQ
+	mr   *fabricfs.MR
 	addr string
 }
 
-func newRDMNode(t *testing.T, dom *client.Domain) *rdmNode {
+func newRDMNode(t *testing.T, dom *fabricfs.Domain) *rdmNode {
 	t.Helper()
 	n := &rdmNode{}
 	var err error

@@ -15,18 +15,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fabricfs/fabricfs/clients/go/fabricfs"
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/core/ring"
-	"github.com/fabricfs/fabricfs/fs/client"
 	"github.com/fabricfs/fabricfs/internal/testcpu"
 )
 
 // ringPair is two connected endpoints with a CQ and a memory region each,
-// made through the tree with fs/client.
+// made through the tree with clients/go/fabricfs.
 type ringPair struct {
-	a, b     *client.EP
-	cqA, cqB *client.CQ
-	mrA, mrB *client.MR
+	a, b     *fabricfs.EP
+	cqA, cqB *fabricfs.CQ
+	mrA, mrB *fabricfs.MR
 }
 
 func newRingPair(t *testing.T, d *daemon, mrLen int) *ringPair {
@@ -36,7 +36,7 @@ func newRingPair(t *testing.T, d *daemon, mrLen int) *ringPair {
 
 // newRingPairWith is newRingPair with beforeA and beforeB, if not nil, run
 // on each endpoint before it is bound and enabled.
-func newRingPairWith(t *testing.T, d *daemon, mrLen int, beforeA, beforeB func(*client.EP) error) *ringPair {
+func newRingPairWith(t *testing.T, d *daemon, mrLen int, beforeA, beforeB func(*fabricfs.EP) error) *ringPair {
 	t.Helper()
 	tree := d.tree(t)
 	dom := tree.Domain("tcp", "lo")
@@ -51,8 +51,8 @@ func newRingPairWith(t *testing.T, d *daemon, mrLen int, beforeA, beforeB func(*
 	if p.cqB, err = dom.NewCQ(4096); err != nil {
 		t.Fatal(err)
 	}
-	setup := func(before func(*client.EP) error, cq *client.CQ) func(*client.EP) error {
-		return func(e *client.EP) error {
+	setup := func(before func(*fabricfs.EP) error, cq *fabricfs.CQ) func(*fabricfs.EP) error {
+		return func(e *fabricfs.EP) error {
 			if before != nil {
 				if err := before(e); err != nil {
 					return err
@@ -217,20 +217,20 @@ func TestCountersOnRings(t *testing.T) {
 	eq, err := dom.NewEQ()
 	must(t, err)
 	t.Cleanup(func() { eq.Close() })
-	var cqA, cqB *client.CQ
-	var sent, recvd *client.Cntr
-	for _, q := range []**client.CQ{&cqA, &cqB} {
+	var cqA, cqB *fabricfs.CQ
+	var sent, recvd *fabricfs.Cntr
+	for _, q := range []**fabricfs.CQ{&cqA, &cqB} {
 		*q, err = dom.NewCQ(0)
 		must(t, err)
 		t.Cleanup(func() { (*q).Close() })
 	}
-	for _, c := range []**client.Cntr{&sent, &recvd} {
+	for _, c := range []**fabricfs.Cntr{&sent, &recvd} {
 		*c, err = dom.NewCntr()
 		must(t, err)
 		t.Cleanup(func() { (*c).Close() })
 	}
-	setup := func(binds ...string) func(*client.EP) error {
-		return func(e *client.EP) error {
+	setup := func(binds ...string) func(*fabricfs.EP) error {
+		return func(e *fabricfs.EP) error {
 			for _, c := range append(append([]string{"bind eq " + eq.ID()}, binds...), "enable") {
 				if err := e.Ctl(c); err != nil {
 					return err
@@ -286,7 +286,7 @@ func TestCountersOnRings(t *testing.T) {
 }
 
 // wantCounts waits up to 10s for a counter to show value and errs.
-func wantCounts(t *testing.T, c *client.Cntr, value, errs uint64) {
+func wantCounts(t *testing.T, c *fabricfs.Cntr, value, errs uint64) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		v, e, err := c.Read()
@@ -359,7 +359,7 @@ func must(t *testing.T, err error) {
 }
 
 // pollN waits for n completions on cq.
-func pollN(t *testing.T, cq *client.CQ, n int) []ring.CQE {
+func pollN(t *testing.T, cq *fabricfs.CQ, n int) []ring.CQE {
 	t.Helper()
 	var out []ring.CQE
 	deadline := time.Now().Add(10 * time.Second)
@@ -543,8 +543,8 @@ func TestEngineCPUPerEndpoint(t *testing.T) {
 		}
 	}
 
-	place := func(cpu int) func(*client.EP) error {
-		return func(e *client.EP) error { return e.SetAttr("engine_cpu", strconv.Itoa(cpu)) }
+	place := func(cpu int) func(*fabricfs.EP) error {
+		return func(e *fabricfs.EP) error { return e.SetAttr("engine_cpu", strconv.Itoa(cpu)) }
 	}
 	p := newRingPairWith(t, d, 4096, place(cpus[0]), place(cpus[1]))
 	if err := p.a.SetAttr("engine_cpu", "-1"); err == nil || !strings.Contains(p.a.Err(), "before enable") {

@@ -8,8 +8,9 @@
 // Both sides of the ABI: the daemon (package core) creates the rings (Init,
 // over a Region from NewMemfd), consumes the work queues ep/N/tx
 // and ep/N/rx and produces into the completion queues cq/N/data; the Go
-// client maps the same files (MapFile, then Open) and plays the other
-// roles. The package depends on nothing of fabricfs, so a client need not
+// client (clients/go/fabricfs) maps the same files (MapFile, then Open) and
+// plays the other roles. The C and Python clients carry their own copies of
+// the layout, which the tests of this package check against it. The package depends on nothing of fabricfs, so a client need not
 // link the daemon. It is Linux-only (memfd, futexes).
 //
 // # Layout

@@ -10,10 +10,14 @@ import (
 	"unsafe"
 )
 
-// The ABI's constants (docs/abi.md).
+// The ABI's constants (docs/abi.md). clients/c/fabricfs.h and
+// clients/python/fabricfs.py carry copies, which this package's tests
+// check against these.
 const (
-	Magic   = 0x47524646 // "FFRG" in the first four bytes, little-endian
-	Version = 1          // abi_version
+	Magic = 0x47524646 // "FFRG" in the first four bytes, little-endian
+	// Version is abi_version, and the content of /abi_version: bumped on
+	// any incompatible change of the tree or the ring ABI.
+	Version = 1
 
 	TypeWork       uint16 = 1 // work queue: the application produces, the daemon consumes
 	TypeCompletion uint16 = 2 // completion queue: the daemon produces, the application consumes

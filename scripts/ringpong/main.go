@@ -1,7 +1,7 @@
 // Command ringpong is fi_pingpong over a mounted fabricfs tree: two
 // processes, one FI_EP_MSG connection or two FI_EP_RDM endpoints, messages
 // moved through the mapped work and completion rings with package
-// fs/client (docs/abi.md).
+// clients/go/fabricfs (docs/abi.md).
 //
 //	ringpong -mnt DIR -role server [-e msg|rdm] [-listen 127.0.0.1:0] [flags]
 //	ringpong -mnt DIR -role client [-e msg|rdm] -addr HOST:PORT [flags]
@@ -36,7 +36,7 @@
 // tx_inject_size carry FI_INJECT and are not waited for (pp_inject); larger
 // ones wait for their send completion (pp_tx), as in fi_pingpong.
 //
-// Waiting polls the CQ ring with client.CQ.Poll, as fi_pingpong spins on
+// Waiting polls the CQ ring with fabricfs.CQ.Poll, as fi_pingpong spins on
 // fi_cq_read of a FI_WAIT_NONE CQ, but by default it calls sched_yield
 // between empty polls: the daemon's threads need a CPU too, and on a small
 // machine a pure spin (-yield=false) starves them (see docs/bench.md).
@@ -68,8 +68,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/fabricfs/fabricfs/clients/go/fabricfs"
 	"github.com/fabricfs/fabricfs/core/ring"
-	"github.com/fabricfs/fabricfs/fs/client"
 	"github.com/fabricfs/fabricfs/internal/pptable"
 )
 
@@ -182,9 +182,9 @@ func parseSizes(s string) ([]int, error) {
 // the counts of the operations it posted and saw complete.
 type side struct {
 	o       *options
-	ep      *client.EP
-	cq      *client.CQ
-	mr      *client.MR
+	ep      *fabricfs.EP
+	cq      *fabricfs.CQ
+	mr      *fabricfs.MR
 	rxOff   uint64 // receive buffer in mr
 	rxLen   uint64
 	txOff   uint64 // send buffer in mr
@@ -212,7 +212,7 @@ type side struct {
 const reschedEvery = 5 * time.Millisecond
 
 // newSide makes the side's CQ and memory region; the endpoint comes later.
-func newSide(o *options, d *client.Domain) (*side, error) {
+func newSide(o *options, d *fabricfs.Domain) (*side, error) {
 	maxSize := 0
 	for _, n := range o.sizes {
 		maxSize = max(maxSize, n)
@@ -246,7 +246,7 @@ func (s *side) placement() []string {
 
 // setup places the endpoint's engine group (-engine-cpu), binds and
 // enables the endpoint, and maps its rings.
-func (s *side) setup(eq *client.EQ) error {
+func (s *side) setup(eq *fabricfs.EQ) error {
 	if p := s.placement(); p != nil {
 		if err := s.ep.SetAttr(p[0], p[1]); err != nil {
 			return err
@@ -424,8 +424,8 @@ func (s *side) close() {
 	s.cq.Close()
 }
 
-func openDomain(o *options) (*client.Domain, error) {
-	t, err := client.Open(o.mnt)
+func openDomain(o *options) (*fabricfs.Domain, error) {
+	t, err := fabricfs.Open(o.mnt)
 	if err != nil {
 		return nil, err
 	}
@@ -520,7 +520,7 @@ func clientSide(o *options) error {
 
 // openRDM makes an AV and a side with an FI_EP_RDM endpoint bound to it,
 // ready. Close the side before the AV.
-func openRDM(o *options) (*side, *client.AV, error) {
+func openRDM(o *options) (*side, *fabricfs.AV, error) {
 	d, err := openDomain(o)
 	if err != nil {
 		return nil, nil, err
@@ -650,7 +650,7 @@ func (s *side) run(o *options, role string) error {
 
 // waitShutdown reads the EQ until the peer's shutdown arrives, or for at
 // most timeout.
-func waitShutdown(eq *client.EQ, timeout time.Duration) {
+func waitShutdown(eq *fabricfs.EQ, timeout time.Duration) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

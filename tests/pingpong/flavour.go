@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fabricfs/fabricfs/clients/go/fabricfs"
 	"github.com/fabricfs/fabricfs/core/fi"
-	"github.com/fabricfs/fabricfs/fs/client"
 )
 
 // flavour is an endpoint type (-e): how the two sides reach each other's
@@ -50,8 +50,8 @@ func newFlavour(o *options) (flavour, error) {
 // connecting or accepting.
 type msgFlavour struct {
 	o     *options
-	eq    *client.EQ
-	pep   *client.PEP
+	eq    *fabricfs.EQ
+	pep   *fabricfs.PEP
 	local netip.AddrPort // the pep's address
 }
 
@@ -131,7 +131,7 @@ func (m *msgFlavour) connect(s *session, c *ctrl) error {
 	return m.waitConnected(ep)
 }
 
-func (m *msgFlavour) waitConnected(ep *client.EP) error {
+func (m *msgFlavour) waitConnected(ep *fabricfs.EP) error {
 	_, err := within(m.o.timeout, "waiting for the connection", func() (struct{}, error) {
 		return struct{}{}, m.eq.WaitConnected(m.o.timeout, ep)
 	})
@@ -202,7 +202,7 @@ func within[T any](d time.Duration, what string, f func() (T, error)) (T, error)
 // client's, after the first sync).
 type rdmFlavour struct {
 	o     *options
-	av    *client.AV
+	av    *fabricfs.AV
 	local netip.AddrPort // the endpoint's name
 }
 

@@ -2,7 +2,7 @@
 // 1.17) on the fabricfs side: it speaks fi_pingpong's out-of-band control
 // protocol over TCP, so that either side can be the real fi_pingpong, and
 // moves the data through a mounted fabricfs tree only: ctl files, the
-// endpoint's work rings, a CQ ring and a memory region (package fs/client).
+// endpoint's work rings, a CQ ring and a memory region (package clients/go/fabricfs).
 //
 //	ffpingpong [-mnt DIR] [options]            server: waits for a client
 //	ffpingpong [-mnt DIR] [options] HOST       client: connects to HOST's server

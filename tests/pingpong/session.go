@@ -7,9 +7,9 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/fabricfs/fabricfs/clients/go/fabricfs"
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/core/ring"
-	"github.com/fabricfs/fabricfs/fs/client"
 )
 
 // fi_pingpong's sizes, tag and data pattern, by their names in
@@ -50,11 +50,11 @@ var xfers = map[string]xfer{
 // rx_cq_cntr).
 type session struct {
 	o    *options
-	d    *client.Domain
+	d    *fabricfs.Domain
 	x    xfer
-	cq   *client.CQ
-	mr   *client.MR
-	ep   *client.EP
+	cq   *fabricfs.CQ
+	mr   *fabricfs.MR
+	ep   *fabricfs.EP
 	dest uint64 // fi_addr of sends: 0 (ignored) on a connected endpoint
 
 	inject               uint64 // tx_attr.inject_size: smaller sends are injected
@@ -67,7 +67,7 @@ type session struct {
 	fillIter, checkIter                uint32 // pp_fill_buf's and pp_check_buf's message counters
 }
 
-func newSession(o *options, d *client.Domain, x xfer) (*session, error) {
+func newSession(o *options, d *fabricfs.Domain, x xfer) (*session, error) {
 	cq, err := d.NewCQ(0)
 	if err != nil {
 		return nil, fmt.Errorf("cq: %w", err)
@@ -89,7 +89,7 @@ func (s *session) close() {
 // pp_init_ep do: it writes the flavour's binds and the CQ's, enables the
 // endpoint, sizes and registers the buffers, maps the rings and posts the
 // first receive, so that one is waiting before the peer can send.
-func (s *session) attach(ep *client.EP, binds ...string) error {
+func (s *session) attach(ep *fabricfs.EP, binds ...string) error {
 	s.ep = ep
 	for _, c := range append(binds, "bind cq "+s.cq.ID()+" send,recv", "enable") {
 		if err := ep.Ctl(c); err != nil {

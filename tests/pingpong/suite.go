@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fabricfs/fabricfs/fs/client"
+	"github.com/fabricfs/fabricfs/clients/go/fabricfs"
 	"github.com/fabricfs/fabricfs/internal/pptable"
 )
 
@@ -21,7 +21,7 @@ func run(o *options) error {
 	if !ok {
 		return fmt.Errorf("-m %s: unknown transmit mode: want msg or tagged", o.mode)
 	}
-	t, err := client.Open(o.mnt)
+	t, err := fabricfs.Open(o.mnt)
 	if err != nil {
 		return err
 	}

@@ -1,11 +1,13 @@
-// Package client is a small Go API over a mounted fabricfs tree: the file
+// Package fabricfs is the Go client of a mounted fabricfs tree: the file
 // protocol of docs/tree.md and the ring fast path of docs/abi.md, for Go
-// programs.
+// programs. It is one of the clients under clients/ (clients/c/fabricfs.h
+// for C, clients/python/fabricfs.py for Python), and the one that drives the
+// rings with the daemon's own implementation of the layout.
 //
 // Objects are made through clone files and live while their clone file is
 // open, that is until Close (or the program's exit):
 //
-//	t, err := client.Open("/fabric")
+//	t, err := fabricfs.Open("/fabric")
 //	d := t.Domain("tcp", "lo")
 //	eq, err := d.NewEQ()
 //	cqa, err := d.NewCQ(0)
@@ -19,7 +21,7 @@
 // The rings are mapped and driven with package core/ring, the one Go
 // implementation of the layout. An EP's rings take one producer and a CQ's
 // ring one consumer: use each from one goroutine at a time.
-package client
+package fabricfs
 
 import (
 	"bufio"

@@ -1,5 +1,6 @@
 /*
- * pingpong: a fabricfs ring client written from docs/abi.md and docs/tree.md.
+ * pingpong: a fabricfs ring client, of docs/abi.md through fabricfs.h and
+ * of docs/tree.md.
  *
  *	pingpong MOUNTPOINT [ITERATIONS] [SIZE]
  *
@@ -10,8 +11,8 @@
  * ITERATIONS messages of SIZE bytes (default 1000 x 4096) with a pattern
  * that depends on the iteration; B checks every byte and sends the message
  * back from where it landed; A checks every byte again. It waits with the
- * futex protocol of docs/abi.md: spin briefly, then set RING_NEED_WAKEUP and
- * FUTEX_WAIT on the ring's wake word.
+ * futex protocol of docs/abi.md: spin briefly, then sleep on the CQ ring
+ * (fabricfs_sleep).
  *
  * Prints "ok ITERATIONS SIZE USEC_PER_ROUNDTRIP" and exits 0, or says what
  * went wrong (with the object's err file) and exits 1.
@@ -19,84 +20,16 @@
  *	gcc -O2 -Wall -o pingpong pingpong.c
  */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <linux/futex.h>
+#include "fabricfs.h"
+
 #include <stdarg.h>
-#include <stdatomic.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
-/* docs/abi.md: ring header, flags, features. */
-#define RING_MAGIC 0x47524646u
-#define RING_ABI_VERSION 1
-#define RING_WORK 1
-#define RING_COMPLETION 2
-#define RING_ENTRY_SIZE 128
-#define RING_NEED_WAKEUP (1u << 0)
-#define RING_OVERFLOW (1u << 1)
-#define RING_DEAD (1u << 2)
-#define FEAT_FUTEX (1ull << 0)
-
-/* Work request ops and libfabric flags (docs/abi.md). */
-#define OP_SEND 1
-#define OP_RECV 2
-#define FI_MSG (1ull << 1)
-#define FI_RECV (1ull << 10)
-#define FI_SEND (1ull << 11)
-
-struct wr { /* 128 bytes */
-	uint8_t op;
-	uint8_t reserved1[7];
-	uint64_t flags, context, desc, offset, len, addr, data, tag, ignore;
-	uint64_t rma_addr, rma_key, result_desc, result_offset, compare_offset;
-	uint8_t datatype, atomic_op;
-	uint8_t reserved2[6];
-};
-_Static_assert(sizeof(struct wr) == 128, "wr size");
-_Static_assert(offsetof(struct wr, flags) == 8, "wr flags");
-_Static_assert(offsetof(struct wr, compare_offset) == 112, "wr compare_offset");
-_Static_assert(offsetof(struct wr, datatype) == 120, "wr datatype");
-
-struct cqe { /* 128 bytes */
-	uint64_t op_context, flags, len, buf, data, tag, src_addr;
-	int32_t err, prov_errno;
-	uint64_t olen, desc;
-	uint8_t reserved[48];
-};
-_Static_assert(sizeof(struct cqe) == 128, "cqe size");
-_Static_assert(offsetof(struct cqe, err) == 56, "cqe err");
-_Static_assert(offsetof(struct cqe, olen) == 64, "cqe olen");
-_Static_assert(offsetof(struct cqe, desc) == 72, "cqe desc");
-
-/* Header fields, at their offsets in the first page. */
-struct ring_header {
-	uint32_t magic;
-	uint16_t abi_version, ring_type;
-	uint32_t entry_size, entry_count, mask;
-	uint32_t head_off, tail_off, flags_off, wake_off, entries_off;
-	uint64_t features;
-	uint8_t reserved[16];
-};
-_Static_assert(offsetof(struct ring_header, features) == 40, "header features");
-
+/* A mapped ring and the path it came from, for messages. */
 struct ring {
 	char path[PATH_MAX];
-	uint8_t *mem;
-	size_t size;
-	uint32_t count, mask, entry_size;
-	uint64_t features;
-	_Atomic uint32_t *head, *tail, *flags, *wake;
-	uint8_t *entries;
+	struct fabricfs_ring r;
 };
 
 static char dom[1024];  /* MOUNTPOINT/tcp/lo */
@@ -213,93 +146,35 @@ static const char *id(const char *obj)
 	return strchr(obj, '/') + 1;
 }
 
-/* mapfile opens DOM/OBJ/FILE read-write and maps all of it shared. */
+/* mapfile maps DOM/OBJ/FILE (fabricfs_map), saying its path in path. */
 static uint8_t *mapfile(const char *obj, const char *file, size_t *size, char *path)
 {
 	snprintf(path, PATH_MAX, "%s/%s/%s", dom, obj, file);
-	int fd = open(path, O_RDWR);
-	if (fd < 0)
-		fail("open %s: %s (err: %s)", path, strerror(errno), objerr(obj));
-	struct stat st;
-	if (fstat(fd, &st) < 0)
-		fail("fstat %s: %s", path, strerror(errno));
-	if (st.st_size <= 0)
-		fail("%s: size %lld", path, (long long)st.st_size);
-	void *m = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (m == MAP_FAILED)
-		fail("mmap %s: %s", path, strerror(errno));
-	close(fd); /* the mapping stays */
-	*size = st.st_size;
+	uint8_t *m = fabricfs_map(path, size);
+	if (!m)
+		fail("map %s: %s (err: %s)", path, strerror(errno), objerr(obj));
 	return m;
 }
 
 static void ring_map(struct ring *r, const char *obj, const char *file, int type)
 {
-	r->mem = mapfile(obj, file, &r->size, r->path);
-	if (r->size < 4096)
-		fail("%s: %zu bytes, less than a header page", r->path, r->size);
-	struct ring_header h;
-	memcpy(&h, r->mem, sizeof h);
-	if (h.magic != RING_MAGIC)
-		fail("%s: magic %#x, want %#x", r->path, h.magic, RING_MAGIC);
-	if (h.abi_version != RING_ABI_VERSION)
-		fail("%s: abi_version %u, want %u", r->path, h.abi_version, RING_ABI_VERSION);
-	if (h.ring_type != type)
-		fail("%s: ring_type %u, want %d", r->path, h.ring_type, type);
-	if (h.entry_size != RING_ENTRY_SIZE)
-		fail("%s: entry_size %u, want %d", r->path, h.entry_size, RING_ENTRY_SIZE);
-	if (h.entry_count == 0 || (h.entry_count & (h.entry_count - 1)) || h.mask != h.entry_count - 1)
-		fail("%s: entry_count %u mask %u", r->path, h.entry_count, h.mask);
-	uint32_t offs[4] = {h.head_off, h.tail_off, h.flags_off, h.wake_off};
-	for (int i = 0; i < 4; i++)
-		if (offs[i] % 4 || offs[i] + 4 > 4096)
-			fail("%s: bad word offset %u", r->path, offs[i]);
-	if ((uint64_t)h.entries_off + (uint64_t)h.entry_count * h.entry_size > r->size)
-		fail("%s: %u entries at %u do not fit in %zu bytes", r->path, h.entry_count,
-		     h.entries_off, r->size);
-	if (!(h.features & FEAT_FUTEX))
-		fail("%s: no FEAT_FUTEX (features %#llx)", r->path, (unsigned long long)h.features);
-	r->count = h.entry_count;
-	r->mask = h.mask;
-	r->entry_size = h.entry_size;
-	r->features = h.features;
-	r->head = (_Atomic uint32_t *)(r->mem + h.head_off);
-	r->tail = (_Atomic uint32_t *)(r->mem + h.tail_off);
-	r->flags = (_Atomic uint32_t *)(r->mem + h.flags_off);
-	r->wake = (_Atomic uint32_t *)(r->mem + h.wake_off);
-	r->entries = r->mem + h.entries_off;
+	size_t size = 0;
+	uint8_t *m = mapfile(obj, file, &size, r->path);
+	const char *bad = fabricfs_ring_open(&r->r, m, size);
+	if (bad)
+		fail("%s: bad header field %s", r->path, bad);
+	if (r->r.type != type)
+		fail("%s: ring_type %u, want %d", r->path, r->r.type, type);
+	if (!(r->r.features & FABRICFS_FEAT_FUTEX))
+		fail("%s: no FEAT_FUTEX (features %#llx)", r->path, (unsigned long long)r->r.features);
 }
 
-static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timespec *ts)
-{
-	/* Shared futexes (no FUTEX_PRIVATE_FLAG): the page is shared with the daemon. */
-	return syscall(SYS_futex, (uint32_t *)w, op, val, ts, NULL, 0);
-}
-
-/* post publishes one work request (docs/abi.md "Producer"); returns -1
- * when the ring is full. */
-static int post(struct ring *r, const struct wr *e)
-{
-	uint32_t t = atomic_load_explicit(r->tail, memory_order_relaxed);
-	uint32_t h = atomic_load_explicit(r->head, memory_order_acquire);
-	if (t - h == r->count)
-		return -1;
-	memcpy(r->entries + (size_t)(t & r->mask) * r->entry_size, e, sizeof *e);
-	atomic_store_explicit(r->tail, t + 1, memory_order_release);
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(r->flags, memory_order_relaxed) & RING_NEED_WAKEUP) {
-		atomic_fetch_add(r->wake, 1);
-		futex(r->wake, FUTEX_WAKE, INT_MAX, NULL);
-	}
-	return 0;
-}
-
-static void post_wait(struct ring *r, const struct wr *e, const char *obj)
+static void post_wait(struct ring *r, const struct fabricfs_wr *e, const char *obj)
 {
 	double deadline = now() + 10;
-	while (post(r, e) < 0) {
+	while (fabricfs_post(&r->r, e) < 0) {
 		/* Full: the daemon frees entries as it takes them (back-pressure). */
-		if (atomic_load_explicit(r->flags, memory_order_relaxed) & RING_DEAD)
+		if (fabricfs_load_relaxed(r->r.flags) & FABRICFS_RING_DEAD)
 			fail("%s: ring is dead (err: %s)", r->path, objerr(obj));
 		if (now() > deadline)
 			fail("%s: ring full for 10s (err: %s)", r->path, objerr(obj));
@@ -329,7 +204,7 @@ struct side {
 	uint64_t desc;
 	size_t size;                     /* bytes per message */
 	uint64_t sends_done, recvs_done; /* completions seen, in order */
-	struct cqe last_recv;
+	struct fabricfs_cqe last_recv;
 };
 
 static void setup_mr(struct side *s, size_t len)
@@ -421,13 +296,9 @@ static void check(const struct side *s, const uint8_t *p, size_t n, uint64_t i)
 /* reap takes the completions in s's CQ ring; returns how many. */
 static int reap(struct side *s)
 {
-	struct ring *r = &s->cqr;
-	uint32_t h = atomic_load_explicit(r->head, memory_order_relaxed);
-	uint32_t t = atomic_load_explicit(r->tail, memory_order_acquire);
+	struct fabricfs_cqe c;
 	int n = 0;
-	for (; h != t; h++, n++) {
-		struct cqe c;
-		memcpy(&c, r->entries + (size_t)(h & r->mask) * r->entry_size, sizeof c);
+	for (; fabricfs_reap(&s->cqr.r, &c); n++) {
 		if (c.err != 0)
 			fail("%s: error completion: op_context=%#llx flags=%#llx err=%d prov_errno=%d "
 			     "olen=%llu (ep err: %s)", s->name, (unsigned long long)c.op_context,
@@ -455,26 +326,7 @@ static int reap(struct side *s)
 			     (unsigned long long)c.op_context);
 		}
 	}
-	atomic_store_explicit(r->head, h, memory_order_release);
 	return n;
-}
-
-/* cq_sleep sleeps on the CQ ring until its tail moves past head or the
- * timeout passes (docs/abi.md "Consumer: sleep"). */
-static void cq_sleep(struct side *s, long usec)
-{
-	struct ring *r = &s->cqr;
-	uint32_t h = atomic_load_explicit(r->head, memory_order_relaxed);
-	uint32_t w = atomic_load(r->wake);
-	atomic_fetch_or(r->flags, RING_NEED_WAKEUP);
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(r->tail, memory_order_acquire) == h) {
-		struct timespec ts = {usec / 1000000, (usec % 1000000) * 1000};
-		if (futex(r->wake, FUTEX_WAIT, w, &ts) < 0 && errno != EAGAIN &&
-		    errno != ETIMEDOUT && errno != EINTR)
-			fail("%s: FUTEX_WAIT: %s", r->path, strerror(errno));
-	}
-	atomic_fetch_and(r->flags, ~RING_NEED_WAKEUP);
 }
 
 /* await reaps s's CQ until *done >= want: it polls 2000 times (a few
@@ -486,21 +338,22 @@ static void await(struct side *s, const uint64_t *done, uint64_t want, const cha
 	while (*done < want) {
 		if (reap(s) > 0)
 			continue;
-		uint32_t f = atomic_load_explicit(s->cqr.flags, memory_order_relaxed);
-		if (f & RING_DEAD)
+		if (fabricfs_load_relaxed(s->cqr.r.flags) & FABRICFS_RING_DEAD)
 			fail("%s: CQ ring is dead (err: %s)", s->name, objerr(s->cq));
 		if (++spins < 2000)
 			continue;
 		if (now() > deadline)
 			fail("%s: no %s completion after 10s (ep err: %s; cq err: %s)", s->name,
 			     what, objerr(s->ep), objerr(s->cq));
-		cq_sleep(s, 100000);
+		struct timespec ts = {0, 100000000};
+		if (fabricfs_sleep(&s->cqr.r, &ts) < 0)
+			fail("%s: FUTEX_WAIT: %s", s->cqr.path, strerror(errno));
 	}
 }
 
-static struct wr mkwr(int op, uint64_t ctx, uint64_t desc, uint64_t off, uint64_t len)
+static struct fabricfs_wr mkwr(int op, uint64_t ctx, uint64_t desc, uint64_t off, uint64_t len)
 {
-	struct wr e;
+	struct fabricfs_wr e;
 	memset(&e, 0, sizeof e);
 	e.op = op;
 	e.context = ctx;
@@ -527,8 +380,8 @@ int main(int argc, char **argv)
 	char ver[64];
 	if (readfile(buf, ver, sizeof ver) < 0)
 		fail("read %s: %s", buf, strerror(errno));
-	if (strcmp(ver, "1") != 0)
-		fail("%s is %s; this client speaks abi_version 1", buf, ver);
+	if (strtol(ver, NULL, 10) != FABRICFS_ABI_VERSION)
+		fail("%s is %s; this client speaks abi_version %d", buf, ver, FABRICFS_ABI_VERSION);
 	if (strlen(argv[1]) > sizeof dom - 16)
 		fail("mount point path too long");
 	snprintf(dom, sizeof dom, "%s/tcp/lo", argv[1]);
@@ -569,26 +422,26 @@ int main(int argc, char **argv)
 	setup_mr(&a, 2 * size);
 	setup_mr(&b, 2 * size);
 
-	ring_map(&a.tx, a.ep, "tx", RING_WORK);
-	ring_map(&a.rx, a.ep, "rx", RING_WORK);
-	ring_map(&b.tx, b.ep, "tx", RING_WORK);
-	ring_map(&b.rx, b.ep, "rx", RING_WORK);
-	ring_map(&a.cqr, a.cq, "data", RING_COMPLETION);
-	ring_map(&b.cqr, b.cq, "data", RING_COMPLETION);
+	ring_map(&a.tx, a.ep, "tx", FABRICFS_RING_WORK);
+	ring_map(&a.rx, a.ep, "rx", FABRICFS_RING_WORK);
+	ring_map(&b.tx, b.ep, "tx", FABRICFS_RING_WORK);
+	ring_map(&b.rx, b.ep, "rx", FABRICFS_RING_WORK);
+	ring_map(&a.cqr, a.cq, "data", FABRICFS_RING_COMPLETION);
+	ring_map(&b.cqr, b.cq, "data", FABRICFS_RING_COMPLETION);
 
-	struct wr e;
+	struct fabricfs_wr e;
 	/* B's first receive is posted before A sends anything. */
-	e = mkwr(OP_RECV, CTX_RECV | 0, b.desc, 0, size);
+	e = mkwr(FABRICFS_OP_RECV, CTX_RECV | 0, b.desc, 0, size);
 	post_wait(&b.rx, &e, b.ep);
 
 	double t0 = now();
 	for (uint64_t i = 0; i < iters; i++) {
 		uint64_t seq = i & 0xffffffffull;
 		/* A: receive buffer for the pong, then the ping. */
-		e = mkwr(OP_RECV, CTX_RECV | seq, a.desc, size, size);
+		e = mkwr(FABRICFS_OP_RECV, CTX_RECV | seq, a.desc, size, size);
 		post_wait(&a.rx, &e, a.ep);
 		fill(a.mem, size, i);
-		e = mkwr(OP_SEND, CTX_SEND | seq, a.desc, 0, size);
+		e = mkwr(FABRICFS_OP_SEND, CTX_SEND | seq, a.desc, 0, size);
 		post_wait(&a.tx, &e, a.ep);
 
 		/* B: the ping lands in slot i%2. */
@@ -601,11 +454,11 @@ int main(int argc, char **argv)
 		if (i + 1 < iters) {
 			/* The other slot was last echoed by send i-1: wait for it. */
 			await(&b, &b.sends_done, i, "send");
-			e = mkwr(OP_RECV, CTX_RECV | ((i + 1) & 0xffffffffull), b.desc,
+			e = mkwr(FABRICFS_OP_RECV, CTX_RECV | ((i + 1) & 0xffffffffull), b.desc,
 				 ((i + 1) % 2) * size, size);
 			post_wait(&b.rx, &e, b.ep);
 		}
-		e = mkwr(OP_SEND, CTX_SEND | seq, b.desc, slot, size);
+		e = mkwr(FABRICFS_OP_SEND, CTX_SEND | seq, b.desc, slot, size);
 		post_wait(&b.tx, &e, b.ep);
 
 		/* A: its send done (slot 0 reusable) and the pong checked. */
