@@ -146,7 +146,7 @@ func TestLimitsAndOwners(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	f.ObjectLimit = 2
+	f.SetLimit(core.Objects, 2)
 	d, _ := f.Domain("tcp", "lo")
 	for i := 0; i < 2; i++ {
 		if _, err := d.Create(core.KindCntr, "", 1000); err != nil {

@@ -15,17 +15,12 @@ import (
 	"github.com/fabricfs/fabricfs/core/shm"
 )
 
-// DefaultObjectLimit is how many objects one uid may hold at once.
-const DefaultObjectLimit = 4096
-
 // Fabric is the root of the model: the providers, their domains, and the
 // per-user limits. It is what the tree at /fabric shows.
 type Fabric struct {
 	provs   []Provider
 	domains map[string][]*Domain // by provider name, in the provider's order
 
-	// ObjectLimit is the most objects one uid other than root may hold.
-	ObjectLimit int
 	// Logf logs daemon-side events; nil logs with the log package.
 	Logf func(format string, a ...any)
 	// Shm allocates shared memory for rings and regions. New sets it up
@@ -36,13 +31,13 @@ type Fabric struct {
 	eng engine
 
 	mu      sync.Mutex
-	perUID  map[uint32]int
+	acct    accounts // what each uid holds (limits.go)
 	closing bool
 }
 
 // New opens every domain of every provider.
 func New(provs ...Provider) (*Fabric, error) {
-	f := &Fabric{provs: provs, domains: map[string][]*Domain{}, ObjectLimit: DefaultObjectLimit, perUID: map[uint32]int{}}
+	f := &Fabric{provs: provs, domains: map[string][]*Domain{}, acct: accounts{limits: DefaultLimits, held: map[uint32]*Holding{}}}
 	f.eng.logf = f.logf
 	f.eng.allowed = new(unix.CPUSet)
 	if err := unix.SchedGetaffinity(0, f.eng.allowed); err != nil {
@@ -169,31 +164,6 @@ func (d *Domain) closeObjects() {
 		}
 		d.mu.Unlock()
 		d.closeAll(dead)
-	}
-}
-
-func (f *Fabric) count(uid uint32) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closing {
-		return Errorf(fi.ESHUTDOWN, "fabricfs is shutting down")
-	}
-	if uid != 0 && f.perUID[uid] >= f.ObjectLimit {
-		return Errorf(fi.ENOSPC, "uid %d holds %d objects, the limit", uid, f.ObjectLimit)
-	}
-	f.perUID[uid]++
-	return nil
-}
-
-func (f *Fabric) uncount(uid uint32) {
-	f.mu.Lock()
-	f.uncountLocked(uid)
-	f.mu.Unlock()
-}
-
-func (f *Fabric) uncountLocked(uid uint32) {
-	if f.perUID[uid]--; f.perUID[uid] <= 0 {
-		delete(f.perUID, uid)
 	}
 }
 

@@ -241,7 +241,7 @@ func (d *Domain) forgetLocked(o *Object) {
 	o.dead = true
 	delete(d.objs[o.Kind], o.ID)
 	delete(d.bySerial, o.Serial)
-	d.fab.uncount(o.Owner)
+	d.fab.Give(o.Owner, Objects, 1)
 }
 
 // closeAll closes objects that died, outside the domain lock.
@@ -322,13 +322,13 @@ func (d *Domain) Create(k Kind, name string, uid uint32) (*Object, error) {
 			return nil, err
 		}
 	}
-	if err := d.fab.count(uid); err != nil {
+	if err := d.fab.Take(uid, Objects, 1); err != nil {
 		return nil, err
 	}
 	o := &Object{Kind: k, Owner: uid, Dom: d, Serial: serial.Add(1)}
 	impl, err := newImpl[k](o)
 	if err != nil {
-		d.fab.uncount(uid)
+		d.fab.Give(uid, Objects, 1)
 		return nil, err
 	}
 	o.Impl = impl
@@ -340,7 +340,7 @@ func (d *Domain) Create(k Kind, name string, uid uint32) (*Object, error) {
 	} else {
 		if _, dup := d.objs[k][name]; dup {
 			d.mu.Unlock()
-			d.fab.uncount(uid)
+			d.fab.Give(uid, Objects, 1)
 			impl.Close()
 			return nil, Errorf(fi.EEXIST, "%s %s already exists", k, name)
 		}
