@@ -178,25 +178,14 @@ func Give(ev any, r Resource, n int64) {
 	}
 }
 
-func (ev epEvents) Take(r Resource, n int64) error {
-	o := ev.e.obj
-	return o.Dom.fab.Take(o.Owner, r, n)
-}
+// take and give charge the object's owner.
+func (o *Object) take(r Resource, n int64) error { return o.Dom.fab.Take(o.Owner, r, n) }
+func (o *Object) give(r Resource, n int64)       { o.Dom.fab.Give(o.Owner, r, n) }
 
-func (ev epEvents) Give(r Resource, n int64) {
-	o := ev.e.obj
-	o.Dom.fab.Give(o.Owner, r, n)
-}
-
-func (ev pepEvents) Take(r Resource, n int64) error {
-	o := ev.p.obj
-	return o.Dom.fab.Take(o.Owner, r, n)
-}
-
-func (ev pepEvents) Give(r Resource, n int64) {
-	o := ev.p.obj
-	o.Dom.fab.Give(o.Owner, r, n)
-}
+func (ev epEvents) Take(r Resource, n int64) error  { return ev.e.obj.take(r, n) }
+func (ev epEvents) Give(r Resource, n int64)        { ev.e.obj.give(r, n) }
+func (ev pepEvents) Take(r Resource, n int64) error { return ev.p.obj.take(r, n) }
+func (ev pepEvents) Give(r Resource, n int64)       { ev.p.obj.give(r, n) }
 
 var (
 	_ Accounter = epEvents{}
