@@ -146,7 +146,7 @@ func newEndpoint(d *domain, info *fi.Info, ev core.EndpointEvents) (*endpoint, e
 	e.rx.directed, e.rx.limit = info.Caps&fi.DIRECTED_RECV != 0, UnexpectedLimit
 	e.rx.multi, e.rx.minMulti = map[*core.Op]*multiRecv{}, DefaultMinMultiRecv
 	if e.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
-		return nil, core.Errorf(fi.EMFILE, "rxm: %v", os.NewSyscallError("epoll_create1", err))
+		return nil, core.Errorf(core.Code(err), "rxm: %v", os.NewSyscallError("epoll_create1", err))
 	}
 	e.pollFD.Store(int32(e.epfd))
 	e.evs = make([]unix.EpollEvent, 64)
