@@ -102,18 +102,56 @@ type pepEvents struct{ e *endpoint }
 func (ev pepEvents) ConnReq(req core.ConnReq) { ev.e.connReq(req) }
 func (ev pepEvents) Failed(err error)         { ev.e.asyncError(err) }
 
-// peerLocked finds or makes the peer with address a.
+// peerLocked finds or makes the peer with address a. A new peer takes a
+// free slot of the table, if its host has not used its share.
 func (e *endpoint) peerLocked(a netip.AddrPort) (*peer, error) {
 	if p := e.byAddr[a]; p != nil {
 		return p, nil
 	}
-	if len(e.peers) >= MaxPeers {
-		return nil, core.Errorf(fi.ENOSPC, "rxm: %d peers, the most an endpoint keeps", MaxPeers)
+	if len(e.peers) >= maxPeers {
+		return nil, core.Errorf(fi.ENOSPC, "rxm: %d peers, the most an endpoint keeps", maxPeers)
 	}
-	p := &peer{index: uint32(len(e.peers)), addr: a}
-	e.peers = append(e.peers, p)
+	h := hostOf(a)
+	if e.byHost[h] >= maxPeersPerHost {
+		return nil, core.Errorf(fi.ENOSPC, "rxm: %d peers at host %v, the most one host may have", maxPeersPerHost, h)
+	}
+	index := uint32(len(e.peers)) // indexes below it are taken or free
+	if n := len(e.free); n > 0 {
+		index, e.free = e.free[n-1], e.free[:n-1]
+	}
+	p := &peer{index: index, addr: a}
+	e.peers[index] = p
 	e.byAddr[a] = p
+	e.byHost[h]++
 	return p, nil
+}
+
+// forgetLocked drops p from the table if nothing holds it: no connection,
+// no send waiting for one. A later send to its address, or its own
+// connect request, makes it again, with a new connection.
+func (e *endpoint) forgetLocked(p *peer) {
+	if p.state != pIdle || p.conn != nil || len(p.queue) > 0 || p.flushing || e.byAddr[p.addr] != p {
+		return
+	}
+	delete(e.byAddr, p.addr)
+	delete(e.peers, p.index)
+	h := hostOf(p.addr)
+	if e.byHost[h]--; e.byHost[h] <= 0 {
+		delete(e.byHost, h)
+	}
+	e.free = append(e.free, p.index)
+}
+
+// hostOf is the host a peer's address belongs to, for MaxPeersPerHost:
+// its IPv4 address, or the /64 of its IPv6 address (what one host is
+// given to choose from).
+func hostOf(a netip.AddrPort) netip.Addr {
+	ip := a.Addr()
+	if ip.Is4() {
+		return ip
+	}
+	pfx, _ := ip.Prefix(64)
+	return pfx.Addr()
 }
 
 // connectLocked starts a connection to p, whose sends wait in its queue.
@@ -242,6 +280,7 @@ func (e *endpoint) connDown(c *conn, err error, data []byte) {
 	if mine {
 		fins = e.connGoneLocked(c, code)
 	}
+	e.forgetLocked(p)
 	closed := e.state == epClosed
 	t := c.tcp
 	closeT := mine && t != nil && !closed
@@ -281,6 +320,7 @@ func (e *endpoint) retry(p *peer) {
 	if e.state == epEnabled && p.state == pIdle && p.conn == nil && len(p.queue) > 0 {
 		e.connectLocked(p)
 	}
+	e.forgetLocked(p)
 }
 
 // connReq is a connect request on the listener. It is accepted or rejected

@@ -28,8 +28,11 @@ const (
 	// endpoint's tx_size, for messages of the protocol's own (read-done).
 	ctrlSends = 64
 	// MaxPeers bounds the peer table: addresses sent to, and peers that
-	// connected.
+	// connected, while they have a connection or sends waiting for one.
 	MaxPeers = 1 << 16
+	// MaxPeersPerHost bounds the peers of one host (an IPv4 address, an
+	// IPv6 /64) in the table, so that one host cannot take every slot.
+	MaxPeersPerHost = 4096
 	// UnexpectedLimit bounds the bytes of unexpected messages an endpoint
 	// keeps. Beyond it, connections stop being read (TCP back-pressure)
 	// until receives are posted.
@@ -38,6 +41,10 @@ const (
 	// a longer rendezvous message is truncated to it.
 	MaxDynamicRecv = 64 << 20
 )
+
+// maxPeers and maxPeersPerHost are MaxPeers and MaxPeersPerHost; tests
+// shrink them.
+var maxPeers, maxPeersPerHost = MaxPeers, MaxPeersPerHost
 
 type epState uint8
 
@@ -69,9 +76,11 @@ type endpoint struct {
 	mu     sync.Mutex
 	state  epState
 	pep    core.PassiveEndpoint
-	name   netip.AddrPort // the listening address, canonical
-	peers  []*peer        // by our index
+	name   netip.AddrPort   // the listening address, canonical
+	peers  map[uint32]*peer // by our index
 	byAddr map[netip.AddrPort]*peer
+	byHost map[netip.Addr]int // how many peers each host has: see hostOf
+	free   []uint32           // indexes of forgotten peers, for new ones
 	conns  map[*conn]struct{} // every connection not yet closed
 	rx     matcher
 	rxSize int
@@ -140,7 +149,7 @@ func newEndpoint(d *domain, info *fi.Info, ev core.EndpointEvents) (*endpoint, e
 	e := &endpoint{
 		dom: d, info: info, msg: msg, ev: ev, pid: rand.Uint32() | 1, txSize: int(txSize), rxSize: int(rxSize),
 		inject: int(info.TxAttr.InjectSize),
-		byAddr: map[netip.AddrPort]*peer{}, conns: map[*conn]struct{}{}, rndvSends: map[uint64]*sendItem{},
+		peers:  map[uint32]*peer{}, byAddr: map[netip.AddrPort]*peer{}, byHost: map[netip.Addr]int{}, conns: map[*conn]struct{}{}, rndvSends: map[uint64]*sendItem{},
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	e.rx.directed, e.rx.limit = info.Caps&fi.DIRECTED_RECV != 0, UnexpectedLimit
@@ -245,6 +254,7 @@ func (e *endpoint) Cancel(op *core.Op) bool {
 	if !found {
 		for _, p := range e.peers {
 			if it, ok := p.unqueue(op); ok {
+				e.forgetLocked(p)
 				e.mu.Unlock()
 				e.sendFailed(it, fi.ECANCELED)
 				return true

@@ -177,6 +177,7 @@ func (e *endpoint) flush(p *peer) {
 		p.spare = items[:0]
 	}
 	p.flushing = false
+	e.forgetLocked(p)
 	e.mu.Unlock()
 }
 

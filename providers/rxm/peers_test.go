@@ -1,0 +1,110 @@
+package rxm
+
+import (
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/fabricfs/fabricfs/providers/rxm/wire"
+	tcpwire "github.com/fabricfs/fabricfs/providers/tcp/wire"
+)
+
+// connectFrom dials r's listener from address src (a loopback address)
+// as a peer announcing port, and returns the connection and the type of
+// the answer.
+func connectFrom(t *testing.T, r *rdm, src string, port uint16) (net.Conn, tcpwire.CMType) {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+	c, err := d.Dial("tcp", r.addr.IP.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	cd := wire.NewConnect(port, wire.MakeConnID(7, 0))
+	data, err := cd.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := tcpwire.AppendCM(nil, tcpwire.CMConnReq, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(waitTime))
+	hb := make([]byte, tcpwire.CMHeaderSize)
+	if _, err := io.ReadFull(c, hb); err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	h, err := tcpwire.DecodeCMHeader(hb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(c, make([]byte, h.DataLen)); err != nil {
+		t.Fatal(err)
+	}
+	return c, h.Type
+}
+
+// setPeerLimits shrinks the peer table for one test.
+func setPeerLimits(t *testing.T, total, perHost int) {
+	oldTotal, oldHost := maxPeers, maxPeersPerHost
+	maxPeers, maxPeersPerHost = total, perHost
+	t.Cleanup(func() { maxPeers, maxPeersPerHost = oldTotal, oldHost })
+}
+
+// waitPeers waits until r keeps n peers.
+func waitPeers(t *testing.T, r *rdm, n int) {
+	t.Helper()
+	deadline := time.Now().Add(waitTime)
+	for {
+		r.ep.mu.Lock()
+		got := len(r.ep.peers)
+		r.ep.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d peers, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Peers whose connection went away are forgotten: a stream of peers that
+// each connect and leave, announcing new ports, never fills the table.
+func TestGonePeersAreForgotten(t *testing.T) {
+	setPeerLimits(t, 8, 8)
+	p, d := testDomain(t)
+	r := newRDM(t, p, d)
+	for i := range 40 {
+		c, typ := connectFrom(t, r, "127.0.0.1", uint16(20000+i))
+		if typ != tcpwire.CMConnResp {
+			t.Fatalf("peer %d (table of %d): answer %v, want an accept", i, maxPeers, typ)
+		}
+		c.Close()
+		waitPeers(t, r, 0)
+	}
+}
+
+// One host cannot take every slot of the table: past maxPeersPerHost its
+// requests are rejected, and another host still gets in.
+func TestPeersPerHost(t *testing.T) {
+	setPeerLimits(t, 16, 4)
+	p, d := testDomain(t)
+	r := newRDM(t, p, d)
+	for i := range 4 {
+		if _, typ := connectFrom(t, r, "127.0.0.2", uint16(30000+i)); typ != tcpwire.CMConnResp {
+			t.Fatalf("peer %d of host 127.0.0.2: answer %v, want an accept", i, typ)
+		}
+	}
+	if _, typ := connectFrom(t, r, "127.0.0.2", 30100); typ != tcpwire.CMReject {
+		t.Fatalf("5th peer of host 127.0.0.2: answer %v, want a reject", typ)
+	}
+	wantAsyncError(t, r, "127.0.0.2")
+	if _, typ := connectFrom(t, r, "127.0.0.3", 30000); typ != tcpwire.CMConnResp {
+		t.Fatalf("peer of host 127.0.0.3: answer %v, want an accept", typ)
+	}
+}
