@@ -85,6 +85,11 @@ type connEvents struct {
 // (core.Owned): its peers reach that owner's memory only.
 func (ev connEvents) Owner() uint32 { return core.OwnerOf(ev.EndpointEvents) }
 
+// Take and Give charge the connection to the RDM endpoint's owner
+// (core.Accounter).
+func (ev connEvents) Take(r core.Resource, n int64) error { return core.Take(ev.EndpointEvents, r, n) }
+func (ev connEvents) Give(r core.Resource, n int64)       { core.Give(ev.EndpointEvents, r, n) }
+
 func (ev connEvents) Connected(data []byte)         { ev.c.ep.connected(ev.c, data) }
 func (ev connEvents) Shutdown()                     { ev.c.ep.connDown(ev.c, nil, nil) }
 func (ev connEvents) Failed(err error, data []byte) { ev.c.ep.connDown(ev.c, err, data) }
@@ -101,6 +106,11 @@ type pepEvents struct{ e *endpoint }
 
 func (ev pepEvents) ConnReq(req core.ConnReq) { ev.e.connReq(req) }
 func (ev pepEvents) Failed(err error)         { ev.e.asyncError(err) }
+
+// Take and Give charge the listener and its handshakes to the RDM
+// endpoint's owner (core.Accounter).
+func (ev pepEvents) Take(r core.Resource, n int64) error { return core.Take(ev.e.ev, r, n) }
+func (ev pepEvents) Give(r core.Resource, n int64)       { core.Give(ev.e.ev, r, n) }
 
 // peerLocked finds or makes the peer with address a. A new peer takes a
 // free slot of the table, if its host has not used its share.
