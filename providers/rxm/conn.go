@@ -67,6 +67,7 @@ type conn struct {
 	remotePID   uint32        // the pid in the peer's ConnID; 0: unknown
 	dead        bool          // abandoned: whoever set this closes tcp
 	free        []*core.Op    // receive buffers to repost
+	nbufs       int           // receive buffers made: at most bufsPerConn
 	msg         message       // the message being received: decode
 	ctrl        int           // rendezvous reads and read-dones posted, at most ctrlSends
 	reads       []lentRead    // regions given to the peer's read requests, until their responses are written

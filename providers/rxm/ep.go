@@ -16,9 +16,12 @@ import (
 // Limits of an RDM endpoint.
 const (
 	// bufsPerConn is how many receive buffers of EagerLimit + headers each
-	// connection keeps posted; repostBatch how many the worker reposts at
-	// a time.
+	// connection keeps posted, at most: it starts with bufsStart and gains
+	// one with each message it receives, so that an idle connection costs
+	// little. repostBatch is how many the worker reposts at a time (fewer
+	// while a connection has fewer buffers).
 	bufsPerConn = 16
+	bufsStart   = 2
 	repostBatch = 4
 	// bufSize holds any message a 1.17 peer sends with rendezvous off the
 	// table: an rxm header and an eager payload, or a rendezvous request

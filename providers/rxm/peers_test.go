@@ -3,6 +3,7 @@ package rxm
 import (
 	"io"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -106,5 +107,38 @@ func TestPeersPerHost(t *testing.T) {
 	wantAsyncError(t, r, "127.0.0.2")
 	if _, typ := connectFrom(t, r, "127.0.0.3", 30000); typ != tcpwire.CMConnResp {
 		t.Fatalf("peer of host 127.0.0.3: answer %v, want an accept", typ)
+	}
+}
+
+// heapInUse is the live heap after a collection.
+func heapInUse() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// maxIdleConnBytes bounds the heap an accepted connection that carries
+// nothing costs the endpoint: its receive buffers, its MSG endpoint's
+// queues and its bookkeeping.
+const maxIdleConnBytes = 80 << 10
+
+// An accepted connection that carries nothing costs at most
+// maxIdleConnBytes: receive buffers are added as messages arrive.
+func TestIdleConnMemory(t *testing.T) {
+	p, d := testDomain(t)
+	r := newRDM(t, p, d)
+	const n = 64
+	connectFrom(t, r, "127.0.0.1", 1) // warm up: pools, goroutine stacks
+	before := heapInUse()
+	for i := range n {
+		connectFrom(t, r, "127.0.0.1", uint16(40000+i))
+	}
+	waitPeers(t, r, n+1)
+	per := (heapInUse() - before) / n
+	t.Logf("%d bytes of heap per idle accepted connection", per)
+	if per > maxIdleConnBytes {
+		t.Fatalf("%d bytes per idle connection, want at most %d", per, maxIdleConnBytes)
 	}
 }

@@ -8,8 +8,9 @@ import (
 	"github.com/fabricfs/fabricfs/providers/rxm/wire"
 )
 
-// Receiving. Each connection keeps bufsPerConn receives of bufSize bytes
-// posted on its endpoint of the wrapped provider; every message lands in
+// Receiving. Each connection keeps receives of bufSize bytes posted on
+// its endpoint of the wrapped provider, bufsStart at first and one more
+// with each message received, up to bufsPerConn; every message lands in
 // one whole, is decoded here, and goes to the matcher, which copies it into
 // the application's receive or keeps a copy as unexpected. The buffer is
 // then reposted by the endpoint's worker, repostBatch at a time (a
@@ -20,15 +21,21 @@ import (
 // that peer, or a type fabricfs does not implement ends that connection,
 // with the reason in the endpoint's err file.
 
-// newBufs makes c's receive buffers.
+// newBufs makes c's first receive buffers.
 func (c *conn) newBufs() []*core.Op {
-	ops := make([]*core.Op, bufsPerConn)
+	ops := make([]*core.Op, bufsStart)
 	for i := range ops {
-		op := &core.Op{Kind: core.OpRecv, Buf: make([]byte, bufSize)}
-		op.OnComplete(c.received)
-		ops[i] = op
+		ops[i] = c.newBuf()
 	}
+	c.nbufs = len(ops)
 	return ops
+}
+
+// newBuf makes one receive buffer of c.
+func (c *conn) newBuf() *core.Op {
+	op := &core.Op{Kind: core.OpRecv, Buf: make([]byte, bufSize)}
+	op.OnComplete(c.received)
+	return op
 }
 
 // received handles one message of c, in the buffer of op.
@@ -80,11 +87,16 @@ func (c *conn) reuse(op *core.Op) {
 	}
 }
 
-// reuseLocked is reuse with e.mu held; it reports whether the endpoint
-// must be woken to repost.
+// reuseLocked is reuse with e.mu held, and adds a buffer while c has
+// fewer than bufsPerConn; it reports whether the endpoint must be woken
+// to repost.
 func (c *conn) reuseLocked(op *core.Op) bool {
 	c.free = append(c.free, op)
-	return len(c.free) >= repostBatch || len(c.ep.rx.started) > 0
+	if c.nbufs < bufsPerConn {
+		c.free = append(c.free, c.newBuf())
+		c.nbufs++
+	}
+	return len(c.free) >= min(repostBatch, c.nbufs) || len(c.ep.rx.started) > 0
 }
 
 // decode reads one message: a bare tagged message (the tcp layer reports

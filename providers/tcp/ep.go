@@ -126,8 +126,8 @@ type endpoint struct {
 	rxEnded atomic.Bool   // the stream ended; rd.err says how
 	rxWake  chan struct{} // Park, or a receive was posted while rxStalled
 
-	txMu      sync.Mutex // the send side: wr, and writing the socket
-	wr        writer
+	txMu      sync.Mutex    // the send side: wr, and writing the socket
+	wr        *writer       // made by the first write: an idle endpoint goes without
 	txWant    atomic.Bool   // work was queued: whoever holds txMu writes it before letting go
 	txBlocked atomic.Bool   // the socket is full: the writer goroutine writes once it drains
 	txWake    chan struct{} // the socket became full
