@@ -68,6 +68,8 @@ type conn struct {
 	dead        bool          // abandoned: whoever set this closes tcp
 	free        []*core.Op    // receive buffers to repost
 	nbufs       int           // receive buffers made: at most bufsPerConn
+	upAt        time.Time     // when it was connected
+	carried     bool          // a message went over it, either way
 	msg         message       // the message being received: decode
 	ctrl        int           // rendezvous reads and read-dones posted, at most ctrlSends
 	reads       []lentRead    // regions given to the peer's read requests, until their responses are written
@@ -248,8 +250,45 @@ func (e *endpoint) connected(c *conn, data []byte) {
 		c.remoteIndex, c.remotePID = acc.ConnID.Index(), acc.ConnID.PID()
 	}
 	p.state, p.retries = pConnected, 0
+	c.upAt = time.Now()
 	e.mu.Unlock()
 	e.flush(p)
+}
+
+// closeSilent closes the connections that are up and have carried no
+// message since connIdleTimeout before now, and forgets their peers. The
+// peer sees a shutdown; a send to it connects again.
+func (e *endpoint) closeSilent(now time.Time) {
+	e.mu.Lock()
+	if e.state != epEnabled {
+		e.mu.Unlock()
+		return
+	}
+	var silent []core.Endpoint
+	for c := range e.conns {
+		p := c.peer
+		if c.dead || c.carried || c.tcp == nil || p.conn != c || p.state != pConnected ||
+			len(p.queue) > 0 || now.Sub(c.upAt) < connIdleTimeout {
+			continue
+		}
+		c.dead = true
+		delete(e.conns, c)
+		p.conn, p.state = nil, pIdle
+		e.forgetLocked(p)
+		silent = append(silent, c.tcp)
+		e.wg.Add(1) // under mu while open: Close waits for it
+	}
+	if len(silent) > 0 {
+		e.updatePollersLocked()
+	}
+	e.mu.Unlock()
+	for _, t := range silent {
+		go func() {
+			defer e.wg.Done()
+			t.Shutdown()
+			t.Close()
+		}()
+	}
 }
 
 // connDown is the end of c: the peer's shutdown (err nil), a failure, or a

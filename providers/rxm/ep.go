@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -45,9 +46,18 @@ const (
 	MaxDynamicRecv = 64 << 20
 )
 
-// maxPeers and maxPeersPerHost are MaxPeers and MaxPeersPerHost; tests
-// shrink them.
-var maxPeers, maxPeersPerHost = MaxPeers, MaxPeersPerHost
+// ConnIdleTimeout is how long a connection may stay up without having
+// carried a message, either way, before the endpoint closes it and
+// forgets its peer: rxm connects to send, so a connection that carries
+// nothing only holds a slot of the table.
+const ConnIdleTimeout = time.Minute
+
+// maxPeers, maxPeersPerHost and connIdleTimeout are MaxPeers,
+// MaxPeersPerHost and ConnIdleTimeout; tests shrink them.
+var (
+	maxPeers, maxPeersPerHost = MaxPeers, MaxPeersPerHost
+	connIdleTimeout           = ConnIdleTimeout
+)
 
 type epState uint8
 
@@ -456,12 +466,18 @@ func (e *endpoint) updatePollersLocked() {
 }
 
 // worker reposts the receive buffers that messages have been taken from,
-// and posts the reads and read-dones of rendezvous receives.
+// and posts the reads and read-dones of rendezvous receives; every half
+// connIdleTimeout it closes the connections that never carried a message.
 func (e *endpoint) worker() {
 	defer e.wg.Done()
+	tick := time.NewTicker(max(connIdleTimeout/2, time.Millisecond))
+	defer tick.Stop()
 	for {
 		select {
 		case <-e.kick:
+		case now := <-tick.C:
+			e.closeSilent(now)
+			continue
 		case <-e.done:
 			return
 		}

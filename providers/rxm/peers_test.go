@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/providers/rxm/wire"
 	tcpwire "github.com/fabricfs/fabricfs/providers/tcp/wire"
 )
@@ -140,5 +141,29 @@ func TestIdleConnMemory(t *testing.T) {
 	t.Logf("%d bytes of heap per idle accepted connection", per)
 	if per > maxIdleConnBytes {
 		t.Fatalf("%d bytes per idle connection, want at most %d", per, maxIdleConnBytes)
+	}
+}
+
+// A connection over which nothing passed for connIdleTimeout is closed and
+// its peer forgotten (a peer that connects and stays silent holds no slot);
+// one that carried messages is kept.
+func TestSilentConnectionsClosed(t *testing.T) {
+	defer func(d time.Duration) { connIdleTimeout = d }(connIdleTimeout)
+	connIdleTimeout = 100 * time.Millisecond
+	p, d := testDomain(t)
+	a, b := newRDM(t, p, d), newRDM(t, p, d)
+	c, typ := connectFrom(t, a, "127.0.0.1", 50000)
+	if typ != tcpwire.CMConnResp {
+		t.Fatalf("answer %v, want an accept", typ)
+	}
+	rop := b.recv(t, core.OpRecv, 16, 0, 0)
+	sop := a.send(t, core.OpSend, b.addr, []byte("hello"), 0)
+	a.waitFor(t, sop)
+	wantRecv(t, rop, b.waitFor(t, rop), []byte("hello"), 0, a.addr)
+	waitClosed(t, c)
+	waitPeers(t, a, 1) // b's
+	time.Sleep(5 * connIdleTimeout)
+	if n := a.liveConns(); n != 1 {
+		t.Fatalf("%d connections after the silent one closed, want 1 (b's)", n)
 	}
 }

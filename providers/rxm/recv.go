@@ -91,6 +91,7 @@ func (c *conn) reuse(op *core.Op) {
 // fewer than bufsPerConn; it reports whether the endpoint must be woken
 // to repost.
 func (c *conn) reuseLocked(op *core.Op) bool {
+	c.carried = true
 	c.free = append(c.free, op)
 	if c.nbufs < bufsPerConn {
 		c.free = append(c.free, c.newBuf())
