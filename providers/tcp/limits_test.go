@@ -287,3 +287,25 @@ func TestFDReserve(t *testing.T) {
 	pep2, _ := listen(t, d, info)
 	pep2.Close()
 }
+
+// Accepting a request with an endpoint whose owner is at the limit fails
+// with ENOSPC, and the requester is refused.
+func TestAcceptPastTheLimit(t *testing.T) {
+	d, info := loDomain()
+	pep, pev := listen(t, d, info)
+	defer pep.Close()
+	addr, _ := pep.Name()
+	cli := dial(t, d, info, addr, nil)
+	defer cli.ep.Close()
+	req := pev.WaitReq(t)
+	a := &account{limit: 0}
+	if _, err := d.NewEndpoint(req.Info(), req, userEP{provtest.NewEPEvents(), a}); core.Code(err) != fi.ENOSPC {
+		t.Fatalf("accept past the limit: %v, want ENOSPC", err)
+	}
+	if f := cli.ev.WaitFailed(t); core.Code(f.Err) != fi.ECONNREFUSED {
+		t.Fatalf("requester: %v, want ECONNREFUSED", f.Err)
+	}
+	if n := pep.(*passiveEndpoint).conns.Load(); n != 0 {
+		t.Fatalf("the listener counts %d connections, want 0", n)
+	}
+}

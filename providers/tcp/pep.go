@@ -270,10 +270,10 @@ func (r *connReq) Info() *fi.Info { return r.info.Clone() }
 // Data is the private data of the request.
 func (r *connReq) Data() []byte { return slices.Clone(r.data) }
 
-// take hands the request's connection to a new endpoint, once; the
-// endpoint has charged it to its own owner, and the passive endpoint's
-// charge is given back. The connection still counts in the listener's
-// conns until the endpoint closes (its lst).
+// take hands the request's connection to a new endpoint, once, and gives
+// back the passive endpoint's charge: the endpoint charges its own owner.
+// The connection still counts in the listener's conns until the endpoint
+// closes (its lst).
 func (r *connReq) take() (*net.TCPConn, error) {
 	if !r.pep.pending.Take(r) {
 		return nil, core.Errorf(fi.EINVAL, "tcp: connection request already taken, or its passive endpoint closed")

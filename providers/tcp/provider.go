@@ -11,6 +11,7 @@ import (
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/providers/tcp/wire"
 )
 
 // Limits and attribute values. Where fabricfs behaves as libfabric 1.17's
@@ -336,13 +337,16 @@ func (d *domain) NewEndpoint(info *fi.Info, req core.ConnReq, ev core.EndpointEv
 	}
 	e := newEndpoint(d, info.Clone(), txSize, rxSize, ev)
 	if cr != nil {
-		if err := core.Take(ev, core.Connections, 1); err != nil {
+		conn, err := cr.take()
+		if err != nil {
 			d.release()
 			return nil, err
 		}
-		conn, err := cr.take()
-		if err != nil {
-			core.Give(ev, core.Connections, 1)
+		if err := core.Take(ev, core.Connections, 1); err != nil {
+			// Over the owner's limit: the request is refused.
+			reject, _ := wire.AppendCM(nil, wire.CMReject, nil)
+			rejectConn(conn, reject)
+			cr.pep.conns.Add(-1)
 			d.release()
 			return nil, err
 		}
