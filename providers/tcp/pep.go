@@ -237,8 +237,14 @@ func (p *passiveEndpoint) handshake(c *net.TCPConn) {
 		req = &connReq{pep: p, conn: c, info: info, data: data}
 	}
 	p.mu.Lock()
+	_, kept := p.shaking[c] // not shed by admit, nor dropped by Close
 	delete(p.shaking, c)
 	p.mu.Unlock()
+	if err == nil && !kept {
+		c.Close()
+		p.dropped()
+		return
+	}
 	if err != nil || !p.pending.Add(req) {
 		if err == nil {
 			reject, _ := wire.AppendCM(nil, wire.CMReject, nil)
