@@ -3,6 +3,7 @@ package rxm
 import (
 	"errors"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/fabricfs/fabricfs/core"
@@ -67,9 +68,10 @@ type conn struct {
 	remotePID   uint32        // the pid in the peer's ConnID; 0: unknown
 	dead        bool          // abandoned: whoever set this closes tcp
 	free        []*core.Op    // receive buffers to repost
-	nbufs       int           // receive buffers made: at most bufsPerConn
+	bufs        []*core.Op    // its receive buffers: at most bufsPerConn
 	upAt        time.Time     // when it was connected
 	carried     bool          // a message went over it, either way
+	recent      bool          // one did since closeIdle last looked
 	msg         message       // the message being received: decode
 	ctrl        int           // rendezvous reads and read-dones posted, at most ctrlSends
 	reads       []lentRead    // regions given to the peer's read requests, until their responses are written
@@ -255,18 +257,27 @@ func (e *endpoint) connected(c *conn, data []byte) {
 	e.flush(p)
 }
 
-// closeSilent closes the connections that are up and have carried no
-// message since connIdleTimeout before now, and forgets their peers. The
-// peer sees a shutdown; a send to it connects again.
-func (e *endpoint) closeSilent(now time.Time) {
+// closeIdle closes the connections that are up and have carried no
+// message since connIdleTimeout before now, and forgets their peers (the
+// peer sees a shutdown; a send to it connects again). Connections that
+// carried none since it last looked give back their receive buffers
+// beyond bufsStart.
+func (e *endpoint) closeIdle(now time.Time) {
 	e.mu.Lock()
 	if e.state != epEnabled {
 		e.mu.Unlock()
 		return
 	}
 	var silent []core.Endpoint
+	var quiet []*conn
 	for c := range e.conns {
 		p := c.peer
+		if c.carried && !c.dead && c.tcp != nil {
+			if !c.recent && len(c.bufs) > bufsStart {
+				quiet = append(quiet, c)
+			}
+			c.recent = false
+		}
 		if c.dead || c.carried || c.tcp == nil || p.conn != c || p.state != pConnected ||
 			len(p.queue) > 0 || now.Sub(c.upAt) < connIdleTimeout {
 			continue
@@ -281,6 +292,10 @@ func (e *endpoint) closeSilent(now time.Time) {
 	if len(silent) > 0 {
 		e.updatePollersLocked()
 	}
+	var extra [][]*core.Op
+	for _, c := range quiet {
+		extra = append(extra, slices.Clone(c.bufs[bufsStart:]))
+	}
 	e.mu.Unlock()
 	for _, t := range silent {
 		go func() {
@@ -288,6 +303,28 @@ func (e *endpoint) closeSilent(now time.Time) {
 			t.Shutdown()
 			t.Close()
 		}()
+	}
+	for i, c := range quiet {
+		c.shrink(extra[i])
+	}
+}
+
+// shrink takes back receive buffers ops of c: those still posted (the
+// wrapped provider cancels them) or waiting to be reposted. The rest are
+// in use, and stay.
+func (c *conn) shrink(ops []*core.Op) {
+	for _, op := range ops {
+		cancelled := c.tcp.Cancel(op) // it completes with ECANCELED: received drops it
+		e := c.ep
+		e.mu.Lock()
+		if i := slices.Index(c.free, op); i >= 0 {
+			c.free = slices.Delete(c.free, i, i+1)
+			cancelled = true
+		}
+		if cancelled {
+			c.bufs = slices.DeleteFunc(c.bufs, func(b *core.Op) bool { return b == op })
+		}
+		e.mu.Unlock()
 	}
 }
 

@@ -20,7 +20,8 @@
 // connection that has carried no message ConnIdleTimeout after it came up
 // is shut down. Connections are charged to the endpoint's owner through
 // the wrapped provider (core.Connections). A connection starts with two
-// receive buffers and gains one per message received, up to bufsPerConn.
+// receive buffers, gains one per message received, up to bufsPerConn, and
+// gives back all but two when it has been quiet for half ConnIdleTimeout.
 //
 // What is implemented: FI_MSG and FI_TAGGED sends and receives, eager up
 // to EagerLimit (16384) bytes and by the read rendezvous above it (rndv.go),

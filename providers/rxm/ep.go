@@ -467,7 +467,8 @@ func (e *endpoint) updatePollersLocked() {
 
 // worker reposts the receive buffers that messages have been taken from,
 // and posts the reads and read-dones of rendezvous receives; every half
-// connIdleTimeout it closes the connections that never carried a message.
+// connIdleTimeout it closes the connections that never carried a message
+// and shrinks those that carried none meanwhile (closeIdle).
 func (e *endpoint) worker() {
 	defer e.wg.Done()
 	tick := time.NewTicker(max(connIdleTimeout/2, time.Millisecond))
@@ -476,7 +477,7 @@ func (e *endpoint) worker() {
 		select {
 		case <-e.kick:
 		case now := <-tick.C:
-			e.closeSilent(now)
+			e.closeIdle(now)
 			continue
 		case <-e.done:
 			return

@@ -167,3 +167,42 @@ func TestSilentConnectionsClosed(t *testing.T) {
 		t.Fatalf("%d connections after the silent one closed, want 1 (b's)", n)
 	}
 }
+
+// A connection's receive buffers grow with the messages it carries and
+// shrink back to bufsStart once it is quiet; it keeps working.
+func TestQuietConnectionsShrink(t *testing.T) {
+	defer func(d time.Duration) { connIdleTimeout = d }(connIdleTimeout)
+	connIdleTimeout = 100 * time.Millisecond
+	p, d := testDomain(t)
+	a, b := newRDM(t, p, d), newRDM(t, p, d)
+	exchange := func(n int) {
+		t.Helper()
+		for i := range n {
+			rop := b.recv(t, core.OpRecv, 64, 0, 0)
+			sop := a.send(t, core.OpSend, b.addr, pattern(i, 64), 0)
+			a.waitFor(t, sop)
+			wantRecv(t, rop, b.waitFor(t, rop), pattern(i, 64), 0, a.addr)
+		}
+	}
+	bufsOfB := func() int {
+		b.ep.mu.Lock()
+		defer b.ep.mu.Unlock()
+		n := 0
+		for c := range b.ep.conns {
+			n += len(c.bufs)
+		}
+		return n
+	}
+	exchange(2 * bufsPerConn)
+	if n := bufsOfB(); n <= bufsStart { // bufsPerConn, unless a pause let it shrink meanwhile
+		t.Fatalf("%d receive buffers after %d messages, want more than %d", n, 2*bufsPerConn, bufsStart)
+	}
+	deadline := time.Now().Add(waitTime)
+	for bufsOfB() != bufsStart {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d receive buffers on a quiet connection, want %d", bufsOfB(), bufsStart)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	exchange(2 * bufsPerConn)
+}

@@ -2,6 +2,7 @@ package rxm
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -27,7 +28,7 @@ func (c *conn) newBufs() []*core.Op {
 	for i := range ops {
 		ops[i] = c.newBuf()
 	}
-	c.nbufs = len(ops)
+	c.bufs = slices.Clone(ops)
 	return ops
 }
 
@@ -91,13 +92,14 @@ func (c *conn) reuse(op *core.Op) {
 // fewer than bufsPerConn; it reports whether the endpoint must be woken
 // to repost.
 func (c *conn) reuseLocked(op *core.Op) bool {
-	c.carried = true
+	c.carried, c.recent = true, true
 	c.free = append(c.free, op)
-	if c.nbufs < bufsPerConn {
-		c.free = append(c.free, c.newBuf())
-		c.nbufs++
+	if len(c.bufs) < bufsPerConn {
+		b := c.newBuf()
+		c.bufs = append(c.bufs, b)
+		c.free = append(c.free, b)
 	}
-	return len(c.free) >= min(repostBatch, c.nbufs) || len(c.ep.rx.started) > 0
+	return len(c.free) >= min(repostBatch, len(c.bufs)) || len(c.ep.rx.started) > 0
 }
 
 // decode reads one message: a bare tagged message (the tcp layer reports
