@@ -97,12 +97,17 @@ func (f *Fabric) SetShm(s *shm.Allocator) {
 }
 
 // alloc makes size bytes of the fabric's shared memory for object o; name
-// tells its use ("tx", "rx", "cq", "mr").
+// tells its use ("tx", "rx", "cq", "mr"). It fails with EMFILE or ENFILE
+// when no descriptor is left for the memory, else with ENOMEM.
 func (f *Fabric) alloc(o *Object, name string, size int) (*ring.Region, error) {
 	label := fmt.Sprintf("fabricfs-%s-%s-%s-%d", o.Dom.Name, o.Kind, name, o.Serial)
 	r, err := f.Shm.Alloc(label, size)
 	if err != nil {
-		return nil, Errorf(fi.ENOMEM, "shared memory for %s %s: %v", o, name, err)
+		code := Code(err)
+		if code != fi.EMFILE && code != fi.Errno(unix.ENFILE) {
+			code = fi.ENOMEM
+		}
+		return nil, Errorf(code, "shared memory for %s %s: %v", o, name, err)
 	}
 	return r, nil
 }

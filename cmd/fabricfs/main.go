@@ -140,6 +140,11 @@ func parseCPUList(s string) (*unix.CPUSet, error) {
 }
 
 func run(mnt, mapping string, engineCPUs *unix.CPUSet, vcfg verbs.Config, opts fs.Options) error {
+	// As many descriptors as the system allows; core.FDReserve of them
+	// stay for the daemon's own use whatever users and peers open.
+	if _, err := core.RaiseFDLimit(); err != nil {
+		return fmt.Errorf("raising RLIMIT_NOFILE: %w", err)
+	}
 	tp, err := tcp.New()
 	if err != nil {
 		return fmt.Errorf("tcp provider: %w", err)

@@ -3,6 +3,7 @@ package rxm
 import (
 	"errors"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/fabricfs/fabricfs/core"
@@ -67,6 +68,10 @@ type conn struct {
 	remotePID   uint32        // the pid in the peer's ConnID; 0: unknown
 	dead        bool          // abandoned: whoever set this closes tcp
 	free        []*core.Op    // receive buffers to repost
+	bufs        []*core.Op    // its receive buffers: at most bufsPerConn
+	upAt        time.Time     // when it was connected
+	carried     bool          // a message went over it, either way
+	recent      bool          // one did since closeIdle last looked
 	msg         message       // the message being received: decode
 	ctrl        int           // rendezvous reads and read-dones posted, at most ctrlSends
 	reads       []lentRead    // regions given to the peer's read requests, until their responses are written
@@ -85,6 +90,11 @@ type connEvents struct {
 // (core.Owned): its peers reach that owner's memory only.
 func (ev connEvents) Owner() uint32 { return core.OwnerOf(ev.EndpointEvents) }
 
+// Take and Give charge the connection to the RDM endpoint's owner
+// (core.Accounter).
+func (ev connEvents) Take(r core.Resource, n int64) error { return core.Take(ev.EndpointEvents, r, n) }
+func (ev connEvents) Give(r core.Resource, n int64)       { core.Give(ev.EndpointEvents, r, n) }
+
 func (ev connEvents) Connected(data []byte)         { ev.c.ep.connected(ev.c, data) }
 func (ev connEvents) Shutdown()                     { ev.c.ep.connDown(ev.c, nil, nil) }
 func (ev connEvents) Failed(err error, data []byte) { ev.c.ep.connDown(ev.c, err, data) }
@@ -102,18 +112,61 @@ type pepEvents struct{ e *endpoint }
 func (ev pepEvents) ConnReq(req core.ConnReq) { ev.e.connReq(req) }
 func (ev pepEvents) Failed(err error)         { ev.e.asyncError(err) }
 
-// peerLocked finds or makes the peer with address a.
+// Take and Give charge the listener and its handshakes to the RDM
+// endpoint's owner (core.Accounter).
+func (ev pepEvents) Take(r core.Resource, n int64) error { return core.Take(ev.e.ev, r, n) }
+func (ev pepEvents) Give(r core.Resource, n int64)       { core.Give(ev.e.ev, r, n) }
+
+// peerLocked finds or makes the peer with address a. A new peer takes a
+// free slot of the table, if its host has not used its share.
 func (e *endpoint) peerLocked(a netip.AddrPort) (*peer, error) {
 	if p := e.byAddr[a]; p != nil {
 		return p, nil
 	}
-	if len(e.peers) >= MaxPeers {
-		return nil, core.Errorf(fi.ENOSPC, "rxm: %d peers, the most an endpoint keeps", MaxPeers)
+	if len(e.peers) >= maxPeers {
+		return nil, core.Errorf(fi.ENOSPC, "rxm: %d peers, the most an endpoint keeps", maxPeers)
 	}
-	p := &peer{index: uint32(len(e.peers)), addr: a}
-	e.peers = append(e.peers, p)
+	h := hostOf(a)
+	if e.byHost[h] >= maxPeersPerHost {
+		return nil, core.Errorf(fi.ENOSPC, "rxm: %d peers at host %v, the most one host may have", maxPeersPerHost, h)
+	}
+	index := uint32(len(e.peers)) // indexes below it are taken or free
+	if n := len(e.free); n > 0 {
+		index, e.free = e.free[n-1], e.free[:n-1]
+	}
+	p := &peer{index: index, addr: a}
+	e.peers[index] = p
 	e.byAddr[a] = p
+	e.byHost[h]++
 	return p, nil
+}
+
+// forgetLocked drops p from the table if nothing holds it: no connection,
+// no send waiting for one. A later send to its address, or its own
+// connect request, makes it again, with a new connection.
+func (e *endpoint) forgetLocked(p *peer) {
+	if p.state != pIdle || p.conn != nil || len(p.queue) > 0 || p.flushing || e.byAddr[p.addr] != p {
+		return
+	}
+	delete(e.byAddr, p.addr)
+	delete(e.peers, p.index)
+	h := hostOf(p.addr)
+	if e.byHost[h]--; e.byHost[h] <= 0 {
+		delete(e.byHost, h)
+	}
+	e.free = append(e.free, p.index)
+}
+
+// hostOf is the host a peer's address belongs to, for MaxPeersPerHost:
+// its IPv4 address, or the /64 of its IPv6 address (what one host is
+// given to choose from).
+func hostOf(a netip.AddrPort) netip.Addr {
+	ip := a.Addr()
+	if ip.Is4() {
+		return ip
+	}
+	pfx, _ := ip.Prefix(64)
+	return pfx.Addr()
 }
 
 // connectLocked starts a connection to p, whose sends wait in its queue.
@@ -199,8 +252,80 @@ func (e *endpoint) connected(c *conn, data []byte) {
 		c.remoteIndex, c.remotePID = acc.ConnID.Index(), acc.ConnID.PID()
 	}
 	p.state, p.retries = pConnected, 0
+	c.upAt = time.Now()
 	e.mu.Unlock()
 	e.flush(p)
+}
+
+// closeIdle closes the connections that are up and have carried no
+// message since connIdleTimeout before now, and forgets their peers (the
+// peer sees a shutdown; a send to it connects again). Connections that
+// carried none since it last looked give back their receive buffers
+// beyond bufsStart.
+func (e *endpoint) closeIdle(now time.Time) {
+	e.mu.Lock()
+	if e.state != epEnabled {
+		e.mu.Unlock()
+		return
+	}
+	var silent []core.Endpoint
+	var quiet []*conn
+	for c := range e.conns {
+		p := c.peer
+		if c.carried && !c.dead && c.tcp != nil {
+			if !c.recent && len(c.bufs) > bufsStart {
+				quiet = append(quiet, c)
+			}
+			c.recent = false
+		}
+		if c.dead || c.carried || c.tcp == nil || p.conn != c || p.state != pConnected ||
+			len(p.queue) > 0 || now.Sub(c.upAt) < connIdleTimeout {
+			continue
+		}
+		c.dead = true
+		delete(e.conns, c)
+		p.conn, p.state = nil, pIdle
+		e.forgetLocked(p)
+		silent = append(silent, c.tcp)
+		e.wg.Add(1) // under mu while open: Close waits for it
+	}
+	if len(silent) > 0 {
+		e.updatePollersLocked()
+	}
+	var extra [][]*core.Op
+	for _, c := range quiet {
+		extra = append(extra, slices.Clone(c.bufs[bufsStart:]))
+	}
+	e.mu.Unlock()
+	for _, t := range silent {
+		go func() {
+			defer e.wg.Done()
+			t.Shutdown()
+			t.Close()
+		}()
+	}
+	for i, c := range quiet {
+		c.shrink(extra[i])
+	}
+}
+
+// shrink takes back receive buffers ops of c: those still posted (the
+// wrapped provider cancels them) or waiting to be reposted. The rest are
+// in use, and stay.
+func (c *conn) shrink(ops []*core.Op) {
+	for _, op := range ops {
+		cancelled := c.tcp.Cancel(op) // it completes with ECANCELED: received drops it
+		e := c.ep
+		e.mu.Lock()
+		if i := slices.Index(c.free, op); i >= 0 {
+			c.free = slices.Delete(c.free, i, i+1)
+			cancelled = true
+		}
+		if cancelled {
+			c.bufs = slices.DeleteFunc(c.bufs, func(b *core.Op) bool { return b == op })
+		}
+		e.mu.Unlock()
+	}
 }
 
 // connDown is the end of c: the peer's shutdown (err nil), a failure, or a
@@ -242,6 +367,7 @@ func (e *endpoint) connDown(c *conn, err error, data []byte) {
 	if mine {
 		fins = e.connGoneLocked(c, code)
 	}
+	e.forgetLocked(p)
 	closed := e.state == epClosed
 	t := c.tcp
 	closeT := mine && t != nil && !closed
@@ -281,6 +407,7 @@ func (e *endpoint) retry(p *peer) {
 	if e.state == epEnabled && p.state == pIdle && p.conn == nil && len(p.queue) > 0 {
 		e.connectLocked(p)
 	}
+	e.forgetLocked(p)
 }
 
 // connReq is a connect request on the listener. It is accepted or rejected

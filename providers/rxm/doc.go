@@ -14,6 +14,15 @@
 // Crossing connect requests are settled as libfabric settles them (the
 // request of the endpoint with the greater address wins).
 //
+// A peer is kept while it has a connection or sends waiting for one, and
+// forgotten after (its slot is reused); at most MaxPeers peers, at most
+// MaxPeersPerHost of one host (an IPv4 address, an IPv6 /64). A
+// connection that has carried no message ConnIdleTimeout after it came up
+// is shut down. Connections are charged to the endpoint's owner through
+// the wrapped provider (core.Connections). A connection starts with two
+// receive buffers, gains one per message received, up to bufsPerConn, and
+// gives back all but two when it has been quiet for half ConnIdleTimeout.
+//
 // What is implemented: FI_MSG and FI_TAGGED sends and receives, eager up
 // to EagerLimit (16384) bytes and by the read rendezvous above it (rndv.go),
 // remote CQ data, inject, tag matching with ignore bits, unexpected

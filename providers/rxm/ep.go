@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -16,9 +17,12 @@ import (
 // Limits of an RDM endpoint.
 const (
 	// bufsPerConn is how many receive buffers of EagerLimit + headers each
-	// connection keeps posted; repostBatch how many the worker reposts at
-	// a time.
+	// connection keeps posted, at most: it starts with bufsStart and gains
+	// one with each message it receives, so that an idle connection costs
+	// little. repostBatch is how many the worker reposts at a time (fewer
+	// while a connection has fewer buffers).
 	bufsPerConn = 16
+	bufsStart   = 2
 	repostBatch = 4
 	// bufSize holds any message a 1.17 peer sends with rendezvous off the
 	// table: an rxm header and an eager payload, or a rendezvous request
@@ -28,8 +32,11 @@ const (
 	// endpoint's tx_size, for messages of the protocol's own (read-done).
 	ctrlSends = 64
 	// MaxPeers bounds the peer table: addresses sent to, and peers that
-	// connected.
+	// connected, while they have a connection or sends waiting for one.
 	MaxPeers = 1 << 16
+	// MaxPeersPerHost bounds the peers of one host (an IPv4 address, an
+	// IPv6 /64) in the table, so that one host cannot take every slot.
+	MaxPeersPerHost = 4096
 	// UnexpectedLimit bounds the bytes of unexpected messages an endpoint
 	// keeps. Beyond it, connections stop being read (TCP back-pressure)
 	// until receives are posted.
@@ -37,6 +44,19 @@ const (
 	// MaxDynamicRecv bounds the buffer made for a receive without one:
 	// a longer rendezvous message is truncated to it.
 	MaxDynamicRecv = 64 << 20
+)
+
+// ConnIdleTimeout is how long a connection may stay up without having
+// carried a message, either way, before the endpoint closes it and
+// forgets its peer: rxm connects to send, so a connection that carries
+// nothing only holds a slot of the table.
+const ConnIdleTimeout = time.Minute
+
+// maxPeers, maxPeersPerHost and connIdleTimeout are MaxPeers,
+// MaxPeersPerHost and ConnIdleTimeout; tests shrink them.
+var (
+	maxPeers, maxPeersPerHost = MaxPeers, MaxPeersPerHost
+	connIdleTimeout           = ConnIdleTimeout
 )
 
 type epState uint8
@@ -69,9 +89,11 @@ type endpoint struct {
 	mu     sync.Mutex
 	state  epState
 	pep    core.PassiveEndpoint
-	name   netip.AddrPort // the listening address, canonical
-	peers  []*peer        // by our index
+	name   netip.AddrPort   // the listening address, canonical
+	peers  map[uint32]*peer // by our index
 	byAddr map[netip.AddrPort]*peer
+	byHost map[netip.Addr]int // how many peers each host has: see hostOf
+	free   []uint32           // indexes of forgotten peers, for new ones
 	conns  map[*conn]struct{} // every connection not yet closed
 	rx     matcher
 	rxSize int
@@ -140,13 +162,13 @@ func newEndpoint(d *domain, info *fi.Info, ev core.EndpointEvents) (*endpoint, e
 	e := &endpoint{
 		dom: d, info: info, msg: msg, ev: ev, pid: rand.Uint32() | 1, txSize: int(txSize), rxSize: int(rxSize),
 		inject: int(info.TxAttr.InjectSize),
-		byAddr: map[netip.AddrPort]*peer{}, conns: map[*conn]struct{}{}, rndvSends: map[uint64]*sendItem{},
+		peers:  map[uint32]*peer{}, byAddr: map[netip.AddrPort]*peer{}, byHost: map[netip.Addr]int{}, conns: map[*conn]struct{}{}, rndvSends: map[uint64]*sendItem{},
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	e.rx.directed, e.rx.limit = info.Caps&fi.DIRECTED_RECV != 0, UnexpectedLimit
 	e.rx.multi, e.rx.minMulti = map[*core.Op]*multiRecv{}, DefaultMinMultiRecv
 	if e.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
-		return nil, core.Errorf(fi.EMFILE, "rxm: %v", os.NewSyscallError("epoll_create1", err))
+		return nil, core.Errorf(core.Code(err), "rxm: %v", os.NewSyscallError("epoll_create1", err))
 	}
 	e.pollFD.Store(int32(e.epfd))
 	e.evs = make([]unix.EpollEvent, 64)
@@ -245,6 +267,7 @@ func (e *endpoint) Cancel(op *core.Op) bool {
 	if !found {
 		for _, p := range e.peers {
 			if it, ok := p.unqueue(op); ok {
+				e.forgetLocked(p)
 				e.mu.Unlock()
 				e.sendFailed(it, fi.ECANCELED)
 				return true
@@ -443,12 +466,19 @@ func (e *endpoint) updatePollersLocked() {
 }
 
 // worker reposts the receive buffers that messages have been taken from,
-// and posts the reads and read-dones of rendezvous receives.
+// and posts the reads and read-dones of rendezvous receives; every half
+// connIdleTimeout it closes the connections that never carried a message
+// and shrinks those that carried none meanwhile (closeIdle).
 func (e *endpoint) worker() {
 	defer e.wg.Done()
+	tick := time.NewTicker(max(connIdleTimeout/2, time.Millisecond))
+	defer tick.Stop()
 	for {
 		select {
 		case <-e.kick:
+		case now := <-tick.C:
+			e.closeIdle(now)
+			continue
 		case <-e.done:
 			return
 		}

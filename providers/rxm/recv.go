@@ -2,14 +2,16 @@ package rxm
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/providers/rxm/wire"
 )
 
-// Receiving. Each connection keeps bufsPerConn receives of bufSize bytes
-// posted on its endpoint of the wrapped provider; every message lands in
+// Receiving. Each connection keeps receives of bufSize bytes posted on
+// its endpoint of the wrapped provider, bufsStart at first and one more
+// with each message received, up to bufsPerConn; every message lands in
 // one whole, is decoded here, and goes to the matcher, which copies it into
 // the application's receive or keeps a copy as unexpected. The buffer is
 // then reposted by the endpoint's worker, repostBatch at a time (a
@@ -20,15 +22,21 @@ import (
 // that peer, or a type fabricfs does not implement ends that connection,
 // with the reason in the endpoint's err file.
 
-// newBufs makes c's receive buffers.
+// newBufs makes c's first receive buffers.
 func (c *conn) newBufs() []*core.Op {
-	ops := make([]*core.Op, bufsPerConn)
+	ops := make([]*core.Op, bufsStart)
 	for i := range ops {
-		op := &core.Op{Kind: core.OpRecv, Buf: make([]byte, bufSize)}
-		op.OnComplete(c.received)
-		ops[i] = op
+		ops[i] = c.newBuf()
 	}
+	c.bufs = slices.Clone(ops)
 	return ops
+}
+
+// newBuf makes one receive buffer of c.
+func (c *conn) newBuf() *core.Op {
+	op := &core.Op{Kind: core.OpRecv, Buf: make([]byte, bufSize)}
+	op.OnComplete(c.received)
+	return op
 }
 
 // received handles one message of c, in the buffer of op.
@@ -80,11 +88,18 @@ func (c *conn) reuse(op *core.Op) {
 	}
 }
 
-// reuseLocked is reuse with e.mu held; it reports whether the endpoint
-// must be woken to repost.
+// reuseLocked is reuse with e.mu held, and adds a buffer while c has
+// fewer than bufsPerConn; it reports whether the endpoint must be woken
+// to repost.
 func (c *conn) reuseLocked(op *core.Op) bool {
+	c.carried, c.recent = true, true
 	c.free = append(c.free, op)
-	return len(c.free) >= repostBatch || len(c.ep.rx.started) > 0
+	if len(c.bufs) < bufsPerConn {
+		b := c.newBuf()
+		c.bufs = append(c.bufs, b)
+		c.free = append(c.free, b)
+	}
+	return len(c.free) >= min(repostBatch, len(c.bufs)) || len(c.ep.rx.started) > 0
 }
 
 // decode reads one message: a bare tagged message (the tcp layer reports

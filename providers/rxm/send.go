@@ -150,6 +150,7 @@ func (e *endpoint) flush(p *peer) {
 		// while sends queue in the other, so queueing allocates nothing.
 		items, c := p.queue, p.conn
 		p.queue, p.spare = p.spare[:0], nil
+		c.carried, c.recent = true, true
 		for _, it := range items {
 			if it.rndv != nil {
 				it.rndv.conn = c
@@ -177,6 +178,7 @@ func (e *endpoint) flush(p *peer) {
 		p.spare = items[:0]
 	}
 	p.flushing = false
+	e.forgetLocked(p)
 	e.mu.Unlock()
 }
 

@@ -56,7 +56,7 @@
 //
 // No endpoint owns an OS thread. A passive endpoint has one goroutine in
 // Accept and one short-lived goroutine per new connection, which reads the
-// connreq within HandshakeTimeout (a malformed, over-long or late request
+// connreq within ConnReqTimeout (a malformed, over-long or late request
 // closes that connection only). A connected endpoint has two goroutines:
 // the connection goroutine, which dials or answers, reports Connected,
 // then receives until the stream ends and reports exactly one Shutdown or
@@ -103,7 +103,25 @@
 // written or waiting for an ACK) or rx_size posted receives; fi.ENOTCONN
 // for a send when the endpoint is not connected. A domain holds at most
 // EPCnt endpoints; a passive endpoint at most MaxHandshakes connections
-// in handshake and core.MaxPendingReqs unanswered requests.
+// in handshake (a new one sheds the oldest), core.MaxPendingReqs
+// unanswered requests, and MaxListenerConns open connections its listener
+// accepted, endpoints made from them included (past it, new connections
+// are closed).
+//
+// # What users and peers may hold
+//
+// Every socket is charged to the user whose endpoint or passive endpoint
+// holds it (core.Take, core.Connections): a listener, each connection in
+// handshake at it or waiting as a request, each connection made or
+// accepted. Past the user's limit a connect or an accept fails with
+// fi.ENOSPC, the sentence naming the user, the resource and the limit
+// (the requester is refused), and connections arriving at the user's
+// listener are closed. A socket accepted, or connected for a user other
+// than root, that takes one of the daemon's last core.FDReserve
+// descriptors is closed at once (a connect fails with fi.EMFILE), so that
+// the daemon can always make descriptors of its own. An endpoint's queues
+// grow with use up to tx_size and rx_size, and its writer's batch is made
+// by its first write: an idle connection costs little memory.
 //
 // # Ending a connection
 //

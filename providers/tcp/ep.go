@@ -83,6 +83,9 @@ type endpoint struct {
 	txSize  int
 	rxSize  int
 	fromReq bool // made from a connection request: Accept or Reject, not Connect
+	// lst is the passive endpoint whose listener accepted the connection
+	// (fromReq): it counts the connection until Close.
+	lst *passiveEndpoint
 
 	// complete, if set, replaces Op.Complete (tests watch completions).
 	complete func(*core.Op, core.Completion)
@@ -95,6 +98,7 @@ type endpoint struct {
 	// without the lock.
 	conn      *net.TCPConn
 	cancel    context.CancelFunc // aborts a dial under way
+	charged   bool               // its socket is charged to its owner (core.Connections) until Close
 	shutdown  bool               // Shutdown was called: the connection ends cleanly
 	failure   error              // why the writer stopped; the connection goroutine reports it
 	rxOut     int                // receives posted and not completed: at most rxSize
@@ -122,8 +126,8 @@ type endpoint struct {
 	rxEnded atomic.Bool   // the stream ended; rd.err says how
 	rxWake  chan struct{} // Park, or a receive was posted while rxStalled
 
-	txMu      sync.Mutex // the send side: wr, and writing the socket
-	wr        writer
+	txMu      sync.Mutex    // the send side: wr, and writing the socket
+	wr        *writer       // made by the first write: an idle endpoint goes without
 	txWant    atomic.Bool   // work was queued: whoever holds txMu writes it before letting go
 	txBlocked atomic.Bool   // the socket is full: the writer goroutine writes once it drains
 	txWake    chan struct{} // the socket became full
@@ -185,8 +189,11 @@ func (e *endpoint) Connect(addr fi.Addr, data []byte) error {
 	if e.fromReq || e.state != stIdle {
 		return core.Errorf(fi.EOPBADSTATE, "tcp: connect: endpoint is not idle")
 	}
+	if err := core.Take(e.ev, core.Connections, 1); err != nil {
+		return core.WithOp("tcp: connect", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	e.state, e.enabled, e.cancel = stConnecting, true, cancel
+	e.state, e.enabled, e.cancel, e.charged = stConnecting, true, cancel, true
 	e.wg.Add(1)
 	go e.run(func() ([]byte, error) { return e.dial(ctx, laddr, raddr, msg) })
 	return nil
@@ -219,6 +226,10 @@ func (e *endpoint) dial(ctx context.Context, laddr, raddr *net.TCPAddr, msg []by
 		return nil, netError("connect to "+raddr.String(), err)
 	}
 	conn := c.(*net.TCPConn)
+	if core.OwnerOf(e.ev) != 0 && inReserve(conn) {
+		conn.Close()
+		return nil, core.Errorf(fi.EMFILE, "tcp: connect to %v: the daemon's last %d file descriptors are kept for its own use", raddr, core.FDReserve)
+	}
 	e.mu.Lock()
 	if e.state != stConnecting || e.shutdown {
 		e.mu.Unlock()
@@ -301,7 +312,7 @@ func (e *endpoint) Close() error {
 		return nil
 	}
 	e.state = stClosed
-	conn, cancel := e.conn, e.cancel
+	conn, cancel, charged, lst := e.conn, e.cancel, e.charged, e.lst
 	e.mu.Unlock()
 	e.signalDown()
 	if cancel != nil {
@@ -313,6 +324,12 @@ func (e *endpoint) Close() error {
 	e.wg.Wait()
 	e.closeSocket()
 	e.flush()
+	if charged {
+		core.Give(e.ev, core.Connections, 1)
+	}
+	if lst != nil {
+		lst.conns.Add(-1)
+	}
 	e.dom.release()
 	return nil
 }

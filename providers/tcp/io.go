@@ -533,7 +533,10 @@ func (e *endpoint) writeQueued() txStatus {
 // socket is full. Called with txMu held. Completions are delivered here,
 // in order: filled receives, then sends that do not wait for an ACK.
 func (e *endpoint) write(fd int) txStatus {
-	w := &e.wr
+	if e.wr == nil {
+		e.wr = new(writer)
+	}
+	w := e.wr
 	for !w.dead {
 		if len(w.iov) == 0 {
 			e.batchDone(nil)
@@ -574,7 +577,7 @@ func (e *endpoint) write(fd int) txStatus {
 // when there is nothing to write or the endpoint no longer writes; what is
 // left queued, flush completes.
 func (e *endpoint) nextBatch() bool {
-	w := &e.wr
+	w := e.wr
 	e.mu.Lock()
 	if e.state != stConnected || e.shutdown || e.failure != nil {
 		e.mu.Unlock()
@@ -697,8 +700,8 @@ func (it *txItem) appendPayload(iov [][]byte) [][]byte {
 // (reported to the application's counters), and the sends and writes that
 // do not wait for an ACK, with fi.ECANCELED if err says writing failed.
 func (e *endpoint) batchDone(err error) {
-	w := &e.wr
-	if w.nf+w.n == 0 {
+	w := e.wr
+	if w == nil || w.nf+w.n == 0 {
 		return
 	}
 	clear(w.store)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -19,12 +20,31 @@ import (
 // connection's request, and how long sending a CM answer may take.
 const HandshakeTimeout = 10 * time.Second
 
-// handshakeTimeout is HandshakeTimeout; tests shorten it.
-var handshakeTimeout = HandshakeTimeout
+// ConnReqTimeout bounds how long a new connection may stay silent: a
+// peer sends its connreq as soon as it connects.
+const ConnReqTimeout = 3 * time.Second
+
+// handshakeTimeout, connReqTimeout, maxHandshakes and maxListenerConns are
+// HandshakeTimeout, ConnReqTimeout, MaxHandshakes and MaxListenerConns;
+// tests shrink them.
+var (
+	handshakeTimeout       = HandshakeTimeout
+	connReqTimeout         = ConnReqTimeout
+	maxHandshakes          = MaxHandshakes
+	maxListenerConns int64 = MaxListenerConns
+)
 
 // passiveEndpoint listens and turns each well-formed connreq into a
 // connReq. One goroutine accepts; each new connection gets a goroutine that
 // reads its connreq with a deadline and then ends.
+//
+// What it holds is bounded and charged (core.Take on its events, as
+// core.Connections): the listening socket and every connection whose
+// request is being read or waits for an endpoint; an endpoint made from a
+// request takes its charge over. At most maxHandshakes connections are
+// read at once: a new one sheds the oldest, so that silent connections do
+// not lock out real requests. At most maxListenerConns connections
+// accepted by the listener are open, endpoints made from them included.
 type passiveEndpoint struct {
 	dom  *domain
 	info *fi.Info
@@ -34,9 +54,11 @@ type passiveEndpoint struct {
 	mu      sync.Mutex
 	ln      *net.TCPListener
 	closed  bool
-	shaking map[*net.TCPConn]struct{} // connections whose connreq is being read
+	shaking map[*net.TCPConn]time.Time // connections whose connreq is being read, and since when
 	pending core.PendingReqs[*connReq]
 	wg      sync.WaitGroup
+
+	conns atomic.Int64 // connections accepted and not yet closed, endpoints' included
 }
 
 var _ core.PassiveEndpoint = (*passiveEndpoint)(nil)
@@ -44,7 +66,7 @@ var _ core.PassiveEndpoint = (*passiveEndpoint)(nil)
 func newPassiveEndpoint(d *domain, info *fi.Info, ev core.PassiveEvents) *passiveEndpoint {
 	return &passiveEndpoint{
 		dom: d, info: info, ev: ev, done: make(chan struct{}),
-		shaking: map[*net.TCPConn]struct{}{},
+		shaking: map[*net.TCPConn]time.Time{},
 	}
 }
 
@@ -69,8 +91,12 @@ func (p *passiveEndpoint) Listen(addr fi.Addr) error {
 	case p.ln != nil:
 		return core.Errorf(fi.EOPBADSTATE, "tcp: listen: already listening on %v", p.ln.Addr())
 	}
+	if err := core.Take(p.ev, core.Connections, 1); err != nil {
+		return err
+	}
 	ln, err := net.ListenTCP("tcp", ta)
 	if err != nil {
+		core.Give(p.ev, core.Connections, 1)
 		return netError("listen on "+ta.String(), err)
 	}
 	p.ln = ln
@@ -111,10 +137,56 @@ func (p *passiveEndpoint) Close() error {
 	reject, _ := wire.AppendCM(nil, wire.CMReject, nil)
 	for _, r := range p.pending.Close() {
 		rejectConn(r.conn, reject)
+		p.dropped()
 	}
 	p.wg.Wait()
+	if ln != nil {
+		core.Give(p.ev, core.Connections, 1)
+	}
 	p.dom.release()
 	return nil
+}
+
+// admit decides on a connection the listener accepted: it is charged to
+// the passive endpoint's owner and read, or closed when the daemon's
+// descriptors run low, the listener holds maxListenerConns, or the owner
+// is at its limit. A full set of handshakes sheds its oldest.
+func (p *passiveEndpoint) admit(c *net.TCPConn) bool {
+	if inReserve(c) || p.conns.Load() >= maxListenerConns {
+		return false
+	}
+	if err := core.Take(p.ev, core.Connections, 1); err != nil {
+		return false
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		core.Give(p.ev, core.Connections, 1)
+		return false
+	}
+	if len(p.shaking) >= maxHandshakes {
+		var oldest *net.TCPConn
+		var since time.Time
+		for o, t := range p.shaking {
+			if oldest == nil || t.Before(since) {
+				oldest, since = o, t
+			}
+		}
+		delete(p.shaking, oldest)
+		oldest.Close() // its handshake ends, and gives back what it held
+	}
+	p.shaking[c] = time.Now()
+	p.conns.Add(1)
+	p.wg.Add(1)
+	p.mu.Unlock()
+	return true
+}
+
+// dropped gives back what a connection the listener admitted held, when
+// it is closed before an endpoint took it.
+func (p *passiveEndpoint) dropped() {
+	core.Give(p.ev, core.Connections, 1)
+	p.conns.Add(-1)
 }
 
 func (p *passiveEndpoint) acceptLoop(ln *net.TCPListener) {
@@ -142,24 +214,21 @@ func (p *passiveEndpoint) acceptLoop(ln *net.TCPListener) {
 			continue
 		}
 		delay = 0
-		p.mu.Lock()
-		if p.closed || len(p.shaking) >= MaxHandshakes {
-			p.mu.Unlock()
+		if !p.admit(c) {
 			c.Close()
 			continue
 		}
-		p.shaking[c] = struct{}{}
-		p.wg.Add(1)
-		p.mu.Unlock()
 		go p.handshake(c)
 	}
 }
 
 // handshake reads the connreq of a new connection and reports it. A
-// malformed, over-long or late request closes that connection only.
+// malformed, over-long or late request closes that connection only. A
+// peer sends its request as it connects, in one write: it has
+// connReqTimeout to arrive.
 func (p *passiveEndpoint) handshake(c *net.TCPConn) {
 	defer p.wg.Done()
-	data, err := readCM(c, time.Now().Add(handshakeTimeout), wire.CMConnReq)
+	data, err := readCM(c, time.Now().Add(min(connReqTimeout, handshakeTimeout)), wire.CMConnReq)
 	var req *connReq
 	if err == nil {
 		info := p.info.Clone()
@@ -168,8 +237,14 @@ func (p *passiveEndpoint) handshake(c *net.TCPConn) {
 		req = &connReq{pep: p, conn: c, info: info, data: data}
 	}
 	p.mu.Lock()
+	_, kept := p.shaking[c] // not shed by admit, nor dropped by Close
 	delete(p.shaking, c)
 	p.mu.Unlock()
+	if err == nil && !kept {
+		c.Close()
+		p.dropped()
+		return
+	}
 	if err != nil || !p.pending.Add(req) {
 		if err == nil {
 			reject, _ := wire.AppendCM(nil, wire.CMReject, nil)
@@ -177,6 +252,7 @@ func (p *passiveEndpoint) handshake(c *net.TCPConn) {
 		} else {
 			c.Close()
 		}
+		p.dropped()
 		return
 	}
 	p.ev.ConnReq(req)
@@ -200,11 +276,15 @@ func (r *connReq) Info() *fi.Info { return r.info.Clone() }
 // Data is the private data of the request.
 func (r *connReq) Data() []byte { return slices.Clone(r.data) }
 
-// take hands the request's connection to a new endpoint, once.
+// take hands the request's connection to a new endpoint, once, and gives
+// back the passive endpoint's charge: the endpoint charges its own owner.
+// The connection still counts in the listener's conns until the endpoint
+// closes (its lst).
 func (r *connReq) take() (*net.TCPConn, error) {
 	if !r.pep.pending.Take(r) {
 		return nil, core.Errorf(fi.EINVAL, "tcp: connection request already taken, or its passive endpoint closed")
 	}
+	core.Give(r.pep.ev, core.Connections, 1)
 	return r.conn, nil
 }
 
@@ -291,6 +371,18 @@ type causeError struct {
 
 func (e *causeError) Error() string   { return e.err.Error() }
 func (e *causeError) Unwrap() []error { return []error{e.err, e.cause} }
+
+// inReserve reports whether socket c took one of the descriptors the
+// daemon keeps for its own use (core.InReserve).
+func inReserve(c *net.TCPConn) bool {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	low := false
+	rc.Control(func(fd uintptr) { low = core.InReserve(int(fd)) })
+	return low
+}
 
 // temporary reports whether an accept error may go away by itself.
 func temporary(err error) bool {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/providers/tcp/wire"
 )
 
 // Limits and attribute values. Where fabricfs behaves as libfabric 1.17's
@@ -28,6 +29,10 @@ const (
 	CQCnt         = 256   // domain_attr.cq_cnt
 	EPCnt         = 8192  // domain_attr.ep_cnt: endpoints, active and passive, per domain
 	MaxHandshakes = 1024  // connections a passive endpoint reads connreqs from at once
+	// MaxListenerConns bounds the connections a passive endpoint's
+	// listener accepted that are open: handshakes, requests, and the
+	// endpoints made from them. Past it, new connections are closed.
+	MaxListenerConns = 4096
 	// MaxDynamicRecv bounds the buffer the provider allocates for a receive
 	// posted without one. A larger message fails that receive and closes
 	// the connection, so that no peer can make the daemon allocate at will.
@@ -337,7 +342,15 @@ func (d *domain) NewEndpoint(info *fi.Info, req core.ConnReq, ev core.EndpointEv
 			d.release()
 			return nil, err
 		}
-		e.conn, e.fromReq = conn, true
+		if err := core.Take(ev, core.Connections, 1); err != nil {
+			// Over the owner's limit: the request is refused.
+			reject, _ := wire.AppendCM(nil, wire.CMReject, nil)
+			rejectConn(conn, reject)
+			cr.pep.conns.Add(-1)
+			d.release()
+			return nil, err
+		}
+		e.conn, e.fromReq, e.lst, e.charged = conn, true, cr.pep, true
 	}
 	return e, nil
 }

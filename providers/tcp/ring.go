@@ -1,22 +1,41 @@
 package tcp
 
-// ring is a FIFO of fixed capacity, allocated once: the queues of posted
-// operations never allocate on the data path.
+// ring is a FIFO of bounded capacity. Its room grows with use, doubling
+// up to the capacity, and is kept: an idle connection costs little, and a
+// busy one stops allocating once its queues have grown to their use.
 type ring[T any] struct {
 	buf  []T
 	head int // index of the oldest element
 	n    int
+	max  int // the capacity
 }
 
-func newRing[T any](capacity int) ring[T] { return ring[T]{buf: make([]T, capacity)} }
+// ringStart is the room a ring starts with.
+const ringStart = 8
+
+func newRing[T any](capacity int) ring[T] {
+	return ring[T]{buf: make([]T, min(capacity, ringStart)), max: capacity}
+}
 
 func (r *ring[T]) len() int   { return r.n }
-func (r *ring[T]) full() bool { return r.n == len(r.buf) }
+func (r *ring[T]) full() bool { return r.n == r.max }
 
 // push appends v; the caller checks full first.
 func (r *ring[T]) push(v T) {
+	if r.n == len(r.buf) {
+		r.grow()
+	}
 	r.buf[(r.head+r.n)%len(r.buf)] = v
 	r.n++
+}
+
+// grow doubles the room, up to the capacity, keeping the order.
+func (r *ring[T]) grow() {
+	buf := make([]T, min(max(2*len(r.buf), 1), r.max))
+	for i := range r.n {
+		buf[i] = r.buf[(r.head+i)%len(r.buf)]
+	}
+	r.buf, r.head = buf, 0
 }
 
 // pop removes the oldest element.
