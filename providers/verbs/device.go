@@ -15,17 +15,21 @@ type device struct {
 	dev  *ibv.Device
 	attr ibv.DeviceAttr
 	cm   *agent
+	// probers are the peers whose requests presented bad keys, whose
+	// connection requests cm refuses for a while (probe.go).
+	probers *probers
 }
 
 // openDevice opens the device of address ip and starts its connection
 // manager.
 func openDevice(ip netip.Addr, port int, fault *ibv.Fault) (*device, error) {
 	name := DeviceName(ip)
-	dev, err := ibv.OpenDevice(ibv.DeviceConfig{Addr: ip, Port: port, Name: name, Fault: fault})
+	pr := &probers{}
+	dev, err := ibv.OpenDevice(ibv.DeviceConfig{Addr: ip, Port: port, Name: name, Fault: fault, RemoteAccessError: pr.strike})
 	if err != nil {
 		return nil, ibvError("opening device "+name, err)
 	}
-	d := &device{name: name, ip: ip, port: uint16(port), dev: dev, attr: dev.Attr()}
+	d := &device{name: name, ip: ip, port: uint16(port), dev: dev, attr: dev.Attr(), probers: pr}
 	if d.cm, err = newAgent(d); err != nil {
 		dev.Close()
 		return nil, err

@@ -135,3 +135,40 @@ func TestRDM(t *testing.T) {
 		t.Errorf("b received %q", d.op.Buf[:d.c.Len])
 	}
 }
+
+// TestRDMKeyProbing: a peer's RDM endpoint that guesses memory keys loses
+// its connection with each wrong key, and the target's device refuses
+// its connection requests for a time that doubles with each bad key
+// (probe.go): in 2 s it presents at most 5 keys (at 0, 0.1, 0.3, 0.7
+// and 1.5 s), where a connection per guess would allow hundreds. Its
+// other attempts fail with FI_ECONNREFUSED (or FI_ENOTCONN while a
+// connection ends); the region is untouched.
+func TestRDMKeyProbing(t *testing.T) {
+	a, _, _, nameB, _, db := rdmPair(t)
+	target := sharedMem(t, 4096)
+	m, err := db.(core.MemoryRegistrar).RegisterMemory(0, target, fi.REMOTE_READ|fi.REMOTE_WRITE, uint64(fi.KEY_NOTAVAIL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	presented, refused := 0, 0
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+		key := m.Key() ^ uint64(1+presented+refused)
+		a.post(t, &core.Op{Kind: core.OpWrite, Buf: []byte("evil"), Key: key, Peer: nameB})
+		switch d := a.wait(t); d.c.Err {
+		case fi.EIO:
+			presented++
+		case fi.ECONNREFUSED, fi.ENOTCONN: // refused, or the last connection ending
+			refused++
+		default:
+			t.Fatalf("write with key %#x: %+v", key, d.c)
+		}
+	}
+	t.Logf("%d keys presented, %d attempts refused", presented, refused)
+	if presented < 2 || presented > 5 || refused == 0 {
+		t.Errorf("%d keys presented and %d attempts refused in 2 s, want 2 to 5 presented and some refused", presented, refused)
+	}
+	if bytes.Contains(target, []byte("evil")) {
+		t.Error("the region was written")
+	}
+}

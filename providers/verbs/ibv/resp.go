@@ -482,6 +482,9 @@ func (qp *QP) rnrNAK(psn uint32) {
 func (qp *QP) respError(syndrome roce.Syndrome, psn uint32, status WCStatus) {
 	r := &qp.resp
 	qp.sendAck(syndrome, psn)
+	if f := qp.pd.dev.remoteAccessError; f != nil && syndrome == roce.AETHNAKRemAccErr {
+		f(qp.dest.Addr())
+	}
 	if r.inRecv {
 		r.inRecv = false
 		qp.completeRecv(&WC{WRID: r.wqe.wrid, Status: status, Opcode: WCRecv})
