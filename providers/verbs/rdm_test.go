@@ -13,7 +13,11 @@ import (
 
 // rdmPair makes an FI_EP_RDM endpoint (rxm over verbs) on each device.
 func rdmPair(t *testing.T) (a, b side, nameA, nameB fi.Addr, da, db core.ProviderDomain) {
-	p := testProvider(t, nil, "127.0.0.1", "127.0.0.2")
+	return rdmPairOf(t, testProvider(t, nil, "127.0.0.1", "127.0.0.2"))
+}
+
+// rdmPairOf is rdmPair on the devices of p (127.0.0.1 and 127.0.0.2).
+func rdmPairOf(t *testing.T, p *Provider) (a, b side, nameA, nameB fi.Addr, da, db core.ProviderDomain) {
 	w := rxm.Wrap(p)
 	open := func(name string) (core.ProviderDomain, side, fi.Addr) {
 		d, err := w.OpenDomain(name)
@@ -170,5 +174,60 @@ func TestRDMKeyProbing(t *testing.T) {
 	}
 	if bytes.Contains(target, []byte("evil")) {
 		t.Error("the region was written")
+	}
+}
+
+// TestRDMDeadPeer: when the peer's device dies (its daemon is killed: it
+// sends nothing more, not even a disconnect) during a 256 KiB rendezvous,
+// every operation toward it ends with an error completion within
+// deadPeerBound (docs/verbs.md, "Dead peers"): a send whose request the
+// peer took but never read (the sender waits for a read-done), a receive
+// whose rendezvous reads go to the dead peer, and an RMA write.
+func TestRDMDeadPeer(t *testing.T) {
+	const n = 256 << 10
+	bound := deadPeerBound()
+	for _, tc := range []string{"send waiting for read-done", "receive reading", "write"} {
+		t.Run(tc, func(t *testing.T) {
+			p := testProvider(t, nil, "127.0.0.1", "127.0.0.2")
+			a, b, nameA, nameB, _, db := rdmPairOf(t, p)
+			// A first message connects them.
+			b.post(t, &core.Op{Kind: core.OpRecv, Buf: make([]byte, 8)})
+			a.post(t, &core.Op{Kind: core.OpSend, Buf: []byte("hi"), Peer: nameB})
+			a.wait(t)
+			b.wait(t)
+			kill := func() { p.devs[1].dev.Close() }
+			var start time.Time
+			switch tc {
+			case "send waiting for read-done":
+				a.post(t, &core.Op{Kind: core.OpSend, Buf: pattern(n, 1), Peer: nameB})
+				time.Sleep(100 * time.Millisecond) // the request is at b, unexpected
+				kill()
+				start = time.Now()
+			case "receive reading":
+				b.post(t, &core.Op{Kind: core.OpSend, Buf: pattern(n, 2), Peer: nameA})
+				time.Sleep(100 * time.Millisecond) // the request is at a, unexpected
+				kill()
+				start = time.Now()
+				a.post(t, &core.Op{Kind: core.OpRecv, Buf: make([]byte, n)})
+			case "write":
+				m, err := db.(core.MemoryRegistrar).RegisterMemory(0, sharedMem(t, n), fi.REMOTE_WRITE, uint64(fi.KEY_NOTAVAIL))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m.Close()
+				kill()
+				start = time.Now()
+				a.post(t, &core.Op{Kind: core.OpWrite, Buf: pattern(n, 3), Key: m.Key(), Peer: nameB})
+			}
+			select {
+			case d := <-a.done:
+				if d.c.Err == 0 {
+					t.Errorf("completion %+v, want an error", d.c)
+				}
+				t.Logf("%v after %v", d.c.Err, time.Since(start))
+			case <-time.After(bound + time.Second):
+				t.Fatalf("no completion %v after the peer died", bound+time.Second)
+			}
+		})
 	}
 }

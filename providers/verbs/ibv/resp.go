@@ -53,6 +53,7 @@ func (qp *QP) inputRequest(p *roce.Packet, src netip.AddrPort) {
 		qp.dev.stats.dropped.Add(1)
 		return
 	}
+	qp.heard.Add(1)
 	r := &qp.resp
 	switch diff := roce.PSNDiff(p.PSN, r.epsn); {
 	case diff > 0:
