@@ -180,7 +180,8 @@ func TestRMA(t *testing.T) {
 // TestBadKey: RMA with a key the peer did not give, or beyond the region,
 // fails with FI_EIO (prov_errno the ibv status) and ends the connection:
 // the QP is in error, as with libfabric's verbs. The target's device then
-// refuses connections from the peer's for a while (probe.go).
+// refuses connections from the peer's to that port for a while
+// (probe.go); each case connects to a new listener.
 func TestBadKey(t *testing.T) {
 	p, da, db := twoDevices(t, nil)
 	for _, c := range []struct {
@@ -208,11 +209,12 @@ func TestBadKey(t *testing.T) {
 		case <-time.After(waitTime):
 			t.Errorf("%s: the target's connection did not end", c.name)
 		}
-		if _, refused := db.dev.probers.refused(da.dev.ip); !refused {
-			t.Errorf("%s: the peer may connect again at once", c.name)
+		name, err := pr.srv.ep.Name()
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, refused := db.dev.probers.refused(da.dev.ip); refused; _, refused = db.dev.probers.refused(da.dev.ip) {
-			time.Sleep(10 * time.Millisecond)
+		if _, refused := db.dev.probers.refused(da.dev.ip, name.IP.Port()); !refused {
+			t.Errorf("%s: the peer may connect to port %d again at once", c.name, name.IP.Port())
 		}
 	}
 }

@@ -173,7 +173,7 @@ func (e *rcEndpoint) cmEstablish(rep *cm.Msg) error {
 	at := e.d.dev.attr
 	rtr := ibv.QPAttr{State: ibv.QPSRTR, PathMTU: min(ibv.MTU(rep.PathMTU), at.ActiveMTU), DestQPNum: rep.QPN, RQPSN: rep.PSN,
 		MaxDestRdAtomic: rep.InitiatorDepth, MinRNRTimer: rcMinRNRTimer, AH: ibv.AHAttr{Dest: e.d.dev.peer(peer)}}
-	if err := e.modify(&rtr, rtrMask); err != nil {
+	if err := e.toRTR(&rtr); err != nil {
 		return err
 	}
 	e.mu.Lock()
@@ -192,6 +192,17 @@ func (e *rcEndpoint) cmEstablish(rep *cm.Msg) error {
 }
 
 const rtrMask = ibv.QPState_ | ibv.QPAV | ibv.QPPathMTU | ibv.QPDestQPN | ibv.QPRQPSN | ibv.QPMaxDestRdAtomic | ibv.QPMinRNRTimer
+
+// toRTR takes the QP to RTR with rtr, after recording its service port
+// for the requests its peer sends from then on (device.badKey).
+func (e *rcEndpoint) toRTR(rtr *ibv.QPAttr) error {
+	e.mu.Lock()
+	if e.qp != nil {
+		e.d.dev.ports.Store(e.qp.QPNum(), e.port)
+	}
+	e.mu.Unlock()
+	return e.modify(rtr, rtrMask)
+}
 
 // toRTS takes the QP from RTR to RTS.
 func (e *rcEndpoint) toRTS(rnrRetry uint8) error {
@@ -226,7 +237,7 @@ func (e *rcEndpoint) Accept(data []byte) error {
 	e.mu.Unlock()
 	rtr := ibv.QPAttr{State: ibv.QPSRTR, PathMTU: mtu, DestQPNum: req.QPN, RQPSN: req.PSN, MaxDestRdAtomic: resp,
 		MinRNRTimer: rcMinRNRTimer, AH: ibv.AHAttr{Dest: e.d.dev.peer(c.peer)}}
-	if err := e.modify(&rtr, rtrMask); err != nil {
+	if err := e.toRTR(&rtr); err != nil {
 		return err
 	}
 	e.mu.Lock()
@@ -536,6 +547,9 @@ func (e *rcEndpoint) Close() error {
 	c, port, bound := e.c, e.port, e.bound
 	if e.alive != nil {
 		e.alive.Stop()
+	}
+	if e.qp != nil {
+		e.d.dev.ports.CompareAndDelete(e.qp.QPNum(), e.port)
 	}
 	e.mu.Unlock()
 	a := e.d.dev.cm

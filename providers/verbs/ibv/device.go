@@ -24,7 +24,7 @@ type Device struct {
 	tx   transmitter
 	done chan struct{} // closed when the receive goroutine has returned
 
-	remoteAccessError func(peer netip.Addr) // DeviceConfig.RemoteAccessError
+	remoteAccessError func(peer netip.Addr, qpn uint32) // DeviceConfig.RemoteAccessError
 
 	stats counters
 

@@ -484,7 +484,7 @@ func (qp *QP) respError(syndrome roce.Syndrome, psn uint32, status WCStatus) {
 	r := &qp.resp
 	qp.sendAck(syndrome, psn)
 	if f := qp.pd.dev.remoteAccessError; f != nil && syndrome == roce.AETHNAKRemAccErr {
-		f(qp.dest.Addr())
+		f(qp.dest.Addr(), qp.qpn)
 	}
 	if r.inRecv {
 		r.inRecv = false
