@@ -24,18 +24,15 @@ const (
 )
 
 // keepaliveInterval: a connected endpoint whose QP took no packet from
-// its peer for this long sends a keepalive (keepalive). Tests shorten it.
-var keepaliveInterval = time.Second
+// its peer for this long sends a keepalive (keepalive).
+const keepaliveInterval = time.Second
 
 // deadPeerBound is how long after its peer dies (sends nothing more, not
 // even a DREQ) a connected endpoint's QP is in error, with every posted
 // operation completed with an error: at most two keepalive intervals of
 // silence, then the keepalive's retries (rcRetryCount+1 local ACK
 // timeouts).
-func deadPeerBound() time.Duration {
-	ackTimeout := 4096 * time.Nanosecond << rcTimeout
-	return 2*keepaliveInterval + (rcRetryCount+1)*ackTimeout
-}
+const deadPeerBound = 2*keepaliveInterval + (rcRetryCount+1)*(4096*time.Nanosecond<<rcTimeout)
 
 // rcState is where an FI_EP_MSG endpoint is.
 type rcState uint8

@@ -21,7 +21,7 @@ import (
 // probeMaxPenalty, a 32-bit key space to decades per region. The other
 // ports of the device (other users' listeners) still take the peer's
 // connections.
-var (
+const (
 	probePenalty    = 100 * time.Millisecond
 	probeMaxPenalty = 10 * time.Second
 	probeForget     = 10 * time.Minute

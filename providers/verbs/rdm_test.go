@@ -185,7 +185,7 @@ func TestRDMKeyProbing(t *testing.T) {
 // whose rendezvous reads go to the dead peer, and an RMA write.
 func TestRDMDeadPeer(t *testing.T) {
 	const n = 256 << 10
-	bound := deadPeerBound()
+	const bound = deadPeerBound
 	for _, tc := range []string{"send waiting for read-done", "receive reading", "write"} {
 		t.Run(tc, func(t *testing.T) {
 			p := testProvider(t, nil, "127.0.0.1", "127.0.0.2")
