@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -442,5 +443,86 @@ func TestMRKeys(t *testing.T) {
 	}
 	if kx, ky := x.Impl.(*core.MR).Key(), y.Impl.(*core.MR).Key(); kx == ky || kx == 7 || ky == 7 {
 		t.Errorf("picked keys %#x and %#x (and 7 in use)", kx, ky)
+	}
+}
+
+// TestMRDefaultAccess: a region allows no peer access until attr/access
+// asks for it. fi_mr(3): access "Indicates the type of operations that
+// the local or a peer endpoint may perform on registered memory region",
+// and FI_REMOTE_WRITE: "The memory buffer may be used as the target
+// buffer of an RMA write or atomic operation."; FI_REMOTE_READ: "The
+// memory buffer may be used as the source buffer of an RMA read operation
+// on the target side." So a peer's write to or read from a region with
+// the default access fails (ending the connection) and leaves it as it
+// was; with FI_REMOTE_WRITE and FI_REMOTE_READ set, both work.
+func TestMRDefaultAccess(t *testing.T) {
+	ctx := context.Background()
+	// setup connects two endpoints of a new domain, and registers a
+	// local region x holding "payload!" and a target region y with
+	// access (the default if ""), holding "secret!!" at 8.
+	setup := func(access string) (a *core.Object, eq *core.EQ, xm, ym []byte, key uint64) {
+		d := lo(t)
+		a, _, _, eq, _ = pair(t, d, "bind cq c send,recv")
+		reg := func(name, access string) (*core.MR, []byte) {
+			o := create(t, d, core.KindMR, name)
+			for _, at := range o.Impl.Attrs() {
+				if at.Name == "len" {
+					if err := at.Set("64"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if at.Name == "access" && access != "" {
+					if err := at.Set(access); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if at.Name == "access" && access == "" && at.Get() != (fi.SEND|fi.RECV|fi.READ|fi.WRITE).String() {
+					t.Errorf("default access %s, want FI_SEND, FI_RECV, FI_READ, FI_WRITE", at.Get())
+				}
+			}
+			run(t, o, "reg")
+			shm, err := o.Impl.(*core.MR).Region()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return o.Impl.(*core.MR), shm.Mem
+		}
+		_, xm = reg("x", "")
+		copy(xm, "payload!")
+		y, ym := reg("y", access)
+		copy(ym[8:], "secret!!")
+		return a, eq, xm, ym, y.Key()
+	}
+
+	a, eq, _, ym, key := setup("")
+	// A write completes when its bytes are in the socket (docs/abi.md);
+	// the target refuses it and ends the connection.
+	a.Ctl(ctx, 0, fmt.Sprintf("write x 0 8 0 %#x", key))
+	if ev := events(t, eq, 1); !strings.Contains(ev, "fid=ep/") {
+		t.Errorf("after a write to a region without FI_REMOTE_WRITE, EQ has %q, want the connection's end", ev)
+	}
+	if string(ym[:8]) == "payload!" {
+		t.Error("a peer wrote a region with the default access")
+	}
+
+	a, _, xm, _, key := setup("")
+	if err := a.Ctl(ctx, 0, fmt.Sprintf("read x 16 8 8 %#x", key)); err == nil {
+		t.Error("a peer's read of a region with the default access succeeded")
+	}
+	if string(xm[16:24]) == "secret!!" {
+		t.Error("a peer read a region with the default access")
+	}
+
+	a, _, xm, ym, key = setup("FI_REMOTE_WRITE,FI_REMOTE_READ")
+	if err := a.Ctl(ctx, 0, fmt.Sprintf("read x 16 8 8 %#x", key)); err != nil || string(xm[16:24]) != "secret!!" {
+		t.Errorf("read of a region with FI_REMOTE_READ: %v, got %q", err, xm[16:24])
+	}
+	if err := a.Ctl(ctx, 0, fmt.Sprintf("write x 0 8 0 %#x", key)); err != nil {
+		t.Errorf("write to a region with FI_REMOTE_WRITE: %v", err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); string(ym[:8]) != "payload!"; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the region with FI_REMOTE_WRITE holds %q 5 s after the write", ym[:8])
+		}
 	}
 }

@@ -33,8 +33,16 @@ type MR struct {
 	mem          Memory       // the provider's registration of shm, if the domain makes them
 }
 
+// mrDefaultAccess is a region's access until attr/access says otherwise:
+// its owner's own operations (sends and receives from it, reads into it,
+// writes from it) and no peer's. fi_mr(3): access "Indicates the type of
+// operations that the local or a peer endpoint may perform on registered
+// memory region"; a peer reads or writes a region only if it has
+// FI_REMOTE_READ or FI_REMOTE_WRITE, which must be asked for.
+const mrDefaultAccess = fi.SEND | fi.RECV | fi.READ | fi.WRITE
+
 func newMR(o *Object) (Impl, error) {
-	return &MR{obj: o, access: fi.SEND | fi.RECV | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.REMOTE_WRITE, requestedKey: uint64(fi.KEY_NOTAVAIL)}, nil
+	return &MR{obj: o, access: mrDefaultAccess, requestedKey: uint64(fi.KEY_NOTAVAIL)}, nil
 }
 
 // Register is fi_mr_reg for the region's attributes.

@@ -431,6 +431,10 @@ type confImpl interface {
 
 const confMRLen = 1 << 16
 
+// confMRAccess is every scenario region's access: scenarios are RMA
+// targets too, and a region allows peers only what it asks for.
+const confMRAccess = "FI_SEND,FI_RECV,FI_READ,FI_WRITE,FI_REMOTE_READ,FI_REMOTE_WRITE"
+
 // Regions of the MR: messages sent from [0, 16K), received into [16K, 32K),
 // RMA in [32K, 64K).
 const (
@@ -459,7 +463,7 @@ func (r *ringsImpl) obj(t *testing.T, x *confEnv, kind string) string {
 		must(t, err)
 		o, dir = q, q.Dir
 	case "mr":
-		m, err := dom.NewMR(confMRLen, "FI_SEND,FI_RECV,FI_READ,FI_WRITE,FI_REMOTE_READ,FI_REMOTE_WRITE")
+		m, err := dom.NewMR(confMRLen, confMRAccess)
 		must(t, err)
 		o, dir = m, m.Dir
 	case "cntr":
@@ -656,6 +660,7 @@ func (s *shellImpl) obj(t *testing.T, x *confEnv, kind string) string {
 	dir := mkobj(t, x.dom, kind, fmt.Sprintf("conf%d", s.seq))
 	if kind == "mr" {
 		must(t, ctl(filepath.Join(dir, "attr", "len"), strconv.Itoa(confMRLen)))
+		must(t, ctl(filepath.Join(dir, "attr", "access"), confMRAccess))
 		ctlOK(t, dir, "reg")
 	}
 	return dir

@@ -211,6 +211,11 @@ func (a *agent) handleREQ(src netip.Addr, m *cm.Msg) {
 		return
 	}
 	port, ok := cm.ServicePort(m.ServiceID, cm.PortSpaceTCP)
+	if _, refused := a.d.probers.refused(src, port); ok && refused {
+		a.sendLocked(src, cm.Msg{Type: cm.REJ, TransactionID: m.TransactionID, RemoteCommID: m.LocalCommID, Reason: cm.RejNoResources})
+		a.mu.Unlock()
+		return
+	}
 	l := a.rcPorts[port]
 	if !ok || l == nil {
 		a.sendLocked(src, cm.Msg{Type: cm.REJ, TransactionID: m.TransactionID, RemoteCommID: m.LocalCommID, Reason: cm.RejInvalidService})
@@ -313,6 +318,8 @@ func (a *agent) handleREJ(src netip.Addr, m *cm.Msg) {
 		err = core.Errorf(fi.ECONNREFUSED, "verbs: connection rejected by %v", src)
 	case cm.RejInvalidService:
 		err = core.Errorf(fi.ECONNREFUSED, "verbs: nobody listens on that port of %v", src)
+	case cm.RejNoResources:
+		err = core.Errorf(fi.ECONNREFUSED, "verbs: %v refuses connections from this device to that port for a while: a request of an earlier connection presented a bad memory key", src)
 	default:
 		err = core.Errorf(fi.ECONNREFUSED, "verbs: connection refused by %v (reason %d)", src, m.Reason)
 	}

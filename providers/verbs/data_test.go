@@ -179,7 +179,9 @@ func TestRMA(t *testing.T) {
 
 // TestBadKey: RMA with a key the peer did not give, or beyond the region,
 // fails with FI_EIO (prov_errno the ibv status) and ends the connection:
-// the QP is in error, as with libfabric's verbs.
+// the QP is in error, as with libfabric's verbs. The target's device then
+// refuses connections from the peer's to that port for a while
+// (probe.go); each case connects to a new listener.
 func TestBadKey(t *testing.T) {
 	p, da, db := twoDevices(t, nil)
 	for _, c := range []struct {
@@ -206,6 +208,13 @@ func TestBadKey(t *testing.T) {
 		case <-pr.srv.ev.FailedCh:
 		case <-time.After(waitTime):
 			t.Errorf("%s: the target's connection did not end", c.name)
+		}
+		name, err := pr.srv.ep.Name()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, refused := db.dev.probers.refused(da.dev.ip, name.IP.Port()); !refused {
+			t.Errorf("%s: the peer may connect to port %d again at once", c.name, name.IP.Port())
 		}
 	}
 }

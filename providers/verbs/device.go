@@ -2,6 +2,7 @@ package verbs
 
 import (
 	"net/netip"
+	"sync"
 
 	"github.com/fabricfs/fabricfs/providers/verbs/ibv"
 )
@@ -15,17 +16,24 @@ type device struct {
 	dev  *ibv.Device
 	attr ibv.DeviceAttr
 	cm   *agent
+	// probers are the peers whose requests presented bad keys to a
+	// service port, whose connection requests to it cm refuses for a
+	// while; ports maps the QPN of each connected RC endpoint to its
+	// service port, to find it (probe.go).
+	probers probers
+	ports   sync.Map
 }
 
 // openDevice opens the device of address ip and starts its connection
 // manager.
 func openDevice(ip netip.Addr, port int, fault *ibv.Fault) (*device, error) {
 	name := DeviceName(ip)
-	dev, err := ibv.OpenDevice(ibv.DeviceConfig{Addr: ip, Port: port, Name: name, Fault: fault})
+	d := &device{name: name, ip: ip, port: uint16(port)}
+	dev, err := ibv.OpenDevice(ibv.DeviceConfig{Addr: ip, Port: port, Name: name, Fault: fault, RemoteAccessError: d.badKey})
 	if err != nil {
 		return nil, ibvError("opening device "+name, err)
 	}
-	d := &device{name: name, ip: ip, port: uint16(port), dev: dev, attr: dev.Attr()}
+	d.dev, d.attr = dev, dev.Attr()
 	if d.cm, err = newAgent(d); err != nil {
 		dev.Close()
 		return nil, err

@@ -12,7 +12,10 @@
 //     IB CM-style messages (package cm) in datagrams between the
 //     devices' GSI QPs, which connect RC QPs (REQ, REP, RTU, REJ, DREQ,
 //     DREP) and resolve UD service ports (SIDR_REQ, SIDR_REP).
-//   - pep.go, ep.go: passive and FI_EP_MSG endpoints.
+//   - pep.go, ep.go: passive and FI_EP_MSG endpoints; an idle connection's
+//     keepalive, which finds a dead peer.
+//   - probe.go: refusing for a while the connections of a peer that
+//     presented a bad memory key.
 //   - dgram.go: FI_EP_DGRAM endpoints.
 //   - qp.go: posting work requests and turning work completions into
 //     operation completions, for both.

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -21,6 +22,17 @@ const (
 	rcMinRNRTimer = 12 // libfabric verbs's VERBS_DEFAULT_MIN_RNR_TIMER: 0.64 ms
 	rcAccess      = ibv.AccessLocalWrite | ibv.AccessRemoteWrite | ibv.AccessRemoteRead
 )
+
+// keepaliveInterval: a connected endpoint whose QP took no packet from
+// its peer for this long sends a keepalive (keepalive).
+const keepaliveInterval = time.Second
+
+// deadPeerBound is how long after its peer dies (sends nothing more, not
+// even a DREQ) a connected endpoint's QP is in error, with every posted
+// operation completed with an error: at most two keepalive intervals of
+// silence, then the keepalive's retries (rcRetryCount+1 local ACK
+// timeouts).
+const deadPeerBound = 2*keepaliveInterval + (rcRetryCount+1)*(4096*time.Nanosecond<<rcTimeout)
 
 // rcState is where an FI_EP_MSG endpoint is.
 type rcState uint8
@@ -52,7 +64,10 @@ type rcEndpoint struct {
 	port       uint16 // our service port: bound at Connect, or the listener's
 	bound      bool   // port is ours to give back
 	remote     netip.AddrPort
-	depth      uint8 // the RDMA reads we issue at once, once connected
+	depth      uint8       // the RDMA reads we issue at once, once connected
+	alive      *time.Timer // the keepalive timer, while connected
+	heard      uint64      // the QP's Heard at the last keepalive tick
+	probing    bool        // a keepalive is posted
 }
 
 var (
@@ -155,7 +170,7 @@ func (e *rcEndpoint) cmEstablish(rep *cm.Msg) error {
 	at := e.d.dev.attr
 	rtr := ibv.QPAttr{State: ibv.QPSRTR, PathMTU: min(ibv.MTU(rep.PathMTU), at.ActiveMTU), DestQPNum: rep.QPN, RQPSN: rep.PSN,
 		MaxDestRdAtomic: rep.InitiatorDepth, MinRNRTimer: rcMinRNRTimer, AH: ibv.AHAttr{Dest: e.d.dev.peer(peer)}}
-	if err := e.modify(&rtr, rtrMask); err != nil {
+	if err := e.toRTR(&rtr); err != nil {
 		return err
 	}
 	e.mu.Lock()
@@ -174,6 +189,17 @@ func (e *rcEndpoint) cmEstablish(rep *cm.Msg) error {
 }
 
 const rtrMask = ibv.QPState_ | ibv.QPAV | ibv.QPPathMTU | ibv.QPDestQPN | ibv.QPRQPSN | ibv.QPMaxDestRdAtomic | ibv.QPMinRNRTimer
+
+// toRTR takes the QP to RTR with rtr, after recording its service port
+// for the requests its peer sends from then on (device.badKey).
+func (e *rcEndpoint) toRTR(rtr *ibv.QPAttr) error {
+	e.mu.Lock()
+	if e.qp != nil {
+		e.d.dev.ports.Store(e.qp.QPNum(), e.port)
+	}
+	e.mu.Unlock()
+	return e.modify(rtr, rtrMask)
+}
 
 // toRTS takes the QP from RTR to RTS.
 func (e *rcEndpoint) toRTS(rnrRetry uint8) error {
@@ -208,7 +234,7 @@ func (e *rcEndpoint) Accept(data []byte) error {
 	e.mu.Unlock()
 	rtr := ibv.QPAttr{State: ibv.QPSRTR, PathMTU: mtu, DestQPNum: req.QPN, RQPSN: req.PSN, MaxDestRdAtomic: resp,
 		MinRNRTimer: rcMinRNRTimer, AH: ibv.AHAttr{Dest: e.d.dev.peer(c.peer)}}
-	if err := e.modify(&rtr, rtrMask); err != nil {
+	if err := e.toRTR(&rtr); err != nil {
 		return err
 	}
 	e.mu.Lock()
@@ -280,6 +306,7 @@ func (e *rcEndpoint) connectedLocked(data []byte) {
 		return
 	}
 	e.state, e.connQueued = rcConnected, true
+	e.alive = time.AfterFunc(keepaliveInterval, e.keepalive)
 	e.d.dev.cm.do(func() {
 		e.mu.Lock()
 		e.connQueued = false
@@ -289,6 +316,43 @@ func (e *rcEndpoint) connectedLocked(data []byte) {
 			e.ev.Connected(data)
 		}
 	})
+}
+
+// keepalive runs every keepaliveInterval while the endpoint is
+// connected. If the QP took no packet from the peer since the last tick,
+// and no keepalive is under way, it posts a zero-length RDMA write: the
+// peer's device ACKs it without a key check or a completion there (as
+// RC does for a zero-length write), and a dead peer's silence exhausts
+// its retries, which puts the QP in error (qpFailed): every operation
+// posted completes with an error, and the application learns FI_EIO on
+// the EQ. An endpoint waiting for its peer without a work request posted
+// (rxm's rendezvous sender, waiting for a read-done) otherwise never
+// learns that its peer died.
+func (e *rcEndpoint) keepalive() {
+	e.mu.Lock()
+	if e.state != rcConnected || e.dead || e.qp == nil {
+		e.mu.Unlock()
+		return
+	}
+	heard := e.qp.Heard()
+	probe := heard == e.heard && !e.probing
+	e.heard, e.probing = heard, e.probing || probe
+	e.alive.Reset(keepaliveInterval)
+	e.mu.Unlock()
+	if !probe {
+		return
+	}
+	op := &core.Op{Kind: core.OpWrite}
+	op.OnComplete(func(*core.Op, core.Completion) {
+		e.mu.Lock()
+		e.probing = false
+		e.mu.Unlock()
+	})
+	if e.postSend(op, ibv.SendWR{Opcode: ibv.WRRDMAWrite}) != nil { // a full send queue has its own retries
+		e.mu.Lock()
+		e.probing = false
+		e.mu.Unlock()
+	}
 }
 
 // Reject refuses the request the endpoint was made from, with data.
@@ -478,6 +542,12 @@ func (e *rcEndpoint) Close() error {
 	}
 	e.state = rcClosed
 	c, port, bound := e.c, e.port, e.bound
+	if e.alive != nil {
+		e.alive.Stop()
+	}
+	if e.qp != nil {
+		e.d.dev.ports.CompareAndDelete(e.qp.QPNum(), e.port)
+	}
 	e.mu.Unlock()
 	a := e.d.dev.cm
 	if c != nil {

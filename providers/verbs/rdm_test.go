@@ -13,7 +13,11 @@ import (
 
 // rdmPair makes an FI_EP_RDM endpoint (rxm over verbs) on each device.
 func rdmPair(t *testing.T) (a, b side, nameA, nameB fi.Addr, da, db core.ProviderDomain) {
-	p := testProvider(t, nil, "127.0.0.1", "127.0.0.2")
+	return rdmPairOf(t, testProvider(t, nil, "127.0.0.1", "127.0.0.2"))
+}
+
+// rdmPairOf is rdmPair on the devices of p (127.0.0.1 and 127.0.0.2).
+func rdmPairOf(t *testing.T, p *Provider) (a, b side, nameA, nameB fi.Addr, da, db core.ProviderDomain) {
 	w := rxm.Wrap(p)
 	open := func(name string) (core.ProviderDomain, side, fi.Addr) {
 		d, err := w.OpenDomain(name)
@@ -133,5 +137,97 @@ func TestRDM(t *testing.T) {
 	a.post(t, &core.Op{Kind: core.OpSend, Buf: []byte("after"), Peer: nameB})
 	if d := b.wait(t); string(d.op.Buf[:d.c.Len]) != "after" {
 		t.Errorf("b received %q", d.op.Buf[:d.c.Len])
+	}
+}
+
+// TestRDMKeyProbing: a peer's RDM endpoint that guesses memory keys loses
+// its connection with each wrong key, and the target's device refuses
+// its connection requests for a time that doubles with each bad key
+// (probe.go): in 2 s it presents at most 5 keys (at 0, 0.1, 0.3, 0.7
+// and 1.5 s), where a connection per guess would allow hundreds. Its
+// other attempts fail with FI_ECONNREFUSED (or FI_ENOTCONN or
+// FI_ECANCELED while a connection ends); the region is untouched.
+func TestRDMKeyProbing(t *testing.T) {
+	a, _, _, nameB, _, db := rdmPair(t)
+	target := sharedMem(t, 4096)
+	m, err := db.(core.MemoryRegistrar).RegisterMemory(0, target, fi.REMOTE_READ|fi.REMOTE_WRITE, uint64(fi.KEY_NOTAVAIL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	presented, refused := 0, 0
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+		key := m.Key() ^ uint64(1+presented+refused)
+		a.post(t, &core.Op{Kind: core.OpWrite, Buf: []byte("evil"), Key: key, Peer: nameB})
+		switch d := a.wait(t); d.c.Err {
+		case fi.EIO:
+			presented++
+		case fi.ECONNREFUSED, fi.ENOTCONN, fi.ECANCELED: // refused, or the last connection ending
+			refused++
+		default:
+			t.Fatalf("write with key %#x: %+v", key, d.c)
+		}
+	}
+	t.Logf("%d keys presented, %d attempts refused", presented, refused)
+	if presented < 2 || presented > 5 || refused == 0 {
+		t.Errorf("%d keys presented and %d attempts refused in 2 s, want 2 to 5 presented and some refused", presented, refused)
+	}
+	if bytes.Contains(target, []byte("evil")) {
+		t.Error("the region was written")
+	}
+}
+
+// TestRDMDeadPeer: when the peer's device dies (its daemon is killed: it
+// sends nothing more, not even a disconnect) during a 256 KiB rendezvous,
+// every operation toward it ends with an error completion within
+// deadPeerBound (docs/verbs.md, "Dead peers"): a send whose request the
+// peer took but never read (the sender waits for a read-done), a receive
+// whose rendezvous reads go to the dead peer, and an RMA write.
+func TestRDMDeadPeer(t *testing.T) {
+	const n = 256 << 10
+	const bound = deadPeerBound
+	for _, tc := range []string{"send waiting for read-done", "receive reading", "write"} {
+		t.Run(tc, func(t *testing.T) {
+			p := testProvider(t, nil, "127.0.0.1", "127.0.0.2")
+			a, b, nameA, nameB, _, db := rdmPairOf(t, p)
+			// A first message connects them.
+			b.post(t, &core.Op{Kind: core.OpRecv, Buf: make([]byte, 8)})
+			a.post(t, &core.Op{Kind: core.OpSend, Buf: []byte("hi"), Peer: nameB})
+			a.wait(t)
+			b.wait(t)
+			kill := func() { p.devs[1].dev.Close() }
+			var start time.Time
+			switch tc {
+			case "send waiting for read-done":
+				a.post(t, &core.Op{Kind: core.OpSend, Buf: pattern(n, 1), Peer: nameB})
+				time.Sleep(100 * time.Millisecond) // the request is at b, unexpected
+				kill()
+				start = time.Now()
+			case "receive reading":
+				b.post(t, &core.Op{Kind: core.OpSend, Buf: pattern(n, 2), Peer: nameA})
+				time.Sleep(100 * time.Millisecond) // the request is at a, unexpected
+				kill()
+				start = time.Now()
+				a.post(t, &core.Op{Kind: core.OpRecv, Buf: make([]byte, n)})
+			case "write":
+				m, err := db.(core.MemoryRegistrar).RegisterMemory(0, sharedMem(t, n), fi.REMOTE_WRITE, uint64(fi.KEY_NOTAVAIL))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m.Close()
+				kill()
+				start = time.Now()
+				a.post(t, &core.Op{Kind: core.OpWrite, Buf: pattern(n, 3), Key: m.Key(), Peer: nameB})
+			}
+			select {
+			case d := <-a.done:
+				if d.c.Err == 0 {
+					t.Errorf("completion %+v, want an error", d.c)
+				}
+				t.Logf("%v after %v", d.c.Err, time.Since(start))
+			case <-time.After(bound + time.Second):
+				t.Fatalf("no completion %v after the peer died", bound+time.Second)
+			}
+		})
 	}
 }

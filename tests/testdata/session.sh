@@ -91,7 +91,9 @@ expect "$(cat $D/ep/a/err)" "bind cntr sent write: endpoint is connected" "ep a 
 
 echo "== RMA into and out of mr/N/data"
 mkdir $D/mr/ma $D/mr/mb
-for m in ma mb; do echo 64 > $D/mr/$m/attr/len; echo reg > $D/mr/$m/ctl; done
+for m in ma mb; do echo 64 > $D/mr/$m/attr/len; done
+echo FI_REMOTE_READ,FI_REMOTE_WRITE > $D/mr/mb/attr/access  # peers reach only what access allows
+for m in ma mb; do echo reg > $D/mr/$m/ctl; done
 key=$(cat $D/mr/mb/attr/key)
 printf 'written by a' 1<> $D/mr/ma/data  # 1<>: a region's size is fixed, > would truncate
 echo write ma 0 12 20 $key > $D/ep/a/ctl

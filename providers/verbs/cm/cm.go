@@ -80,6 +80,7 @@ func (t Type) String() string {
 // Reject reasons (IB CM REJ reason codes).
 const (
 	RejNoQP           = 1  // IB_CM_REJ_NO_QP: no QP to take the connection
+	RejNoResources    = 3  // IB_CM_REJ_NO_RESOURCES: refused for now
 	RejTimeout        = 4  // IB_CM_REJ_TIMEOUT
 	RejInvalidCommID  = 6  // IB_CM_REJ_INVALID_COMM_ID: no such connection
 	RejInvalidService = 8  // IB_CM_REJ_INVALID_SERVICE_ID: nobody listens on the service

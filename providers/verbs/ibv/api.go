@@ -43,6 +43,13 @@ type DeviceConfig struct {
 	// Fault, if not nil, makes the device's transmit path drop, duplicate,
 	// reorder and corrupt datagrams, for tests.
 	Fault *Fault
+	// RemoteAccessError, if not nil, is called with the peer's address
+	// and the QP's number each time a responder NAKs a request with a
+	// remote access error (a key that names no region of the QP's PD, a
+	// range outside the region, an access the region does not allow),
+	// after which the responder's QP is in error. It is called with the
+	// QP's lock held: it must not call the device.
+	RemoteAccessError func(peer netip.Addr, qpn uint32)
 }
 
 // Fault is a fault-injection plan for a device's transmit path. Each

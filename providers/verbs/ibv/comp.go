@@ -79,6 +79,7 @@ func (qp *QP) inputResponse(p *roce.Packet, src netip.AddrPort) {
 		qp.dev.stats.dropped.Add(1)
 		return
 	}
+	qp.heard.Add(1)
 	if roce.PSNCompare(p.PSN, qp.req.maxPSN) >= 0 || roce.PSNCompare(p.PSN, qp.comp.psn) < 0 {
 		return
 	}

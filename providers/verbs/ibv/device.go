@@ -24,6 +24,8 @@ type Device struct {
 	tx   transmitter
 	done chan struct{} // closed when the receive goroutine has returned
 
+	remoteAccessError func(peer netip.Addr, qpn uint32) // DeviceConfig.RemoteAccessError
+
 	stats counters
 
 	mu      sync.Mutex // guards the fields below
@@ -39,7 +41,7 @@ type Device struct {
 	// writes region memory holding it for reading, so Dereg, which takes
 	// it for writing, returns only once no packet is using the region.
 	mrMu sync.RWMutex
-	mrs  []*MR // by key index (key >> 8); 0 is never used
+	mrs  map[uint32]*MR // by key (lkey = rkey); 0 is never a key
 
 	atomicMu sync.Mutex // makes atomics atomic among the device's QPs
 }
@@ -112,14 +114,15 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 		return nil, fmt.Errorf("ibv: open device %v port %d: %w", a, port, err)
 	}
 	d := &Device{
-		raw:     raw,
-		name:    cfg.Name,
-		addr:    netip.AddrPortFrom(a, uint16(port)),
-		conn:    conn,
-		done:    make(chan struct{}),
-		nextQPN: firstQPN,
-		qps:     map[uint32]*QP{},
-		mrs:     make([]*MR, 1, 64),
+		raw:               raw,
+		name:              cfg.Name,
+		remoteAccessError: cfg.RemoteAccessError,
+		addr:              netip.AddrPortFrom(a, uint16(port)),
+		conn:              conn,
+		done:              make(chan struct{}),
+		nextQPN:           firstQPN,
+		qps:               map[uint32]*QP{},
+		mrs:               map[uint32]*MR{},
 	}
 	if d.name == "" {
 		d.name = "rxe_" + a.String()
@@ -218,9 +221,7 @@ func (d *Device) Close() error {
 	}
 	d.mrMu.Lock()
 	for _, mr := range d.mrs {
-		if mr != nil {
-			mr.dead = true
-		}
+		mr.dead = true
 	}
 	clear(d.mrs)
 	d.mrMu.Unlock()

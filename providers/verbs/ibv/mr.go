@@ -1,7 +1,8 @@
 package ibv
 
 import (
-	"math/rand/v2"
+	"crypto/rand"
+	"encoding/binary"
 	"syscall"
 )
 
@@ -19,8 +20,12 @@ type MR struct {
 }
 
 // RegMR registers buf with the address iova (ibv_reg_mr_iova: a provider
-// that wants offsets passes 0) and access. Keys are index<<8 | 8 random
-// bits, as rxe makes them; the lkey and the rkey are the same. Remote
+// that wants offsets passes 0) and access. A key is 32 random bits
+// (crypto/rand) that no other live region of the device has, and not 0:
+// the device finds regions in a map, so no bit of a key is an index a
+// peer could count, and a peer that does not know a key can only guess
+// it among 2^32 (each wrong guess costs it its connection, resp.go). The
+// lkey and the rkey are the same. Remote
 // write and atomic access require local write (EINVAL otherwise), as in
 // libibverbs. The device reads and writes buf until Dereg.
 func (pd *PD) RegMR(buf []byte, iova uint64, access Access) (*MR, error) {
@@ -39,15 +44,12 @@ func (pd *PD) RegMR(buf []byte, iova uint64, access Access) (*MR, error) {
 	d := pd.dev
 	mr := &MR{IOVA: iova, pd: pd, buf: buf, access: access}
 	d.mrMu.Lock()
-	i := 1
-	for i < len(d.mrs) && d.mrs[i] != nil {
-		i++
+	for mr.LKey == 0 || d.mrs[mr.LKey] != nil {
+		var b [4]byte
+		rand.Read(b[:])
+		mr.LKey = binary.LittleEndian.Uint32(b[:])
 	}
-	if i == len(d.mrs) {
-		d.mrs = append(d.mrs, nil)
-	}
-	d.mrs[i] = mr
-	mr.LKey = uint32(i)<<8 | uint32(rand.N(256))
+	d.mrs[mr.LKey] = mr
 	mr.RKey = mr.LKey
 	d.mrMu.Unlock()
 	return mr, nil
@@ -64,8 +66,8 @@ func (mr *MR) Dereg() error {
 		return errorf(syscall.EINVAL, "dereg mr: deregistered already")
 	}
 	mr.dead = true
-	if i := int(mr.LKey >> 8); i < len(d.mrs) && d.mrs[i] == mr {
-		d.mrs[i] = nil
+	if d.mrs[mr.LKey] == mr {
+		delete(d.mrs, mr.LKey)
 	}
 	d.mrMu.Unlock()
 	d.mu.Lock()
@@ -78,14 +80,7 @@ func (mr *MR) Dereg() error {
 // lookupMR returns the live region whose key is key, or nil. d.mrMu is
 // held.
 func (d *Device) lookupMR(key uint32) *MR {
-	i := int(key >> 8)
-	if i >= len(d.mrs) {
-		return nil
-	}
-	if mr := d.mrs[i]; mr != nil && mr.LKey == key {
-		return mr
-	}
-	return nil
+	return d.mrs[key]
 }
 
 // span returns the n bytes of mr at address addr, if they lie in it, are

@@ -3,6 +3,7 @@ package ibv
 import (
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,6 +19,8 @@ type QP struct {
 	pd   *PD
 	qpn  uint32
 	init QPInitAttr
+
+	heard atomic.Uint64 // RC: packets taken from the peer (Heard)
 
 	mu   sync.Mutex
 	attr QPAttr
@@ -356,6 +359,13 @@ func (qp *QP) setError() {
 		qp.toError()
 	}
 }
+
+// Heard counts the packets an RC QP has taken from its peer: requests and
+// responses that reached its responder or completer (a duplicate or a
+// NAK too). A count that stays the same says the peer was silent; a
+// keepalive (a zero-length RDMA write, whose ACK counts) tells a silent
+// peer from a dead one.
+func (qp *QP) Heard() uint64 { return qp.heard.Load() }
 
 // toError moves the QP to the ERR state: every outstanding send and
 // receive work request completes with IBV_WC_WR_FLUSH_ERR, sends first,

@@ -53,6 +53,7 @@ func (qp *QP) inputRequest(p *roce.Packet, src netip.AddrPort) {
 		qp.dev.stats.dropped.Add(1)
 		return
 	}
+	qp.heard.Add(1)
 	r := &qp.resp
 	switch diff := roce.PSNDiff(p.PSN, r.epsn); {
 	case diff > 0:
@@ -482,6 +483,9 @@ func (qp *QP) rnrNAK(psn uint32) {
 func (qp *QP) respError(syndrome roce.Syndrome, psn uint32, status WCStatus) {
 	r := &qp.resp
 	qp.sendAck(syndrome, psn)
+	if f := qp.pd.dev.remoteAccessError; f != nil && syndrome == roce.AETHNAKRemAccErr {
+		f(qp.dest.Addr(), qp.qpn)
+	}
 	if r.inRecv {
 		r.inRecv = false
 		qp.completeRecv(&WC{WRID: r.wqe.wrid, Status: status, Opcode: WCRecv})
