@@ -200,14 +200,15 @@ const headerRoom = 80
 
 // activeMTU is the device's active MTU, as rxe derives it from its network
 // device's: the largest IB MTU whose packets, headers included, fit the
-// MTU of the interface that has address a (datagrams leave with DF set,
-// so a larger one is never sent), at most 4096; 256 when the interface is
-// not found.
+// MTU of the interface that has address a, or else of the first whose
+// network holds it (127.0.0.2 is lo's); datagrams leave with DF set, so a
+// larger packet would never arrive. 4096 when no interface holds a.
 func activeMTU(a netip.Addr) MTU {
 	ifs, err := net.Interfaces()
 	if err != nil {
-		return MTU256
+		return deviceAttr.ActiveMTU
 	}
+	holder := -1
 	for _, ifi := range ifs {
 		addrs, err := ifi.Addrs()
 		if err != nil {
@@ -218,13 +219,18 @@ func activeMTU(a netip.Addr) MTU {
 			if !ok {
 				continue
 			}
-			if ip, ok := netip.AddrFromSlice(ipn.IP); !ok || ip.Unmap() != a {
-				continue
+			if ip, ok := netip.AddrFromSlice(ipn.IP); ok && ip.Unmap() == a {
+				return mtuFor(ifi.MTU)
 			}
-			return mtuFor(ifi.MTU)
+			if holder < 0 && ipn.Contains(a.AsSlice()) {
+				holder = ifi.MTU
+			}
 		}
 	}
-	return MTU256
+	if holder < 0 {
+		return deviceAttr.ActiveMTU
+	}
+	return mtuFor(holder)
 }
 
 // mtuFor is the largest IB MTU whose packets fit an interface MTU of

@@ -9,7 +9,8 @@ import (
 // TestActiveMTU: a device's active MTU is the largest IB MTU whose packets
 // fit its interface's MTU: 4096 on loopback (65536), and on an interface of
 // 1500 bytes, such as a veth pair's, 1024 (the namespace test in tests/
-// sends over one); 256 for an address no interface has.
+// sends over one); an address of lo's network that lo does not list
+// (127.0.0.2) is lo's.
 func TestActiveMTU(t *testing.T) {
 	lo, err := net.InterfaceByName("lo")
 	if err != nil {
@@ -21,8 +22,8 @@ func TestActiveMTU(t *testing.T) {
 	if got := activeMTU(netip.MustParseAddr("127.0.0.1")); got != MTU4096 {
 		t.Errorf("active MTU on lo (MTU %d): %v, want MTU4096", lo.MTU, got)
 	}
-	if got := activeMTU(netip.MustParseAddr("192.0.2.254")); got != MTU256 {
-		t.Errorf("active MTU of an address no interface has: %v, want MTU256", got)
+	if got := activeMTU(netip.MustParseAddr("127.0.0.2")); got != MTU4096 {
+		t.Errorf("active MTU of 127.0.0.2: %v, want lo's, MTU4096", got)
 	}
 	for _, c := range []struct {
 		ifMTU int
