@@ -35,26 +35,19 @@ const (
 	nsWait   = 60 * time.Second // the longest any step of these tests waits
 )
 
-// needNetns skips a test that cannot make network namespaces, with the
-// reason, or fails it under CI.
+// needNetns skips a test that cannot make network namespaces (not root),
+// with the reason, or fails it under CI; as root it installs ip and
+// nsenter if they are missing (needCmd).
 func needNetns(t *testing.T) {
 	t.Helper()
-	reason := ""
 	if os.Geteuid() != 0 {
-		reason = "not root: network namespaces need CAP_SYS_ADMIN"
-	}
-	for _, c := range []string{"ip", "nsenter"} {
-		if _, err := exec.LookPath(c); err != nil && reason == "" {
-			reason = c + " is not installed"
+		if os.Getenv("CI") != "" {
+			t.Fatal("cannot make network namespaces: not root")
 		}
+		t.Skip("cannot make network namespaces: not root (they need CAP_SYS_ADMIN)")
 	}
-	if reason == "" {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("cannot make network namespaces: %s", reason)
-	}
-	t.Skipf("cannot make network namespaces: %s", reason)
+	needCmd(t, "ip")
+	needCmd(t, "nsenter")
 }
 
 // runIP runs ip with args, bounded in time, failing the test on error.
@@ -349,7 +342,9 @@ func TestNetnsPingpong(t *testing.T) {
 // tcp domain and a verbs device in each, listed by the provider
 // directories and /info, offered by getinfo, without a restart and
 // without disturbing the objects of the domains already open; tcp MSG and
-// verbs RDM then work over it.
+// verbs RDM then work over it. When the pair is deleted its domains stay,
+// with their objects and entries (docs/deploy.md), a listen in them fails
+// with an error, and the other domains work on.
 func TestNetnsHotplug(t *testing.T) {
 	a, b, da, db := twoHosts(t)
 	old := mkobj(t, da.path("tcp", nsIfA), "eq", "before")
@@ -397,6 +392,29 @@ func TestNetnsHotplug(t *testing.T) {
 	ra, rb := rdmPair(t, da.path("verbs", verbsA), db.path("verbs", verbsB), "r")
 	exchange(t, ra, rb, bytes.Repeat([]byte("v"), 100000))
 	exchange(t, rb, ra, []byte("back over verbs"))
+
+	runIP(t, "-n", a, "link", "del", ifA) // and its peer
+	kept := mkobj(t, da.path("tcp", ifA), "eq", "after")
+	if names := strings.Join(dirNames(t, da.path("tcp")), " "); !strings.Contains(" "+names+" ", " "+ifA+" ") {
+		t.Errorf("tcp lists %s after %s went: its domain should stay", names, ifA)
+	}
+	if info := da.read(t, "info"); !strings.Contains(info, "name: "+ifA+"\n") {
+		t.Errorf("/info lost %s's entries", ifA)
+	}
+	for _, o := range []string{filepath.Join(da.path("tcp", ifA), "ep", "m"), kept} {
+		if _, err := os.Stat(o); err != nil {
+			t.Errorf("after the interface went: %v", err)
+		}
+	}
+	pep := mkobj(t, da.path("tcp", ifA), "pep", "gone")
+	ctlOK(t, pep, "bind eq after")
+	if err := ctl(filepath.Join(pep, "ctl"), "listen"); err == nil {
+		t.Errorf("listen on %s's address after it went succeeded: %s", ifA, fileText(t, pep, "local"))
+	} else {
+		t.Logf("listen after the interface went: %v (err: %s)", err, fileText(t, pep, "err"))
+	}
+	oa, ob := msgPair(t, da.path("tcp", nsIfA), db.path("tcp", nsIfB), "o", "fi_sockaddr_in://"+nsAddrB+":")
+	exchange(t, oa, ob, []byte("the first interface still works"))
 }
 
 // TestNetnsLinkDown takes daemon a's link down in the middle of a stream
