@@ -68,7 +68,9 @@ func newNetns(t *testing.T, suffix string) string {
 	name := fmt.Sprintf("ffns-%d-%s", os.Getpid(), suffix)
 	runIP(t, "netns", "add", name)
 	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if out, err := exec.CommandContext(ctx, "ip", "netns", "del", name).CombinedOutput(); err != nil {
 			t.Errorf("ip netns del %s: %v: %s", name, err, out)
 		}
 	})
@@ -95,7 +97,9 @@ func vethPair(t *testing.T, a, ifA, addrA, b, ifB, addrB string) {
 func waitCarrier(t *testing.T, ns, ifc string) {
 	t.Helper()
 	for deadline := time.Now().Add(nsWait); ; time.Sleep(20 * time.Millisecond) {
-		out, err := exec.Command("ip", "-n", ns, "-o", "link", "show", "dev", ifc).CombinedOutput()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		out, err := exec.CommandContext(ctx, "ip", "-n", ns, "-o", "link", "show", "dev", ifc).CombinedOutput()
+		cancel()
 		if err == nil && strings.Contains(string(out), "LOWER_UP") {
 			return
 		}
