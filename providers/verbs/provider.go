@@ -66,7 +66,10 @@ func New(cfg Config) (*Provider, error) {
 	}
 	p := &Provider{cfg: cfg, tried: map[netip.Addr]bool{}}
 	if cfg.Addrs == nil {
-		return p, p.Rescan()
+		if err := p.Rescan(); err != nil {
+			return nil, err
+		}
+		return p, nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
