@@ -320,23 +320,42 @@ func TestNetnsTwoHosts(t *testing.T) {
 }
 
 // TestNetnsPingpong runs real fi_pingpong (libfabric's tcp provider) in
-// one namespace as the server and ffpingpong through the tree of the
-// daemon of the other as the client, FI_EP_MSG and FI_EP_RDM, over the
-// veth pair.
+// one namespace against ffpingpong through the tree of the daemon of the
+// other, FI_EP_MSG and FI_EP_RDM, over the veth pair, each side being the
+// server once.
 func TestNetnsPingpong(t *testing.T) {
 	a, b, _, db := twoHosts(t)
 	needCmd(t, "fi_pingpong")
 	bin := ffpingpong(t)
 	c := ppCases[0]
+	fiEnvA := []string{"FI_TCP_IFACE=" + nsIfA}
 	for _, ep := range []string{"msg", "rdm"} {
-		t.Run(ep, func(t *testing.T) {
-			common := []string{"-e", ep, "-S", strconv.Itoa(c.size), "-I", strconv.Itoa(c.iters), "-c"}
-			fiArgs := append([]string{"fi_pingpong", "-p", "tcp", "-d", nsIfA}, common...)
-			fi := startProc(t, []string{"FI_TCP_IFACE=" + nsIfA}, "nsenter", append([]string{"--net=/run/netns/" + a}, fiArgs...)...)
-			ffArgs := append([]string{bin, "-mnt", db.mnt, "-p", "tcp", "-d", nsIfB, "-timeout", ppTimeout}, common...)
-			ff := startProc(t, nil, "nsenter", append(append([]string{"--net=/run/netns/" + b}, ffArgs...), nsAddrA)...)
+		common := []string{"-e", ep, "-S", strconv.Itoa(c.size), "-I", strconv.Itoa(c.iters), "-c"}
+		fiArgs := append(nsenter(a, "fi_pingpong", "-p", "tcp", "-d", nsIfA), common...)
+		ffArgs := append(nsenter(b, bin, "-mnt", db.mnt, "-p", "tcp", "-d", nsIfB, "-timeout", ppTimeout), common...)
+		t.Run(ep+"/fi_pingpong-server", func(t *testing.T) {
+			fi := startProc(t, fiEnvA, fiArgs[0], fiArgs[1:]...)
+			ff := startProc(t, nil, ffArgs[0], append(ffArgs[1:], nsAddrA)...)
+			fi.name, ff.name = "fi_pingpong in "+a, "ffpingpong in "+b
 			ff.wait(t, ppLimit)
 			fi.wait(t, ppLimit)
+			checkPingpong(t, c, fi, ff)
+		})
+		t.Run(ep+"/fabricfs-server", func(t *testing.T) {
+			ff := startProc(t, nil, ffArgs[0], ffArgs[1:]...)
+			ff.name = "ffpingpong in " + b
+			// fi_pingpong does not retry a refused control connection:
+			// run it again until the server listens.
+			var fi *proc
+			for try := 0; ; try++ {
+				fi = startProc(t, fiEnvA, fiArgs[0], append(fiArgs[1:], nsAddrB)...)
+				fi.name = "fi_pingpong in " + a
+				if fi.wait(t, ppLimit) == 0 || !strings.Contains(fi.err.String(), "failed to connect") || try == 200 {
+					break
+				}
+				time.Sleep(25 * time.Millisecond)
+			}
+			ff.wait(t, ppLimit)
 			checkPingpong(t, c, fi, ff)
 		})
 	}
