@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Soak: a fabricfs daemon under mixed traffic from several users for a
-# while, with the attacks of issue 20 running beside it, on loopback only.
+# while, with attacks by another user running beside it, on loopback only.
 #
 #   scripts/soak.sh [-d DURATION] [-o FILE] [-u USERS] [-k]
 #
