@@ -18,8 +18,11 @@ import (
 // Fabric is the root of the model: the providers, their domains, and the
 // per-user limits. It is what the tree at /fabric shows.
 type Fabric struct {
-	provs   []Provider
-	domains map[string][]*Domain // by provider name, in the provider's order
+	provs []Provider
+
+	// rescanMu serialises Rescan; domains changes only under it and mu.
+	rescanMu sync.Mutex
+	domains  map[string][]*Domain // by provider name, in the provider's order; under mu
 
 	// Logf logs daemon-side events; nil logs with the log package.
 	Logf func(format string, a ...any)
@@ -31,7 +34,7 @@ type Fabric struct {
 	eng engine
 
 	mu      sync.Mutex
-	acct    accounts // what each uid holds (limits.go)
+	acct    accounts // what each uid holds (limits.go); under mu
 	closing bool
 }
 
@@ -49,26 +52,67 @@ func New(provs ...Provider) (*Fabric, error) {
 	}
 	f.Shm = mem
 	for _, p := range provs {
-		seen := map[string]bool{}
-		for _, in := range p.Infos() {
-			name := in.DomainAttr.Name
-			if seen[name] {
-				continue
-			}
-			seen[name] = true
-			pd, err := p.OpenDomain(name)
-			if err != nil {
-				f.Close()
-				return nil, WithOp("fi_domain "+p.Name()+"/"+name, err)
-			}
-			d := &Domain{Prov: p, Name: name, prov: pd, fab: f, bySerial: map[uint64]*Object{}}
-			for k := range d.objs {
-				d.objs[k] = map[string]*Object{}
-			}
-			f.domains[p.Name()] = append(f.domains[p.Name()], d)
+		if err := f.openDomains(p); err != nil {
+			f.Close()
+			return nil, err
 		}
 	}
 	return f, nil
+}
+
+// openDomains opens every domain p's entries name that is not open yet,
+// and adds it after p's open ones.
+func (f *Fabric) openDomains(p Provider) error {
+	for _, in := range p.Infos() {
+		name := in.DomainAttr.Name
+		if _, ok := f.Domain(p.Name(), name); ok {
+			continue
+		}
+		pd, err := p.OpenDomain(name)
+		if err != nil {
+			return WithOp("fi_domain "+p.Name()+"/"+name, err)
+		}
+		d := &Domain{Prov: p, Name: name, prov: pd, fab: f, bySerial: map[uint64]*Object{}}
+		for k := range d.objs {
+			d.objs[k] = map[string]*Object{}
+		}
+		f.mu.Lock()
+		f.domains[p.Name()] = append(f.domains[p.Name()], d)
+		f.mu.Unlock()
+	}
+	return nil
+}
+
+// Rescan has every provider that follows the host's interfaces (Rescanner)
+// look at them again, and opens the domains of the entries they added,
+// beside the open ones, which it leaves alone. The tree calls it when a
+// provider's directory is listed, a name in it is not found, or an info or
+// getinfo file is read: an interface that appeared since the daemon
+// started is a domain from then on. Domains are never removed: the domain
+// of an interface that went away stays, with its entries, and its
+// endpoints fail as their sockets do (docs/deploy.md).
+func (f *Fabric) Rescan() {
+	f.rescanMu.Lock()
+	defer f.rescanMu.Unlock()
+	f.mu.Lock()
+	closing := f.closing
+	f.mu.Unlock()
+	if closing {
+		return
+	}
+	for _, p := range f.provs {
+		r, ok := p.(Rescanner)
+		if !ok {
+			continue
+		}
+		if err := r.Rescan(); err != nil {
+			f.logf("rescan %s: %v", p.Name(), err)
+			continue
+		}
+		if err := f.openDomains(p); err != nil {
+			f.logf("rescan: %v", err)
+		}
+	}
 }
 
 // SetEngineCPUs runs the ring engine's threads only on the CPUs of set
@@ -116,11 +160,15 @@ func (f *Fabric) alloc(o *Object, name string, size int) (*ring.Region, error) {
 func (f *Fabric) Providers() []Provider { return f.provs }
 
 // Domains returns the domains of provider prov.
-func (f *Fabric) Domains(prov string) []*Domain { return f.domains[prov] }
+func (f *Fabric) Domains(prov string) []*Domain {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.domains[prov][:len(f.domains[prov]):len(f.domains[prov])]
+}
 
 // Domain finds one domain.
 func (f *Fabric) Domain(prov, name string) (*Domain, bool) {
-	for _, d := range f.domains[prov] {
+	for _, d := range f.Domains(prov) {
 		if d.Name == name {
 			return d, true
 		}
@@ -139,11 +187,13 @@ func (f *Fabric) Infos() []*fi.Info {
 
 // Close closes every object and domain. Blocked readers return.
 func (f *Fabric) Close() {
+	f.rescanMu.Lock() // no domain opens from now on
+	defer f.rescanMu.Unlock()
 	f.mu.Lock()
 	f.closing = true
 	f.mu.Unlock()
 	for _, p := range f.provs {
-		for _, d := range f.domains[p.Name()] {
+		for _, d := range f.Domains(p.Name()) {
 			d.closeObjects()
 			if err := d.prov.Close(); err != nil {
 				f.logf("close domain %s: %v", d, err)

@@ -19,6 +19,15 @@ type Provider interface {
 	OpenDomain(name string) (ProviderDomain, error)
 }
 
+// Rescanner is an optional interface of a Provider whose domains follow
+// the host's network interfaces. Rescan looks at the interfaces again and
+// adds, after the entries Infos returned before, the entries of addresses
+// that appeared since; it never removes or changes an entry, so that the
+// domains opened from them stay as they are. Fabric.Rescan calls it.
+type Rescanner interface {
+	Rescan() error
+}
+
 // ProviderDomain is one opened domain of a provider.
 type ProviderDomain interface {
 	// NewEndpoint creates an active endpoint (fi_endpoint). info is the

@@ -29,6 +29,7 @@ var (
 
 func (t *tree) openGetinfo(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
 	h := &getinfoHandle{t: t}
+	t.fab.Rescan() // the answers to this open's queries include interfaces that came up since
 	h.answer(fi.GetInfo(ctx, fi.APIVersion, "", "", 0, nil, t.fab.Infos()))
 	return h, nil
 }

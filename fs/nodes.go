@@ -45,8 +45,12 @@ type dir struct {
 	fusefs.Inode
 	meta
 	entries func() []entry
-	mkdir   func(ctx context.Context, uid uint32, name string) (entry, error) // nil: EPERM
-	rmdir   func(ctx context.Context, uid uint32, name string) error
+	// rescan, if set, looks for entries that appeared outside the model
+	// (core.Fabric.Rescan): at readdir, and at a lookup of a name not
+	// found, which is then looked up again.
+	rescan func()
+	mkdir  func(ctx context.Context, uid uint32, name string) (entry, error) // nil: EPERM
+	rmdir  func(ctx context.Context, uid uint32, name string) error
 }
 
 var (
@@ -63,10 +67,16 @@ func (d *dir) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.AttrOu
 }
 
 func (d *dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
-	for _, e := range d.entries() {
-		if e.name == name {
-			return d.child(ctx, e, out), 0
+	for try := 0; try < 2; try++ {
+		for _, e := range d.entries() {
+			if e.name == name {
+				return d.child(ctx, e, out), 0
+			}
 		}
+		if d.rescan == nil {
+			break
+		}
+		d.rescan()
 	}
 	return nil, syscall.ENOENT
 }
@@ -78,6 +88,9 @@ func (d *dir) child(ctx context.Context, e entry, out *fuse.EntryOut) *fusefs.In
 }
 
 func (d *dir) Readdir(ctx context.Context) (fusefs.DirStream, syscall.Errno) {
+	if d.rescan != nil {
+		d.rescan()
+	}
 	es := d.entries()
 	list := make([]fuse.DirEntry, len(es))
 	for i, e := range es {

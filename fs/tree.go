@@ -107,7 +107,7 @@ func (t *tree) root() *dir {
 	return &dir{meta: dirRO, entries: func() []entry {
 		es := []entry{
 			fileEntry("abi_version", t.ino("/abi_version"), fileRO, nil, rendered(func() string { return fmt.Sprintf("%d\n", ring.Version) }, nil)),
-			fileEntry("info", t.ino("/info"), fileRO, nil, rendered(func() string { return infoText(t.fab.Infos()) }, nil)),
+			fileEntry("info", t.ino("/info"), fileRO, nil, rendered(func() string { t.fab.Rescan(); return infoText(t.fab.Infos()) }, nil)),
 			fileEntry("getinfo", t.ino("/getinfo"), meta{mode: syscall.S_IFREG | 0o666}, nil, t.openGetinfo),
 		}
 		for _, p := range t.fab.Providers() {
@@ -130,8 +130,8 @@ func infoText(infos []*fi.Info) string {
 
 func (t *tree) providerDir(p core.Provider) *dir {
 	base := "/" + p.Name()
-	return &dir{meta: dirRO, entries: func() []entry {
-		es := []entry{fileEntry("info", t.ino(base+"/info"), fileRO, nil, rendered(func() string { return infoText(p.Infos()) }, nil))}
+	return &dir{meta: dirRO, rescan: t.fab.Rescan, entries: func() []entry {
+		es := []entry{fileEntry("info", t.ino(base+"/info"), fileRO, nil, rendered(func() string { t.fab.Rescan(); return infoText(p.Infos()) }, nil))}
 		for _, d := range t.fab.Domains(p.Name()) {
 			d := d
 			es = append(es, t.dirEntry(base+"/"+d.Name, d.Name, dirRO, func() *dir { return t.domainDir(d, base+"/"+d.Name) }))

@@ -5,9 +5,10 @@
 # constant checks and C interop programs), libibverbs-dev (verbs.h, for
 # providers/verbs/ibv's constant check), gcc and python3 (the C and
 # Python ring clients, the independent ICRC check), tshark (dissects the
-# RoCEv2 packets of providers/verbs/roce and ibv in their capture tests).
+# RoCEv2 packets of providers/verbs/roce and ibv in their capture tests),
+# iproute2 and util-linux (ip and nsenter: the tests' network namespaces).
 set -euo pipefail
-pkgs=(fuse3 libfabric-bin libfabric-dev libibverbs-dev gcc python3 tshark)
+pkgs=(fuse3 libfabric-bin libfabric-dev libibverbs-dev gcc python3 tshark iproute2 util-linux)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -117,14 +117,22 @@ func mount(t *testing.T) *daemon {
 // of the test's own overrides it.
 func mountWith(t *testing.T, flags ...string) *daemon {
 	t.Helper()
+	args := []string{"-verbs-addrs", "127.0.0.1", "-roce-port", strconv.Itoa(freeUDPPort(t))}
+	return mountArgv(t, append([]string{daemonBin}, append(args, flags...)...))
+}
+
+// mountArgv is mountWith with the whole command line but the mount point,
+// which it appends; argv may start with a command that runs the daemon
+// (nsenter).
+func mountArgv(t *testing.T, argv []string) *daemon {
+	t.Helper()
 	needFUSE(t)
 	mnt := filepath.Join(t.TempDir(), "fabric")
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	d := &daemon{mnt: mnt, log: &strings.Builder{}}
-	args := []string{"-verbs-addrs", "127.0.0.1", "-roce-port", strconv.Itoa(freeUDPPort(t))}
-	d.cmd = exec.Command(daemonBin, append(append(args, flags...), mnt)...)
+	d.cmd = exec.Command(argv[0], append(argv[1:], mnt)...)
 	pr, pw, _ := os.Pipe()
 	d.cmd.Stdout, d.cmd.Stderr = pw, pw
 	if err := d.cmd.Start(); err != nil {

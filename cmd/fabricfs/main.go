@@ -14,6 +14,8 @@
 // default; "none" for no device), all receiving RoCEv2 on UDP port
 // -roce-port. Two daemons on one machine are two hosts of one fabric when
 // they use different addresses (127.0.0.2, 127.0.0.3) and the same port.
+// Interfaces that come up while it runs become domains too (verbs: without
+// -verbs-addrs); docs/deploy.md runs one daemon per host.
 //
 // -engine-cpus (a list such as 0 or 2-3,6) keeps the ring engine's threads
 // on those CPUs and lets its other threads run anywhere: with the

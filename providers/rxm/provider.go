@@ -53,6 +53,15 @@ func Wrap(p core.Provider) core.Provider { return &provider{inner: p} }
 // its domains, as libfabric shows "tcp;ofi_rxm" under -p tcp.
 func (p *provider) Name() string { return p.inner.Name() }
 
+// Rescan passes the wrapped provider's Rescan on (core.Rescanner): the
+// FI_EP_RDM entries follow its FI_EP_MSG ones.
+func (p *provider) Rescan() error {
+	if r, ok := p.inner.(core.Rescanner); ok {
+		return r.Rescan()
+	}
+	return nil
+}
+
 // Infos returns p's entries, then the FI_EP_RDM ones.
 func (p *provider) Infos() []*fi.Info {
 	infos := p.inner.Infos()

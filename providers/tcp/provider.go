@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -67,13 +68,17 @@ const (
 // Provider is the tcp provider: one domain per network interface with an
 // IP address, plus "lo".
 type Provider struct {
-	infos []*fi.Info // best first
+	mu    sync.Mutex
+	infos []*fi.Info // best first, then those Rescan added; under mu
 }
 
-var _ core.Provider = (*Provider)(nil)
+var (
+	_ core.Provider  = (*Provider)(nil)
+	_ core.Rescanner = (*Provider)(nil)
+)
 
 // New returns the tcp provider for the host's interfaces as they are now;
-// interfaces that come up later are not seen.
+// Rescan adds those that come up later.
 func New() (*Provider, error) {
 	addrs, err := hostAddrs()
 	if err != nil {
@@ -93,13 +98,46 @@ func newProvider(addrs []ifAddr) *Provider {
 // Name is "tcp".
 func (p *Provider) Name() string { return ProvName }
 
-// Infos returns a copy of every fi_info entry, in fi_info's order.
+// Infos returns a copy of every fi_info entry: those of the interfaces at
+// start in fi_info's order, then those Rescan added.
 func (p *Provider) Infos() []*fi.Info {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	return fi.CloneInfos(p.infos)
+}
+
+// Rescan adds the entries of the interface addresses that are up and
+// running now and have none yet (core.Rescanner), in fi_info's order among
+// themselves. Entries of addresses that went away stay.
+func (p *Provider) Rescan() error {
+	addrs, err := hostAddrs()
+	if err != nil {
+		return core.Errorf(fi.ENODEV, "tcp: listing network interfaces: %v", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, a := range addrs {
+		if !p.hasLocked(a) {
+			p.infos = append(p.infos, msgInfo(a))
+		}
+	}
+	return nil
+}
+
+// hasLocked reports whether an entry offers address a of its interface.
+func (p *Provider) hasLocked(a ifAddr) bool {
+	for _, in := range p.infos {
+		if in.DomainAttr.Name == a.ifName && in.SrcAddr != nil && in.SrcAddr.IP.Addr() == a.ip {
+			return true
+		}
+	}
+	return false
 }
 
 // OpenDomain opens the domain of interface name.
 func (p *Provider) OpenDomain(name string) (core.ProviderDomain, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	for _, in := range p.infos {
 		if in.DomainAttr.Name == name {
 			return &domain{name: name}, nil

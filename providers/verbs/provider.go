@@ -39,55 +39,86 @@ type Config struct {
 // "<device>-dgram" domain per device for FI_EP_DGRAM, as libfabric's
 // verbs provider names them.
 type Provider struct {
-	devs  []*device
-	infos []*fi.Info
+	cfg Config // with Port and Logf set
 
-	closeOnce sync.Once
+	mu     sync.Mutex
+	devs   []*device           // under mu
+	infos  []*fi.Info          // under mu
+	tried  map[netip.Addr]bool // every address a device was opened for or failed on; under mu
+	closed bool                // under mu
 }
 
-var _ core.Provider = (*Provider)(nil)
+var (
+	_ core.Provider  = (*Provider)(nil)
+	_ core.Rescanner = (*Provider)(nil)
+)
 
 // New opens the devices of cfg.
 func New(cfg Config) (*Provider, error) {
-	logf := cfg.Logf
-	if logf == nil {
-		logf = log.Printf
+	if cfg.Logf == nil {
+		cfg.Logf = log.Printf
 	}
-	port := cfg.Port
-	if port == 0 {
-		port = roce.Port
+	if cfg.Port == 0 {
+		cfg.Port = roce.Port
 	}
-	if port < 1 || port > 65535 {
-		return nil, core.Errorf(fi.EINVAL, "verbs: RoCE port %d is not a UDP port", port)
+	if cfg.Port < 1 || cfg.Port > 65535 {
+		return nil, core.Errorf(fi.EINVAL, "verbs: RoCE port %d is not a UDP port", cfg.Port)
 	}
-	addrs, explicit := cfg.Addrs, cfg.Addrs != nil
-	if !explicit {
-		var err error
-		if addrs, err = hostAddrs(); err != nil {
-			return nil, core.Errorf(fi.ENODEV, "verbs: listing network interfaces: %v", err)
+	p := &Provider{cfg: cfg, tried: map[netip.Addr]bool{}}
+	if cfg.Addrs == nil {
+		if err := p.Rescan(); err != nil {
+			return nil, err
 		}
+		return p, nil
 	}
-	p := &Provider{}
-	seen := map[netip.Addr]bool{}
-	for _, a := range addrs {
-		a = a.Unmap().WithZone("")
-		if seen[a] {
-			continue
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, a := range cfg.Addrs {
+		if err := p.openLocked(a); err != nil {
+			p.closeLocked()
+			return nil, err
 		}
-		seen[a] = true
-		d, err := openDevice(a, port, cfg.fault)
-		if err != nil {
-			if explicit {
-				p.Close()
-				return nil, err
-			}
-			logf("verbs: no device for %v: %v", a, err)
-			continue
-		}
-		p.devs = append(p.devs, d)
-		p.infos = append(p.infos, msgInfo(d), dgramInfo(d))
 	}
 	return p, nil
+}
+
+// Rescan opens a device for each address of the host's interfaces that has
+// none yet (core.Rescanner), when the devices are the host's (Config.Addrs
+// nil); a device that cannot be opened is logged and not tried again. A
+// device whose address went away stays.
+func (p *Provider) Rescan() error {
+	if p.cfg.Addrs != nil {
+		return nil
+	}
+	addrs, err := hostAddrs()
+	if err != nil {
+		return core.Errorf(fi.ENODEV, "verbs: listing network interfaces: %v", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, a := range addrs {
+		if err := p.openLocked(a); err != nil {
+			p.cfg.Logf("verbs: no device for %v: %v", a, err)
+		}
+	}
+	return nil
+}
+
+// openLocked opens the device of address a unless one was opened or tried
+// for it before, and adds its entries.
+func (p *Provider) openLocked(a netip.Addr) error {
+	a = a.Unmap().WithZone("")
+	if p.tried[a] || p.closed {
+		return nil
+	}
+	p.tried[a] = true
+	d, err := openDevice(a, p.cfg.Port, p.cfg.fault)
+	if err != nil {
+		return err
+	}
+	p.devs = append(p.devs, d)
+	p.infos = append(p.infos, msgInfo(d), dgramInfo(d))
+	return nil
 }
 
 // Name is "verbs".
@@ -96,12 +127,16 @@ func (p *Provider) Name() string { return ProvName }
 // Infos returns a copy of every fi_info entry: per device, FI_EP_MSG,
 // then FI_EP_DGRAM, as libfabric's verbs provider lists them.
 func (p *Provider) Infos() []*fi.Info {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	return fi.CloneInfos(p.infos)
 }
 
 // OpenDomain opens the domain called name: a device's, or its "-dgram"
 // one.
 func (p *Provider) OpenDomain(name string) (core.ProviderDomain, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	for _, d := range p.devs {
 		switch name {
 		case d.name:
@@ -116,17 +151,27 @@ func (p *Provider) OpenDomain(name string) (core.ProviderDomain, error) {
 // Close closes every device: their connection managers stop and their
 // sockets close. Domains must be closed first.
 func (p *Provider) Close() error {
-	p.closeOnce.Do(func() {
-		for _, d := range p.devs {
-			d.close()
-		}
-	})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closeLocked()
 	return nil
+}
+
+func (p *Provider) closeLocked() {
+	if p.closed {
+		return
+	}
+	p.closed = true
+	for _, d := range p.devs {
+		d.close()
+	}
 }
 
 // Device returns the ibv device of a domain name, for tests and the bench
 // (its Stats).
 func (p *Provider) Device(name string) (*ibv.Device, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	for _, d := range p.devs {
 		if name == d.name || name == d.name+dgramSuffix {
 			return d.dev, true

@@ -19,6 +19,7 @@ import (
 type Device struct {
 	name string
 	addr netip.AddrPort // what the socket is bound to; the GID's address
+	mtu  MTU            // the active MTU: activeMTU of addr
 	conn *net.UDPConn
 	raw  syscall.RawConn // conn's, for its receive queue (queued)
 	tx   transmitter
@@ -114,6 +115,7 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 		return nil, fmt.Errorf("ibv: open device %v port %d: %w", a, port, err)
 	}
 	d := &Device{
+		mtu:               activeMTU(a),
 		raw:               raw,
 		name:              cfg.Name,
 		remoteAccessError: cfg.RemoteAccessError,
@@ -188,7 +190,62 @@ func (d *Device) GID() [16]byte { return d.addr.Addr().As16() }
 func (d *Device) Addr() netip.AddrPort { return d.addr }
 
 // Attr is ibv_query_device with the port attributes that matter here.
-func (d *Device) Attr() DeviceAttr { return deviceAttr }
+func (d *Device) Attr() DeviceAttr {
+	at := deviceAttr
+	at.ActiveMTU = d.mtu
+	return at
+}
+
+// headerRoom is what a RoCEv2 packet adds to its payload at most, as rxe
+// reserves it (RXE_MAX_HDR_LENGTH): IP, UDP, BTH, the largest extended
+// headers and the ICRC.
+const headerRoom = 80
+
+// activeMTU is the device's active MTU, as rxe derives it from its network
+// device's: the largest IB MTU whose packets, headers included, fit the
+// MTU of the interface that has address a, or else of the first whose
+// network holds it (127.0.0.2 is lo's); datagrams leave with DF set, so a
+// larger packet would never arrive. 4096 when no interface holds a.
+func activeMTU(a netip.Addr) MTU {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return deviceAttr.ActiveMTU
+	}
+	holder := -1
+	for _, ifi := range ifs {
+		addrs, err := ifi.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, ad := range addrs {
+			ipn, ok := ad.(*net.IPNet)
+			if !ok {
+				continue
+			}
+			if ip, ok := netip.AddrFromSlice(ipn.IP); ok && ip.Unmap() == a {
+				return mtuFor(ifi.MTU)
+			}
+			if holder < 0 && ipn.Contains(a.AsSlice()) {
+				holder = ifi.MTU
+			}
+		}
+	}
+	if holder < 0 {
+		return deviceAttr.ActiveMTU
+	}
+	return mtuFor(holder)
+}
+
+// mtuFor is the largest IB MTU whose packets fit an interface MTU of
+// ifMTU bytes, at least 256.
+func mtuFor(ifMTU int) MTU {
+	for m := deviceAttr.ActiveMTU; m > MTU256; m-- {
+		if m.Bytes()+headerRoom <= ifMTU {
+			return m
+		}
+	}
+	return MTU256
+}
 
 // Stats counts what the device's reliability machinery did, for tests
 // and the bench: retransmitted packets, NAKs and RNR NAKs sent and

@@ -148,7 +148,7 @@ func (qp *QP) checkValues(a *QPAttr, mask QPAttrMask) error {
 		return bad("access flags", a.AccessFlags)
 	case mask&QPQKey != 0 && qp.init.Type == QPTGSI && a.QKey != GSIQKey:
 		return bad("Q_Key (QP1's is 0x80010000)", a.QKey)
-	case mask&QPPathMTU != 0 && (a.PathMTU.Bytes() == 0 || a.PathMTU > deviceAttr.ActiveMTU):
+	case mask&QPPathMTU != 0 && (a.PathMTU.Bytes() == 0 || a.PathMTU > qp.dev.mtu):
 		return bad("path MTU", a.PathMTU)
 	case mask&QPDestQPN != 0 && a.DestQPNum > roce.QPNMask:
 		return bad("destination QP number", a.DestQPNum)

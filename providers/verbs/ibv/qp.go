@@ -306,8 +306,9 @@ func (qp *QP) checkSend(wr *SendWR) error {
 		return errorf(syscall.EINVAL, "post send: %d bytes inline (at most %d, and not for reads and atomics)", n, c.MaxInlineData)
 	case isAtomic(wr.Opcode) && (len(wr.SGList) != 1 || n != 8 || wr.RemoteAddr&7 != 0):
 		return errorf(syscall.EINVAL, "post send: an atomic takes one 8-byte SGE and an 8-byte aligned remote address")
-	case qp.init.Type != QPTRC && (wr.AH == nil || n > uint64(udMTU.Bytes())):
-		return errorf(syscall.EINVAL, "post send: UD sends need an AH and carry at most %d bytes", udMTU.Bytes())
+	case qp.init.Type != QPTRC && (wr.AH == nil || n > uint64(qp.dev.mtu.Bytes())):
+		// A UD (or GSI) message is one packet of the device's active MTU.
+		return errorf(syscall.EINVAL, "post send: UD sends need an AH and carry at most %d bytes", qp.dev.mtu.Bytes())
 	}
 	return nil
 }

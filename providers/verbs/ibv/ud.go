@@ -8,10 +8,6 @@ import (
 	"github.com/fabricfs/fabricfs/providers/verbs/roce"
 )
 
-// udMTU is the path MTU of UD (and GSI) QPs: the device's active MTU. A
-// UD message is one packet, so this is the largest UD message.
-const udMTU = MTU4096
-
 // GRHSize is the size of the area at the start of every UD receive
 // buffer where the device writes the packet's network header (the
 // Global Route Header of InfiniBand; for RoCEv2 the IP header).

@@ -1,0 +1,95 @@
+package core_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
+)
+
+// growing is the tcp provider with a domain "hot0" that appears at the
+// first Rescan after arm, as an interface that comes up does.
+type growing struct {
+	core.Provider
+	mu    sync.Mutex
+	armed bool
+	hot   []*fi.Info
+}
+
+func (g *growing) Infos() []*fi.Info {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append(g.Provider.Infos(), fi.CloneInfos(g.hot)...)
+}
+
+func (g *growing) Rescan() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.armed && g.hot == nil {
+		in := g.Provider.Infos()[0].Clone()
+		in.DomainAttr.Name = "hot0"
+		g.hot = []*fi.Info{in}
+	}
+	return nil
+}
+
+func (g *growing) OpenDomain(name string) (core.ProviderDomain, error) {
+	if name == "hot0" {
+		return g.Provider.OpenDomain("lo")
+	}
+	return g.Provider.OpenDomain(name)
+}
+
+// TestRescan: Fabric.Rescan opens the domains a Rescanner added, once,
+// after the open ones, which stay as they were with their objects; it may
+// run beside readers of the domains (go test -race).
+func TestRescan(t *testing.T) {
+	inner, err := newTCP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &growing{Provider: inner}
+	f, err := core.New(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	before := f.Domains("tcp")
+	lo, _ := f.Domain("tcp", "lo")
+	create(t, lo, core.KindEQ, "kept")
+
+	f.Rescan()
+	if _, ok := f.Domain("tcp", "hot0"); ok {
+		t.Fatal("hot0 before its interface came up")
+	}
+	g.mu.Lock()
+	g.armed = true
+	g.mu.Unlock()
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(2)
+		go func() { defer wg.Done(); f.Rescan() }()
+		go func() { defer wg.Done(); f.Domain("tcp", "hot0"); f.Infos() }()
+	}
+	wg.Wait()
+
+	after := f.Domains("tcp")
+	if len(after) != len(before)+1 || after[len(after)-1].Name != "hot0" {
+		names := []string{}
+		for _, d := range after {
+			names = append(names, d.Name)
+		}
+		t.Fatalf("domains after the rescans: %v, want the %d before and hot0", names, len(before))
+	}
+	for i, d := range before {
+		if after[i] != d {
+			t.Errorf("domain %s was replaced", d.Name)
+		}
+	}
+	if !present(lo, core.KindEQ, "kept") {
+		t.Error("the eq of lo went with the rescan")
+	}
+	hot, _ := f.Domain("tcp", "hot0")
+	create(t, hot, core.KindEQ, "new")
+}
