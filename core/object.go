@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/fabricfs/fabricfs/core/fi"
 )
@@ -118,14 +119,33 @@ func (o *Object) Err() string {
 	return o.lastErr
 }
 
-// SetErr records err as the object's last error; nil clears nothing.
+// MaxErrLen bounds what an object's err keeps: a longer sentence (one
+// that quotes a huge write) is cut to its first MaxErrLen-3 bytes and "...".
+const MaxErrLen = 1024
+
+// SetErr records err as the object's last error, at most MaxErrLen bytes
+// of it; nil clears nothing.
 func (o *Object) SetErr(err error) {
 	if err == nil {
 		return
 	}
+	s := Abbrev(err.Error(), MaxErrLen)
 	o.errMu.Lock()
-	o.lastErr = err.Error()
+	o.lastErr = s
 	o.errMu.Unlock()
+}
+
+// Abbrev returns s if it has at most n bytes (n > 3), else its first
+// bytes, cut at a character boundary, and "...", n bytes at most.
+func Abbrev(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // Open takes a reference for an open file. It fails with fi.ENOENT once the
