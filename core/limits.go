@@ -35,10 +35,14 @@ func (r Resource) String() string {
 	return resourceNames[r]
 }
 
-// DefaultLimits are the limits of every uid other than root.
+// DefaultLimits are the limits of every uid other than root. The memory
+// limit is twice the largest region (MaxMRLen): a user can register one
+// region of the largest size and still have the rings of its endpoints
+// and queues, while a few users cannot pin the host's memory (the daemon's
+// shared memory is not swapped out while mapped and stays until closed).
 var DefaultLimits = Limits{
 	Objects:     4096,
-	MemoryBytes: 4 << 30,
+	MemoryBytes: 2 * MaxMRLen,
 	Connections: 4096,
 }
 

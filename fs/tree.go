@@ -109,10 +109,29 @@ func (t *tree) root() *dir {
 			fileEntry("abi_version", t.ino("/abi_version"), fileRO, nil, rendered(func() string { return fmt.Sprintf("%d\n", ring.Version) }, nil)),
 			fileEntry("info", t.ino("/info"), fileRO, nil, rendered(func() string { return infoText(t.fab.Infos()) }, nil)),
 			fileEntry("getinfo", t.ino("/getinfo"), meta{mode: syscall.S_IFREG | 0o666}, nil, t.openGetinfo),
+			fileEntry("limits", t.ino("/limits"), fileRO, nil, func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
+				return &textHandle{text: []byte(t.fab.LimitsText(callerUID(ctx)))}, nil
+			}),
+			t.dirEntry("/users", "users", meta{mode: syscall.S_IFDIR | 0o500}, t.usersDir),
 		}
 		for _, p := range t.fab.Providers() {
 			p := p
 			es = append(es, t.dirEntry("/"+p.Name(), p.Name(), dirRO, func() *dir { return t.providerDir(p) }))
+		}
+		return es
+	}}
+}
+
+// usersDir lists what each user holds, a file per uid that holds
+// anything, readable by root and that user.
+func (t *tree) usersDir() *dir {
+	return &dir{meta: meta{mode: syscall.S_IFDIR | 0o500}, entries: func() []entry {
+		var es []entry
+		for _, uid := range t.fab.Users() {
+			uid := uid
+			name := strconv.FormatUint(uint64(uid), 10)
+			es = append(es, fileEntry(name, t.ino("/users/"+name), meta{mode: syscall.S_IFREG | 0o400, uid: uid}, nil,
+				rendered(func() string { return t.fab.LimitsText(uid) }, nil)))
 		}
 		return es
 	}}

@@ -1,7 +1,8 @@
 // Command fabricfs mounts the fabricfs tree: libfabric's object model as
 // files.
 //
-//	fabricfs [-debug] [-verbs-addrs ADDR,...] [-roce-port PORT] [-engine-cpus LIST] MOUNTPOINT
+//	fabricfs [-debug] [-verbs-addrs ADDR,...] [-roce-port PORT] [-engine-cpus LIST]
+//		[-limit-objects N] [-limit-memory BYTES] [-limit-connections N] MOUNTPOINT
 //
 // It serves in the foreground until SIGINT or SIGTERM, then unmounts (lazily
 // if files are still open), closes every object and exits. As root it mounts
@@ -19,6 +20,10 @@
 // on those CPUs and lets its other threads run anywhere: with the
 // applications kept off them (taskset), the engine has CPUs of its own,
 // as a polling core does (docs/design.md, "The ring engine").
+//
+// -limit-objects, -limit-memory and -limit-connections set what each user
+// other than root may hold (core.DefaultLimits by default; 0: no limit);
+// /limits shows them (docs/design.md, "Security model").
 package main
 
 import (
@@ -61,6 +66,15 @@ func main() {
 	mapping := flag.String("mapping", shm.DefaultMapping(), "how clients reach shared memory: passthrough (FUSE passthrough; root, Linux >= 6.9) or symlink (links to /proc/PID/fd/N of the daemon or of a holder process running as the user)")
 	verbsAddrs := flag.String("verbs-addrs", "", "comma-separated IP addresses, one verbs device each (default: the host's interface addresses; none: no device)")
 	rocePort := flag.Int("roce-port", roce.Port, "the UDP port of every verbs device of the fabric (RoCEv2)")
+	var limits [core.NumResources]*int64
+	for r, usage := range [core.NumResources]string{
+		core.Objects:     "objects (directories) each user other than root may hold; 0: no limit",
+		core.MemoryBytes: "bytes of shared memory (memory regions and rings) each user other than root may hold; 0: no limit",
+		core.Connections: "connections and listeners each user other than root may hold; 0: no limit",
+	} {
+		r := core.Resource(r)
+		limits[r] = flag.Int64("limit-"+strings.TrimSuffix(r.String(), "_bytes"), core.DefaultLimits[r], usage)
+	}
 	engineCPUs := flag.String("engine-cpus", "", "CPUs the ring engine's threads run on, e.g. 0 or 2-3,6 (default: wherever the scheduler puts them)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: fabricfs [flags] MOUNTPOINT\n\nMounts libfabric's object model as a file tree; see docs/tree.md.\n\n")
@@ -83,7 +97,15 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if err := run(flag.Arg(0), *mapping, cpus, vcfg, fs.Options{AllowOther: *allowOther, Debug: *debug}); err != nil {
+	var lim core.Limits
+	for r, p := range limits {
+		if *p < 0 {
+			fmt.Fprintf(os.Stderr, "fabricfs: -limit-%s %d is negative\n", strings.TrimSuffix(core.Resource(r).String(), "_bytes"), *p)
+			os.Exit(2)
+		}
+		lim[r] = *p
+	}
+	if err := run(flag.Arg(0), *mapping, cpus, lim, vcfg, fs.Options{AllowOther: *allowOther, Debug: *debug}); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -139,7 +161,7 @@ func parseCPUList(s string) (*unix.CPUSet, error) {
 	return set, nil
 }
 
-func run(mnt, mapping string, engineCPUs *unix.CPUSet, vcfg verbs.Config, opts fs.Options) error {
+func run(mnt, mapping string, engineCPUs *unix.CPUSet, limits core.Limits, vcfg verbs.Config, opts fs.Options) error {
 	tp, err := tcp.New()
 	if err != nil {
 		return fmt.Errorf("tcp provider: %w", err)
@@ -155,6 +177,9 @@ func run(mnt, mapping string, engineCPUs *unix.CPUSet, vcfg verbs.Config, opts f
 		return err
 	}
 	defer fab.Close()
+	for r, n := range limits {
+		fab.SetLimit(core.Resource(r), n)
+	}
 	if engineCPUs != nil {
 		if err := fab.SetEngineCPUs(*engineCPUs); err != nil {
 			return fmt.Errorf("-engine-cpus: %w", err)
