@@ -240,7 +240,12 @@ func (t *tree) kindDir(d *core.Domain, k core.Kind, base string) *dir {
 }
 
 func ctlWriter(o *core.Object, uid uint32) func(context.Context, []byte) error {
-	return func(ctx context.Context, data []byte) error { return o.Ctl(ctx, uid, string(data)) }
+	return func(ctx context.Context, data []byte) error {
+		if c, ok := fuse.FromContext(ctx); ok {
+			ctx = core.WithCaller(ctx, c.Pid)
+		}
+		return o.Ctl(ctx, uid, string(data))
+	}
 }
 
 // Slots of the files of an object directory, for inode numbers.

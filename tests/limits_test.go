@@ -2,7 +2,9 @@ package tests
 
 import (
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,5 +57,73 @@ exit 0`, "D="+D, "M="+d.mnt)
 	}
 	if got := d.read(t, "limits"); !strings.Contains(got, "memory_bytes 0 0\n") {
 		t.Errorf("root's /limits = %q, want no limit", got)
+	}
+}
+
+// TestListenRules: through the tree, a user without CAP_NET_BIND_SERVICE
+// cannot make the root daemon listen on a privileged port, in tcp or verbs
+// (EACCES, and err says why); the same user with the capability (ambient,
+// through setpriv) can; an address of another interface is refused in lo
+// (EADDRNOTAVAIL) and 0.0.0.0 in lo listens on lo's 127.0.0.1 only.
+func TestListenRules(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to act as another user")
+	}
+	needCmd(t, "setpriv")
+	d := mount(t)
+	openUp(t, filepath.Dir(d.mnt))
+	script := `
+set -u
+for dom in tcp/lo verbs/` + verbsDevice + `; do
+	D=$M/$dom
+	mkdir $D/eq/e$$ $D/pep/p$$ || exit 10
+	echo bind eq e$$ > $D/pep/p$$/ctl || exit 11
+	echo listen $ADDR > $D/pep/p$$/ctl 2>/dev/null && echo "$dom ok $(cat $D/pep/p$$/local)" || echo "$dom refused: $(cat $D/pep/p$$/err)"
+	rmdir $D/pep/p$$ $D/eq/e$$
+done`
+	port := 1023
+	for ; port > 900; port-- { // a port free on lo, for tcp
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			l.Close()
+			break
+		}
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	out, err := asUser(nobody, script, "M="+d.mnt, "ADDR="+addr)
+	if err != nil {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+	for _, dom := range []string{"tcp/lo", "verbs/" + verbsDevice} {
+		want := fmt.Sprintf("%s refused: listen %s: port %d is privileged (below 1024): uid 65534 lacks CAP_NET_BIND_SERVICE\n", dom, addr, port)
+		if !strings.Contains(out, want) {
+			t.Errorf("as nobody, want %q in:\n%s", want, out)
+		}
+	}
+	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+		"--inh-caps=+net_bind_service", "--ambient-caps=+net_bind_service", "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "M="+d.mnt, "ADDR="+addr)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("as nobody with CAP_NET_BIND_SERVICE: %v\n%s", err, b)
+	}
+	for _, dom := range []string{"tcp/lo", "verbs/" + verbsDevice} {
+		if want := fmt.Sprintf("%s ok fi_sockaddr_in://%s\n", dom, addr); !strings.Contains(string(b), want) {
+			t.Errorf("as nobody with CAP_NET_BIND_SERVICE, want %q in:\n%s", want, b)
+		}
+	}
+	out, err = asUser(nobody, `
+set -u
+D=$M/tcp/lo
+mkdir $D/eq/e $D/pep/any $D/pep/far || exit 10
+echo bind eq e > $D/pep/any/ctl && echo bind eq e > $D/pep/far/ctl || exit 11
+echo listen 0.0.0.0:0 > $D/pep/any/ctl || exit 12
+cat $D/pep/any/local
+echo listen 192.0.2.2:5000 > $D/pep/far/ctl 2>/dev/null && exit 13
+cat $D/pep/far/err`, "M="+d.mnt)
+	if err != nil {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+	if !strings.HasPrefix(out, "fi_sockaddr_in://127.0.0.1:") || !strings.Contains(out, "listen 192.0.2.2:5000: 192.0.2.2 is not an address of domain lo") {
+		t.Errorf("as nobody, 0.0.0.0 and another interface's address in lo:\n%s", out)
 	}
 }
