@@ -122,6 +122,12 @@ func mountWith(t *testing.T, flags ...string) *daemon {
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return mountAt(t, mnt, flags...)
+}
+
+// mountAt is mountWith on the directory mnt.
+func mountAt(t *testing.T, mnt string, flags ...string) *daemon {
+	t.Helper()
 	d := &daemon{mnt: mnt, log: &strings.Builder{}}
 	args := []string{"-verbs-addrs", "127.0.0.1", "-roce-port", strconv.Itoa(freeUDPPort(t))}
 	d.cmd = exec.Command(daemonBin, append(append(args, flags...), mnt)...)
@@ -147,7 +153,7 @@ func mountWith(t *testing.T, flags ...string) *daemon {
 		}
 	})
 	deadline := time.Now().Add(20 * time.Second)
-	for !isMounted(mnt) {
+	for !isMounted(mnt) || !served(mnt) {
 		if time.Now().After(deadline) || d.cmd.ProcessState != nil {
 			t.Fatalf("fabricfs did not mount %s", mnt)
 		}
@@ -196,6 +202,13 @@ func (d *daemon) stopWith(t *testing.T, sig os.Signal) {
 		t.Errorf("%s still mounted after fabricfs exited; detaching", d.mnt)
 		syscall.Unmount(d.mnt, syscall.MNT_DETACH)
 	}
+}
+
+// served reports whether the mount at dir answers (a stale one, whose
+// daemon is gone, gives ENOTCONN).
+func served(dir string) bool {
+	_, err := os.Stat(dir)
+	return err == nil
 }
 
 func isMounted(dir string) bool {

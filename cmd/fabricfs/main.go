@@ -8,7 +8,10 @@
 // if files are still open), closes every object and exits. As root it mounts
 // directly with allow_other, so every user can use the tree; as another user
 // it mounts through fusermount3, and allow_other needs user_allow_other in
-// /etc/fuse.conf (see -allow-other).
+// /etc/fuse.conf (see -allow-other). A stale fabricfs mount on MOUNTPOINT,
+// left by a daemon killed with SIGKILL, is detached first (with a log line);
+// a stale mount of another file system is refused with the command that
+// detaches it.
 //
 // Providers: tcp, over the host's interfaces, and verbs, one software RDMA
 // device per address of -verbs-addrs (the host's interface addresses by
@@ -27,6 +30,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -34,6 +38,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -196,6 +201,9 @@ func run(mnt, mapping string, engineCPUs *unix.CPUSet, limits core.Limits, vcfg 
 	if st, err := os.Stat("/proc/self/exe"); err == nil && mapping == shm.MapSymlink && os.Geteuid() == 0 && st.Mode().Perm()&0o005 != 0o005 {
 		log.Printf("warning: this binary is not readable and executable by other users (mode %v): the kernel will not let them open their ring files through the holder processes of -mapping=symlink; make it 0755", st.Mode().Perm())
 	}
+	if err := clearStale(mnt); err != nil {
+		return err
+	}
 	srv, err := fs.Mount(fab, mnt, opts)
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", mnt, err)
@@ -225,6 +233,52 @@ func run(mnt, mapping string, engineCPUs *unix.CPUSet, limits core.Limits, vcfg 
 		log.Printf("%s was unmounted", mnt)
 	}
 	return nil
+}
+
+// clearStale detaches a stale mount at mnt: one whose daemon is gone
+// (killed with SIGKILL), which the kernel keeps and answers with ENOTCONN.
+// A stale fabricfs mount (fuse.fabricfs in /proc/self/mountinfo) is
+// detached with a log line; a stale mount of another file system is left
+// alone, and the error says the command that detaches it.
+func clearStale(mnt string) error {
+	if _, err := os.Stat(mnt); !errors.Is(err, unix.ENOTCONN) {
+		return nil
+	}
+	abs, err := filepath.Abs(mnt)
+	if err != nil {
+		return err
+	}
+	fstype := mountType(abs)
+	if fstype != "fuse.fabricfs" {
+		return fmt.Errorf("%s is a stale mount (%s) whose server is gone: run 'umount -l %s' (or 'fusermount3 -u -z %s') and start again", mnt, fstype, abs, abs)
+	}
+	log.Printf("%s is a stale fabricfs mount whose daemon is gone (killed?): detaching it", abs)
+	detach(abs)
+	if _, err := os.Stat(mnt); err != nil {
+		return fmt.Errorf("%s: stale fabricfs mount could not be detached (%v): run 'umount -l %s' and start again", mnt, err, abs)
+	}
+	return nil
+}
+
+// mountType is the file system type of the last mount at dir in
+// /proc/self/mountinfo, or "" if none. Paths there escape space, tab,
+// newline and backslash as octal.
+func mountType(dir string) string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	unescape := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`)
+	typ := ""
+	for _, l := range strings.Split(string(b), "\n") {
+		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER
+		pre, post, ok := strings.Cut(l, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if ok && len(f) > 4 && len(g) > 0 && unescape.Replace(f[4]) == dir {
+			typ = g[0]
+		}
+	}
+	return typ
 }
 
 // detach lazily unmounts mnt: directly as root, else through fusermount3.
