@@ -62,6 +62,9 @@ type accounts struct {
 // take charges n of r to uid, or fails with FI_ENOSPC, the sentence
 // naming the user, the resource and the limit, charging nothing.
 func (a *accounts) take(uid uint32, r Resource, n int64) error {
+	if a.held == nil { // a Fabric made without New (core's own tests)
+		a.held = map[uint32]*Holding{}
+	}
 	u := a.held[uid]
 	if u == nil {
 		u = new(Holding)
