@@ -99,8 +99,8 @@ type CQ struct {
 	r        *ring.Ring
 	overflow []ring.CQE // completions that did not fit the ring, in order
 	draining bool       // a goroutine moves overflow into the ring
-	overruns uint64 // lost completions the next FI_EOVERRUN entry reports
-	lost     uint64 // completions lost to overruns since the CQ was made (status)
+	overruns uint64     // lost completions the next FI_EOVERRUN entry reports
+	lost     uint64     // completions lost to overruns since the CQ was made (status)
 	total    uint64
 	signal   chan struct{} // closed and replaced when completions arrive, if a reader took it
 	awaited  bool          // a blocked reader took signal since it was made
