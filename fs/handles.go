@@ -178,7 +178,16 @@ func (h *dataHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 	return fuse.ReadResultData(dest[:n]), 0
 }
 
+// Write sends data as one message. The kernel hands FUSE at most maxWrite
+// bytes at a time and splits a longer write(2) into several: so that no
+// message goes out split, a write of maxWrite bytes (which may be the
+// first piece of a longer one) is refused with EMSGSIZE, and a message
+// through data is at most maxWrite-1 bytes (larger ones go through the tx
+// ring).
 func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	if len(data) >= maxWrite {
+		return 0, h.fail("write "+h.name, core.Errorf(fi.EMSGSIZE, "a message through data is at most %d bytes (FUSE hands the daemon %d at a time and would split a longer write); use the tx ring for larger ones", maxWrite-1, maxWrite))
+	}
 	if err := h.ep.WriteData(ctx, data); err != nil {
 		return 0, h.fail("write "+h.name, err)
 	}

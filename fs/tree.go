@@ -27,6 +27,10 @@ type Options struct {
 	Debug bool
 }
 
+// maxWrite is the largest write the kernel hands the daemon at once
+// (FUSE's max_write); a longer write(2) arrives as several.
+const maxWrite = 1 << 20
+
 // Mount serves fab at dir until the returned server is unmounted.
 func Mount(fab *core.Fabric, dir string, o Options) (*fuse.Server, error) {
 	t := &tree{fab: fab, inos: map[string]uint64{}, next: 2}
@@ -37,7 +41,7 @@ func Mount(fab *core.Fabric, dir string, o Options) (*fuse.Server, error) {
 			Options:       []string{"default_permissions"},
 			FsName:        "fabricfs",
 			Name:          "fabricfs",
-			MaxWrite:      1 << 20,
+			MaxWrite:      maxWrite,
 			DirectMount:   syscall.Geteuid() == 0,
 			Debug:         o.Debug,
 			DisableXAttrs: true,
