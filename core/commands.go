@@ -204,13 +204,13 @@ var commands = []command{
 	}},
 	{KindPEP, ctl.Cmd{Verb: "listen", Args: "[ADDR]", Max: 1}, func(c *call) error {
 		if len(c.args) == 0 {
-			return c.pep().Listen(nil)
+			return c.pep().Listen(c.ctx, c.uid, nil)
 		}
 		a, err := ParseAddr(c.ctx, c.args[0])
 		if err != nil {
 			return err
 		}
-		return c.pep().Listen(&a)
+		return c.pep().Listen(c.ctx, c.uid, &a)
 	}},
 	{KindCQ, ctl.Cmd{Verb: "signal"}, func(c *call) error {
 		c.obj.Impl.(*CQ).Signal()

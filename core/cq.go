@@ -99,7 +99,8 @@ type CQ struct {
 	r        *ring.Ring
 	overflow []ring.CQE // completions that did not fit the ring, in order
 	draining bool       // a goroutine moves overflow into the ring
-	overruns uint64
+	overruns uint64     // lost completions the next FI_EOVERRUN entry reports
+	lost     uint64     // completions lost to overruns since the CQ was made (status)
 	total    uint64
 	signal   chan struct{} // closed and replaced when completions arrive, if a reader took it
 	awaited  bool          // a blocked reader took signal since it was made
@@ -171,6 +172,7 @@ func (c *CQ) post(e CQEntry) {
 	}
 	if uint64(len(c.overflow)) >= min(c.size*CQOverflowFactor, CQOverflowMax) {
 		c.overruns++
+		c.lost++
 	} else {
 		c.overflow = append(c.overflow, e.cqe())
 		r.SetFlags(ring.Overflow)
@@ -367,7 +369,7 @@ func (c *CQ) Status() string {
 	if c.r != nil {
 		queued = c.r.Len()
 	}
-	return fmt.Sprintf("size=%d queued=%d overflow=%d total=%d overruns=%d bound=%d", c.size, queued, len(c.overflow), c.total, c.overruns, c.bound)
+	return fmt.Sprintf("size=%d queued=%d overflow=%d total=%d overruns=%d bound=%d", c.size, queued, len(c.overflow), c.total, c.lost, c.bound)
 }
 
 func (c *CQ) frozen() error {

@@ -141,18 +141,25 @@ func (f *Fabric) SetShm(s *shm.Allocator) {
 }
 
 // alloc makes size bytes of the fabric's shared memory for object o; name
-// tells its use ("tx", "rx", "cq", "mr"). It fails with EMFILE or ENFILE
-// when no descriptor is left for the memory, else with ENOMEM.
+// tells its use ("tx", "rx", "cq", "mr"). It is the one place shared
+// memory is made: the bytes are charged to o's owner as MemoryBytes, and
+// given back when the region closes. It fails with EMFILE or ENFILE when
+// no descriptor is left for the memory, else with ENOMEM.
 func (f *Fabric) alloc(o *Object, name string, size int) (*ring.Region, error) {
+	if err := f.Take(o.Owner, MemoryBytes, int64(size)); err != nil {
+		return nil, Errorf(Code(err), "%d bytes of shared memory for %s %s: %w", size, o, name, err)
+	}
 	label := fmt.Sprintf("fabricfs-%s-%s-%s-%d", o.Dom.Name, o.Kind, name, o.Serial)
 	r, err := f.Shm.Alloc(label, size)
 	if err != nil {
+		f.Give(o.Owner, MemoryBytes, int64(size))
 		code := Code(err)
 		if code != fi.EMFILE && code != fi.Errno(unix.ENFILE) {
 			code = fi.ENOMEM
 		}
 		return nil, Errorf(code, "shared memory for %s %s: %v", o, name, err)
 	}
+	r.OnClose(func() { f.Give(o.Owner, MemoryBytes, int64(size)) })
 	return r, nil
 }
 

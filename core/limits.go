@@ -35,10 +35,14 @@ func (r Resource) String() string {
 	return resourceNames[r]
 }
 
-// DefaultLimits are the limits of every uid other than root.
+// DefaultLimits are the limits of every uid other than root. The memory
+// limit is twice the largest region (MaxMRLen): a user can register one
+// region of the largest size and still have the rings of its endpoints
+// and queues, while a few users cannot pin the host's memory (the daemon's
+// shared memory is not swapped out while mapped and stays until closed).
 var DefaultLimits = Limits{
 	Objects:     4096,
-	MemoryBytes: 4 << 30,
+	MemoryBytes: 2 * MaxMRLen,
 	Connections: 4096,
 }
 
@@ -58,6 +62,9 @@ type accounts struct {
 // take charges n of r to uid, or fails with FI_ENOSPC, the sentence
 // naming the user, the resource and the limit, charging nothing.
 func (a *accounts) take(uid uint32, r Resource, n int64) error {
+	if a.held == nil { // a Fabric made without New (core's own tests)
+		a.held = map[uint32]*Holding{}
+	}
 	u := a.held[uid]
 	if u == nil {
 		u = new(Holding)

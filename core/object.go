@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/fabricfs/fabricfs/core/fi"
 )
@@ -80,8 +81,9 @@ type Attr struct {
 // An object lives while anything references it: each open file of it, a
 // pin (made by mkdir, or by the passive endpoint that accepted it), and each
 // object bound to it. When the count drops to zero it is closed and leaves
-// its domain. Remove (rmdir) drops the pin, and fails with fi.EBUSY while
-// another object is bound to this one, as fi_close(3) does.
+// its domain. Remove (rmdir) closes it at once, open files or not, and
+// fails with fi.EBUSY while another object is bound to this one, as
+// fi_close(3) does.
 type Object struct {
 	Kind   Kind
 	ID     string // directory name: a number for clone objects, else the mkdir name
@@ -118,14 +120,33 @@ func (o *Object) Err() string {
 	return o.lastErr
 }
 
-// SetErr records err as the object's last error; nil clears nothing.
+// MaxErrLen bounds what an object's err keeps: a longer sentence (one
+// that quotes a huge write) is cut to its first MaxErrLen-3 bytes and "...".
+const MaxErrLen = 1024
+
+// SetErr records err as the object's last error, at most MaxErrLen bytes
+// of it; nil clears nothing.
 func (o *Object) SetErr(err error) {
 	if err == nil {
 		return
 	}
+	s := Abbrev(err.Error(), MaxErrLen)
 	o.errMu.Lock()
-	o.lastErr = err.Error()
+	o.lastErr = s
 	o.errMu.Unlock()
+}
+
+// Abbrev returns s if it has at most n bytes (n > 3), else its first
+// bytes, cut at a character boundary, and "...", n bytes at most.
+func Abbrev(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // Open takes a reference for an open file. It fails with fi.ENOENT once the
@@ -151,9 +172,11 @@ func (o *Object) Release() {
 	d.closeAll(dead)
 }
 
-// Remove drops the object's pin (rmdir). It fails with fi.EBUSY while
-// another object is bound to it or when it has no pin (a clone object,
-// which lives while its files are open).
+// Remove closes the object (rmdir), also while its files are open: it
+// leaves the domain, its rings get RING_DEAD and are no longer served
+// (mappings of them stay memory), and its open files fail from then on.
+// It fails with fi.EBUSY while another object is bound to it or when it
+// has no pin (a clone object, which lives while its files are open).
 func (o *Object) Remove() error {
 	d := o.Dom
 	d.mu.Lock()
@@ -169,7 +192,7 @@ func (o *Object) Remove() error {
 		return Errorf(fi.EBUSY, "%s lives while its files are open; close them instead", o)
 	}
 	o.pinned = false
-	dead := d.reapLocked(o)
+	dead := d.killLocked(o)
 	d.mu.Unlock()
 	d.closeAll(dead)
 	return nil
@@ -224,6 +247,12 @@ func (d *Domain) reapLocked(o *Object) []*Object {
 	if o.dead || o.opens > 0 || o.pinned || o.boundBy > 0 {
 		return nil
 	}
+	return d.killLocked(o)
+}
+
+// killLocked marks o dead, whatever references it, and returns the objects
+// that died (o, and the children it pinned that nothing else holds).
+func (d *Domain) killLocked(o *Object) []*Object {
 	d.forgetLocked(o)
 	dead := []*Object{o}
 	for _, c := range o.children {

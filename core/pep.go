@@ -51,9 +51,11 @@ func (p *PEP) BindEQ(eq *EQ) error {
 	return nil
 }
 
-// Listen is fi_listen on addr, or on the domain's address with port 0 (a
-// free port) when addr is nil.
-func (p *PEP) Listen(addr *fi.Addr) error {
+// Listen is fi_listen for uid, the caller of ctx, on addr, or on the
+// domain's address with port 0 (a free port) when addr is nil; the
+// address must be the domain's and a privileged port the caller's to
+// bind (listenAddr).
+func (p *PEP) Listen(ctx context.Context, uid uint32, addr *fi.Addr) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.state != stateIdle {
@@ -70,6 +72,10 @@ func (p *PEP) Listen(addr *fi.Addr) error {
 		a = *p.info.SrcAddr
 	default:
 		return Errorf(fi.EINVAL, "no address to listen on; write 'listen ADDR'")
+	}
+	a, err := p.obj.Dom.listenAddr(ctx, uid, a)
+	if err != nil {
+		return err
 	}
 	prov, err := p.obj.Dom.prov.NewPassiveEndpoint(p.info, pepEvents{p})
 	if err != nil {

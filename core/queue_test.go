@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,6 +89,9 @@ func TestCQOverflowAndOverrun(t *testing.T) {
 	}
 	if c.r.Flags()&ring.Overflow != 0 {
 		t.Error("RING_OVERFLOW still set after draining")
+	}
+	if st := c.Status(); !strings.Contains(st, " overruns=3 ") {
+		t.Errorf("status after the FI_EOVERRUN entry = %q, want overruns=3 (completions lost)", st)
 	}
 }
 

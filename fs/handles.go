@@ -36,7 +36,8 @@ func (r *ref) Release(ctx context.Context) syscall.Errno {
 // textHandle serves text rendered at open; a write, if allowed, goes to
 // write as one unit (a command, an attribute value). A failed write's
 // sentence begins with the file's name and what was written
-// ("attr/tx_size 0: bad size..."), or, for a ctl file, the command alone.
+// ("attr/tx_size 0: bad size..."), or, for a ctl file, the command alone,
+// echoed up to maxEcho bytes.
 type textHandle struct {
 	ref
 	text  []byte
@@ -62,7 +63,7 @@ func (h *textHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 		return 0, syscall.EBADF
 	}
 	if err := h.write(ctx, data); err != nil {
-		op := strings.TrimSpace(string(data))
+		op := core.Abbrev(strings.TrimSpace(string(data)), maxEcho)
 		if !h.ctl {
 			op = h.name + " " + op
 		}
@@ -70,6 +71,10 @@ func (h *textHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 	}
 	return uint32(len(data)), 0
 }
+
+// maxEcho bounds the part of a failed write its err sentence echoes; the
+// whole sentence is bounded by core.MaxErrLen.
+const maxEcho = 256
 
 // rendered opens a file whose text render makes at open time; set, if not
 // nil, takes writes.
@@ -173,7 +178,16 @@ func (h *dataHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 	return fuse.ReadResultData(dest[:n]), 0
 }
 
+// Write sends data as one message. The kernel hands FUSE at most maxWrite
+// bytes at a time and splits a longer write(2) into several: so that no
+// message goes out split, a write of maxWrite bytes (which may be the
+// first piece of a longer one) is refused with EMSGSIZE, and a message
+// through data is at most maxWrite-1 bytes (larger ones go through the tx
+// ring).
 func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	if len(data) >= maxWrite {
+		return 0, h.fail("write "+h.name, core.Errorf(fi.EMSGSIZE, "a message through data is at most %d bytes (FUSE hands the daemon %d at a time and would split a longer write); use the tx ring for larger ones", maxWrite-1, maxWrite))
+	}
 	if err := h.ep.WriteData(ctx, data); err != nil {
 		return 0, h.fail("write "+h.name, err)
 	}

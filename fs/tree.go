@@ -27,6 +27,10 @@ type Options struct {
 	Debug bool
 }
 
+// maxWrite is the largest write the kernel hands the daemon at once
+// (FUSE's max_write); a longer write(2) arrives as several.
+const maxWrite = 1 << 20
+
 // Mount serves fab at dir until the returned server is unmounted.
 func Mount(fab *core.Fabric, dir string, o Options) (*fuse.Server, error) {
 	t := &tree{fab: fab, inos: map[string]uint64{}, next: 2}
@@ -37,7 +41,7 @@ func Mount(fab *core.Fabric, dir string, o Options) (*fuse.Server, error) {
 			Options:       []string{"default_permissions"},
 			FsName:        "fabricfs",
 			Name:          "fabricfs",
-			MaxWrite:      1 << 20,
+			MaxWrite:      maxWrite,
 			DirectMount:   syscall.Geteuid() == 0,
 			Debug:         o.Debug,
 			DisableXAttrs: true,
@@ -109,10 +113,29 @@ func (t *tree) root() *dir {
 			fileEntry("abi_version", t.ino("/abi_version"), fileRO, nil, rendered(func() string { return fmt.Sprintf("%d\n", ring.Version) }, nil)),
 			fileEntry("info", t.ino("/info"), fileRO, nil, rendered(func() string { t.fab.Rescan(); return infoText(t.fab.Infos()) }, nil)),
 			fileEntry("getinfo", t.ino("/getinfo"), meta{mode: syscall.S_IFREG | 0o666}, nil, t.openGetinfo),
+			fileEntry("limits", t.ino("/limits"), fileRO, nil, func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
+				return &textHandle{text: []byte(t.fab.LimitsText(callerUID(ctx)))}, nil
+			}),
+			t.dirEntry("/users", "users", meta{mode: syscall.S_IFDIR | 0o500}, t.usersDir),
 		}
 		for _, p := range t.fab.Providers() {
 			p := p
 			es = append(es, t.dirEntry("/"+p.Name(), p.Name(), dirRO, func() *dir { return t.providerDir(p) }))
+		}
+		return es
+	}}
+}
+
+// usersDir lists what each user holds, a file per uid that holds
+// anything, readable by root and that user.
+func (t *tree) usersDir() *dir {
+	return &dir{meta: meta{mode: syscall.S_IFDIR | 0o500}, entries: func() []entry {
+		var es []entry
+		for _, uid := range t.fab.Users() {
+			uid := uid
+			name := strconv.FormatUint(uint64(uid), 10)
+			es = append(es, fileEntry(name, t.ino("/users/"+name), meta{mode: syscall.S_IFREG | 0o400, uid: uid}, nil,
+				rendered(func() string { return t.fab.LimitsText(uid) }, nil)))
 		}
 		return es
 	}}
@@ -221,7 +244,12 @@ func (t *tree) kindDir(d *core.Domain, k core.Kind, base string) *dir {
 }
 
 func ctlWriter(o *core.Object, uid uint32) func(context.Context, []byte) error {
-	return func(ctx context.Context, data []byte) error { return o.Ctl(ctx, uid, string(data)) }
+	return func(ctx context.Context, data []byte) error {
+		if c, ok := fuse.FromContext(ctx); ok {
+			ctx = core.WithCaller(ctx, c.Pid)
+		}
+		return o.Ctl(ctx, uid, string(data))
+	}
 }
 
 // Slots of the files of an object directory, for inode numbers.

@@ -182,3 +182,27 @@ mkdir $M/tcp/lo/cq/c && cat $M/tcp/lo/cq/c/attr/mapping && readlink $M/tcp/lo/cq
 		t.Errorf("%s still mounted after SIGTERM", mnt)
 	}
 }
+
+// TestRestartAfterKill: a daemon killed with SIGKILL leaves a stale mount
+// (ENOTCONN); a new daemon on the same directory detaches it, says so in
+// its log, and serves.
+func TestRestartAfterKill(t *testing.T) {
+	d := mount(t)
+	d.cmd.Process.Kill()
+	d.cmd.Wait()
+	if _, err := os.Stat(d.mnt); !errors.Is(err, syscall.ENOTCONN) {
+		t.Fatalf("stat of the killed daemon's mount: %v, want ENOTCONN", err)
+	}
+	t.Cleanup(func() {
+		if isMounted(d.mnt) {
+			syscall.Unmount(d.mnt, syscall.MNT_DETACH)
+		}
+	})
+	d2 := mountAt(t, d.mnt, daemonArgv(t))
+	if got := d2.read(t, "abi_version"); got == "" {
+		t.Error("the new daemon serves an empty abi_version")
+	}
+	if !strings.Contains(d2.log.String(), "is a stale fabricfs mount whose daemon is gone (killed?): detaching it") {
+		t.Errorf("the new daemon's log does not say it detached the stale mount:\n%s", d2.log.String())
+	}
+}

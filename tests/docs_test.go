@@ -74,9 +74,13 @@ func treeKinds(t *testing.T, dom string) []string {
 }
 
 // generic turns a real path into the documented pattern, given the
-// providers: /tcp/lo/ep/a/ctl -> /<prov>/<domain>/ep/<id>/ctl.
+// providers: /tcp/lo/ep/a/ctl -> /<prov>/<domain>/ep/<id>/ctl,
+// /users/0 -> /users/<uid>.
 func generic(rel string, provs map[string]bool) string {
 	p := strings.Split(strings.TrimPrefix(rel, "/"), "/")
+	if len(p) == 2 && p[0] == "users" {
+		p[1] = "<uid>"
+	}
 	if len(p) >= 1 && provs[p[0]] {
 		p[0] = "<prov>"
 	}

@@ -117,8 +117,13 @@ func mount(t *testing.T) *daemon {
 // of the test's own overrides it.
 func mountWith(t *testing.T, flags ...string) *daemon {
 	t.Helper()
+	return mountArgv(t, daemonArgv(t, flags...))
+}
+
+// daemonArgv is the command line mountWith runs, but the mount point.
+func daemonArgv(t *testing.T, flags ...string) []string {
 	args := []string{"-verbs-addrs", "127.0.0.1", "-roce-port", strconv.Itoa(freeUDPPort(t))}
-	return mountArgv(t, append([]string{daemonBin}, append(args, flags...)...))
+	return append([]string{daemonBin}, append(args, flags...)...)
 }
 
 // mountArgv is mountWith with the whole command line but the mount point,
@@ -131,6 +136,12 @@ func mountArgv(t *testing.T, argv []string) *daemon {
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return mountAt(t, mnt, argv)
+}
+
+// mountAt is mountArgv on the directory mnt.
+func mountAt(t *testing.T, mnt string, argv []string) *daemon {
+	t.Helper()
 	d := &daemon{mnt: mnt, log: &strings.Builder{}}
 	d.cmd = exec.Command(argv[0], append(argv[1:], mnt)...)
 	pr, pw, _ := os.Pipe()
@@ -155,7 +166,7 @@ func mountArgv(t *testing.T, argv []string) *daemon {
 		}
 	})
 	deadline := time.Now().Add(20 * time.Second)
-	for !isMounted(mnt) {
+	for !isMounted(mnt) || !served(mnt) {
 		if time.Now().After(deadline) || d.cmd.ProcessState != nil {
 			t.Fatalf("fabricfs did not mount %s", mnt)
 		}
@@ -204,6 +215,13 @@ func (d *daemon) stopWith(t *testing.T, sig os.Signal) {
 		t.Errorf("%s still mounted after fabricfs exited; detaching", d.mnt)
 		syscall.Unmount(d.mnt, syscall.MNT_DETACH)
 	}
+}
+
+// served reports whether the mount at dir answers (a stale one, whose
+// daemon is gone, gives ENOTCONN).
+func served(dir string) bool {
+	_, err := os.Stat(dir)
+	return err == nil
 }
 
 func isMounted(dir string) bool {

@@ -1,13 +1,17 @@
 // Command fabricfs mounts the fabricfs tree: libfabric's object model as
 // files.
 //
-//	fabricfs [-debug] [-verbs-addrs ADDR,...] [-roce-port PORT] [-engine-cpus LIST] MOUNTPOINT
+//	fabricfs [-debug] [-verbs-addrs ADDR,...] [-roce-port PORT] [-engine-cpus LIST]
+//		[-limit-objects N] [-limit-memory BYTES] [-limit-connections N] MOUNTPOINT
 //
 // It serves in the foreground until SIGINT or SIGTERM, then unmounts (lazily
 // if files are still open), closes every object and exits. As root it mounts
 // directly with allow_other, so every user can use the tree; as another user
 // it mounts through fusermount3, and allow_other needs user_allow_other in
-// /etc/fuse.conf (see -allow-other).
+// /etc/fuse.conf (see -allow-other). A stale fabricfs mount on MOUNTPOINT,
+// left by a daemon killed with SIGKILL, is detached first (with a log line);
+// a stale mount of another file system is refused with the command that
+// detaches it.
 //
 // Providers: tcp, over the host's interfaces, and verbs, one software RDMA
 // device per address of -verbs-addrs (the host's interface addresses by
@@ -21,9 +25,14 @@
 // on those CPUs and lets its other threads run anywhere: with the
 // applications kept off them (taskset), the engine has CPUs of its own,
 // as a polling core does (docs/design.md, "The ring engine").
+//
+// -limit-objects, -limit-memory and -limit-connections set what each user
+// other than root may hold (core.DefaultLimits by default; 0: no limit);
+// /limits shows them (docs/design.md, "Security model").
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -31,6 +40,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -63,6 +73,15 @@ func main() {
 	mapping := flag.String("mapping", shm.DefaultMapping(), "how clients reach shared memory: passthrough (FUSE passthrough; root, Linux >= 6.9) or symlink (links to /proc/PID/fd/N of the daemon or of a holder process running as the user)")
 	verbsAddrs := flag.String("verbs-addrs", "", "comma-separated IP addresses, one verbs device each (default: the host's interface addresses; none: no device)")
 	rocePort := flag.Int("roce-port", roce.Port, "the UDP port of every verbs device of the fabric (RoCEv2)")
+	var limits [core.NumResources]*int64
+	for r, usage := range [core.NumResources]string{
+		core.Objects:     "objects (directories) each user other than root may hold; 0: no limit",
+		core.MemoryBytes: "bytes of shared memory (memory regions and rings) each user other than root may hold; 0: no limit",
+		core.Connections: "connections and listeners each user other than root may hold; 0: no limit",
+	} {
+		r := core.Resource(r)
+		limits[r] = flag.Int64("limit-"+strings.TrimSuffix(r.String(), "_bytes"), core.DefaultLimits[r], usage)
+	}
 	engineCPUs := flag.String("engine-cpus", "", "CPUs the ring engine's threads run on, e.g. 0 or 2-3,6 (default: wherever the scheduler puts them)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: fabricfs [flags] MOUNTPOINT\n\nMounts libfabric's object model as a file tree; see docs/tree.md.\n\n")
@@ -85,7 +104,15 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if err := run(flag.Arg(0), *mapping, cpus, vcfg, fs.Options{AllowOther: *allowOther, Debug: *debug}); err != nil {
+	var lim core.Limits
+	for r, p := range limits {
+		if *p < 0 {
+			fmt.Fprintf(os.Stderr, "fabricfs: -limit-%s %d is negative\n", strings.TrimSuffix(core.Resource(r).String(), "_bytes"), *p)
+			os.Exit(2)
+		}
+		lim[r] = *p
+	}
+	if err := run(flag.Arg(0), *mapping, cpus, lim, vcfg, fs.Options{AllowOther: *allowOther, Debug: *debug}); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -141,7 +168,7 @@ func parseCPUList(s string) (*unix.CPUSet, error) {
 	return set, nil
 }
 
-func run(mnt, mapping string, engineCPUs *unix.CPUSet, vcfg verbs.Config, opts fs.Options) error {
+func run(mnt, mapping string, engineCPUs *unix.CPUSet, limits core.Limits, vcfg verbs.Config, opts fs.Options) error {
 	// As many descriptors as the system allows; core.FDReserve of them
 	// stay for the daemon's own use whatever users and peers open.
 	if _, err := core.RaiseFDLimit(); err != nil {
@@ -162,6 +189,9 @@ func run(mnt, mapping string, engineCPUs *unix.CPUSet, vcfg verbs.Config, opts f
 		return err
 	}
 	defer fab.Close()
+	for r, n := range limits {
+		fab.SetLimit(core.Resource(r), n)
+	}
 	if engineCPUs != nil {
 		if err := fab.SetEngineCPUs(*engineCPUs); err != nil {
 			return fmt.Errorf("-engine-cpus: %w", err)
@@ -177,6 +207,9 @@ func run(mnt, mapping string, engineCPUs *unix.CPUSet, vcfg verbs.Config, opts f
 	fab.Shm.HolderCommand = []string{"/proc/self/exe", shm.HolderArg}
 	if st, err := os.Stat("/proc/self/exe"); err == nil && mapping == shm.MapSymlink && os.Geteuid() == 0 && st.Mode().Perm()&0o005 != 0o005 {
 		log.Printf("warning: this binary is not readable and executable by other users (mode %v): the kernel will not let them open their ring files through the holder processes of -mapping=symlink; make it 0755", st.Mode().Perm())
+	}
+	if err := clearStale(mnt); err != nil {
+		return err
 	}
 	srv, err := fs.Mount(fab, mnt, opts)
 	if err != nil {
@@ -207,6 +240,52 @@ func run(mnt, mapping string, engineCPUs *unix.CPUSet, vcfg verbs.Config, opts f
 		log.Printf("%s was unmounted", mnt)
 	}
 	return nil
+}
+
+// clearStale detaches a stale mount at mnt: one whose daemon is gone
+// (killed with SIGKILL), which the kernel keeps and answers with ENOTCONN.
+// A stale fabricfs mount (fuse.fabricfs in /proc/self/mountinfo) is
+// detached with a log line; a stale mount of another file system is left
+// alone, and the error says the command that detaches it.
+func clearStale(mnt string) error {
+	if _, err := os.Stat(mnt); !errors.Is(err, unix.ENOTCONN) {
+		return nil
+	}
+	abs, err := filepath.Abs(mnt)
+	if err != nil {
+		return err
+	}
+	fstype := mountType(abs)
+	if fstype != "fuse.fabricfs" {
+		return fmt.Errorf("%s is a stale mount (%s) whose server is gone: run 'umount -l %s' (or 'fusermount3 -u -z %s') and start again", mnt, fstype, abs, abs)
+	}
+	log.Printf("%s is a stale fabricfs mount whose daemon is gone (killed?): detaching it", abs)
+	detach(abs)
+	if _, err := os.Stat(mnt); err != nil {
+		return fmt.Errorf("%s: stale fabricfs mount could not be detached (%v): run 'umount -l %s' and start again", mnt, err, abs)
+	}
+	return nil
+}
+
+// mountType is the file system type of the last mount at dir in
+// /proc/self/mountinfo, or "" if none. Paths there escape space, tab,
+// newline and backslash as octal.
+func mountType(dir string) string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	unescape := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`)
+	typ := ""
+	for _, l := range strings.Split(string(b), "\n") {
+		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER
+		pre, post, ok := strings.Cut(l, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if ok && len(f) > 4 && len(g) > 0 && unescape.Replace(f[4]) == dir {
+			typ = g[0]
+		}
+	}
+	return typ
 }
 
 // detach lazily unmounts mnt: directly as root, else through fusermount3.
