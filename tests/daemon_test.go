@@ -202,7 +202,7 @@ func TestRestartAfterKill(t *testing.T) {
 	if got := d2.read(t, "abi_version"); got == "" {
 		t.Error("the new daemon serves an empty abi_version")
 	}
-	if !strings.Contains(d2.log.String(), "is a stale fabricfs mount whose daemon is gone (killed?): detaching it") {
-		t.Errorf("the new daemon's log does not say it detached the stale mount:\n%s", d2.log.String())
+	if !strings.Contains(d2.logText(), "is a stale fabricfs mount whose daemon is gone (killed?): detaching it") {
+		t.Errorf("the new daemon's log does not say it detached the stale mount:\n%s", d2.logText())
 	}
 }

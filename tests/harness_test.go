@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -89,7 +90,16 @@ func needCmd(t *testing.T, name string) {
 type daemon struct {
 	mnt string
 	cmd *exec.Cmd
-	log *strings.Builder
+
+	mu  sync.Mutex
+	log strings.Builder // what the daemon printed so far
+}
+
+// logText is what the daemon printed so far.
+func (d *daemon) logText() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.log.String()
 }
 
 // tree opens the daemon's tree with package clients/go/fabricfs.
@@ -142,7 +152,7 @@ func mountArgv(t *testing.T, argv []string) *daemon {
 // mountAt is mountArgv on the directory mnt.
 func mountAt(t *testing.T, mnt string, argv []string) *daemon {
 	t.Helper()
-	d := &daemon{mnt: mnt, log: &strings.Builder{}}
+	d := &daemon{mnt: mnt}
 	d.cmd = exec.Command(argv[0], append(argv[1:], mnt)...)
 	pr, pw, _ := os.Pipe()
 	d.cmd.Stdout, d.cmd.Stderr = pw, pw
@@ -154,7 +164,9 @@ func mountAt(t *testing.T, mnt string, argv []string) *daemon {
 	go func() {
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
+			d.mu.Lock()
 			d.log.WriteString(sc.Text() + "\n")
+			d.mu.Unlock()
 		}
 		close(logDone)
 	}()
@@ -162,7 +174,7 @@ func mountAt(t *testing.T, mnt string, argv []string) *daemon {
 		d.stop(t)
 		<-logDone
 		if t.Failed() {
-			t.Logf("daemon log:\n%s", d.log.String())
+			t.Logf("daemon log:\n%s", d.logText())
 		}
 	})
 	deadline := time.Now().Add(20 * time.Second)
