@@ -3,10 +3,13 @@ package core
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/netip"
 	"os"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/fabricfs/fabricfs/core/fi"
 )
@@ -32,6 +35,8 @@ func WithCaller(ctx context.Context, pid uint32) context.Context {
 //   - The IP must be one of the domain's addresses, or any loopback address
 //     in a loopback domain (lo has all of 127.0.0.0/8); anything else is
 //     FI_EADDRNOTAVAIL, as bind(2) of an address the host does not have.
+//     The address taken has the domain's zone, whatever zone the caller
+//     wrote.
 //   - The unspecified address (0.0.0.0, ::) and no address mean the
 //     domain's address of that family (the first family without an IP),
 //     never every address of the host.
@@ -64,20 +69,29 @@ func (d *Domain) listenAddr(ctx context.Context, uid uint32, a fi.Addr) (fi.Addr
 		if !found {
 			return fi.Addr{}, Errorf(fi.EADDRNOTAVAIL, "domain %s has no address of that family to listen on", d.Name)
 		}
+	case ownAddr(own, &ip):
 	case loopback && ip.IsLoopback():
+		ip = ip.WithZone("")
 	default:
-		mine := false
-		for _, o := range own {
-			mine = mine || o == ip.WithZone("")
-		}
-		if !mine {
-			return fi.Addr{}, Errorf(fi.EADDRNOTAVAIL, "%v is not an address of domain %s; a listener takes an address of its own domain", ip, d.Name)
-		}
+		return fi.Addr{}, Errorf(fi.EADDRNOTAVAIL, "%v is not an address of domain %s; a listener takes an address of its own domain", ip, d.Name)
 	}
 	if port != 0 && int(port) < unprivilegedPortStart() && !MayBindPort(ctx, uid) {
 		return fi.Addr{}, Errorf(fi.EACCES, "port %d is privileged (below %d): uid %d lacks CAP_NET_BIND_SERVICE", port, unprivilegedPortStart(), uid)
 	}
 	return fi.SockAddr(netip.AddrPortFrom(ip, port)), nil
+}
+
+// ownAddr reports whether *ip, zone aside, is one of own, and if so sets
+// it to that address with the domain's zone: the caller's zone names no
+// interface of the domain.
+func ownAddr(own []netip.Addr, ip *netip.Addr) bool {
+	for _, o := range own {
+		if o.WithZone("") == ip.WithZone("") {
+			*ip = o
+			return true
+		}
+	}
+	return false
 }
 
 // unprivilegedPortStart is the host's first port a process needs no
@@ -96,29 +110,40 @@ func unprivilegedPortStart() int {
 }
 
 // MayBindPort reports whether the caller of ctx, user uid, may bind a
-// privileged port: uid 0, or a caller (WithCaller) whose effective
-// capabilities hold CAP_NET_BIND_SERVICE in the daemon's own user
-// namespace. The caller is blocked in its request while this runs, so
-// its pid cannot be reused meanwhile; /proc/PID/status is checked to be
-// uid's all the same (a caller killed mid-request could free its pid),
-// and a process in another user namespace is refused: its capabilities
-// are over that namespace only, not the daemon's network.
+// privileged port: a caller (WithCaller) whose effective capabilities hold
+// CAP_NET_BIND_SERVICE in the daemon's own user namespace, root included
+// (bind(2) asks for the capability, not the uid: a root process that
+// dropped it is refused); with no caller process (the daemon's own
+// requests), uid 0 only. A process in another user namespace is refused:
+// its capabilities are over that namespace only, not the daemon's
+// network.
+//
+// The caller is blocked in its request while this runs, but a caller
+// killed mid-request frees its pid, which another process may take. So
+// /proc/PID is opened once, as a directory, and both files are read
+// through it: they are one process's, or their reads fail. The process
+// must still be alive after the reads (a directory of a process that
+// ended answers no more lookups) and its uid must be uid.
 func MayBindPort(ctx context.Context, uid uint32) bool {
-	if uid == 0 {
-		return true
-	}
 	pid, ok := ctx.Value(callerPID{}).(uint32)
 	if !ok || pid == 0 {
+		return uid == 0
+	}
+	dir, err := unix.Open("/proc/"+strconv.FormatUint(uint64(pid), 10), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
 		return false
 	}
-	proc := "/proc/" + strconv.FormatUint(uint64(pid), 10)
-	theirs, err1 := os.Readlink(proc + "/ns/user")
+	defer unix.Close(dir)
+	theirs, err1 := readlinkat(dir, "ns/user")
 	ours, err2 := os.Readlink("/proc/self/ns/user")
 	if err1 != nil || err2 != nil || theirs != ours {
 		return false
 	}
-	status, err := os.ReadFile(proc + "/status")
+	status, err := readFileAt(dir, "status")
 	if err != nil {
+		return false
+	}
+	if _, err := readlinkat(dir, "ns/user"); err != nil { // it ended meanwhile
 		return false
 	}
 	var uidOK bool
@@ -136,4 +161,26 @@ func MayBindPort(ctx context.Context, uid uint32) bool {
 		}
 	}
 	return uidOK && capEff&(1<<capNetBindService) != 0
+}
+
+// readlinkat is readlinkat(2) of name in the directory dir.
+func readlinkat(dir int, name string) (string, error) {
+	b := make([]byte, 256)
+	n, err := unix.Readlinkat(dir, name, b)
+	if err != nil {
+		return "", err
+	}
+	return string(b[:n]), nil
+}
+
+// readFileAt reads the file name of the directory dir: at most 64 KiB,
+// more than a /proc/PID/status holds.
+func readFileAt(dir int, name string) ([]byte, error) {
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, 64<<10))
 }

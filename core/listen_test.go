@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -111,4 +114,43 @@ func TestListenPrivilegedPort(t *testing.T) {
 		}
 	}
 	t.Error("root found no free port in 901..1023")
+}
+
+// MayBindPort reads the caller's capabilities for root too: a root
+// process that dropped CAP_NET_BIND_SERVICE may not bind a privileged
+// port, so the daemon does not do it for it; root with no caller process
+// (the daemon's own listeners) may.
+func TestMayBindPortRootWithoutCap(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"--inh-caps=-net_bind_service", "--bounding-set=-net_bind_service", "sleep", "30"}, false},
+		{[]string{"sleep", "30"}, true},
+	} {
+		cmd := exec.Command("setpriv", tt.args...)
+		if err := cmd.Start(); err != nil {
+			t.Skipf("setpriv: %v", err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		// setpriv execs sleep: wait until the process is sleep
+		for i := 0; i < 100; i++ {
+			if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", cmd.Process.Pid)); strings.TrimSpace(string(b)) == "sleep" {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		ctx := core.WithCaller(context.Background(), uint32(cmd.Process.Pid))
+		if got := core.MayBindPort(ctx, 0); got != tt.want {
+			t.Errorf("MayBindPort(root caller: setpriv %s) = %v, want %v", strings.Join(tt.args, " "), got, tt.want)
+		}
+	}
+	// a caller that is gone: no process to hold the capability
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if core.MayBindPort(core.WithCaller(context.Background(), uint32(cmd.Process.Pid)), 1000) {
+		t.Error("MayBindPort(uid 1000, a caller that exited) = true")
+	}
 }
