@@ -6,6 +6,7 @@ import (
 	"log"
 	"os"
 	"sync"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -21,8 +22,9 @@ type Fabric struct {
 	provs []Provider
 
 	// rescanMu serialises Rescan; domains changes only under it and mu.
-	rescanMu sync.Mutex
-	domains  map[string][]*Domain // by provider name, in the provider's order; under mu
+	rescanMu   sync.Mutex
+	lastRescan time.Time            // when the last Rescan looked; under rescanMu
+	domains    map[string][]*Domain // by provider name, in the provider's order; under mu
 
 	// Logf logs daemon-side events; nil logs with the log package.
 	Logf func(format string, a ...any)
@@ -83,6 +85,12 @@ func (f *Fabric) openDomains(p Provider) error {
 	return nil
 }
 
+// RescanInterval is the least time between two looks at the host's
+// interfaces: Rescan does nothing if the last one looked less than that
+// ago, so a user asking again and again (a loop over a name that does not
+// exist) costs the daemon one netlink dump a second at most.
+const RescanInterval = time.Second
+
 // Rescan has every provider that follows the host's interfaces (Rescanner)
 // look at them again, and opens the domains of the entries they added,
 // beside the open ones, which it leaves alone. The tree calls it when a
@@ -90,10 +98,16 @@ func (f *Fabric) openDomains(p Provider) error {
 // getinfo file is read: an interface that appeared since the daemon
 // started is a domain from then on. Domains are never removed: the domain
 // of an interface that went away stays, with its entries, and its
-// endpoints fail as their sockets do (docs/deploy.md).
+// endpoints fail as their sockets do (docs/deploy.md). It looks at most
+// once a RescanInterval: an interface shows up to that long after it came
+// up.
 func (f *Fabric) Rescan() {
 	f.rescanMu.Lock()
 	defer f.rescanMu.Unlock()
+	if !f.lastRescan.IsZero() && time.Since(f.lastRescan) < RescanInterval {
+		return
+	}
+	f.lastRescan = time.Now()
 	f.mu.Lock()
 	closing := f.closing
 	f.mu.Unlock()

@@ -3,6 +3,7 @@ package core_test
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -14,6 +15,7 @@ type growing struct {
 	core.Provider
 	mu    sync.Mutex
 	armed bool
+	scans int // Rescan calls
 	hot   []*fi.Info
 }
 
@@ -26,6 +28,7 @@ func (g *growing) Infos() []*fi.Info {
 func (g *growing) Rescan() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.scans++
 	if g.armed && g.hot == nil {
 		in := g.Provider.Infos()[0].Clone()
 		in.DomainAttr.Name = "hot0"
@@ -66,6 +69,7 @@ func TestRescan(t *testing.T) {
 	g.mu.Lock()
 	g.armed = true
 	g.mu.Unlock()
+	time.Sleep(core.RescanInterval) // the rescan above was the last one for that long
 	var wg sync.WaitGroup
 	for i := 0; i < 4; i++ {
 		wg.Add(2)
@@ -92,4 +96,34 @@ func TestRescan(t *testing.T) {
 	}
 	hot, _ := f.Domain("tcp", "hot0")
 	create(t, hot, core.KindEQ, "new")
+}
+
+// TestRescanThrottled: rescans come at most once a RescanInterval, however
+// often they are asked for (a user looping over a name that does not
+// exist), and the next one after the interval looks again.
+func TestRescanThrottled(t *testing.T) {
+	inner, err := newTCP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &growing{Provider: inner}
+	f, err := core.New(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	scans := func() int { g.mu.Lock(); defer g.mu.Unlock(); return g.scans }
+	start := time.Now()
+	for i := 0; i < 100; i++ {
+		f.Rescan()
+	}
+	if n := scans(); time.Since(start) < core.RescanInterval && n != 1 {
+		t.Errorf("100 rescans asked for within %v looked at the interfaces %d times, want 1", time.Since(start), n)
+	}
+	time.Sleep(core.RescanInterval)
+	before := scans()
+	f.Rescan()
+	if n := scans(); n != before+1 {
+		t.Errorf("a rescan %v after the last looked %d times, want once", core.RescanInterval, n-before)
+	}
 }

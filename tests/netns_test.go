@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fabricfs/fabricfs/core"
 )
 
 // Two hosts for real: two network namespaces joined by a veth pair, one
@@ -135,6 +137,23 @@ func twoHosts(t *testing.T) (a, b string, da, db *daemon) {
 }
 
 // dirNames lists a directory's subdirectories.
+// waitListed lists dir until it has the directory name, for at most
+// three rescan intervals; it returns the last listing and whether it did.
+func waitListed(t *testing.T, dir, name string) (string, bool) {
+	t.Helper()
+	deadline := time.Now().Add(3 * core.RescanInterval)
+	for {
+		names := strings.Join(dirNames(t, dir), " ")
+		if strings.Contains(" "+names+" ", " "+name+" ") {
+			return names, true
+		}
+		if time.Now().After(deadline) {
+			return names, false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func dirNames(t *testing.T, dir string) []string {
 	t.Helper()
 	es, err := os.ReadDir(dir)
@@ -379,15 +398,16 @@ func TestNetnsHotplug(t *testing.T) {
 	}
 	vethPair(t, a, ifA, addrA, b, ifB, addrB)
 
-	// Listing the provider directories finds the new domains.
+	// Listing the provider directories finds the new domains, within a
+	// rescan interval (core.RescanInterval, 1 s: the stat above looked).
 	for _, c := range []struct {
 		d          *daemon
 		tcp, verbs string
 	}{{da, ifA, verbsA}, {db, ifB, verbsB}} {
-		if names := strings.Join(dirNames(t, c.d.path("tcp")), " "); !strings.Contains(" "+names+" ", " "+c.tcp+" ") {
+		if names, ok := waitListed(t, c.d.path("tcp"), c.tcp); !ok {
 			t.Errorf("tcp lists %s, not %s", names, c.tcp)
 		}
-		if names := strings.Join(dirNames(t, c.d.path("verbs")), " "); !strings.Contains(" "+names+" ", " "+c.verbs+" ") {
+		if names, ok := waitListed(t, c.d.path("verbs"), c.verbs); !ok {
 			t.Errorf("verbs lists %s, not %s", names, c.verbs)
 		}
 	}
