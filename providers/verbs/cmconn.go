@@ -84,6 +84,9 @@ func (a *agent) connect(e *rcEndpoint, dst netip.Addr, port, srcPort uint16, qpn
 		ResponderResources: uint8(min(at.MaxQPRdAtom, 255)), InitiatorDepth: uint8(min(at.MaxQPInitRdAtom, 255)),
 		PathMTU: uint8(at.ActiveMTU), RetryCount: rcRetryCount, RNRRetryCount: rcRNRRetry, SrcPort: srcPort, PrivateData: data,
 	}
+	if _, refused := a.d.probers.refused(probed{dst, port, true}, time.Now()); refused {
+		return nil, core.Errorf(fi.ECONNREFUSED, "verbs: this device refuses to connect to %v for a while: requests of earlier connections to it presented bad memory keys", netip.AddrPortFrom(dst, port))
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
@@ -211,7 +214,7 @@ func (a *agent) handleREQ(src netip.Addr, m *cm.Msg) {
 		return
 	}
 	port, ok := cm.ServicePort(m.ServiceID, cm.PortSpaceTCP)
-	if _, refused := a.d.probers.refused(src, port); ok && refused {
+	if _, refused := a.d.probers.refused(probed{src, port, false}, time.Now()); ok && refused {
 		a.sendLocked(src, cm.Msg{Type: cm.REJ, TransactionID: m.TransactionID, RemoteCommID: m.LocalCommID, Reason: cm.RejNoResources})
 		a.mu.Unlock()
 		return
@@ -319,7 +322,7 @@ func (a *agent) handleREJ(src netip.Addr, m *cm.Msg) {
 	case cm.RejInvalidService:
 		err = core.Errorf(fi.ECONNREFUSED, "verbs: nobody listens on that port of %v", src)
 	case cm.RejNoResources:
-		err = core.Errorf(fi.ECONNREFUSED, "verbs: %v refuses connections from this device to that port for a while: a request of an earlier connection presented a bad memory key", src)
+		err = core.Errorf(fi.ECONNREFUSED, "verbs: %v refuses connections from this device to that port for a while: requests of earlier connections presented bad memory keys", src)
 	default:
 		err = core.Errorf(fi.ECONNREFUSED, "verbs: connection refused by %v (reason %d)", src, m.Reason)
 	}

@@ -179,9 +179,9 @@ func TestRMA(t *testing.T) {
 
 // TestBadKey: RMA with a key the peer did not give, or beyond the region,
 // fails with FI_EIO (prov_errno the ibv status) and ends the connection:
-// the QP is in error, as with libfabric's verbs. The target's device then
-// refuses connections from the peer's to that port for a while
-// (probe.go); each case connects to a new listener.
+// the QP is in error, as with libfabric's verbs. The target's device
+// charges the bad key to the peer at that port (probe.go); each case
+// connects to a new listener.
 func TestBadKey(t *testing.T) {
 	p, da, db := twoDevices(t, nil)
 	for _, c := range []struct {
@@ -213,8 +213,11 @@ func TestBadKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, refused := db.dev.probers.refused(da.dev.ip, name.IP.Port()); !refused {
-			t.Errorf("%s: the peer may connect to port %d again at once", c.name, name.IP.Port())
+		db.dev.probers.mu.Lock()
+		b := db.dev.probers.m[probed{da.dev.ip, name.IP.Port(), false}]
+		db.dev.probers.mu.Unlock()
+		if b == nil || b.tokens != probeBurst-1 {
+			t.Errorf("%s: the bad key was not charged to the peer at port %d: %+v", c.name, name.IP.Port(), b)
 		}
 	}
 }
@@ -310,5 +313,65 @@ func TestOwnersApart(t *testing.T) {
 	}
 	if string(theirs[:4]) == "evil" {
 		t.Error("another owner's memory was written")
+	}
+}
+
+// TestBadKeyBurst: the device refuses a peer's connections after bad keys
+// only once probeBurst of them came at once, whichever side presented
+// them: one bad key (a mistake, or another user of the peer's host) does
+// not lock the peer out of a port. The requests of an endpoint that
+// connected count too: when the listener's side presents the bad keys,
+// the connecting device refuses to connect to that listener.
+func TestBadKeyBurst(t *testing.T) {
+	for _, srvProbes := range []bool{false, true} {
+		p, da, db := twoDevices(t, nil)
+		_, pev, addr := listen(t, p, db)
+		// connectTo connects an endpoint of da to addr; nil if refused.
+		connectTo := func() *pair {
+			cli := newSide(t, da, infoOf(t, p, da.name, fi.EP_MSG), nil)
+			if err := cli.ep.Connect(addr, nil); err != nil {
+				if !errors.Is(err, fi.ECONNREFUSED) {
+					t.Fatalf("Connect: %v, want success or FI_ECONNREFUSED", err)
+				}
+				return nil
+			}
+			select {
+			case req := <-pev.Reqs:
+				srv := newSide(t, db, req.Info(), req)
+				if err := srv.ep.Accept(nil); err != nil {
+					t.Fatalf("Accept: %v", err)
+				}
+				cli.ev.WaitConnected(t)
+				srv.ev.WaitConnected(t)
+				return &pair{cli, srv}
+			case f := <-cli.ev.FailedCh:
+				if !errors.Is(f.Err, fi.ECONNREFUSED) {
+					t.Fatalf("connection %v, want FI_ECONNREFUSED", f.Err)
+				}
+				return nil
+			case <-time.After(waitTime):
+				t.Fatal("no request and no refusal")
+				return nil
+			}
+		}
+		for i := 0; i < probeBurst; i++ {
+			pr := connectTo()
+			if pr == nil {
+				t.Fatalf("server probes %v: refused after %d bad keys; the burst is %d", srvProbes, i, probeBurst)
+			}
+			prober, target, targetDom := pr.cli, pr.srv, db
+			if srvProbes {
+				prober, target, targetDom = pr.srv, pr.cli, da
+			}
+			key := regMem(t, targetDom, make([]byte, 4096), fi.REMOTE_WRITE).Key()
+			prober.post(t, &core.Op{Kind: core.OpWrite, Buf: make([]byte, 8), Key: key ^ 0xff})
+			if d := prober.wait(t); d.c.Err != fi.EIO {
+				t.Fatalf("bad key %d: %+v, want FI_EIO", i, d.c)
+			}
+			target.ev.WaitShutdownOrFailed(t)
+		}
+		if pr := connectTo(); pr != nil {
+			t.Errorf("server probes %v: a connection after %d bad keys at once was taken", srvProbes, probeBurst)
+		}
 	}
 }

@@ -16,10 +16,11 @@ type device struct {
 	dev  *ibv.Device
 	attr ibv.DeviceAttr
 	cm   *agent
-	// probers are the peers whose requests presented bad keys to a
-	// service port, whose connection requests to it cm refuses for a
-	// while; ports maps the QPN of each connected RC endpoint to its
-	// service port, to find it (probe.go).
+	// probers are the buckets of the peers whose requests presented bad
+	// keys, by the service port of their connections: cm refuses their
+	// connections to that port for a while; ports maps the QPN of each
+	// connected RC endpoint to that port (a qpPort), to find it
+	// (probe.go).
 	probers probers
 	ports   sync.Map
 }

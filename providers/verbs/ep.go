@@ -190,15 +190,25 @@ func (e *rcEndpoint) cmEstablish(rep *cm.Msg) error {
 
 const rtrMask = ibv.QPState_ | ibv.QPAV | ibv.QPPathMTU | ibv.QPDestQPN | ibv.QPRQPSN | ibv.QPMaxDestRdAtomic | ibv.QPMinRNRTimer
 
-// toRTR takes the QP to RTR with rtr, after recording its service port
-// for the requests its peer sends from then on (device.badKey).
+// toRTR takes the QP to RTR with rtr, after recording the service port
+// of its connection for the requests its peer sends from then on
+// (device.badKey).
 func (e *rcEndpoint) toRTR(rtr *ibv.QPAttr) error {
 	e.mu.Lock()
 	if e.qp != nil {
-		e.d.dev.ports.Store(e.qp.QPNum(), e.port)
+		e.d.dev.ports.Store(e.qp.QPNum(), e.qpPortLocked())
 	}
 	e.mu.Unlock()
 	return e.modify(rtr, rtrMask)
+}
+
+// qpPortLocked is the service port e's connection went to: its
+// listener's if e was made from a request, else the peer's.
+func (e *rcEndpoint) qpPortLocked() qpPort {
+	if e.fromReq {
+		return qpPort{port: e.port}
+	}
+	return qpPort{port: e.remote.Port(), out: true}
 }
 
 // toRTS takes the QP from RTR to RTS.
@@ -546,7 +556,7 @@ func (e *rcEndpoint) Close() error {
 		e.alive.Stop()
 	}
 	if e.qp != nil {
-		e.d.dev.ports.CompareAndDelete(e.qp.QPNum(), e.port)
+		e.d.dev.ports.CompareAndDelete(e.qp.QPNum(), e.qpPortLocked())
 	}
 	e.mu.Unlock()
 	a := e.d.dev.cm

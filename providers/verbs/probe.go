@@ -9,105 +9,124 @@ import (
 // Peers that present bad keys. A memory key is 32 random bits, and a
 // request with a wrong one puts the responder's QP in error, ending the
 // connection, as RC does; so a peer guessing keys needs a connection per
-// guess. The device also remembers, for each of its service ports, each
-// peer device (by IP) whose request on a connection of that port it
-// refused with a remote access error, and the connection manager rejects
-// that peer's connection requests to that port (REJ, reason
-// IB_CM_REJ_NO_RESOURCES) for a while: probePenalty after the first bad
-// key, twice as long after each further one, up to probeMaxPenalty. The
-// strikes are forgotten probeForget after the last penalty ended. An
-// application that presents a bad key by mistake loses its connection
-// and waits probePenalty to reconnect; a prober is held to one guess per
-// probeMaxPenalty, a 32-bit key space to decades per region. The other
-// ports of the device (other users' listeners) still take the peer's
-// connections.
+// guess. The device charges each bad key to a token bucket of the peer's
+// IP and the service port the connection was made to: for a connection
+// the device accepted, its own listener's port (the connection manager
+// then refuses the peer's requests to that port, REJ with reason
+// IB_CM_REJ_NO_RESOURCES); for one it made, the peer's listener's port
+// (the device's endpoints then get FI_ECONNREFUSED connecting to it: a
+// prober acting as the server is held as well). A bucket holds
+// probeBurst bad keys and refills one each probeRefill; while it holds
+// less than one, connections are refused. An application that presents
+// a bad key by mistake loses only that connection; a prober is held to
+// one guess per probeRefill, a 32-bit key space to a century per region.
+//
+// Nothing in a connection request tells the users of one host apart: the
+// source port and QP number are new for each connection. So a prober's
+// sustained guesses refuse the other clients at its IP (other users of
+// its host) at that port too, until its bucket refills; the other ports
+// of the device still take their connections.
 const (
-	probePenalty    = 100 * time.Millisecond
-	probeMaxPenalty = 10 * time.Second
-	probeForget     = 10 * time.Minute
+	probeBurst  = 8
+	probeRefill = time.Second
 )
 
-// maxProbers bounds the (peer, port) pairs a device remembers; past it,
-// the one whose penalty ends first is forgotten.
+// maxProbers bounds the buckets a device keeps; past it, the fullest is
+// forgotten (a full bucket is as good as none).
 const maxProbers = 4096
 
-// probers is a device's record of peers that presented bad keys, by the
-// peer's IP and the service port of the connection.
+// probers is a device's record of peers that presented bad keys: a
+// bucket for each (peer IP, service port, direction).
 type probers struct {
 	mu sync.Mutex
-	m  map[probed]*prober
+	m  map[probed]*bucket
 }
 
+// probed names a bucket: the peer's IP, and the service port the
+// connections went to, the device's own (out false) or the peer's (out
+// true: connections the device made).
 type probed struct {
 	peer netip.Addr
 	port uint16
+	out  bool
 }
 
-type prober struct {
-	strikes int
-	until   time.Time // connection requests are refused until then
+// bucket is the bad keys a probed may still present: tokens, as of at.
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+// level is b's tokens at now.
+func (b *bucket) level(now time.Time) float64 {
+	return min(probeBurst, b.tokens+float64(now.Sub(b.at))/float64(probeRefill))
+}
+
+// qpPort is what the device records for a connected RC QP: the service
+// port its connection went to, and whether the device made it (then the
+// port is the peer's).
+type qpPort struct {
+	port uint16
+	out  bool
 }
 
 // badKey is the device's RemoteAccessError: the peer of the RC QP qpn
 // presented a bad key.
 func (d *device) badKey(peer netip.Addr, qpn uint32) {
-	port, _ := d.ports.Load(qpn)
-	p, _ := port.(uint16)
-	d.probers.strike(peer, p)
+	v, _ := d.ports.Load(qpn)
+	if q, ok := v.(qpPort); ok {
+		d.probers.strike(probed{peer, q.port, q.out}, time.Now())
+	}
 }
 
-// strike records a bad key from peer on a connection of port.
-func (p *probers) strike(peer netip.Addr, port uint16) {
-	k := probed{peer.Unmap(), port}
-	now := time.Now()
+// strike charges a bad key to k at now.
+func (p *probers) strike(k probed, now time.Time) {
+	k.peer = k.peer.Unmap()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.m == nil {
-		p.m = map[probed]*prober{}
+		p.m = map[probed]*bucket{}
 	}
-	pr := p.m[k]
-	if pr != nil && now.Sub(pr.until) > probeForget {
-		pr = nil
-	}
-	if pr == nil {
+	b := p.m[k]
+	if b == nil {
 		if len(p.m) >= maxProbers {
 			p.evictLocked(now)
 		}
-		pr = &prober{}
-		p.m[k] = pr
+		b = &bucket{tokens: probeBurst, at: now}
+		p.m[k] = b
 	}
-	pr.strikes++
-	penalty := probeMaxPenalty
-	if pr.strikes < 32 {
-		penalty = min(probePenalty<<(pr.strikes-1), probeMaxPenalty)
-	}
-	pr.until = now.Add(penalty)
+	b.tokens, b.at = max(b.level(now)-1, 0), now
 }
 
-// evictLocked forgets the peers whose strikes are forgotten, or if none
-// is, the one whose penalty ended first.
+// evictLocked forgets the full buckets, or if none is, the fullest.
 func (p *probers) evictLocked(now time.Time) {
-	var first *probed
-	for k, pr := range p.m {
-		if now.Sub(pr.until) > probeForget {
+	var fullest probed
+	most := -1.0
+	for k, b := range p.m {
+		if l := b.level(now); l >= probeBurst {
 			delete(p.m, k)
-		} else if first == nil || pr.until.Before(p.m[*first].until) {
-			first = &k
+		} else if l > most {
+			fullest, most = k, l
 		}
 	}
-	if len(p.m) >= maxProbers && first != nil {
-		delete(p.m, *first)
+	if len(p.m) >= maxProbers {
+		delete(p.m, fullest)
 	}
 }
 
-// refused reports whether connection requests from peer to port are
-// refused now, and until when.
-func (p *probers) refused(peer netip.Addr, port uint16) (time.Time, bool) {
+// refused reports whether connections of k are refused at now, and until
+// when.
+func (p *probers) refused(k probed, now time.Time) (time.Time, bool) {
+	k.peer = k.peer.Unmap()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pr := p.m[probed{peer.Unmap(), port}]
-	if pr == nil || !time.Now().Before(pr.until) {
+	b := p.m[k]
+	if b == nil {
 		return time.Time{}, false
 	}
-	return pr.until, true
+	l := b.level(now)
+	if l >= 1 {
+		return time.Time{}, false
+	}
+	return now.Add(time.Duration((1 - l) * float64(probeRefill))), true
 }

@@ -141,12 +141,13 @@ func TestRDM(t *testing.T) {
 }
 
 // TestRDMKeyProbing: a peer's RDM endpoint that guesses memory keys loses
-// its connection with each wrong key, and the target's device refuses
-// its connection requests for a time that doubles with each bad key
-// (probe.go): in 2 s it presents at most 5 keys (at 0, 0.1, 0.3, 0.7
-// and 1.5 s), where a connection per guess would allow hundreds. Its
-// other attempts fail with FI_ECONNREFUSED (or FI_ENOTCONN or
-// FI_ECANCELED while a connection ends); the region is untouched.
+// its connection with each wrong key, and once it spent the burst of its
+// bucket at the target's device (probe.go) its connection requests are
+// refused but for one each probeRefill: in 2 s it presents probeBurst
+// keys and 1 or 2 more (at 1 and 2 s), where a connection per guess would
+// allow hundreds. Its other attempts fail with FI_ECONNREFUSED (or
+// FI_ENOTCONN or FI_ECANCELED while a connection ends); the region is
+// untouched.
 func TestRDMKeyProbing(t *testing.T) {
 	a, _, _, nameB, _, db := rdmPair(t)
 	target := sharedMem(t, 4096)
@@ -169,8 +170,8 @@ func TestRDMKeyProbing(t *testing.T) {
 		}
 	}
 	t.Logf("%d keys presented, %d attempts refused", presented, refused)
-	if presented < 2 || presented > 5 || refused == 0 {
-		t.Errorf("%d keys presented and %d attempts refused in 2 s, want 2 to 5 presented and some refused", presented, refused)
+	if most := probeBurst + 3; presented < probeBurst || presented > most || refused == 0 {
+		t.Errorf("%d keys presented and %d attempts refused in 2 s, want %d to %d presented and some refused", presented, refused, probeBurst, most)
 	}
 	if bytes.Contains(target, []byte("evil")) {
 		t.Error("the region was written")
