@@ -174,7 +174,9 @@ func (o *Object) Release() {
 
 // Remove closes the object (rmdir), also while its files are open: it
 // leaves the domain, its rings get RING_DEAD and are no longer served
-// (mappings of them stay memory), and its open files fail from then on.
+// (mappings of them stay memory), and its open files fail from then on
+// with fi.ENOENT (Ctl, attribute writes; fs checks Alive for the others);
+// its Close refuses whatever would acquire something anew.
 // It fails with fi.EBUSY while another object is bound to it or when it
 // has no pin (a clone object, which lives while its files are open).
 func (o *Object) Remove() error {
