@@ -110,6 +110,9 @@ func (e *EP) releaseRegions(rs *epRings) {
 func (e *EP) Ring(name string) (*ring.Region, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.state == stateClosed {
+		return nil, gone(e.obj)
+	}
 	if e.rings == nil {
 		return nil, Errorf(fi.EOPBADSTATE, "endpoint is %s; its rings exist once it is enabled", stateText(e.state))
 	}

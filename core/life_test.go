@@ -80,6 +80,10 @@ func TestRemovedObjectRefusesCommands(t *testing.T) {
 	}
 	wantCode(t, "enable after rmdir", ep.Ctl(context.Background(), uid, "enable"), fi.ENOENT)
 	wantCode(t, "EP.Enable after close", ep.Impl.(*core.EP).Enable(), fi.ENOENT)
+	_, err = ep.Impl.(*core.EP).Ring("tx")
+	wantCode(t, "EP.Ring after close", err, fi.ENOENT)
+	_, err = m.Impl.(*core.MR).Region()
+	wantCode(t, "MR.Region after close", err, fi.ENOENT)
 	if h := f.Held(uid)[core.MemoryBytes]; h != held {
 		t.Errorf("after enable on a removed endpoint uid %d holds %d memory bytes, want %d", uid, h, held)
 	}
