@@ -22,6 +22,7 @@ type AV struct {
 	entries []*fi.Addr         // index = fi_addr; nil where removed
 	byAddr  map[fi.Addr]uint64 // the first fi_addr of each address
 	count   int
+	closed  bool // by Close: nothing is inserted again
 }
 
 func newAV(o *Object) (Impl, error) { return &AV{obj: o, typ: fi.AV_TABLE}, nil }
@@ -30,6 +31,9 @@ func newAV(o *Object) (Impl, error) { return &AV{obj: o, typ: fi.AV_TABLE}, nil 
 func (a *AV) Insert(addrs []fi.Addr) ([]uint64, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.closed {
+		return nil, gone(a.obj)
+	}
 	if len(a.entries)+len(addrs) > MaxAVEntries {
 		return nil, Errorf(fi.ENOSPC, "%s would exceed %d entries", a.obj, MaxAVEntries)
 	}
@@ -142,7 +146,13 @@ func (a *AV) Attrs() []Attr {
 	}
 }
 
-func (a *AV) Close() error { return nil }
+// Close refuses new addresses from then on.
+func (a *AV) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closed = true
+	return nil
+}
 
 // ParseAddr reads an ADDR argument: host:port, [v6]:port, or FI_ADDR_STR
 // (fi_sockaddr_in://127.0.0.1:7000). A host name is resolved until ctx,

@@ -318,6 +318,9 @@ func Usage(k Kind) []string {
 // Its error says what went wrong, not which command: the caller names the
 // command (fs puts the message in front of the sentence in err).
 func (o *Object) Ctl(ctx context.Context, uid uint32, line string) error {
+	if !o.Alive() {
+		return gone(o)
+	}
 	words, err := ctl.Tokenize(line)
 	if err != nil {
 		return &Error{Code: fi.EINVAL, Err: err}

@@ -157,10 +157,21 @@ func (e *EP) BindAV(av *AV) error {
 }
 
 func (e *EP) idleLocked(what string) error {
+	if e.state == stateClosed {
+		return gone(e.obj)
+	}
 	if e.state != stateIdle {
 		return Errorf(fi.EOPBADSTATE, "endpoint is %s; %s must come before enable", stateText(e.state), what)
 	}
 	return nil
+}
+
+// setStateLocked moves the endpoint to state s, unless it is closed: a
+// provider's event that arrives while Close runs does not bring it back.
+func (e *EP) setStateLocked(s string) {
+	if e.state != stateClosed {
+		e.state = s
+	}
 }
 
 // connectionlessLocked reports whether the endpoint is connectionless
@@ -193,10 +204,15 @@ func (e *EP) setType(in *fi.Info, s string) error {
 
 // Enable is fi_enable. A connection-oriented endpoint needs an EQ, a
 // connectionless one an AV (FI_ENOEQ, FI_ENOAV); both a CQ for each
-// direction their capabilities use (FI_ENOCQ).
+// direction their capabilities use (FI_ENOCQ). The rings are allocated
+// before the provider endpoint is enabled, so that an enable the memory
+// quota refuses leaves nothing enabled and can be retried.
 func (e *EP) Enable() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.state == stateClosed {
+		return gone(e.obj)
+	}
 	if e.state != stateIdle {
 		return Errorf(fi.EOPBADSTATE, "endpoint is %s; it was enabled already", stateText(e.state))
 	}
@@ -213,15 +229,19 @@ func (e *EP) Enable() error {
 	if caps&(fi.MSG|fi.TAGGED) != 0 && caps&fi.SEND != 0 && e.txcq == nil {
 		return Errorf(fi.ENOCQ, "no cq bound for send; write 'bind cq ID send' first")
 	}
+	rs, err := e.newRingsLocked()
+	if err != nil {
+		return err
+	}
 	if err := e.makeProvLocked(); err != nil {
+		rs.free()
 		return err
 	}
 	if err := e.prov.Enable(); err != nil {
+		rs.free()
 		return err
 	}
-	if err := e.openRingsLocked(); err != nil {
-		return err
-	}
+	e.startRingsLocked(rs)
 	e.state = stateEnabled
 	return nil
 }
@@ -489,23 +509,29 @@ func (e *EP) setEngineCPU(s string) error {
 	return nil
 }
 
-// Close is fi_close: the engine stops serving the rings, the provider
-// endpoint closes (completing what was outstanding), then the memory
-// regions and bindings are released.
+// Close is fi_close. It first marks the endpoint closed, so that nothing
+// (an enable, a bind, a connect) acquires anything from then on; then the
+// engine stops serving the rings, the provider endpoint closes
+// (completing what was outstanding) or, for a connection request nobody
+// accepted or rejected, the request is rejected; then the memory regions
+// and bindings are released.
 func (e *EP) Close() error {
-	e.stopRings()
 	e.mu.Lock()
-	p := e.prov
+	e.state = stateClosed
+	p, req, rs := e.prov, e.req, e.rings
 	e.mu.Unlock()
+	e.stopRings(rs)
 	var err error
-	if p != nil {
+	switch {
+	case p != nil:
 		err = p.Close()
+	case req != nil:
+		rejectRequest(e.obj.Dom, req)
 	}
-	e.releaseRegions()
+	e.releaseRegions(rs)
 	e.mu.Lock()
 	txcq, rxcq, eq, av, cntrs := e.txcq, e.rxcq, e.eq, e.av, e.cntrs
 	e.txcq, e.rxcq, e.eq, e.av, e.cntrs = nil, nil, nil, nil, [numClasses]*Cntr{}
-	e.state = stateClosed
 	e.mu.Unlock()
 	for _, c := range cntrs {
 		if c != nil {
@@ -534,7 +560,7 @@ type epEvents struct{ e *EP }
 func (ev epEvents) Connected(data []byte) {
 	e := ev.e
 	e.mu.Lock()
-	e.state = stateConnected
+	e.setStateLocked(stateConnected)
 	eq := e.eq
 	e.mu.Unlock()
 	if eq != nil {
@@ -545,7 +571,7 @@ func (ev epEvents) Connected(data []byte) {
 func (ev epEvents) Shutdown() {
 	e := ev.e
 	e.mu.Lock()
-	e.state = stateShutdown
+	e.setStateLocked(stateShutdown)
 	eq := e.eq
 	e.mu.Unlock()
 	if eq != nil {
@@ -556,7 +582,7 @@ func (ev epEvents) Shutdown() {
 func (ev epEvents) Failed(err error, data []byte) {
 	e := ev.e
 	e.mu.Lock()
-	e.state = stateError
+	e.setStateLocked(stateError)
 	eq := e.eq
 	e.mu.Unlock()
 	e.obj.SetErr(WithOp("connection", err))

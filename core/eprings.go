@@ -20,9 +20,9 @@ type epRings struct {
 	sent       bool     // took a send in the group's current pass; used by the worker only
 }
 
-// openRingsLocked makes the endpoint's tx and rx rings and hands them to
-// the engine. Called by Enable with e.mu held.
-func (e *EP) openRingsLocked() error {
+// newRingsLocked makes the endpoint's tx and rx rings. Called by Enable
+// with e.mu held.
+func (e *EP) newRingsLocked() (*epRings, error) {
 	fab := e.obj.Dom.fab
 	mk := func(name string, size uint64) (*ring.Region, *ring.Ring, error) {
 		n, err := ring.RoundUp(size)
@@ -42,30 +42,39 @@ func (e *EP) openRingsLocked() error {
 	}
 	txShm, txr, err := mk("tx", e.info.TxAttr.Size)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rxShm, rxr, err := mk("rx", e.info.RxAttr.Size)
 	if err != nil {
 		txShm.Close()
-		return err
+		return nil, err
 	}
 	rs := &epRings{
 		txShm: txShm, rxShm: rxShm, mrs: map[uint64]*MR{}, injectSize: e.info.TxAttr.InjectSize,
 	}
 	rs.tx = &workQueue{ep: e, rs: rs, r: txr, kind: OpSend}
 	rs.rx = &workQueue{ep: e, rs: rs, r: rxr, kind: OpRecv}
+	return rs, nil
+}
+
+// free gives back the memory of rings that were never started.
+func (rs *epRings) free() {
+	rs.txShm.Close()
+	rs.rxShm.Close()
+}
+
+// startRingsLocked hands the rings to the engine, over the enabled
+// provider endpoint. Called by Enable with e.mu held.
+func (e *EP) startRingsLocked(rs *epRings) {
 	rs.poller, _ = e.prov.(Poller)
 	rs.fdPoller, _ = e.prov.(FDPoller)
 	e.rings = rs
 	e.obj.Dom.fab.eng.add(rs, e.engineCPU)
-	return nil
 }
 
-// stopRings stops the engine serving the rings and unmaps them.
-func (e *EP) stopRings() {
-	e.mu.Lock()
-	rs := e.rings
-	e.mu.Unlock()
+// stopRings stops the engine serving the endpoint's rings rs (nil: it had
+// none) and unmaps them.
+func (e *EP) stopRings(rs *epRings) {
 	if rs == nil {
 		return
 	}
@@ -77,16 +86,13 @@ func (e *EP) stopRings() {
 		q.r.SetFlags(ring.Dead)
 		q.r.Wake()
 	}
-	rs.txShm.Close()
-	rs.rxShm.Close()
+	rs.free()
 }
 
 // releaseRegions lets go of the memory regions the endpoint's requests
-// used; the provider endpoint is closed, so none is in use.
-func (e *EP) releaseRegions() {
-	e.mu.Lock()
-	rs := e.rings
-	e.mu.Unlock()
+// used (through its rings rs, nil if it had none); the provider endpoint
+// is closed, so none is in use.
+func (e *EP) releaseRegions(rs *epRings) {
 	if rs == nil {
 		return
 	}
@@ -104,6 +110,9 @@ func (e *EP) releaseRegions() {
 func (e *EP) Ring(name string) (*ring.Region, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.state == stateClosed {
+		return nil, gone(e.obj)
+	}
 	if e.rings == nil {
 		return nil, Errorf(fi.EOPBADSTATE, "endpoint is %s; its rings exist once it is enabled", stateText(e.state))
 	}

@@ -31,6 +31,7 @@ type MR struct {
 	key          uint64
 	shm          *ring.Region // after reg
 	mem          Memory       // the provider's registration of shm, if the domain makes them
+	closed       bool         // by Close: nothing is registered again
 }
 
 // mrDefaultAccess is a region's access until attr/access says otherwise:
@@ -49,6 +50,9 @@ func newMR(o *Object) (Impl, error) {
 func (m *MR) Register() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return gone(m.obj)
+	}
 	if m.shm != nil {
 		return Errorf(fi.EBUSY, "%s is already registered", m.obj)
 	}
@@ -119,6 +123,9 @@ func (d *Domain) regionByKey(key uint64) (*Object, bool) {
 func (m *MR) Region() (*ring.Region, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return nil, gone(m.obj)
+	}
 	if m.shm == nil {
 		return nil, Errorf(fi.EOPBADSTATE, "%s is not registered; write 'reg' to its ctl first", m.obj)
 	}
@@ -166,6 +173,9 @@ func (m *MR) Status() string {
 }
 
 func (m *MR) frozen() error {
+	if m.closed {
+		return gone(m.obj)
+	}
 	if m.shm != nil {
 		return Errorf(fi.EBUSY, "%s is registered; set its attributes before reg", m.obj)
 	}
@@ -211,6 +221,7 @@ func (m *MR) Attrs() []Attr {
 func (m *MR) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.closed = true
 	if m.shm == nil {
 		return nil
 	}

@@ -156,7 +156,7 @@ func (o *Object) Open() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if o.dead {
-		return Errorf(fi.ENOENT, "%s is gone", o)
+		return gone(o)
 	}
 	o.opens++
 	return nil
@@ -174,7 +174,9 @@ func (o *Object) Release() {
 
 // Remove closes the object (rmdir), also while its files are open: it
 // leaves the domain, its rings get RING_DEAD and are no longer served
-// (mappings of them stay memory), and its open files fail from then on.
+// (mappings of them stay memory), and its open files fail from then on
+// with fi.ENOENT (Ctl, attribute writes; fs checks Alive for the others);
+// its Close refuses whatever would acquire something anew.
 // It fails with fi.EBUSY while another object is bound to it or when it
 // has no pin (a clone object, which lives while its files are open).
 func (o *Object) Remove() error {
@@ -183,7 +185,7 @@ func (o *Object) Remove() error {
 	switch {
 	case o.dead:
 		d.mu.Unlock()
-		return Errorf(fi.ENOENT, "%s is gone", o)
+		return gone(o)
 	case o.boundBy > 0:
 		d.mu.Unlock()
 		return Errorf(fi.EBUSY, "%s is bound to %d other object(s); close or unbind them first", o, o.boundBy)
@@ -196,6 +198,27 @@ func (o *Object) Remove() error {
 	d.mu.Unlock()
 	d.closeAll(dead)
 	return nil
+}
+
+// gone is the error of a use of o after it was closed: fi.ENOENT, as a
+// removed file's.
+func gone(o *Object) error { return Errorf(fi.ENOENT, "%s is gone", o) }
+
+// Attrs are the object's attributes; setting one fails with fi.ENOENT once
+// the object is gone.
+func (o *Object) Attrs() []Attr {
+	attrs := o.Impl.Attrs()
+	for i := range attrs {
+		if set := attrs[i].Set; set != nil {
+			attrs[i].Set = func(s string) error {
+				if !o.Alive() {
+					return gone(o)
+				}
+				return set(s)
+			}
+		}
+	}
+	return attrs
 }
 
 // Alive reports whether the object is still in its domain.
@@ -211,7 +234,7 @@ func (o *Object) hold() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if o.dead {
-		return Errorf(fi.ENOENT, "%s is gone", o)
+		return gone(o)
 	}
 	o.boundBy++
 	return nil

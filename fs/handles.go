@@ -25,6 +25,15 @@ func (r *ref) setRef(o *core.Object, name string) { r.obj, r.name = o, name }
 // fail is fs.fail for the file's object.
 func (r *ref) fail(op string, err error) syscall.Errno { return fail(r.obj, op, err) }
 
+// live is ENOENT once the file's object is gone (rmdir): an object's open
+// files fail from then on.
+func (r *ref) live() syscall.Errno {
+	if r.obj != nil && !r.obj.Alive() {
+		return syscall.ENOENT
+	}
+	return 0
+}
+
 func (r *ref) Release(ctx context.Context) syscall.Errno {
 	if r.obj != nil {
 		r.obj.Release()
@@ -61,6 +70,9 @@ func (h *textHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 func (h *textHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	if h.write == nil {
 		return 0, syscall.EBADF
+	}
+	if errno := h.live(); errno != 0 {
+		return 0, errno
 	}
 	if err := h.write(ctx, data); err != nil {
 		op := core.Abbrev(strings.TrimSpace(string(data)), maxEcho)
@@ -118,6 +130,9 @@ var (
 const lineBudget = 160
 
 func (h *queueHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if errno := h.live(); errno != 0 {
+		return nil, errno
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.rest) == 0 {
@@ -171,6 +186,9 @@ var (
 )
 
 func (h *dataHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if errno := h.live(); errno != 0 {
+		return nil, errno
+	}
 	n, err := h.ep.ReadData(ctx, dest, off)
 	if err != nil {
 		return nil, h.fail("read "+h.name, err)
@@ -185,6 +203,9 @@ func (h *dataHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 // through data is at most maxWrite-1 bytes (larger ones go through the tx
 // ring).
 func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	if errno := h.live(); errno != 0 {
+		return 0, errno
+	}
 	if len(data) >= maxWrite {
 		return 0, h.fail("write "+h.name, core.Errorf(fi.EMSGSIZE, "a message through data is at most %d bytes (FUSE hands the daemon %d at a time and would split a longer write); use the tx ring for larger ones", maxWrite-1, maxWrite))
 	}

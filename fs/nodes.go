@@ -135,8 +135,14 @@ var (
 	_ = (fusefs.NodeSetattrer)((*file)(nil))
 )
 
+// Getattr fills the file's attributes; an open handle that knows better
+// (a shared-memory file's, whose memory may outlive its object) has the
+// last word.
 func (f *file) Getattr(ctx context.Context, fh fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	f.fillAttr(&out.Attr)
+	if g, ok := fh.(fusefs.FileGetattrer); ok {
+		return g.Getattr(ctx, out)
+	}
 	return 0
 }
 

@@ -2,12 +2,15 @@ package fs
 
 import (
 	"context"
+	"errors"
+	"os"
 	"syscall"
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/core/ring"
 	"github.com/fabricfs/fabricfs/core/shm"
 )
@@ -20,25 +23,65 @@ import (
 // as /proc/PID/fd/N of a process the caller may open it from (shm.Allocator.Link),
 // so the target depends on who reads the link.
 
-// shmHandle is an open passthrough file.
+// shmHandle is an open passthrough file. It has its own descriptor of the
+// memfd (ring.Region.Dup), so that the region's Close (rmdir) does not
+// change what it uses under it; it closes it at release.
 type shmHandle struct {
 	ref
-	reg *ring.Region
+	file *os.File
+	size int64
 }
 
 var (
 	_ = (fusefs.FilePassthroughFder)((*shmHandle)(nil))
 	_ = (fusefs.FileReader)((*shmHandle)(nil))
 	_ = (fusefs.FileWriter)((*shmHandle)(nil))
+	_ = (fusefs.FileReleaser)((*shmHandle)(nil))
+	_ = (fusefs.FileGetattrer)((*shmHandle)(nil))
 )
 
+// openShm makes the handle of an open shared-memory file of region r; it
+// fails with ENOENT once the region is closed.
+func openShm(o *core.Object, r *ring.Region) (*shmHandle, error) {
+	f, err := r.Dup()
+	if errors.Is(err, os.ErrClosed) {
+		return nil, core.Errorf(fi.ENOENT, "%s is gone", o)
+	}
+	if err != nil {
+		return nil, core.Errorf(fi.EMFILE, "%s: %v", o, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, core.Errorf(fi.EIO, "%s: %v", o, err)
+	}
+	return &shmHandle{file: f, size: st.Size()}, nil
+}
+
 // PassthroughFd hands the kernel the memfd.
-func (h *shmHandle) PassthroughFd() (int, bool) { return int(h.reg.File.Fd()), true }
+func (h *shmHandle) PassthroughFd() (int, bool) { return int(h.file.Fd()), true }
+
+// Getattr gives the size of the memory the file was opened on, also after
+// its object is gone.
+func (h *shmHandle) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
+	out.Size = uint64(h.size)
+	return 0
+}
+
+// Release closes the handle's descriptor and drops its reference.
+func (h *shmHandle) Release(ctx context.Context) syscall.Errno {
+	h.file.Close()
+	return h.ref.Release(ctx)
+}
 
 // Read and Write serve the rare request the kernel does not pass through
-// (none once passthrough is set up); they act on the memfd directly.
+// (none once passthrough is set up); they act on the memfd directly, and
+// fail with ENOENT once the object is gone.
 func (h *shmHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	n, err := h.reg.File.ReadAt(dest, off)
+	if errno := h.live(); errno != 0 {
+		return nil, errno
+	}
+	n, err := h.file.ReadAt(dest, off)
 	if n == 0 && err != nil {
 		return fuse.ReadResultData(nil), 0
 	}
@@ -46,10 +89,13 @@ func (h *shmHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Read
 }
 
 func (h *shmHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
-	if off < 0 || off+int64(len(data)) > int64(len(h.reg.Mem)) {
+	if errno := h.live(); errno != 0 {
+		return 0, errno
+	}
+	if off < 0 || off+int64(len(data)) > h.size {
 		return 0, syscall.EFBIG
 	}
-	n, err := h.reg.File.WriteAt(data, off)
+	n, err := h.file.WriteAt(data, off)
 	if err != nil {
 		return uint32(n), syscall.EIO
 	}
@@ -81,7 +127,7 @@ func (t *tree) shmEntry(o *core.Object, name string, slot int, region func() (*r
 		return &file{meta: m, obj: o, name: name,
 			size: func() uint64 {
 				if r, err := region(); err == nil {
-					return uint64(len(r.Mem))
+					return uint64(r.Len())
 				}
 				return 0
 			},
@@ -90,7 +136,7 @@ func (t *tree) shmEntry(o *core.Object, name string, slot int, region func() (*r
 				if err != nil {
 					return nil, err
 				}
-				return &shmHandle{reg: r}, nil
+				return openShm(o, r)
 			}}
 	}}
 }

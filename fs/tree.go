@@ -288,7 +288,7 @@ func (t *tree) objectDir(o *core.Object) *dir {
 			f("status", slotStatus, ro, rendered(func() string { return line(o.Status()) }, nil)),
 			f("err", slotErr, ro, rendered(func() string { return line(o.Err()) }, nil)),
 			{name: "attr", ino: objIno(o, slotAttrDir), meta: meta{mode: syscall.S_IFDIR | 0o700, uid: o.Owner}, node: func() fusefs.InodeEmbedder {
-				return &dir{meta: meta{mode: syscall.S_IFDIR | 0o700, uid: o.Owner}, entries: func() []entry { return t.attrEntries(o, o.Impl.Attrs(), "") }}
+				return &dir{meta: meta{mode: syscall.S_IFDIR | 0o700, uid: o.Owner}, entries: func() []entry { return t.attrEntries(o, o.Attrs(), "") }}
 			}},
 		}
 		es = append(es, t.kindFiles(o, f, rw, ro)...)

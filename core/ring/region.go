@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -15,6 +16,7 @@ type Region struct {
 	Mem  []byte   // the whole file, mapped
 
 	onClose []func()
+	mu      sync.Mutex // serialises Close with Dup and Len
 }
 
 // NewMemfd makes size bytes of anonymous shared memory: memfd_create(name),
@@ -84,6 +86,8 @@ func (r *Region) OnClose(f func()) { r.onClose = append(r.onClose, f) }
 // Rings over the memory must not be used afterwards. Close may be called
 // again; it then does nothing.
 func (r *Region) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, f := range r.onClose {
 		f()
 	}
@@ -102,4 +106,29 @@ func (r *Region) Close() error {
 		r.File = nil
 	}
 	return errors.Join(errs...)
+}
+
+// Dup returns a new descriptor of the region's file, open until its
+// caller closes it, whatever happens to the region; it fails with
+// os.ErrClosed once the region is closed. Dup may be called concurrently
+// with Close.
+func (r *Region) Dup() (*os.File, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.File == nil {
+		return nil, os.ErrClosed
+	}
+	fd, err := unix.FcntlInt(r.File.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	return os.NewFile(uintptr(fd), r.File.Name()), nil
+}
+
+// Len is the size of the memory, 0 once the region is closed. Len may be
+// called concurrently with Close.
+func (r *Region) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.Mem)
 }
