@@ -126,7 +126,7 @@ func (e *endpoint) peerLocked(a netip.AddrPort) (*peer, error) {
 	if len(e.peers) >= maxPeers {
 		return nil, core.Errorf(fi.ENOSPC, "rxm: %d peers, the most an endpoint keeps", maxPeers)
 	}
-	h := hostOf(a)
+	h := core.HostOf(a)
 	if e.byHost[h] >= maxPeersPerHost {
 		return nil, core.Errorf(fi.ENOSPC, "rxm: %d peers at host %v, the most one host may have", maxPeersPerHost, h)
 	}
@@ -150,23 +150,11 @@ func (e *endpoint) forgetLocked(p *peer) {
 	}
 	delete(e.byAddr, p.addr)
 	delete(e.peers, p.index)
-	h := hostOf(p.addr)
+	h := core.HostOf(p.addr)
 	if e.byHost[h]--; e.byHost[h] <= 0 {
 		delete(e.byHost, h)
 	}
 	e.free = append(e.free, p.index)
-}
-
-// hostOf is the host a peer's address belongs to, for MaxPeersPerHost:
-// its IPv4 address, or the /64 of its IPv6 address (what one host is
-// given to choose from).
-func hostOf(a netip.AddrPort) netip.Addr {
-	ip := a.Addr()
-	if ip.Is4() {
-		return ip
-	}
-	pfx, _ := ip.Prefix(64)
-	return pfx.Addr()
 }
 
 // connectLocked starts a connection to p, whose sends wait in its queue.

@@ -92,7 +92,7 @@ type endpoint struct {
 	name   netip.AddrPort   // the listening address, canonical
 	peers  map[uint32]*peer // by our index
 	byAddr map[netip.AddrPort]*peer
-	byHost map[netip.Addr]int // how many peers each host has: see hostOf
+	byHost map[netip.Addr]int // how many peers each host has: see core.HostOf
 	free   []uint32           // indexes of forgotten peers, for new ones
 	conns  map[*conn]struct{} // every connection not yet closed
 	rx     matcher

@@ -328,7 +328,7 @@ func (e *endpoint) Close() error {
 		core.Give(e.ev, core.Connections, 1)
 	}
 	if lst != nil {
-		lst.conns.Add(-1)
+		lst.dropped(conn)
 	}
 	e.dom.release()
 	return nil
