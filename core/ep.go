@@ -213,17 +213,25 @@ func (e *EP) Enable() error {
 	if caps&(fi.MSG|fi.TAGGED) != 0 && caps&fi.SEND != 0 && e.txcq == nil {
 		return Errorf(fi.ENOCQ, "no cq bound for send; write 'bind cq ID send' first")
 	}
+	if err := e.obj.charge(); err != nil { // an endpoint made from a request
+		return err
+	}
+	if err := e.enableLocked(); err != nil {
+		e.obj.uncharge()
+		return err
+	}
+	e.state = stateEnabled
+	return nil
+}
+
+func (e *EP) enableLocked() error {
 	if err := e.makeProvLocked(); err != nil {
 		return err
 	}
 	if err := e.prov.Enable(); err != nil {
 		return err
 	}
-	if err := e.openRingsLocked(); err != nil {
-		return err
-	}
-	e.state = stateEnabled
-	return nil
+	return e.openRingsLocked()
 }
 
 func (e *EP) makeProvLocked() error {
