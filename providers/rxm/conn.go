@@ -72,6 +72,8 @@ type conn struct {
 	upAt        time.Time     // when it was connected
 	carried     bool          // a message went over it, either way
 	recent      bool          // one did since closeIdle last looked
+	quietSince  time.Time     // closeIdle first saw it quiet (not recent) after its last message
+	sends       int           // sends posted on it whose completion has not come (sendItem.conn)
 	msg         message       // the message being received: decode
 	ctrl        int           // rendezvous reads and read-dones posted, at most ctrlSends
 	reads       []lentRead    // regions given to the peer's read requests, until their responses are written
@@ -245,11 +247,13 @@ func (e *endpoint) connected(c *conn, data []byte) {
 	e.flush(p)
 }
 
-// closeIdle closes the connections that are up and have carried no
-// message since connIdleTimeout before now, and forgets their peers (the
-// peer sees a shutdown; a send to it connects again). Connections that
-// carried none since it last looked give back their receive buffers
-// beyond bufsStart.
+// closeIdle closes the connections that are up, have nothing waiting to
+// be sent and no operation in flight either way (busyLocked), and either
+// carried no message since connIdleTimeout before now or were quiet for
+// usedIdleTimeout, and forgets their peers: the peer sees a shutdown, and a
+// send from either side connects again (rxm connects on demand).
+// Connections that carried none since it last looked give back their
+// receive buffers beyond bufsStart.
 func (e *endpoint) closeIdle(now time.Time) {
 	e.mu.Lock()
 	if e.state != epEnabled {
@@ -261,13 +265,21 @@ func (e *endpoint) closeIdle(now time.Time) {
 	for c := range e.conns {
 		p := c.peer
 		if c.carried && !c.dead && c.tcp != nil {
-			if !c.recent && len(c.bufs) > bufsStart {
+			if c.recent {
+				c.quietSince = now
+			} else if len(c.bufs) > bufsStart {
 				quiet = append(quiet, c)
 			}
 			c.recent = false
 		}
-		if c.dead || c.carried || c.tcp == nil || p.conn != c || p.state != pConnected ||
-			len(p.queue) > 0 || now.Sub(c.upAt) < connIdleTimeout {
+		if c.dead || c.tcp == nil || p.conn != c || p.state != pConnected || len(p.queue) > 0 || p.flushing {
+			continue
+		}
+		since, idle := c.quietSince, usedIdleTimeout
+		if !c.carried {
+			since, idle = c.upAt, connIdleTimeout
+		}
+		if now.Sub(since) < idle || e.busyLocked(c) {
 			continue
 		}
 		c.dead = true
@@ -295,6 +307,35 @@ func (e *endpoint) closeIdle(now time.Time) {
 	for i, c := range quiet {
 		c.shrink(extra[i])
 	}
+}
+
+// busyLocked reports whether an operation is in flight on c, either way:
+// a send posted on it and not completed; a rendezvous request of ours sent
+// on it whose data the peer has not finished reading; a rendezvous request
+// of the peer's on it, waiting for a receive, being read or answered; a
+// read of our memory by the peer.
+func (e *endpoint) busyLocked(c *conn) bool {
+	if c.sends > 0 || c.ctrl > 0 || len(c.reads) > 0 {
+		return true
+	}
+	for _, it := range e.rndvSends {
+		if it.rndv.conn == c {
+			return true
+		}
+	}
+	for _, r := range e.rx.started {
+		if r.conn == c {
+			return true
+		}
+	}
+	for _, q := range e.rx.unexp {
+		for _, m := range q {
+			if m.rndv != nil && m.conn == c {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // shrink takes back receive buffers ops of c: those still posted (the

@@ -35,8 +35,9 @@ const (
 	// connected, while they have a connection or sends waiting for one.
 	MaxPeers = 1 << 16
 	// MaxPeersPerHost bounds the peers of one host (an IPv4 address, an
-	// IPv6 /64) in the table, so that one host cannot take every slot.
-	MaxPeersPerHost = 4096
+	// IPv6 /64) in the table, so that one host cannot take every slot: as
+	// tcp.MaxHostConns bounds one host's connections at the listener.
+	MaxPeersPerHost = 256
 	// UnexpectedLimit bounds the bytes of unexpected messages an endpoint
 	// keeps. Beyond it, connections stop being read (TCP back-pressure)
 	// until receives are posted.
@@ -52,11 +53,20 @@ const (
 // nothing only holds a slot of the table.
 const ConnIdleTimeout = time.Minute
 
-// maxPeers, maxPeersPerHost and connIdleTimeout are MaxPeers,
-// MaxPeersPerHost and ConnIdleTimeout; tests shrink them.
+// UsedIdleTimeout is how long a connection that carried messages may stay
+// quiet, with no operation in flight either way, before the endpoint
+// closes it and forgets its peer: a peer cannot keep a slot of the table
+// (and a connection of the owner's) for ever by sending one message.
+// Closing loses nothing: rxm connects again when either side sends.
+const UsedIdleTimeout = 10 * time.Minute
+
+// maxPeers, maxPeersPerHost, connIdleTimeout and usedIdleTimeout are
+// MaxPeers, MaxPeersPerHost, ConnIdleTimeout and UsedIdleTimeout; tests
+// shrink them.
 var (
 	maxPeers, maxPeersPerHost = MaxPeers, MaxPeersPerHost
 	connIdleTimeout           = ConnIdleTimeout
+	usedIdleTimeout           = UsedIdleTimeout
 )
 
 type epState uint8
