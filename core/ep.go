@@ -576,6 +576,9 @@ func (ev epEvents) Failed(err error, data []byte) {
 // Owner is core.Owned's: the uid that made the endpoint.
 func (ev epEvents) Owner() uint32 { return ev.e.obj.Owner }
 
+// Owner is core.Owned's: the passive endpoint's owner.
+func (ev pepEvents) Owner() uint32 { return ev.p.obj.Owner }
+
 // AsyncError is core.AsyncErrors': an error of the provider that leaves the
 // endpoint usable goes to its err file.
 func (ev epEvents) AsyncError(err error) {

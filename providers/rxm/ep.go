@@ -180,6 +180,10 @@ func newEndpoint(d *domain, info *fi.Info, ev core.EndpointEvents) (*endpoint, e
 	if e.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
 		return nil, core.Errorf(core.Code(err), "rxm: %v", os.NewSyscallError("epoll_create1", err))
 	}
+	if err := core.CheckFD(core.OwnerOf(ev), e.epfd, "rxm: epoll set"); err != nil {
+		unix.Close(e.epfd)
+		return nil, err
+	}
 	e.pollFD.Store(int32(e.epfd))
 	e.evs = make([]unix.EpollEvent, 64)
 	return e, nil

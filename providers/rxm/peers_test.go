@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/providers/rxm/wire"
 	tcpwire "github.com/fabricfs/fabricfs/providers/tcp/wire"
 )
@@ -275,4 +276,34 @@ func TestBusyConnectionsKept(t *testing.T) {
 	if c := a.waitFor(t, sop); c.Err != 0 {
 		t.Fatalf("the rendezvous send: %v", c.Err)
 	}
+}
+
+// ownedEvents are the events of an endpoint of uid (core.Owned).
+type ownedEvents struct {
+	*events
+	uid uint32
+}
+
+func (ev ownedEvents) Owner() uint32 { return ev.uid }
+
+// An RDM endpoint of a user other than root does not take one of the
+// daemon's last core.FDReserve descriptors for its epoll set: making it
+// fails with EMFILE. Root's is made.
+func TestFDReserveEpoll(t *testing.T) {
+	p, d := testDomain(t)
+	info := loInfo(t, p)
+	defer func(n int) { core.FDReserve = n }(core.FDReserve)
+	core.FDReserve = 1 << 30 // every descriptor is in the reserve
+	ep, err := d.NewEndpoint(info, nil, ownedEvents{&events{}, 1000})
+	if core.Code(err) != fi.EMFILE {
+		if ep != nil {
+			ep.Close()
+		}
+		t.Fatalf("uid 1000's RDM endpoint in the reserve: %v, want EMFILE", err)
+	}
+	ep, err = d.NewEndpoint(info, nil, ownedEvents{&events{}, 0})
+	if err != nil {
+		t.Fatalf("root's RDM endpoint in the reserve: %v", err)
+	}
+	ep.Close()
 }

@@ -428,3 +428,27 @@ func TestAcceptPastTheLimit(t *testing.T) {
 		t.Fatalf("the listener counts %d connections, want 0", n)
 	}
 }
+
+// owned is events of an endpoint or passive endpoint of uid (core.Owned).
+type owned struct{ uid uint32 }
+
+func (o owned) Owner() uint32 { return o.uid }
+
+// A listening socket of a user other than root does not take one of the
+// daemon's last core.FDReserve descriptors: listen fails with EMFILE.
+func TestFDReserveListen(t *testing.T) {
+	d, info := loDomain()
+	defer func(n int) { core.FDReserve = n }(core.FDReserve)
+	core.FDReserve = 1 << 30 // every descriptor is in the reserve
+	pep, err := d.NewPassiveEndpoint(info, struct {
+		*provtest.PEPEvents
+		owned
+	}{provtest.NewPEPEvents(), owned{1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pep.Close()
+	if err := pep.Listen(fi.Addr{}); core.Code(err) != fi.EMFILE {
+		t.Fatalf("uid 1000's listen in the reserve: %v, want EMFILE", err)
+	}
+}

@@ -105,6 +105,11 @@ func (p *passiveEndpoint) Listen(addr fi.Addr) error {
 		core.Give(p.ev, core.Connections, 1)
 		return netError("listen on "+ta.String(), err)
 	}
+	if err := core.CheckConn(core.OwnerOf(p.ev), ln, "tcp: listen on "+ta.String()); err != nil {
+		ln.Close()
+		core.Give(p.ev, core.Connections, 1)
+		return err
+	}
 	p.ln = ln
 	p.wg.Add(1)
 	go p.acceptLoop(ln)
@@ -387,17 +392,9 @@ type causeError struct {
 func (e *causeError) Error() string   { return e.err.Error() }
 func (e *causeError) Unwrap() []error { return []error{e.err, e.cause} }
 
-// inReserve reports whether socket c took one of the descriptors the
-// daemon keeps for its own use (core.InReserve).
-func inReserve(c *net.TCPConn) bool {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return false
-	}
-	low := false
-	rc.Control(func(fd uintptr) { low = core.InReserve(int(fd)) })
-	return low
-}
+// inReserve reports whether socket c, a peer's, took one of the
+// descriptors the daemon keeps for its own use (core.InReserve).
+func inReserve(c *net.TCPConn) bool { return core.InReserve(core.ConnFD(c)) }
 
 // temporary reports whether an accept error may go away by itself.
 func temporary(err error) bool {
