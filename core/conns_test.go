@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -84,5 +85,87 @@ func TestConnectionLimit(t *testing.T) {
 	}
 	if _, err := connect("u3", 1000, "ue"); err != nil {
 		t.Errorf("a connection after one closed: %v", err)
+	}
+}
+
+// Requests that peers make at a user's listener are not charged to the
+// user: neither their connections nor the endpoints made for them, until
+// the user enables one (takes the request). Then both are, within the
+// user's limits.
+func TestRequestsAreNotCharged(t *testing.T) {
+	p, _ := tcp.New()
+	f, err := core.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	d, _ := f.Domain("tcp", "lo")
+	ctx := context.Background()
+	const uid = 1000
+	mk := func(k core.Kind, uid uint32) *core.Object {
+		t.Helper()
+		o, err := d.Create(k, "", uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(o.Release)
+		return o
+	}
+	run := func(o *core.Object, uid uint32, cmds ...string) error {
+		for _, c := range cmds {
+			if err := o.Ctl(ctx, uid, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ueq, ucq, pep := mk(core.KindEQ, uid), mk(core.KindCQ, uid), mk(core.KindPEP, uid)
+	if err := run(pep, uid, "bind eq "+ueq.ID, "listen 127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := pep.Impl.(*core.PEP).Name()
+	before := f.Held(uid)
+	f.SetLimit(core.Objects, before[core.Objects]+2)
+	f.SetLimit(core.Connections, before[core.Connections]+1)
+
+	reqs := make([]*core.Object, 0, 3)
+	eq, cq := mk(core.KindEQ, 0), mk(core.KindCQ, 0)
+	for range 3 { // root's endpoints stand for the peers
+		ep := mk(core.KindEP, 0)
+		if err := run(ep, 0, "bind eq "+eq.ID, "bind cq "+cq.ID+" send,recv", "enable", "connect "+addr.String()); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		r, err := pep.Impl.(*core.PEP).Next(wctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("request: %v", err)
+		}
+		reqs = append(reqs, r)
+	}
+	if got := f.Held(uid); got != before {
+		t.Fatalf("with 3 requests waiting uid %d holds %v, want %v as before them", uid, got, before)
+	}
+	mk(core.KindMR, uid) // the user's own mkdir still works
+
+	take := func(r *core.Object) error {
+		return run(r, uid, "bind eq "+ueq.ID, "bind cq "+ucq.ID+" send,recv", "enable")
+	}
+	if err := take(reqs[0]); err != nil {
+		t.Fatalf("enable of a request's endpoint within the limits: %v", err)
+	}
+	got := f.Held(uid)
+	if got[core.Objects] != before[core.Objects]+2 || got[core.Connections] != before[core.Connections]+1 {
+		t.Fatalf("after enabling a request's endpoint uid %d holds %v, want one more object and connection than %v (and the mr)", uid, got, before)
+	}
+	wantCode(t, "enable of a request's endpoint past the objects limit", take(reqs[1]), fi.ENOSPC)
+	if got := f.Held(uid)[core.Objects]; got != before[core.Objects]+2 {
+		t.Errorf("a refused enable left uid %d with %d objects, want %d", uid, got, before[core.Objects]+2)
+	}
+	if err := reqs[0].Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Held(uid); got[core.Objects] != before[core.Objects]+1 || got[core.Connections] != before[core.Connections] {
+		t.Errorf("after removing the accepted endpoint uid %d holds %v", uid, got)
 	}
 }

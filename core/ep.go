@@ -229,6 +229,20 @@ func (e *EP) Enable() error {
 	if caps&(fi.MSG|fi.TAGGED) != 0 && caps&fi.SEND != 0 && e.txcq == nil {
 		return Errorf(fi.ENOCQ, "no cq bound for send; write 'bind cq ID send' first")
 	}
+	if err := e.obj.charge(); err != nil { // an endpoint made from a request
+		return err
+	}
+	if err := e.enableLocked(); err != nil {
+		e.obj.uncharge()
+		return err
+	}
+	e.state = stateEnabled
+	return nil
+}
+
+// enableLocked makes the rings first (the memory quota may refuse them),
+// then enables the provider endpoint, then hands the rings to the engine.
+func (e *EP) enableLocked() error {
 	rs, err := e.newRingsLocked()
 	if err != nil {
 		return err
@@ -242,7 +256,6 @@ func (e *EP) Enable() error {
 		return err
 	}
 	e.startRingsLocked(rs)
-	e.state = stateEnabled
 	return nil
 }
 
@@ -593,6 +606,9 @@ func (ev epEvents) Failed(err error, data []byte) {
 
 // Owner is core.Owned's: the uid that made the endpoint.
 func (ev epEvents) Owner() uint32 { return ev.e.obj.Owner }
+
+// Owner is core.Owned's: the passive endpoint's owner.
+func (ev pepEvents) Owner() uint32 { return ev.p.obj.Owner }
 
 // AsyncError is core.AsyncErrors': an error of the provider that leaves the
 // endpoint usable goes to its err file.

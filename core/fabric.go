@@ -52,6 +52,7 @@ func New(provs ...Provider) (*Fabric, error) {
 	if err != nil {
 		return nil, err
 	}
+	mem.CheckConn = CheckConn
 	f.Shm = mem
 	for _, p := range provs {
 		if err := f.openDomains(p); err != nil {
@@ -151,6 +152,7 @@ func (f *Fabric) SetEngineCPUs(set unix.CPUSet) error {
 // SetShm replaces the shared-memory allocator (before any object exists).
 func (f *Fabric) SetShm(s *shm.Allocator) {
 	f.Shm.Close()
+	s.CheckConn = CheckConn
 	f.Shm = s
 }
 
@@ -158,7 +160,8 @@ func (f *Fabric) SetShm(s *shm.Allocator) {
 // tells its use ("tx", "rx", "cq", "mr"). It is the one place shared
 // memory is made: the bytes are charged to o's owner as MemoryBytes, and
 // given back when the region closes. It fails with EMFILE or ENFILE when
-// no descriptor is left for the memory, else with ENOMEM.
+// no descriptor is left for the memory (or only the daemon's reserve:
+// CheckFD), else with ENOMEM.
 func (f *Fabric) alloc(o *Object, name string, size int) (*ring.Region, error) {
 	if err := f.Take(o.Owner, MemoryBytes, int64(size)); err != nil {
 		return nil, Errorf(Code(err), "%d bytes of shared memory for %s %s: %w", size, o, name, err)
@@ -174,6 +177,10 @@ func (f *Fabric) alloc(o *Object, name string, size int) (*ring.Region, error) {
 		return nil, Errorf(code, "shared memory for %s %s: %v", o, name, err)
 	}
 	r.OnClose(func() { f.Give(o.Owner, MemoryBytes, int64(size)) })
+	if err := CheckFD(o.Owner, int(r.File.Fd()), fmt.Sprintf("shared memory for %s %s", o, name)); err != nil {
+		r.Close()
+		return nil, err
+	}
 	return r, nil
 }
 

@@ -20,8 +20,10 @@ const (
 	// MemoryBytes are bytes of shared memory: memory regions and rings.
 	MemoryBytes
 	// Connections are what a provider holds for a user's endpoints to
-	// reach peers: connections made, accepted or being handshaken, and
-	// listeners; a socket each for tcp, a queue pair each for verbs.
+	// reach peers: listeners, connections made, and connections accepted
+	// from when the user's endpoint takes the request (what peers open
+	// before that is bounded per listener, charged to nobody); a socket
+	// each for tcp, a queue pair each for verbs.
 	Connections
 	NumResources
 )

@@ -78,3 +78,32 @@ func TestMemoryQuota(t *testing.T) {
 		t.Errorf("LimitsText = %q", f.LimitsText(uid))
 	}
 }
+
+// A descriptor the daemon makes for a user other than root never takes
+// one of its last FDReserve: shared memory that lands there is closed and
+// the reg fails with EMFILE, its bytes given back; root's still works.
+func TestFDReserveSharedMemory(t *testing.T) {
+	p, err := newTCP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := core.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	d, _ := f.Domain("tcp", "lo")
+	defer func(n int) { core.FDReserve = n }(core.FDReserve)
+	core.FDReserve = 1 << 30 // every descriptor is in the reserve
+	_, err = regMRAs(t, d, 1000, "user", 4096, "", "")
+	wantCode(t, "uid 1000's reg in the reserve", err, fi.EMFILE)
+	if s := fmt.Sprint(err); !strings.Contains(s, "kept for its own use") {
+		t.Errorf("err = %q, want it to say the descriptors are the daemon's", s)
+	}
+	if got := f.Held(1000)[core.MemoryBytes]; got != 0 {
+		t.Errorf("after the refused reg uid 1000 holds %d memory bytes", got)
+	}
+	if _, err := regMRAs(t, d, 0, "root", 4096, "", ""); err != nil {
+		t.Errorf("root's reg in the reserve: %v", err)
+	}
+}

@@ -98,6 +98,9 @@ type Object struct {
 	boundBy  int
 	dead     bool
 	children []*Object // objects this one pins (endpoints accepted by a pep)
+	// uncharged: an endpoint made from a connection request, not yet
+	// counted in its owner's Objects (charge).
+	uncharged bool
 
 	errMu   sync.Mutex
 	lastErr string
@@ -293,7 +296,40 @@ func (d *Domain) forgetLocked(o *Object) {
 	o.dead = true
 	delete(d.objs[o.Kind], o.ID)
 	delete(d.bySerial, o.Serial)
-	d.fab.Give(o.Owner, Objects, 1)
+	o.giveObject()
+}
+
+// giveObject gives back the owner's charge for o, if it was charged.
+func (o *Object) giveObject() {
+	if !o.uncharged {
+		o.Dom.fab.Give(o.Owner, Objects, 1)
+	}
+}
+
+// charge counts o, made uncharged, in its owner's Objects, or fails with
+// FI_ENOSPC past the owner's limit; uncharge undoes it.
+func (o *Object) charge() error {
+	d := o.Dom
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !o.uncharged || o.dead {
+		return nil
+	}
+	if err := d.fab.Take(o.Owner, Objects, 1); err != nil {
+		return err
+	}
+	o.uncharged = false
+	return nil
+}
+
+func (o *Object) uncharge() {
+	d := o.Dom
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !o.uncharged && !o.dead {
+		d.fab.Give(o.Owner, Objects, 1)
+		o.uncharged = true
+	}
 }
 
 // closeAll closes objects that died, outside the domain lock.
@@ -366,6 +402,12 @@ func (d *Domain) List(k Kind) []*Object {
 // next number and lives while its files are open (clone); with a name it is
 // pinned until Remove (mkdir).
 func (d *Domain) Create(k Kind, name string, uid uint32) (*Object, error) {
+	return d.create(k, name, uid, true)
+}
+
+// create is Create; an object made with charged false is not counted in
+// uid's Objects until charge.
+func (d *Domain) create(k Kind, name string, uid uint32, charged bool) (*Object, error) {
 	if k < 0 || k >= NumKinds {
 		return nil, Errorf(fi.EINVAL, "no object kind %d", k)
 	}
@@ -374,13 +416,15 @@ func (d *Domain) Create(k Kind, name string, uid uint32) (*Object, error) {
 			return nil, err
 		}
 	}
-	if err := d.fab.Take(uid, Objects, 1); err != nil {
-		return nil, err
+	if charged {
+		if err := d.fab.Take(uid, Objects, 1); err != nil {
+			return nil, err
+		}
 	}
-	o := &Object{Kind: k, Owner: uid, Dom: d, Serial: serial.Add(1)}
+	o := &Object{Kind: k, Owner: uid, Dom: d, Serial: serial.Add(1), uncharged: !charged}
 	impl, err := newImpl[k](o)
 	if err != nil {
-		d.fab.Give(uid, Objects, 1)
+		o.giveObject()
 		return nil, err
 	}
 	o.Impl = impl
@@ -392,7 +436,7 @@ func (d *Domain) Create(k Kind, name string, uid uint32) (*Object, error) {
 	} else {
 		if _, dup := d.objs[k][name]; dup {
 			d.mu.Unlock()
-			d.fab.Give(uid, Objects, 1)
+			o.giveObject()
 			impl.Close()
 			return nil, Errorf(fi.EEXIST, "%s %s already exists", k, name)
 		}

@@ -176,10 +176,15 @@ type pepEvents struct{ p *PEP }
 
 // ConnReq makes an endpoint for the request, pinned by the passive
 // endpoint, reports FI_CONNREQ naming it, and queues it for the listen file.
+// The endpoint is the passive endpoint's owner's, but a peer made it: it
+// counts in the owner's Objects only from its enable (the user took the
+// request), and the provider's connection from then too (NewEndpoint with
+// the request). Until then the provider's bound on pending requests
+// (MaxPendingReqs per passive endpoint) bounds these endpoints.
 func (ev pepEvents) ConnReq(req ConnReq) {
 	p := ev.p
 	d := p.obj.Dom
-	o, err := d.Create(KindEP, "", p.obj.Owner)
+	o, err := d.create(KindEP, "", p.obj.Owner, false)
 	if err == nil && !p.obj.adoptIfAlive(o) {
 		o.Release()
 		err = Errorf(fi.ESHUTDOWN, "%s is closed", p.obj)

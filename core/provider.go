@@ -82,8 +82,9 @@ type Owned interface {
 	Owner() uint32
 }
 
-// OwnerOf is the owner ev names (Owned), or 0 (root) when it names none.
-func OwnerOf(ev EndpointEvents) uint32 {
+// OwnerOf is the owner ev (endpoint or passive endpoint events) names
+// (Owned), or 0 (root) when it names none.
+func OwnerOf(ev any) uint32 {
 	if o, ok := ev.(Owned); ok {
 		return o.Owner()
 	}

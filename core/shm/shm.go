@@ -70,6 +70,11 @@ type Allocator struct {
 	// its standard input. Without one (or when the daemon may not change
 	// user), every MapSymlink link names the daemon's own descriptor.
 	HolderCommand []string
+	// CheckConn, if set, checks each descriptor the daemon keeps of a
+	// holder of uid (its socket, pipe and pidfd) as it is made: an error
+	// closes them and fails the start (core.CheckConn: the daemon's
+	// reserve of descriptors).
+	CheckConn func(uid uint32, c syscall.Conn, what string) error
 
 	mu      sync.Mutex
 	held    map[*ring.Region]map[*holder]int // region -> holder -> descriptor number there
@@ -137,7 +142,7 @@ func (s *Allocator) Link(r *ring.Region, uid, gid uint32) (string, error) {
 				delete(hs, h)
 			}
 		}
-		h = &holder{}
+		h = &holder{checkConn: s.CheckConn}
 		s.holders[k] = h
 	}
 	n, ok := hs[h]
@@ -216,6 +221,17 @@ type holder struct {
 	conn    atomic.Pointer[net.UnixConn]
 	pidfd   atomic.Pointer[os.File] // the process, for reap and stop
 	stopped atomic.Bool             // stop was called (reap calls it too), or start failed
+
+	checkConn func(uid uint32, c syscall.Conn, what string) error // the Allocator's CheckConn
+}
+
+// check is checkConn of c, a descriptor the daemon keeps of the holder
+// of k.
+func (h *holder) check(k ugid, c syscall.Conn) error {
+	if h.checkConn == nil {
+		return nil
+	}
+	return h.checkConn(k.uid, c, fmt.Sprintf("shared-memory holder of uid %d", k.uid))
 }
 
 // procFd is where descriptor fd of process pid is opened.
@@ -274,6 +290,13 @@ func (h *holder) start(argv []string, k ugid) error {
 		return err
 	}
 	defer w.Close()
+	for _, x := range []syscall.Conn{c, answers} {
+		if err := h.check(k, x); err != nil {
+			c.Close()
+			answers.Close()
+			return err
+		}
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Env, cmd.Dir = theirs, w, []string{}, "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: k.uid, Gid: k.gid, Groups: []uint32{}}}
@@ -294,6 +317,14 @@ func (h *holder) start(argv []string, k ugid) error {
 		return os.NewSyscallError("pidfd_open", err)
 	}
 	f := os.NewFile(uintptr(pidfd), "pidfd")
+	if err := h.check(k, f); err != nil {
+		cmd.Process.Kill()
+		go cmd.Wait()
+		f.Close()
+		c.Close()
+		answers.Close()
+		return err
+	}
 	h.pid, h.answers = cmd.Process.Pid, answers
 	cmd.Process.Release()
 	h.conn.Store(c)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,4 +106,35 @@ func fdIdentity(fd int) [2]uint64 {
 		return [2]uint64{}
 	}
 	return [2]uint64{st.Dev, st.Ino}
+}
+
+// openFDs counts this process's descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// A holder whose descriptors the Allocator's CheckConn refuses (they are
+// in the daemon's reserve) does not start, and leaves no descriptor open.
+func TestHolderCheckConn(t *testing.T) {
+	refused := errors.New("in the reserve")
+	var checked []string
+	h := &holder{checkConn: func(uid uint32, c syscall.Conn, what string) error {
+		checked = append(checked, what)
+		return refused
+	}}
+	before := openFDs(t)
+	if err := h.start([]string{"/bin/true"}, ugid{1000, 1000}); !errors.Is(err, refused) {
+		t.Fatalf("start: %v, want the check's error", err)
+	}
+	if len(checked) == 0 || !strings.Contains(checked[0], "uid 1000") {
+		t.Errorf("checked %q, want the holder of uid 1000", checked)
+	}
+	if after := openFDs(t); after != before {
+		t.Errorf("%d descriptors open after the refused start, %d before", after, before)
+	}
 }

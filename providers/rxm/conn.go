@@ -72,6 +72,8 @@ type conn struct {
 	upAt        time.Time     // when it was connected
 	carried     bool          // a message went over it, either way
 	recent      bool          // one did since closeIdle last looked
+	quietSince  time.Time     // closeIdle first saw it quiet (not recent) after its last message
+	sends       int           // sends posted on it whose completion has not come (sendItem.conn)
 	msg         message       // the message being received: decode
 	ctrl        int           // rendezvous reads and read-dones posted, at most ctrlSends
 	reads       []lentRead    // regions given to the peer's read requests, until their responses are written
@@ -126,7 +128,7 @@ func (e *endpoint) peerLocked(a netip.AddrPort) (*peer, error) {
 	if len(e.peers) >= maxPeers {
 		return nil, core.Errorf(fi.ENOSPC, "rxm: %d peers, the most an endpoint keeps", maxPeers)
 	}
-	h := hostOf(a)
+	h := core.HostOf(a)
 	if e.byHost[h] >= maxPeersPerHost {
 		return nil, core.Errorf(fi.ENOSPC, "rxm: %d peers at host %v, the most one host may have", maxPeersPerHost, h)
 	}
@@ -150,23 +152,11 @@ func (e *endpoint) forgetLocked(p *peer) {
 	}
 	delete(e.byAddr, p.addr)
 	delete(e.peers, p.index)
-	h := hostOf(p.addr)
+	h := core.HostOf(p.addr)
 	if e.byHost[h]--; e.byHost[h] <= 0 {
 		delete(e.byHost, h)
 	}
 	e.free = append(e.free, p.index)
-}
-
-// hostOf is the host a peer's address belongs to, for MaxPeersPerHost:
-// its IPv4 address, or the /64 of its IPv6 address (what one host is
-// given to choose from).
-func hostOf(a netip.AddrPort) netip.Addr {
-	ip := a.Addr()
-	if ip.Is4() {
-		return ip
-	}
-	pfx, _ := ip.Prefix(64)
-	return pfx.Addr()
 }
 
 // connectLocked starts a connection to p, whose sends wait in its queue.
@@ -257,11 +247,13 @@ func (e *endpoint) connected(c *conn, data []byte) {
 	e.flush(p)
 }
 
-// closeIdle closes the connections that are up and have carried no
-// message since connIdleTimeout before now, and forgets their peers (the
-// peer sees a shutdown; a send to it connects again). Connections that
-// carried none since it last looked give back their receive buffers
-// beyond bufsStart.
+// closeIdle closes the connections that are up, have nothing waiting to
+// be sent and no operation in flight either way (busyLocked), and either
+// carried no message since connIdleTimeout before now or were quiet for
+// usedIdleTimeout, and forgets their peers: the peer sees a shutdown, and a
+// send from either side connects again (rxm connects on demand).
+// Connections that carried none since it last looked give back their
+// receive buffers beyond bufsStart.
 func (e *endpoint) closeIdle(now time.Time) {
 	e.mu.Lock()
 	if e.state != epEnabled {
@@ -273,13 +265,21 @@ func (e *endpoint) closeIdle(now time.Time) {
 	for c := range e.conns {
 		p := c.peer
 		if c.carried && !c.dead && c.tcp != nil {
-			if !c.recent && len(c.bufs) > bufsStart {
+			if c.recent {
+				c.quietSince = now
+			} else if len(c.bufs) > bufsStart {
 				quiet = append(quiet, c)
 			}
 			c.recent = false
 		}
-		if c.dead || c.carried || c.tcp == nil || p.conn != c || p.state != pConnected ||
-			len(p.queue) > 0 || now.Sub(c.upAt) < connIdleTimeout {
+		if c.dead || c.tcp == nil || p.conn != c || p.state != pConnected || len(p.queue) > 0 || p.flushing {
+			continue
+		}
+		since, idle := c.quietSince, usedIdleTimeout
+		if !c.carried {
+			since, idle = c.upAt, connIdleTimeout
+		}
+		if now.Sub(since) < idle || e.busyLocked(c) {
 			continue
 		}
 		c.dead = true
@@ -307,6 +307,35 @@ func (e *endpoint) closeIdle(now time.Time) {
 	for i, c := range quiet {
 		c.shrink(extra[i])
 	}
+}
+
+// busyLocked reports whether an operation is in flight on c, either way:
+// a send posted on it and not completed; a rendezvous request of ours sent
+// on it whose data the peer has not finished reading; a rendezvous request
+// of the peer's on it, waiting for a receive, being read or answered; a
+// read of our memory by the peer.
+func (e *endpoint) busyLocked(c *conn) bool {
+	if c.sends > 0 || c.ctrl > 0 || len(c.reads) > 0 {
+		return true
+	}
+	for _, it := range e.rndvSends {
+		if it.rndv.conn == c {
+			return true
+		}
+	}
+	for _, r := range e.rx.started {
+		if r.conn == c {
+			return true
+		}
+	}
+	for _, q := range e.rx.unexp {
+		for _, m := range q {
+			if m.rndv != nil && m.conn == c {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // shrink takes back receive buffers ops of c: those still posted (the

@@ -17,9 +17,16 @@
 // A peer is kept while it has a connection or sends waiting for one, and
 // forgotten after (its slot is reused); at most MaxPeers peers, at most
 // MaxPeersPerHost of one host (an IPv4 address, an IPv6 /64). A
-// connection that has carried no message ConnIdleTimeout after it came up
-// is shut down. Connections are charged to the endpoint's owner through
-// the wrapped provider (core.Connections). A connection starts with two
+// connection with nothing waiting to be sent and no operation in flight
+// either way is shut down when it has carried no message ConnIdleTimeout
+// after it came up, or has been quiet for UsedIdleTimeout since its last
+// one: rxm connects again when either side sends, so closing loses
+// nothing, and one message no longer keeps a peer's slot for ever.
+// Connections are charged to the endpoint's owner through the wrapped
+// provider (core.Connections): those it opens from their connect, those
+// peers open from when the endpoint accepts them (the wrapped provider's
+// handshakes and pending requests are bounded per listener, not
+// charged). A connection starts with two
 // receive buffers, gains one per message received, up to bufsPerConn, and
 // gives back all but two when it has been quiet for half ConnIdleTimeout.
 //

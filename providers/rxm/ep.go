@@ -35,8 +35,9 @@ const (
 	// connected, while they have a connection or sends waiting for one.
 	MaxPeers = 1 << 16
 	// MaxPeersPerHost bounds the peers of one host (an IPv4 address, an
-	// IPv6 /64) in the table, so that one host cannot take every slot.
-	MaxPeersPerHost = 4096
+	// IPv6 /64) in the table, so that one host cannot take every slot: as
+	// tcp.MaxHostConns bounds one host's connections at the listener.
+	MaxPeersPerHost = 256
 	// UnexpectedLimit bounds the bytes of unexpected messages an endpoint
 	// keeps. Beyond it, connections stop being read (TCP back-pressure)
 	// until receives are posted.
@@ -52,11 +53,20 @@ const (
 // nothing only holds a slot of the table.
 const ConnIdleTimeout = time.Minute
 
-// maxPeers, maxPeersPerHost and connIdleTimeout are MaxPeers,
-// MaxPeersPerHost and ConnIdleTimeout; tests shrink them.
+// UsedIdleTimeout is how long a connection that carried messages may stay
+// quiet, with no operation in flight either way, before the endpoint
+// closes it and forgets its peer: a peer cannot keep a slot of the table
+// (and a connection of the owner's) for ever by sending one message.
+// Closing loses nothing: rxm connects again when either side sends.
+const UsedIdleTimeout = 10 * time.Minute
+
+// maxPeers, maxPeersPerHost, connIdleTimeout and usedIdleTimeout are
+// MaxPeers, MaxPeersPerHost, ConnIdleTimeout and UsedIdleTimeout; tests
+// shrink them.
 var (
 	maxPeers, maxPeersPerHost = MaxPeers, MaxPeersPerHost
 	connIdleTimeout           = ConnIdleTimeout
+	usedIdleTimeout           = UsedIdleTimeout
 )
 
 type epState uint8
@@ -92,7 +102,7 @@ type endpoint struct {
 	name   netip.AddrPort   // the listening address, canonical
 	peers  map[uint32]*peer // by our index
 	byAddr map[netip.AddrPort]*peer
-	byHost map[netip.Addr]int // how many peers each host has: see hostOf
+	byHost map[netip.Addr]int // how many peers each host has: see core.HostOf
 	free   []uint32           // indexes of forgotten peers, for new ones
 	conns  map[*conn]struct{} // every connection not yet closed
 	rx     matcher
@@ -169,6 +179,10 @@ func newEndpoint(d *domain, info *fi.Info, ev core.EndpointEvents) (*endpoint, e
 	e.rx.multi, e.rx.minMulti = map[*core.Op]*multiRecv{}, DefaultMinMultiRecv
 	if e.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
 		return nil, core.Errorf(core.Code(err), "rxm: %v", os.NewSyscallError("epoll_create1", err))
+	}
+	if err := core.CheckFD(core.OwnerOf(ev), e.epfd, "rxm: epoll set"); err != nil {
+		unix.Close(e.epfd)
+		return nil, err
 	}
 	e.pollFD.Store(int32(e.epfd))
 	e.evs = make([]unix.EpollEvent, 64)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/providers/rxm/wire"
 	tcpwire "github.com/fabricfs/fabricfs/providers/tcp/wire"
 )
@@ -205,4 +206,104 @@ func TestQuietConnectionsShrink(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	exchange(2 * bufsPerConn)
+}
+
+// setIdleTimeouts shrinks connIdleTimeout and usedIdleTimeout for one test.
+func setIdleTimeouts(t *testing.T, silent, used time.Duration) {
+	oldSilent, oldUsed := connIdleTimeout, usedIdleTimeout
+	connIdleTimeout, usedIdleTimeout = silent, used
+	t.Cleanup(func() { connIdleTimeout, usedIdleTimeout = oldSilent, oldUsed })
+}
+
+// waitConns waits until r has n live connections.
+func waitConns(t *testing.T, r *rdm, n int) {
+	t.Helper()
+	deadline := time.Now().Add(waitTime)
+	for r.liveConns() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d live connections, want %d", r.liveConns(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A connection that carried messages and then stayed quiet for
+// usedIdleTimeout, with nothing in flight, is closed on both sides and its
+// peer forgotten: one message does not keep a slot for ever. The next
+// send connects again.
+func TestQuietConnectionsClosed(t *testing.T) {
+	setIdleTimeouts(t, 50*time.Millisecond, 300*time.Millisecond)
+	p, d := testDomain(t)
+	a, b := newRDM(t, p, d), newRDM(t, p, d)
+	exchange := func(i int) {
+		t.Helper()
+		rop := b.recv(t, core.OpRecv, 64, 0, 0)
+		sop := a.send(t, core.OpSend, b.addr, pattern(i, 64), 0)
+		a.waitFor(t, sop)
+		wantRecv(t, rop, b.waitFor(t, rop), pattern(i, 64), 0, a.addr)
+	}
+	exchange(0)
+	waitConns(t, a, 0)
+	waitConns(t, b, 0)
+	waitPeers(t, a, 0)
+	waitPeers(t, b, 0)
+	exchange(1)
+	// traffic more often than usedIdleTimeout keeps the connection
+	for i := range 8 {
+		time.Sleep(usedIdleTimeout / 4)
+		exchange(2 + i)
+		if n := a.liveConns(); n != 1 {
+			t.Fatalf("%d connections while messages pass, want 1", n)
+		}
+	}
+}
+
+// A quiet connection with an operation in flight is kept: a rendezvous
+// send whose receiver has posted no receive yet stays on its connection
+// past usedIdleTimeout and completes when the receive comes.
+func TestBusyConnectionsKept(t *testing.T) {
+	setIdleTimeouts(t, 50*time.Millisecond, 200*time.Millisecond)
+	p, d := testDomain(t)
+	a, b := newRDM(t, p, d), newRDM(t, p, d)
+	big := pattern(7, 4*EagerLimit)
+	sop := a.send(t, core.OpSend, b.addr, big, 0)
+	time.Sleep(5 * usedIdleTimeout)
+	if na, nb := a.liveConns(), b.liveConns(); na != 1 || nb != 1 {
+		t.Fatalf("with a rendezvous in flight: %d and %d connections, want 1 and 1", na, nb)
+	}
+	rop := b.recv(t, core.OpRecv, len(big), 0, 0)
+	wantRecv(t, rop, b.waitFor(t, rop), big, 0, a.addr)
+	if c := a.waitFor(t, sop); c.Err != 0 {
+		t.Fatalf("the rendezvous send: %v", c.Err)
+	}
+}
+
+// ownedEvents are the events of an endpoint of uid (core.Owned).
+type ownedEvents struct {
+	*events
+	uid uint32
+}
+
+func (ev ownedEvents) Owner() uint32 { return ev.uid }
+
+// An RDM endpoint of a user other than root does not take one of the
+// daemon's last core.FDReserve descriptors for its epoll set: making it
+// fails with EMFILE. Root's is made.
+func TestFDReserveEpoll(t *testing.T) {
+	p, d := testDomain(t)
+	info := loInfo(t, p)
+	defer func(n int) { core.FDReserve = n }(core.FDReserve)
+	core.FDReserve = 1 << 30 // every descriptor is in the reserve
+	ep, err := d.NewEndpoint(info, nil, ownedEvents{&events{}, 1000})
+	if core.Code(err) != fi.EMFILE {
+		if ep != nil {
+			ep.Close()
+		}
+		t.Fatalf("uid 1000's RDM endpoint in the reserve: %v, want EMFILE", err)
+	}
+	ep, err = d.NewEndpoint(info, nil, ownedEvents{&events{}, 0})
+	if err != nil {
+		t.Fatalf("root's RDM endpoint in the reserve: %v", err)
+	}
+	ep.Close()
 }

@@ -27,7 +27,8 @@ type sendItem struct {
 	buf  *[]byte // pooled: the header's room, then the payload or rendezvous header
 	msg  core.Op // posted to the connection
 	rndv *rndvSend
-	rma  bool // an fi_write or fi_read: msg is the operation itself, without rxm header
+	rma  bool  // an fi_write or fi_read: msg is the operation itself, without rxm header
+	conn *conn // the connection msg was posted on, until it completes: counted in its sends
 
 	ep   *endpoint
 	done func(*core.Op, core.Completion) // msg's: sendDone of the item, made once per item
@@ -151,7 +152,9 @@ func (e *endpoint) flush(p *peer) {
 		items, c := p.queue, p.conn
 		p.queue, p.spare = p.spare[:0], nil
 		c.carried, c.recent = true, true
+		c.sends += len(items)
 		for _, it := range items {
+			it.conn = c
 			if it.rndv != nil {
 				it.rndv.conn = c
 			}
@@ -167,6 +170,9 @@ func (e *endpoint) flush(p *peer) {
 				err = c.tcp.Post(&it.msg)
 			}
 			if err != nil {
+				e.mu.Lock()
+				c.sends -= len(items) - i // not posted
+				e.mu.Unlock()
 				for _, rest := range items[i:] {
 					e.sendFailed(rest, core.Code(err))
 				}
@@ -185,13 +191,16 @@ func (e *endpoint) flush(p *peer) {
 // sendDone completes an application send when the connection has written
 // its message (or failed to).
 func (e *endpoint) sendDone(it *sendItem, c core.Completion) {
+	e.mu.Lock()
+	it.conn.sends--
+	if it.rndv == nil {
+		e.txOut--
+	}
+	e.mu.Unlock()
 	if it.rndv != nil {
 		e.rndvSent(it, c)
 		return
 	}
-	e.mu.Lock()
-	e.txOut--
-	e.mu.Unlock()
 	it.free()
 	comp := core.Completion{Flags: it.op.Kind.CQFlags(), Len: uint64(len(it.op.Buf))}
 	if c.Err != 0 {

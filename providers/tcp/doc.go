@@ -105,18 +105,20 @@
 // EPCnt endpoints; a passive endpoint at most MaxHandshakes connections
 // in handshake (a new one sheds the oldest), core.MaxPendingReqs
 // unanswered requests, and MaxListenerConns open connections its listener
-// accepted, endpoints made from them included (past it, new connections
-// are closed).
+// accepted, endpoints made from them included, at most MaxHostConns of
+// them from one remote host (core.HostOf); past either, new connections
+// are closed.
 //
 // # What users and peers may hold
 //
-// Every socket is charged to the user whose endpoint or passive endpoint
-// holds it (core.Take, core.Connections): a listener, each connection in
-// handshake at it or waiting as a request, each connection made or
-// accepted. Past the user's limit a connect or an accept fails with
-// fi.ENOSPC, the sentence naming the user, the resource and the limit
-// (the requester is refused), and connections arriving at the user's
-// listener are closed. A socket accepted, or connected for a user other
+// A socket is charged to the user whose endpoint or passive endpoint
+// holds it (core.Take, core.Connections): a listener, each connection made,
+// each connection accepted, from when an endpoint takes its request
+// (NewEndpoint). What peers open at a listener before that (handshakes,
+// requests nobody took) counts only against the listener's bounds above,
+// so that peers cannot use up a user's quota. Past the user's limit a
+// connect or an accept fails with fi.ENOSPC, the sentence naming the
+// user, the resource and the limit (the requester is refused). A socket accepted, or connected for a user other
 // than root, that takes one of the daemon's last core.FDReserve
 // descriptors is closed at once (a connect fails with fi.EMFILE), so that
 // the daemon can always make descriptors of its own. An endpoint's queues

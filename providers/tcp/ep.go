@@ -226,9 +226,9 @@ func (e *endpoint) dial(ctx context.Context, laddr, raddr *net.TCPAddr, msg []by
 		return nil, netError("connect to "+raddr.String(), err)
 	}
 	conn := c.(*net.TCPConn)
-	if core.OwnerOf(e.ev) != 0 && inReserve(conn) {
+	if err := core.CheckConn(core.OwnerOf(e.ev), conn, "tcp: connect to "+raddr.String()); err != nil {
 		conn.Close()
-		return nil, core.Errorf(fi.EMFILE, "tcp: connect to %v: the daemon's last %d file descriptors are kept for its own use", raddr, core.FDReserve)
+		return nil, err
 	}
 	e.mu.Lock()
 	if e.state != stConnecting || e.shutdown {
@@ -328,7 +328,7 @@ func (e *endpoint) Close() error {
 		core.Give(e.ev, core.Connections, 1)
 	}
 	if lst != nil {
-		lst.conns.Add(-1)
+		lst.dropped(conn)
 	}
 	e.dom.release()
 	return nil

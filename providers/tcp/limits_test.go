@@ -17,6 +17,7 @@ import (
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/internal/provtest"
+	"github.com/fabricfs/fabricfs/providers/tcp/wire"
 )
 
 // account is one user's Connections, as core.Fabric keeps them, with a
@@ -71,13 +72,13 @@ type userPEP struct {
 	*account
 }
 
-// Every socket a user's endpoints and passive endpoints hold is charged
-// to the user: the listener, handshakes in progress at it, connections
-// made. Past the limit, sockets accepted for the user are closed and a
-// connect fails with ENOSPC; what was charged is given back.
+// The sockets a user's endpoints and passive endpoints hold are charged
+// to the user: the listener, connections made, connections accepted (when
+// an endpoint takes the request). Past the limit a connect fails with
+// ENOSPC; what was charged is given back.
 func TestSocketsAreCharged(t *testing.T) {
 	d, info := loDomain()
-	a := &account{limit: 3}
+	a := &account{limit: 2}
 	pev := provtest.NewPEPEvents()
 	pep, err := d.NewPassiveEndpoint(info, userPEP{pev, a})
 	if err != nil {
@@ -89,11 +90,10 @@ func TestSocketsAreCharged(t *testing.T) {
 	}
 	a.waitHeld(t, 1)
 	addr, _ := pep.Name()
-	idle := []net.Conn{rawDial(t, addr), rawDial(t, addr)}
-	a.waitHeld(t, 3)
-	over := rawDial(t, addr)
-	waitClosed(t, over) // the user's fourth socket
-	over.Close()
+	held := []side{dial(t, d, info, addr, nil)}
+	srv := acceptAs(t, d, pev, a)
+	a.waitHeld(t, 2) // the listener and srv
+	held = append(held, srv)
 
 	e, err := d.NewEndpoint(info, nil, userEP{provtest.NewEPEvents(), a})
 	if err != nil {
@@ -103,20 +103,139 @@ func TestSocketsAreCharged(t *testing.T) {
 	if err := e.Connect(addr, nil); core.Code(err) != fi.ENOSPC {
 		t.Fatalf("connect past the limit: %v, want ENOSPC", err)
 	}
-	for _, c := range idle {
-		c.Close()
+	for _, s := range held {
+		s.ep.Close()
 	}
 	a.waitHeld(t, 1)
 	if err := e.Connect(addr, nil); err != nil {
 		t.Fatalf("connect within the limit: %v", err)
 	}
-	srv, _ := accept(t, d, pev, nil)
-	srv.ev.WaitConnected(t)
-	a.waitHeld(t, 2) // the listener and e; srv is another user's
-	srv.ep.Close()
+	srv2, _ := accept(t, d, pev, nil)
+	srv2.ev.WaitConnected(t)
+	a.waitHeld(t, 2) // the listener and e; srv2 is another user's
+	srv2.ep.Close()
 	e.Close()
 	pep.Close()
 	a.waitHeld(t, 0)
+}
+
+// acceptAs accepts the next request at pev with an endpoint charged to a.
+func acceptAs(t *testing.T, d *domain, pev *provtest.PEPEvents, a *account) side {
+	t.Helper()
+	req := pev.WaitReq(t)
+	ev := provtest.NewEPEvents()
+	e, err := d.NewEndpoint(req.Info(), req, userEP{ev, a})
+	if err != nil {
+		t.Fatalf("NewEndpoint(req): %v", err)
+	}
+	s := side{ep: e.(*endpoint), ev: ev}
+	if err := e.Enable(); err != nil {
+		t.Fatalf("Enable: %v", err)
+	}
+	if err := e.Accept(nil); err != nil {
+		t.Fatalf("Accept: %v", err)
+	}
+	return s
+}
+
+// What peers open at a user's listener (silent handshakes, requests
+// nobody took) is bounded per listener and never charged to the user: a
+// peer without credentials cannot use up the user's connections. The
+// user is charged when an endpoint of theirs takes a request.
+func TestPeersAreNotCharged(t *testing.T) {
+	d, info := loDomain()
+	a := &account{limit: 3}
+	pev := provtest.NewPEPEvents()
+	pep, err := d.NewPassiveEndpoint(info, userPEP{pev, a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pep.Close()
+	if err := pep.Listen(fi.Addr{}); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := pep.Name()
+	var silent []net.Conn
+	for range 4 {
+		silent = append(silent, rawDial(t, addr))
+	}
+	defer func() {
+		for _, c := range silent {
+			c.Close()
+		}
+	}()
+	peer := dial(t, d, info, addr, nil)
+	defer peer.ep.Close()
+	req := pev.WaitReq(t)
+	time.Sleep(50 * time.Millisecond) // the silent ones are admitted
+	if n := pep.(*passiveEndpoint).conns.Load(); n != 5 {
+		t.Fatalf("the listener holds %d connections, want 5", n)
+	}
+	if got := a.now(); got != 1 {
+		t.Fatalf("with 4 silent handshakes and a request the user holds %d connections, want 1 (the listener)", got)
+	}
+	mine, err := d.NewEndpoint(info, nil, userEP{provtest.NewEPEvents(), a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mine.Close()
+	if err := mine.Connect(addr, nil); err != nil {
+		t.Fatalf("the user's connect beside the peers: %v", err)
+	}
+	a.waitHeld(t, 2)
+	srv, err := d.NewEndpoint(req.Info(), req, userEP{provtest.NewEPEvents(), a})
+	if err != nil {
+		t.Fatalf("taking the request: %v", err)
+	}
+	a.waitHeld(t, 3)
+	srv.Close()
+	a.waitHeld(t, 2)
+}
+
+// One remote host keeps at most MaxHostConns connections open at a
+// listener: past them its new connections are closed at once, while
+// another host still gets in.
+func TestHostConnectionLimit(t *testing.T) {
+	defer func(h, c time.Duration) { handshakeTimeout, connReqTimeout = h, c }(handshakeTimeout, connReqTimeout)
+	handshakeTimeout, connReqTimeout = time.Minute, time.Minute
+	d, info := loDomain()
+	pep, pev := listen(t, d, info)
+	defer pep.Close()
+	addr, _ := pep.Name()
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range MaxHostConns {
+		conns = append(conns, rawDial(t, addr))
+	}
+	over := rawDial(t, addr)
+	defer over.Close()
+	start := time.Now()
+	waitClosed(t, over)
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("connection %d of one host closed after %v, want at once", MaxHostConns+1, el)
+	}
+	// another host of lo
+	if !addr.IP.Addr().Is4() {
+		t.Skip("the listener is not on 127.0.0.1")
+	}
+	d2 := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	other, err := d2.Dial("tcp", addr.IP.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	msg, _ := wire.AppendCM(nil, wire.CMConnReq, nil)
+	if _, err := other.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	req := pev.WaitReq(t)
+	if got := req.Info().DestAddr.IP.Addr(); got.String() != "127.0.0.2" {
+		t.Fatalf("request from %v, want 127.0.0.2", got)
+	}
 }
 
 // Idle connections do not lock a listener: when every handshake slot is
@@ -307,5 +426,29 @@ func TestAcceptPastTheLimit(t *testing.T) {
 	}
 	if n := pep.(*passiveEndpoint).conns.Load(); n != 0 {
 		t.Fatalf("the listener counts %d connections, want 0", n)
+	}
+}
+
+// owned is events of an endpoint or passive endpoint of uid (core.Owned).
+type owned struct{ uid uint32 }
+
+func (o owned) Owner() uint32 { return o.uid }
+
+// A listening socket of a user other than root does not take one of the
+// daemon's last core.FDReserve descriptors: listen fails with EMFILE.
+func TestFDReserveListen(t *testing.T) {
+	d, info := loDomain()
+	defer func(n int) { core.FDReserve = n }(core.FDReserve)
+	core.FDReserve = 1 << 30 // every descriptor is in the reserve
+	pep, err := d.NewPassiveEndpoint(info, struct {
+		*provtest.PEPEvents
+		owned
+	}{provtest.NewPEPEvents(), owned{1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pep.Close()
+	if err := pep.Listen(fi.Addr{}); core.Code(err) != fi.EMFILE {
+		t.Fatalf("uid 1000's listen in the reserve: %v, want EMFILE", err)
 	}
 }

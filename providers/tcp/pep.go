@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"sync"
@@ -24,27 +25,31 @@ const HandshakeTimeout = 10 * time.Second
 // peer sends its connreq as soon as it connects.
 const ConnReqTimeout = 3 * time.Second
 
-// handshakeTimeout, connReqTimeout, maxHandshakes and maxListenerConns are
-// HandshakeTimeout, ConnReqTimeout, MaxHandshakes and MaxListenerConns;
-// tests shrink them.
+// handshakeTimeout, connReqTimeout, maxHandshakes, maxListenerConns and
+// maxHostConns are HandshakeTimeout, ConnReqTimeout, MaxHandshakes,
+// MaxListenerConns and MaxHostConns; tests shrink them.
 var (
 	handshakeTimeout       = HandshakeTimeout
 	connReqTimeout         = ConnReqTimeout
 	maxHandshakes          = MaxHandshakes
 	maxListenerConns int64 = MaxListenerConns
+	maxHostConns           = MaxHostConns
 )
 
 // passiveEndpoint listens and turns each well-formed connreq into a
 // connReq. One goroutine accepts; each new connection gets a goroutine that
 // reads its connreq with a deadline and then ends.
 //
-// What it holds is bounded and charged (core.Take on its events, as
-// core.Connections): the listening socket and every connection whose
-// request is being read or waits for an endpoint; an endpoint made from a
-// request takes its charge over. At most maxHandshakes connections are
-// read at once: a new one sheds the oldest, so that silent connections do
-// not lock out real requests. At most maxListenerConns connections
-// accepted by the listener are open, endpoints made from them included.
+// Its owner is charged (core.Take on its events, as core.Connections) for
+// the listening socket only: what peers open at it is bounded per
+// listener, never charged to the owner, so that peers cannot use up the
+// owner's quota. At most maxHandshakes connections are read at once: a
+// new one sheds the oldest, so that silent connections do not lock out
+// real requests. At most core.MaxPendingReqs requests wait for an
+// endpoint; the endpoint made from one charges its own owner when it
+// takes the connection (NewEndpoint). At most maxListenerConns
+// connections accepted by the listener are open, endpoints made from them
+// included, and at most maxHostConns of them from one remote host.
 type passiveEndpoint struct {
 	dom  *domain
 	info *fi.Info
@@ -58,7 +63,8 @@ type passiveEndpoint struct {
 	pending core.PendingReqs[*connReq]
 	wg      sync.WaitGroup
 
-	conns atomic.Int64 // connections accepted and not yet closed, endpoints' included
+	conns  atomic.Int64       // connections accepted and not yet closed, endpoints' included
+	byHost map[netip.Addr]int // conns from each remote host (core.HostOf); under mu
 }
 
 var _ core.PassiveEndpoint = (*passiveEndpoint)(nil)
@@ -66,7 +72,7 @@ var _ core.PassiveEndpoint = (*passiveEndpoint)(nil)
 func newPassiveEndpoint(d *domain, info *fi.Info, ev core.PassiveEvents) *passiveEndpoint {
 	return &passiveEndpoint{
 		dom: d, info: info, ev: ev, done: make(chan struct{}),
-		shaking: map[*net.TCPConn]time.Time{},
+		shaking: map[*net.TCPConn]time.Time{}, byHost: map[netip.Addr]int{},
 	}
 }
 
@@ -98,6 +104,11 @@ func (p *passiveEndpoint) Listen(addr fi.Addr) error {
 	if err != nil {
 		core.Give(p.ev, core.Connections, 1)
 		return netError("listen on "+ta.String(), err)
+	}
+	if err := core.CheckConn(core.OwnerOf(p.ev), ln, "tcp: listen on "+ta.String()); err != nil {
+		ln.Close()
+		core.Give(p.ev, core.Connections, 1)
+		return err
 	}
 	p.ln = ln
 	p.wg.Add(1)
@@ -137,7 +148,7 @@ func (p *passiveEndpoint) Close() error {
 	reject, _ := wire.AppendCM(nil, wire.CMReject, nil)
 	for _, r := range p.pending.Close() {
 		rejectConn(r.conn, reject)
-		p.dropped()
+		p.dropped(r.conn)
 	}
 	p.wg.Wait()
 	if ln != nil {
@@ -147,21 +158,18 @@ func (p *passiveEndpoint) Close() error {
 	return nil
 }
 
-// admit decides on a connection the listener accepted: it is charged to
-// the passive endpoint's owner and read, or closed when the daemon's
-// descriptors run low, the listener holds maxListenerConns, or the owner
-// is at its limit. A full set of handshakes sheds its oldest.
+// admit decides on a connection the listener accepted: it is read, or
+// closed when the daemon's descriptors run low, the listener holds
+// maxListenerConns, or maxHostConns from the connection's host. A full
+// set of handshakes sheds its oldest.
 func (p *passiveEndpoint) admit(c *net.TCPConn) bool {
 	if inReserve(c) || p.conns.Load() >= maxListenerConns {
 		return false
 	}
-	if err := core.Take(p.ev, core.Connections, 1); err != nil {
-		return false
-	}
+	h := remoteHost(c)
 	p.mu.Lock()
-	if p.closed {
+	if p.closed || p.byHost[h] >= maxHostConns {
 		p.mu.Unlock()
-		core.Give(p.ev, core.Connections, 1)
 		return false
 	}
 	if len(p.shaking) >= maxHandshakes {
@@ -177,16 +185,30 @@ func (p *passiveEndpoint) admit(c *net.TCPConn) bool {
 	}
 	p.shaking[c] = time.Now()
 	p.conns.Add(1)
+	p.byHost[h]++
 	p.wg.Add(1)
 	p.mu.Unlock()
 	return true
 }
 
-// dropped gives back what a connection the listener admitted held, when
-// it is closed before an endpoint took it.
-func (p *passiveEndpoint) dropped() {
-	core.Give(p.ev, core.Connections, 1)
+// dropped forgets connection c the listener admitted, when c or the
+// endpoint that took it is closed.
+func (p *passiveEndpoint) dropped(c *net.TCPConn) {
+	h := remoteHost(c)
+	p.mu.Lock()
+	if p.byHost[h]--; p.byHost[h] <= 0 {
+		delete(p.byHost, h)
+	}
+	p.mu.Unlock()
 	p.conns.Add(-1)
+}
+
+// remoteHost is the host (core.HostOf) connection c comes from.
+func remoteHost(c *net.TCPConn) netip.Addr {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return core.HostOf(a.AddrPort())
+	}
+	return netip.Addr{}
 }
 
 func (p *passiveEndpoint) acceptLoop(ln *net.TCPListener) {
@@ -242,7 +264,7 @@ func (p *passiveEndpoint) handshake(c *net.TCPConn) {
 	p.mu.Unlock()
 	if err == nil && !kept {
 		c.Close()
-		p.dropped()
+		p.dropped(c)
 		return
 	}
 	if err != nil || !p.pending.Add(req) {
@@ -252,7 +274,7 @@ func (p *passiveEndpoint) handshake(c *net.TCPConn) {
 		} else {
 			c.Close()
 		}
-		p.dropped()
+		p.dropped(c)
 		return
 	}
 	p.ev.ConnReq(req)
@@ -276,15 +298,13 @@ func (r *connReq) Info() *fi.Info { return r.info.Clone() }
 // Data is the private data of the request.
 func (r *connReq) Data() []byte { return slices.Clone(r.data) }
 
-// take hands the request's connection to a new endpoint, once, and gives
-// back the passive endpoint's charge: the endpoint charges its own owner.
-// The connection still counts in the listener's conns until the endpoint
-// closes (its lst).
+// take hands the request's connection to a new endpoint, once: the
+// endpoint charges its own owner. The connection still counts in the
+// listener's conns until the endpoint closes (its lst).
 func (r *connReq) take() (*net.TCPConn, error) {
 	if !r.pep.pending.Take(r) {
 		return nil, core.Errorf(fi.EINVAL, "tcp: connection request already taken, or its passive endpoint closed")
 	}
-	core.Give(r.pep.ev, core.Connections, 1)
 	return r.conn, nil
 }
 
@@ -372,17 +392,9 @@ type causeError struct {
 func (e *causeError) Error() string   { return e.err.Error() }
 func (e *causeError) Unwrap() []error { return []error{e.err, e.cause} }
 
-// inReserve reports whether socket c took one of the descriptors the
-// daemon keeps for its own use (core.InReserve).
-func inReserve(c *net.TCPConn) bool {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return false
-	}
-	low := false
-	rc.Control(func(fd uintptr) { low = core.InReserve(int(fd)) })
-	return low
-}
+// inReserve reports whether socket c, a peer's, took one of the
+// descriptors the daemon keeps for its own use (core.InReserve).
+func inReserve(c *net.TCPConn) bool { return core.InReserve(core.ConnFD(c)) }
 
 // temporary reports whether an accept error may go away by itself.
 func temporary(err error) bool {

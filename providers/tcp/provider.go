@@ -34,6 +34,10 @@ const (
 	// listener accepted that are open: handshakes, requests, and the
 	// endpoints made from them. Past it, new connections are closed.
 	MaxListenerConns = 4096
+	// MaxHostConns bounds the open connections of MaxListenerConns that
+	// come from one remote host (an IPv4 address, an IPv6 /64): one host
+	// cannot take every slot of a listener.
+	MaxHostConns = 256
 	// MaxDynamicRecv bounds the buffer the provider allocates for a receive
 	// posted without one. A larger message fails that receive and closes
 	// the connection, so that no peer can make the daemon allocate at will.
@@ -384,7 +388,7 @@ func (d *domain) NewEndpoint(info *fi.Info, req core.ConnReq, ev core.EndpointEv
 			// Over the owner's limit: the request is refused.
 			reject, _ := wire.AppendCM(nil, wire.CMReject, nil)
 			rejectConn(conn, reject)
-			cr.pep.conns.Add(-1)
+			cr.pep.dropped(conn)
 			d.release()
 			return nil, err
 		}

@@ -13,7 +13,11 @@
 //     devices' GSI QPs, which connect RC QPs (REQ, REP, RTU, REJ, DREQ,
 //     DREP) and resolve UD service ports (SIDR_REQ, SIDR_REP).
 //   - pep.go, ep.go: passive and FI_EP_MSG endpoints; an idle connection's
-//     keepalive, which finds a dead peer.
+//     keepalive, which finds a dead peer. An RC endpoint's QP is charged
+//     to its owner as one of core.Connections (core.Take on its events)
+//     from Enable until it is destroyed: endpoints that connect, that
+//     accept a request, and rxm's connections over verbs alike; past the
+//     owner's limit Enable fails with FI_ENOSPC.
 //   - probe.go: refusing for a while the connections of a peer that
 //     presented a bad memory key.
 //   - dgram.go: FI_EP_DGRAM endpoints.

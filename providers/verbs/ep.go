@@ -94,7 +94,9 @@ func (e *rcEndpoint) adopt(c *cmConn) {
 	e.remote = netip.AddrPortFrom(c.peer, c.req.SrcPort)
 }
 
-// Enable makes the QP and takes it to INIT: receives may be posted.
+// Enable makes the QP and takes it to INIT: receives may be posted. The
+// QP is charged to the endpoint's owner as a connection (core.Take), until
+// it is destroyed; past the owner's limit Enable fails with FI_ENOSPC.
 func (e *rcEndpoint) Enable() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -104,9 +106,14 @@ func (e *rcEndpoint) Enable() error {
 	case e.qp != nil:
 		return nil
 	}
+	if err := core.Take(e.ev, core.Connections, 1); err != nil {
+		return core.WithOp("verbs: queue pair", err)
+	}
 	if err := e.createQPLocked(ibv.QPTRC); err != nil {
+		core.Give(e.ev, core.Connections, 1)
 		return err
 	}
+	e.charged = true
 	a := ibv.QPAttr{State: ibv.QPSInit, PKeyIndex: 0, PortNum: 1, AccessFlags: rcAccess}
 	if err := e.qp.Modify(&a, ibv.QPState_|ibv.QPPKeyIndex|ibv.QPPort|ibv.QPAccessFlags); err != nil {
 		return ibvError("taking the QP to INIT", err)

@@ -46,6 +46,9 @@ type qpBase struct {
 	txOut int
 	rxOut int
 	dead  bool // closed (destroy, or the embedding endpoint's Close): nothing more is posted
+	// charged: the QP is charged to the owner as a connection (an RC
+	// endpoint's, at Enable), given back when destroy destroys it.
+	charged bool
 
 	pollMu   sync.Mutex // one drainer at a time
 	wcs      []ibv.WC   // guarded by pollMu
@@ -328,11 +331,14 @@ func (b *qpBase) destroy() {
 	b.mu.Unlock()
 	b.pollMu.Lock()
 	b.mu.Lock()
-	qp, cq := b.qp, b.cq
-	b.qp, b.cq = nil, nil
+	qp, cq, charged := b.qp, b.cq, b.charged
+	b.qp, b.cq, b.charged = nil, nil, false
 	b.mu.Unlock()
 	if qp != nil {
 		qp.Destroy() // discards what is posted, without completions
+	}
+	if charged {
+		core.Give(b.ev, core.Connections, 1)
 	}
 	if cq != nil {
 		for n := cq.Poll(b.wcs); n > 0; n = cq.Poll(b.wcs) {
