@@ -22,7 +22,17 @@ import (
 // returns the connection and the answer (its type and private data).
 func rawConnect(t *testing.T, r *rdm, data []byte) (net.Conn, tcpwire.CMType, []byte) {
 	t.Helper()
-	c, err := net.Dial("tcp", r.addr.IP.String())
+	return rawConnectFrom(t, r, "", data)
+}
+
+// rawConnectFrom is rawConnect from the local address src ("" for any).
+func rawConnectFrom(t *testing.T, r *rdm, src string, data []byte) (net.Conn, tcpwire.CMType, []byte) {
+	t.Helper()
+	var d net.Dialer
+	if src != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(src)}
+	}
+	c, err := d.Dial("tcp", r.addr.IP.String())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package rxm
 
 import (
-	"io"
 	"net"
 	"runtime"
 	"testing"
@@ -18,37 +17,13 @@ import (
 // the answer.
 func connectFrom(t *testing.T, r *rdm, src string, port uint16) (net.Conn, tcpwire.CMType) {
 	t.Helper()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
-	c, err := d.Dial("tcp", r.addr.IP.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
 	cd := wire.NewConnect(port, wire.MakeConnID(7, 0))
 	data, err := cd.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err := tcpwire.AppendCM(nil, tcpwire.CMConnReq, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Write(msg); err != nil {
-		t.Fatal(err)
-	}
-	c.SetReadDeadline(time.Now().Add(waitTime))
-	hb := make([]byte, tcpwire.CMHeaderSize)
-	if _, err := io.ReadFull(c, hb); err != nil {
-		t.Fatalf("reading the answer: %v", err)
-	}
-	h, err := tcpwire.DecodeCMHeader(hb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.ReadFull(c, make([]byte, h.DataLen)); err != nil {
-		t.Fatal(err)
-	}
-	return c, h.Type
+	c, typ, _ := rawConnectFrom(t, r, src, data)
+	return c, typ
 }
 
 // setPeerLimits shrinks the peer table for one test.
