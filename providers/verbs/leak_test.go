@@ -131,3 +131,32 @@ func TestRDMCloseWhileConnecting(t *testing.T) {
 		t.Errorf("after close: device holds %+v, baseline %+v", objectsOf(p.devs[0]), base)
 	}
 }
+
+// TestRDMConnectFailuresFreeQPs: connections that fail because nothing
+// answers (the connection manager gives up after its retries) or nothing
+// listens at the port (the peer's REJ) give their QPs and CQs back as
+// soon as their sends fail.
+func TestRDMConnectFailuresFreeQPs(t *testing.T) {
+	shortTimers(t)
+	p := testProvider(t, nil, "127.0.0.1", "127.0.0.2")
+	a, _, _, nameB, _, _ := rdmPairOf(t, p)
+	base := []objects{objectsOf(p.devs[0]), objectsOf(p.devs[1])}
+	for _, tc := range []struct {
+		name string
+		to   netip.Addr
+	}{{"no answer", netip.MustParseAddr("127.0.0.9")}, {"no listener", nameB.IP.Addr()}} {
+		const n = 20
+		for i := range n {
+			to := fi.SockAddr(netip.AddrPortFrom(tc.to, uint16(7000+i)))
+			a.post(t, &core.Op{Kind: core.OpSend, Buf: []byte("hi"), Peer: to})
+		}
+		for range n {
+			if d := a.wait(t); d.c.Err == 0 {
+				t.Errorf("%s: a send completed without error", tc.name)
+			}
+		}
+		if !settle(p.devs, base...) {
+			t.Errorf("%s: devices hold %+v and %+v, baseline %+v", tc.name, objectsOf(p.devs[0]), objectsOf(p.devs[1]), base)
+		}
+	}
+}
