@@ -19,34 +19,38 @@ func rdmPair(t *testing.T) (a, b side, nameA, nameB fi.Addr, da, db core.Provide
 // rdmPairOf is rdmPair on the devices of p (127.0.0.1 and 127.0.0.2).
 func rdmPairOf(t *testing.T, p *Provider) (a, b side, nameA, nameB fi.Addr, da, db core.ProviderDomain) {
 	w := rxm.Wrap(p)
-	open := func(name string) (core.ProviderDomain, side, fi.Addr) {
-		d, err := w.OpenDomain(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var info *fi.Info
-		for _, in := range w.Infos() {
-			if in.DomainAttr.Name == name && in.EPAttr.Type == fi.EP_RDM {
-				info = in
-			}
-		}
-		s := side{ev: provtest.NewEPEvents(), done: make(chan done, 1<<10)}
-		if s.ep, err = d.NewEndpoint(info, nil, s.ev); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.ep.Enable(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			s.ep.Close()
-			d.Close()
-		})
-		n, _ := s.ep.Name()
-		return d, s, n
-	}
-	da, a, nameA = open("rxe_127_0_0_1")
-	db, b, nameB = open("rxe_127_0_0_2")
+	da, a, nameA = rdmEndpoint(t, w, "rxe_127_0_0_1", 0)
+	db, b, nameB = rdmEndpoint(t, w, "rxe_127_0_0_2", 0)
 	return
+}
+
+// rdmEndpoint opens a domain of w named name and an enabled FI_EP_RDM
+// endpoint of owner in it, both closed at the end of the test.
+func rdmEndpoint(t *testing.T, w core.Provider, name string, owner uint32) (core.ProviderDomain, side, fi.Addr) {
+	d, err := w.OpenDomain(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info *fi.Info
+	for _, in := range w.Infos() {
+		if in.DomainAttr.Name == name && in.EPAttr.Type == fi.EP_RDM {
+			info = in
+		}
+	}
+	s := side{ev: provtest.NewEPEvents(), done: make(chan done, 1<<10)}
+	s.ev.OwnerUID = owner
+	if s.ep, err = d.NewEndpoint(info, nil, s.ev); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ep.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.ep.Close()
+		d.Close()
+	})
+	n, _ := s.ep.Name()
+	return d, s, n
 }
 
 // TestRDMInfo: the FI_EP_RDM entries over verbs are "verbs;ofi_rxm" with

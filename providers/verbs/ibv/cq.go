@@ -1,6 +1,7 @@
 package ibv
 
 import (
+	"slices"
 	"sync"
 	"syscall"
 )
@@ -69,6 +70,7 @@ func (cq *CQ) Destroy() error {
 		return errorf(syscall.EBUSY, "destroy cq: %d QPs use it", len(cq.qps))
 	}
 	cq.dead = true
+	cq.ring, cq.head, cq.n = nil, 0, 0 // what still refers to the CQ holds no ring
 	cq.dev.mu.Lock()
 	cq.dev.nobj.cq--
 	cq.dev.mu.Unlock()
@@ -81,7 +83,7 @@ func (cq *CQ) Destroy() error {
 func (cq *CQ) push(wc *WC) {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
-	if cq.overrun {
+	if cq.overrun || cq.dead {
 		return
 	}
 	if cq.n == len(cq.ring) {
@@ -129,10 +131,5 @@ func (cq *CQ) bind(qp *QP) error {
 func (cq *CQ) unbind(qp *QP) {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
-	for i, q := range cq.qps {
-		if q == qp {
-			cq.qps = append(cq.qps[:i], cq.qps[i+1:]...)
-			return
-		}
-	}
+	cq.qps = slices.DeleteFunc(cq.qps, func(q *QP) bool { return q == qp }) // clears the freed slot
 }

@@ -285,6 +285,21 @@ func (d *Device) Close() error {
 	return err
 }
 
+// NumQPs is the number of the device's QPs not yet destroyed, QP1
+// included.
+func (d *Device) NumQPs() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.nobj.qp
+}
+
+// NumCQs is the number of the device's CQs not yet destroyed.
+func (d *Device) NumCQs() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.nobj.cq
+}
+
 // isClosed reports whether Close was called.
 func (d *Device) isClosed() bool {
 	d.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"net/netip"
+	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -429,4 +430,54 @@ func TestNilPD(t *testing.T) {
 	mustErrno(t, err, syscall.EINVAL, "create srq on a nil PD")
 	_, err = pd.RegMR(make([]byte, 8), 0, 0)
 	mustErrno(t, err, syscall.EINVAL, "reg mr on a nil PD")
+}
+
+// TestDestroyedQPHoldsNoQueues: a destroyed QP and CQ leave the device's
+// counts (NumQPs, NumCQs) and let go of their queues and buffers, so that
+// a reference that outlives them (a stopped timer, a lingering
+// connection) keeps no queue memory alive: 100 destroyed QPs of 4096
+// send and receive work requests, still referenced, hold less than 1 KiB
+// each.
+func TestDestroyedQPHoldsNoQueues(t *testing.T) {
+	const n = 100
+	d := openDevices(t, nil, lo1)[0]
+	pd, err := d.AllocPD()
+	must(t, err)
+	baseQPs, baseCQs := d.NumQPs(), d.NumCQs()
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	var kept []*QP
+	var keptCQs []*CQ
+	for range n {
+		cq, err := d.CreateCQ(8192, nil)
+		must(t, err)
+		qp, err := pd.CreateQP(QPInitAttr{Type: QPTRC, SendCQ: cq, RecvCQ: cq,
+			Cap: QPCap{MaxSendWR: 4096, MaxRecvWR: 4096, MaxSendSGE: 2, MaxRecvSGE: 2, MaxInlineData: 400}})
+		must(t, err)
+		kept, keptCQs = append(kept, qp), append(keptCQs, cq)
+	}
+	if q, c := d.NumQPs(), d.NumCQs(); q != baseQPs+n || c != baseCQs+n {
+		t.Fatalf("with %d QPs made: NumQPs %d, NumCQs %d; baseline %d and %d", n, q, c, baseQPs, baseCQs)
+	}
+	for i := range kept {
+		must(t, kept[i].Destroy())
+		must(t, keptCQs[i].Destroy())
+	}
+	if q, c := d.NumQPs(), d.NumCQs(); q != baseQPs || c != baseCQs {
+		t.Errorf("after Destroy: NumQPs %d, NumCQs %d; want the baseline %d and %d", q, c, baseQPs, baseCQs)
+	}
+	after := heap()
+	per := int64(after-before) / n
+	t.Logf("live heap %d -> %d bytes with %d destroyed QPs and CQs referenced: %d bytes each", before, after, n, per)
+	if per > 1<<10 {
+		t.Errorf("a destroyed QP and CQ still referenced hold %d bytes, want at most 1024", per)
+	}
+	runtime.KeepAlive(kept)
+	runtime.KeepAlive(keptCQs)
+	must(t, pd.Dealloc())
 }

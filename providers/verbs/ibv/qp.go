@@ -92,8 +92,6 @@ func (pd *PD) CreateQP(a QPInitAttr) (*QP, error) {
 	qp.resp.wqe.sges = make([]SGE, 0, maxRecvSGE)
 	if a.Type == QPTRC {
 		qp.sq = newSendQueue(c)
-		qp.timer = time.AfterFunc(time.Hour, qp.onTimer)
-		qp.timer.Stop()
 	}
 	if err := d.addQP(qp); err != nil {
 		qp.unbind()
@@ -190,8 +188,12 @@ func (qp *QP) Destroy() error {
 	return nil
 }
 
-// shutdown stops the QP for good: it takes no more work and its timer no
-// longer fires. It reports false if the QP was shut down already.
+// shutdown stops the QP for good: it takes no more work, its timer no
+// longer fires, and it lets go of its queues and packet buffers (every
+// path checks dead first), so that a reference to it that outlives it
+// (a stopped timer the runtime has not dropped yet, a lingering
+// connection) holds only the QP itself. It reports false if the QP was
+// shut down already.
 func (qp *QP) shutdown() bool {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
@@ -199,10 +201,10 @@ func (qp *QP) shutdown() bool {
 		return false
 	}
 	qp.dead = true
-	if qp.timer != nil {
-		qp.timer.Stop()
-	}
 	qp.reset()
+	qp.rq, qp.sq = recvQueue{}, sendQueue{}
+	qp.resp = responder{}
+	qp.txbuf, qp.scratch = nil, nil
 	return true
 }
 

@@ -106,7 +106,7 @@ func (qp *QP) rnrWait(d time.Duration) {
 	c.rnrWait = true
 	c.deadline = time.Now().Add(d)
 	c.armed = true
-	qp.timer.Reset(d)
+	qp.setTimer(d)
 }
 
 // armTimer sets the timer for the next deadline, if it is not set and
@@ -126,7 +126,18 @@ func (qp *QP) armTimer() {
 		}
 	}
 	c.armed = true
-	qp.timer.Reset(time.Until(at))
+	qp.setTimer(time.Until(at))
+}
+
+// setTimer has the QP's timer fire after d, making it the first time: a
+// QP that never waits for its peer (a connection refused before it sent)
+// never has one. qp.mu is held.
+func (qp *QP) setTimer(d time.Duration) {
+	if qp.timer == nil {
+		qp.timer = time.AfterFunc(d, qp.onTimer)
+		return
+	}
+	qp.timer.Reset(d)
 }
 
 // onTimer runs when the QP's timer fires, and does what is due: the end
