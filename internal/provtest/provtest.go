@@ -4,12 +4,15 @@
 package provtest
 
 import (
+	"net"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
+	"golang.org/x/sys/unix"
 )
 
 // WaitTime is how long a test waits for an event before it fails.
@@ -194,4 +197,29 @@ func (rs *Regions) Region(key, addr, n uint64, access fi.Caps) ([]byte, func(), 
 		return nil, nil, core.Errorf(fi.EINVAL, "test: bytes %d+%d of region %#x", addr, n, key)
 	}
 	return r.buf[addr : addr+n], func() {}, nil
+}
+
+// DialAs connects to raddr from laddr (empty: the kernel's choice) with a
+// socket owned by uid, as another user's process would: the socket is
+// made while the thread's fsuid is uid. The connection closes at the
+// test's end.
+func DialAs(t testing.TB, uid int, laddr, raddr string) *net.TCPConn {
+	t.Helper()
+	if unix.Geteuid() != 0 {
+		t.Skip("making another user's socket needs root")
+	}
+	var d net.Dialer
+	if laddr != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(laddr)}
+	}
+	runtime.LockOSThread()
+	unix.Setfsuid(uid)
+	c, err := d.Dial("tcp", raddr)
+	unix.Setfsuid(0)
+	runtime.UnlockOSThread()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c.(*net.TCPConn)
 }

@@ -38,6 +38,7 @@ const (
 type peer struct {
 	index    uint32         // ours: announced in ConnIDs, echoed as conn_id by the peer
 	addr     netip.AddrPort // its listening address, canonical
+	host     core.HostKey   // its host and user, counted in byHost
 	state    peerState
 	conn     *conn       // the connection our sends use, or that is being set up
 	queue    []*sendItem // sends waiting for conn, in order
@@ -114,29 +115,38 @@ type pepEvents struct{ e *endpoint }
 func (ev pepEvents) ConnReq(req core.ConnReq) { ev.e.connReq(req) }
 func (ev pepEvents) Failed(err error)         { ev.e.asyncError(err) }
 
+// Owner is the RDM endpoint's owner (core.Owned): its listening socket is
+// that user's.
+func (ev pepEvents) Owner() uint32 { return core.OwnerOf(ev.e.ev) }
+
 // Take and Give charge the listener and its handshakes to the RDM
 // endpoint's owner (core.Accounter).
 func (ev pepEvents) Take(r core.Resource, n int64) error { return core.Take(ev.e.ev, r, n) }
 func (ev pepEvents) Give(r core.Resource, n int64)       { core.Give(ev.e.ev, r, n) }
 
 // peerLocked finds or makes the peer with address a. A new peer takes a
-// free slot of the table, if its host has not used its share.
-func (e *endpoint) peerLocked(a netip.AddrPort) (*peer, error) {
+// free slot of the table, if its host and user (core.HostOf) have not
+// used their share: those of the socket the peer connected from (from),
+// or for a peer this side connects to (from zero) those of its listener.
+func (e *endpoint) peerLocked(a, from netip.AddrPort) (*peer, error) {
 	if p := e.byAddr[a]; p != nil {
 		return p, nil
 	}
 	if len(e.peers) >= maxPeers {
 		return nil, core.Errorf(fi.ENOSPC, "rxm: %d peers, the most an endpoint keeps", maxPeers)
 	}
-	h := core.HostOf(a)
+	h := core.HostOf(netip.AddrPort{}, a)
+	if from.IsValid() {
+		h = core.HostOf(e.name, from)
+	}
 	if e.byHost[h] >= maxPeersPerHost {
-		return nil, core.Errorf(fi.ENOSPC, "rxm: %d peers at host %v, the most one host may have", maxPeersPerHost, h)
+		return nil, core.Errorf(fi.ENOSPC, "rxm: %d peers at %v, the most one host (one user of this host) may have", maxPeersPerHost, h)
 	}
 	index := uint32(len(e.peers)) // indexes below it are taken or free
 	if n := len(e.free); n > 0 {
 		index, e.free = e.free[n-1], e.free[:n-1]
 	}
-	p := &peer{index: index, addr: a}
+	p := &peer{index: index, addr: a, host: h}
 	e.peers[index] = p
 	e.byAddr[a] = p
 	e.byHost[h]++
@@ -152,9 +162,8 @@ func (e *endpoint) forgetLocked(p *peer) {
 	}
 	delete(e.byAddr, p.addr)
 	delete(e.peers, p.index)
-	h := core.HostOf(p.addr)
-	if e.byHost[h]--; e.byHost[h] <= 0 {
-		delete(e.byHost, h)
+	if e.byHost[p.host]--; e.byHost[p.host] <= 0 {
+		delete(e.byHost, p.host)
 	}
 	e.free = append(e.free, p.index)
 }
@@ -459,7 +468,7 @@ func (e *endpoint) connReq(req core.ConnReq) {
 		e.reject(req, wire.RejectConnRefused)
 		return
 	}
-	p, err := e.peerLocked(addr)
+	p, err := e.peerLocked(addr, canon(dest.IP))
 	if err != nil {
 		e.mu.Unlock()
 		e.reject(req, wire.RejectConnRefused)

@@ -16,7 +16,8 @@
 //
 // A peer is kept while it has a connection or sends waiting for one, and
 // forgotten after (its slot is reused); at most MaxPeers peers, at most
-// MaxPeersPerHost of one host (an IPv4 address, an IPv6 /64). A
+// MaxPeersPerHost of one remote host (an IPv4 address, an IPv6 /64), or
+// of one user of this host (core.HostOf). A
 // connection with nothing waiting to be sent and no operation in flight
 // either way is shut down when it has carried no message ConnIdleTimeout
 // after it came up, or has been quiet for UsedIdleTimeout since its last

@@ -34,9 +34,10 @@ const (
 	// MaxPeers bounds the peer table: addresses sent to, and peers that
 	// connected, while they have a connection or sends waiting for one.
 	MaxPeers = 1 << 16
-	// MaxPeersPerHost bounds the peers of one host (an IPv4 address, an
-	// IPv6 /64) in the table, so that one host cannot take every slot: as
-	// tcp.MaxHostConns bounds one host's connections at the listener.
+	// MaxPeersPerHost bounds the peers of one remote host (an IPv4
+	// address, an IPv6 /64), or of one user of this host (core.HostOf),
+	// in the table, so that one host or user cannot take every slot: as
+	// tcp.MaxHostConns bounds their connections at the listener.
 	MaxPeersPerHost = 256
 	// UnexpectedLimit bounds the bytes of unexpected messages an endpoint
 	// keeps. Beyond it, connections stop being read (TCP back-pressure)
@@ -102,9 +103,9 @@ type endpoint struct {
 	name   netip.AddrPort   // the listening address, canonical
 	peers  map[uint32]*peer // by our index
 	byAddr map[netip.AddrPort]*peer
-	byHost map[netip.Addr]int // how many peers each host has: see core.HostOf
-	free   []uint32           // indexes of forgotten peers, for new ones
-	conns  map[*conn]struct{} // every connection not yet closed
+	byHost map[core.HostKey]int // how many peers each host and user has: see core.HostOf
+	free   []uint32             // indexes of forgotten peers, for new ones
+	conns  map[*conn]struct{}   // every connection not yet closed
 	rx     matcher
 	rxSize int
 	txOut  int // application sends not completed
@@ -172,7 +173,7 @@ func newEndpoint(d *domain, info *fi.Info, ev core.EndpointEvents) (*endpoint, e
 	e := &endpoint{
 		dom: d, info: info, msg: msg, ev: ev, pid: rand.Uint32() | 1, txSize: int(txSize), rxSize: int(rxSize),
 		inject: int(info.TxAttr.InjectSize),
-		peers:  map[uint32]*peer{}, byAddr: map[netip.AddrPort]*peer{}, byHost: map[netip.Addr]int{}, conns: map[*conn]struct{}{}, rndvSends: map[uint64]*sendItem{},
+		peers:  map[uint32]*peer{}, byAddr: map[netip.AddrPort]*peer{}, byHost: map[core.HostKey]int{}, conns: map[*conn]struct{}{}, rndvSends: map[uint64]*sendItem{},
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	e.rx.directed, e.rx.limit = info.Caps&fi.DIRECTED_RECV != 0, UnexpectedLimit

@@ -17,9 +17,11 @@ const waitTime = provtest.WaitTime
 // events are an RDM endpoint's events: it has no connection events of its
 // own; asynchronous errors are recorded. A peer's RMA reaches the regions
 // added with Expose (none at first: a key that is not a rendezvous key is
-// then refused), and remote events are recorded.
+// then refused), and remote events are recorded. It belongs to owner
+// (core.Owned).
 type events struct {
 	provtest.Regions
+	owner   uint32
 	mu      sync.Mutex
 	errs    []error
 	remotes []core.Completion
@@ -30,6 +32,8 @@ func (ev *events) Remote(c core.Completion) {
 	ev.remotes = append(ev.remotes, c)
 	ev.mu.Unlock()
 }
+
+func (ev *events) Owner() uint32 { return ev.owner }
 
 func (ev *events) Connected([]byte)     {}
 func (ev *events) Shutdown()            {}
@@ -100,7 +104,13 @@ func newRDM(t testing.TB, p core.Provider, d core.ProviderDomain) *rdm {
 
 func newRDMWith(t testing.TB, d core.ProviderDomain, info *fi.Info) *rdm {
 	t.Helper()
-	ev := &events{}
+	return newRDMOf(t, d, info, 0)
+}
+
+// newRDMOf makes an enabled RDM endpoint of uid owner.
+func newRDMOf(t testing.TB, d core.ProviderDomain, info *fi.Info, owner uint32) *rdm {
+	t.Helper()
+	ev := &events{owner: owner}
 	ep, err := d.NewEndpoint(info, nil, ev)
 	if err != nil {
 		t.Fatal(err)

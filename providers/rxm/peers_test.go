@@ -87,6 +87,41 @@ func TestPeersPerHost(t *testing.T) {
 	}
 }
 
+// One user of this host cannot lock another out of an endpoint's peer
+// table: the peers of each (host, user) pair are counted apart
+// (core.HostOf), the user of the daemon's own endpoints being their owner.
+func TestPeersPerHostUser(t *testing.T) {
+	setPeerLimits(t, 16, 2)
+	p, d := testDomain(t)
+	info := loInfo(t, p)
+	r := newRDM(t, p, d)
+	var rop *core.Op // a receive for the next message that gets through
+	send := func(from *rdm) core.Completion {
+		t.Helper()
+		if rop == nil {
+			rop = r.recv(t, core.OpRecv, 16, 0, 0)
+		}
+		c := from.waitFor(t, from.send(t, core.OpSend, r.addr, []byte("hello"), 0))
+		if c.Err == 0 {
+			wantRecv(t, rop, r.waitFor(t, rop), []byte("hello"), 0, from.addr)
+			rop = nil
+		}
+		return c
+	}
+	for i := range maxPeersPerHost {
+		if c := send(newRDMOf(t, d, info, 1000)); c.Err != 0 {
+			t.Fatalf("uid 1000's peer %d: send failed: %+v", i, c)
+		}
+	}
+	if c := send(newRDMOf(t, d, info, 1000)); c.Err == 0 {
+		t.Fatal("uid 1000 got a peer past its share of the host")
+	}
+	wantAsyncError(t, r, "uid 1000")
+	if c := send(newRDMOf(t, d, info, 0)); c.Err != 0 {
+		t.Fatalf("root's peer beside uid 1000's: send failed: %+v", c)
+	}
+}
+
 // heapInUse is the live heap after a collection.
 func heapInUse() uint64 {
 	var ms runtime.MemStats

@@ -1,6 +1,7 @@
 package rxm
 
 import (
+	"net/netip"
 	"sync"
 
 	"github.com/fabricfs/fabricfs/core"
@@ -108,7 +109,7 @@ func (e *endpoint) enqueue(it *sendItem, what string) error {
 	case e.txOut >= e.txSize:
 		err = fi.EAGAIN
 	default:
-		p, err = e.peerLocked(addr)
+		p, err = e.peerLocked(addr, netip.AddrPort{})
 	}
 	if err != nil {
 		e.mu.Unlock()

@@ -106,8 +106,8 @@
 // in handshake (a new one sheds the oldest), core.MaxPendingReqs
 // unanswered requests, and MaxListenerConns open connections its listener
 // accepted, endpoints made from them included, at most MaxHostConns of
-// them from one remote host (core.HostOf); past either, new connections
-// are closed.
+// them from one remote host, or from one user of this host
+// (core.HostOf); past either, new connections are closed.
 //
 // # What users and peers may hold
 //

@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -98,6 +99,7 @@ type endpoint struct {
 	// without the lock.
 	conn      *net.TCPConn
 	cancel    context.CancelFunc // aborts a dial under way
+	cookie    uint64             // of the socket dial made (core.OwnSocket); under mu
 	charged   bool               // its socket is charged to its owner (core.Connections) until Close
 	shutdown  bool               // Shutdown was called: the connection ends cleanly
 	failure   error              // why the writer stopped; the connection goroutine reports it
@@ -220,7 +222,15 @@ func (e *endpoint) bindAddr(raddr *net.TCPAddr) *net.TCPAddr {
 
 // dial connects, sends the connreq and reads the answer.
 func (e *endpoint) dial(ctx context.Context, laddr, raddr *net.TCPAddr, msg []byte) ([]byte, error) {
-	d := net.Dialer{LocalAddr: laddr}
+	// The socket is the owner's before it connects, so that the listener
+	// counts it under the owner (core.HostOf).
+	d := net.Dialer{LocalAddr: laddr, Control: func(_, _ string, rc syscall.RawConn) error {
+		cookie, err := core.OwnSocket(rc, core.OwnerOf(e.ev))
+		e.mu.Lock()
+		e.cookie = cookie
+		e.mu.Unlock()
+		return err
+	}}
 	c, err := d.DialContext(ctx, "tcp", raddr.String())
 	if err != nil {
 		return nil, netError("connect to "+raddr.String(), err)
@@ -324,6 +334,10 @@ func (e *endpoint) Close() error {
 	e.wg.Wait()
 	e.closeSocket()
 	e.flush()
+	e.mu.Lock()
+	cookie := e.cookie // dial is done
+	e.mu.Unlock()
+	core.DisownSocket(cookie)
 	if charged {
 		core.Give(e.ev, core.Connections, 1)
 	}

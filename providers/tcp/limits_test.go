@@ -238,6 +238,52 @@ func TestHostConnectionLimit(t *testing.T) {
 	}
 }
 
+// One user of the listener's host cannot lock out another: the
+// connections of each (host, user) pair are counted apart (core.HostOf),
+// the user known from the kernel for a process's socket and from the
+// endpoint's owner for the daemon's own.
+func TestHostConnectionLimitPerUser(t *testing.T) {
+	defer func(n int, h, c time.Duration) { maxHostConns, handshakeTimeout, connReqTimeout = n, h, c }(maxHostConns, handshakeTimeout, connReqTimeout)
+	maxHostConns, handshakeTimeout, connReqTimeout = 4, time.Minute, time.Minute
+	d, info := loDomain()
+	pep, pev := listen(t, d, info)
+	defer pep.Close()
+	addr, _ := pep.Name()
+	for range maxHostConns {
+		provtest.DialAs(t, 1000, "", addr.IP.String())
+	}
+	waitClosed(t, provtest.DialAs(t, 1000, "", addr.IP.String()))
+	ev := provtest.NewEPEvents()
+	ev.OwnerUID = 1000
+	theirs, err := d.NewEndpoint(info, nil, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer theirs.Close()
+	if err := theirs.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	if err := theirs.Connect(addr, nil); err != nil {
+		t.Fatal(err)
+	}
+	if f := ev.WaitFailed(t); f.Err == nil {
+		t.Fatal("uid 1000's endpoint got in past its share of the host")
+	}
+	mine := dial(t, d, info, addr, []byte("root's endpoint"))
+	defer mine.ep.Close()
+	if req := pev.WaitReq(t); string(req.Data()) != "root's endpoint" {
+		t.Fatalf("request with %q, want root's endpoint's", req.Data())
+	}
+	raw := provtest.DialAs(t, 0, "", addr.IP.String())
+	msg, _ := wire.AppendCM(nil, wire.CMConnReq, []byte("root's socket"))
+	if _, err := raw.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	if req := pev.WaitReq(t); string(req.Data()) != "root's socket" {
+		t.Fatalf("request with %q, want root's socket's", req.Data())
+	}
+}
+
 // Idle connections do not lock a listener: when every handshake slot is
 // taken, the oldest is dropped, and a real request gets through.
 func TestIdleHandshakesAreShed(t *testing.T) {

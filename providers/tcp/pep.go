@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/netip"
 	"os"
 	"slices"
 	"sync"
@@ -63,8 +62,10 @@ type passiveEndpoint struct {
 	pending core.PendingReqs[*connReq]
 	wg      sync.WaitGroup
 
-	conns  atomic.Int64       // connections accepted and not yet closed, endpoints' included
-	byHost map[netip.Addr]int // conns from each remote host (core.HostOf); under mu
+	conns  atomic.Int64                  // connections accepted and not yet closed, endpoints' included
+	byHost map[core.HostKey]int          // conns from each remote host and user (core.HostOf); under mu
+	hostOf map[*net.TCPConn]core.HostKey // each counted connection's key; under mu
+	cookie uint64                        // the listening socket's (core.OwnSocket); under mu
 }
 
 var _ core.PassiveEndpoint = (*passiveEndpoint)(nil)
@@ -72,7 +73,7 @@ var _ core.PassiveEndpoint = (*passiveEndpoint)(nil)
 func newPassiveEndpoint(d *domain, info *fi.Info, ev core.PassiveEvents) *passiveEndpoint {
 	return &passiveEndpoint{
 		dom: d, info: info, ev: ev, done: make(chan struct{}),
-		shaking: map[*net.TCPConn]time.Time{}, byHost: map[netip.Addr]int{},
+		shaking: map[*net.TCPConn]time.Time{}, byHost: map[core.HostKey]int{}, hostOf: map[*net.TCPConn]core.HostKey{},
 	}
 }
 
@@ -110,6 +111,15 @@ func (p *passiveEndpoint) Listen(addr fi.Addr) error {
 		core.Give(p.ev, core.Connections, 1)
 		return err
 	}
+	rc, err := ln.SyscallConn()
+	if err == nil {
+		p.cookie, err = core.OwnSocket(rc, core.OwnerOf(p.ev))
+	}
+	if err != nil {
+		ln.Close()
+		core.Give(p.ev, core.Connections, 1)
+		return netError("listen on "+ta.String(), err)
+	}
 	p.ln = ln
 	p.wg.Add(1)
 	go p.acceptLoop(ln)
@@ -136,11 +146,12 @@ func (p *passiveEndpoint) Close() error {
 	}
 	p.closed = true
 	close(p.done)
-	ln, shaking := p.ln, p.shaking
+	ln, shaking, cookie := p.ln, p.shaking, p.cookie
 	p.shaking = nil
 	p.mu.Unlock()
 	if ln != nil {
 		ln.Close()
+		core.DisownSocket(cookie)
 	}
 	for c := range shaking {
 		c.Close()
@@ -166,7 +177,7 @@ func (p *passiveEndpoint) admit(c *net.TCPConn) bool {
 	if inReserve(c) || p.conns.Load() >= maxListenerConns {
 		return false
 	}
-	h := remoteHost(c)
+	h := core.HostOf(c.LocalAddr().(*net.TCPAddr).AddrPort(), c.RemoteAddr().(*net.TCPAddr).AddrPort())
 	p.mu.Lock()
 	if p.closed || p.byHost[h] >= maxHostConns {
 		p.mu.Unlock()
@@ -186,6 +197,7 @@ func (p *passiveEndpoint) admit(c *net.TCPConn) bool {
 	p.shaking[c] = time.Now()
 	p.conns.Add(1)
 	p.byHost[h]++
+	p.hostOf[c] = h
 	p.wg.Add(1)
 	p.mu.Unlock()
 	return true
@@ -194,21 +206,14 @@ func (p *passiveEndpoint) admit(c *net.TCPConn) bool {
 // dropped forgets connection c the listener admitted, when c or the
 // endpoint that took it is closed.
 func (p *passiveEndpoint) dropped(c *net.TCPConn) {
-	h := remoteHost(c)
 	p.mu.Lock()
+	h := p.hostOf[c]
+	delete(p.hostOf, c)
 	if p.byHost[h]--; p.byHost[h] <= 0 {
 		delete(p.byHost, h)
 	}
 	p.mu.Unlock()
 	p.conns.Add(-1)
-}
-
-// remoteHost is the host (core.HostOf) connection c comes from.
-func remoteHost(c *net.TCPConn) netip.Addr {
-	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-		return core.HostOf(a.AddrPort())
-	}
-	return netip.Addr{}
 }
 
 func (p *passiveEndpoint) acceptLoop(ln *net.TCPListener) {

@@ -35,8 +35,9 @@ const (
 	// endpoints made from them. Past it, new connections are closed.
 	MaxListenerConns = 4096
 	// MaxHostConns bounds the open connections of MaxListenerConns that
-	// come from one remote host (an IPv4 address, an IPv6 /64): one host
-	// cannot take every slot of a listener.
+	// come from one remote host (an IPv4 address, an IPv6 /64), or from
+	// one user of this host (core.HostOf): one host or user cannot take
+	// every slot of a listener.
 	MaxHostConns = 256
 	// MaxDynamicRecv bounds the buffer the provider allocates for a receive
 	// posted without one. A larger message fails that receive and closes
