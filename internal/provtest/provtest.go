@@ -223,3 +223,50 @@ func DialAs(t testing.TB, uid int, laddr, raddr string) *net.TCPConn {
 	t.Cleanup(func() { c.Close() })
 	return c.(*net.TCPConn)
 }
+
+// Account is one user's Connections as core.Fabric keeps them, with a
+// limit: a provider's test events embed it to be charged (core.Accounter).
+type Account struct {
+	mu          sync.Mutex
+	held, limit int64
+}
+
+// NewAccount is an Account that holds at most limit connections.
+func NewAccount(limit int64) *Account { return &Account{limit: limit} }
+
+// Take charges n of r, past the limit failing as core.Fabric does.
+func (a *Account) Take(r core.Resource, n int64) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r == core.Connections && a.held+n > a.limit {
+		return core.Errorf(fi.ENOSPC, "uid 1000 holds %d of %s, the limit is %d", a.held, r, a.limit)
+	}
+	a.held += n
+	return nil
+}
+
+// Give returns n of r.
+func (a *Account) Give(r core.Resource, n int64) {
+	a.mu.Lock()
+	a.held -= n
+	a.mu.Unlock()
+}
+
+// Held is what the account holds now.
+func (a *Account) Held() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.held
+}
+
+// WaitHeld waits up to WaitTime until the account holds n.
+func (a *Account) WaitHeld(t testing.TB, what string, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(WaitTime)
+	for a.Held() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the account holds %d connections, want %d", what, a.Held(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,56 +19,15 @@ import (
 	"github.com/fabricfs/fabricfs/providers/tcp/wire"
 )
 
-// account is one user's Connections, as core.Fabric keeps them, with a
-// limit.
-type account struct {
-	mu          sync.Mutex
-	held, limit int64
-}
-
-func (a *account) Take(r core.Resource, n int64) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if r == core.Connections && a.held+n > a.limit {
-		return core.Errorf(fi.ENOSPC, "uid 1000 holds %d of %s, the limit is %d", a.held, r, a.limit)
-	}
-	a.held += n
-	return nil
-}
-
-func (a *account) Give(r core.Resource, n int64) {
-	a.mu.Lock()
-	a.held -= n
-	a.mu.Unlock()
-}
-
-func (a *account) now() int64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.held
-}
-
-// waitHeld waits until the account holds n.
-func (a *account) waitHeld(t *testing.T, n int64) {
-	t.Helper()
-	deadline := time.Now().Add(waitTime)
-	for a.now() != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("account holds %d connections, want %d", a.now(), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // The events of a user's endpoints and passive endpoints: charged to a.
 type userEP struct {
 	*provtest.EPEvents
-	*account
+	*provtest.Account
 }
 
 type userPEP struct {
 	*provtest.PEPEvents
-	*account
+	*provtest.Account
 }
 
 // The sockets a user's endpoints and passive endpoints hold are charged
@@ -78,7 +36,7 @@ type userPEP struct {
 // ENOSPC; what was charged is given back.
 func TestSocketsAreCharged(t *testing.T) {
 	d, info := loDomain()
-	a := &account{limit: 2}
+	a := provtest.NewAccount(2)
 	pev := provtest.NewPEPEvents()
 	pep, err := d.NewPassiveEndpoint(info, userPEP{pev, a})
 	if err != nil {
@@ -88,11 +46,11 @@ func TestSocketsAreCharged(t *testing.T) {
 	if err := pep.Listen(fi.Addr{}); err != nil {
 		t.Fatal(err)
 	}
-	a.waitHeld(t, 1)
+	a.WaitHeld(t, "connections", 1)
 	addr, _ := pep.Name()
 	held := []side{dial(t, d, info, addr, nil)}
 	srv := acceptAs(t, d, pev, a)
-	a.waitHeld(t, 2) // the listener and srv
+	a.WaitHeld(t, "connections", 2) // the listener and srv
 	held = append(held, srv)
 
 	e, err := d.NewEndpoint(info, nil, userEP{provtest.NewEPEvents(), a})
@@ -106,21 +64,21 @@ func TestSocketsAreCharged(t *testing.T) {
 	for _, s := range held {
 		s.ep.Close()
 	}
-	a.waitHeld(t, 1)
+	a.WaitHeld(t, "connections", 1)
 	if err := e.Connect(addr, nil); err != nil {
 		t.Fatalf("connect within the limit: %v", err)
 	}
 	srv2, _ := accept(t, d, pev, nil)
 	srv2.ev.WaitConnected(t)
-	a.waitHeld(t, 2) // the listener and e; srv2 is another user's
+	a.WaitHeld(t, "connections", 2) // the listener and e; srv2 is another user's
 	srv2.ep.Close()
 	e.Close()
 	pep.Close()
-	a.waitHeld(t, 0)
+	a.WaitHeld(t, "connections", 0)
 }
 
 // acceptAs accepts the next request at pev with an endpoint charged to a.
-func acceptAs(t *testing.T, d *domain, pev *provtest.PEPEvents, a *account) side {
+func acceptAs(t *testing.T, d *domain, pev *provtest.PEPEvents, a *provtest.Account) side {
 	t.Helper()
 	req := pev.WaitReq(t)
 	ev := provtest.NewEPEvents()
@@ -144,7 +102,7 @@ func acceptAs(t *testing.T, d *domain, pev *provtest.PEPEvents, a *account) side
 // user is charged when an endpoint of theirs takes a request.
 func TestPeersAreNotCharged(t *testing.T) {
 	d, info := loDomain()
-	a := &account{limit: 3}
+	a := provtest.NewAccount(3)
 	pev := provtest.NewPEPEvents()
 	pep, err := d.NewPassiveEndpoint(info, userPEP{pev, a})
 	if err != nil {
@@ -171,7 +129,7 @@ func TestPeersAreNotCharged(t *testing.T) {
 	if n := pep.(*passiveEndpoint).conns.Load(); n != 5 {
 		t.Fatalf("the listener holds %d connections, want 5", n)
 	}
-	if got := a.now(); got != 1 {
+	if got := a.Held(); got != 1 {
 		t.Fatalf("with 4 silent handshakes and a request the user holds %d connections, want 1 (the listener)", got)
 	}
 	mine, err := d.NewEndpoint(info, nil, userEP{provtest.NewEPEvents(), a})
@@ -182,14 +140,14 @@ func TestPeersAreNotCharged(t *testing.T) {
 	if err := mine.Connect(addr, nil); err != nil {
 		t.Fatalf("the user's connect beside the peers: %v", err)
 	}
-	a.waitHeld(t, 2)
+	a.WaitHeld(t, "connections", 2)
 	srv, err := d.NewEndpoint(req.Info(), req, userEP{provtest.NewEPEvents(), a})
 	if err != nil {
 		t.Fatalf("taking the request: %v", err)
 	}
-	a.waitHeld(t, 3)
+	a.WaitHeld(t, "connections", 3)
 	srv.Close()
-	a.waitHeld(t, 2)
+	a.WaitHeld(t, "connections", 2)
 }
 
 // One remote host keeps at most MaxHostConns connections open at a
@@ -463,7 +421,7 @@ func TestAcceptPastTheLimit(t *testing.T) {
 	cli := dial(t, d, info, addr, nil)
 	defer cli.ep.Close()
 	req := pev.WaitReq(t)
-	a := &account{limit: 0}
+	a := provtest.NewAccount(0)
 	if _, err := d.NewEndpoint(req.Info(), req, userEP{provtest.NewEPEvents(), a}); core.Code(err) != fi.ENOSPC {
 		t.Fatalf("accept past the limit: %v, want ENOSPC", err)
 	}

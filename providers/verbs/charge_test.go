@@ -1,60 +1,17 @@
 package verbs
 
 import (
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/internal/provtest"
 )
 
-// account is one user's Connections, as core.Fabric keeps them, with a
-// limit.
-type account struct {
-	mu          sync.Mutex
-	held, limit int64
-}
-
-func (a *account) Take(r core.Resource, n int64) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if r == core.Connections && a.held+n > a.limit {
-		return core.Errorf(fi.ENOSPC, "uid 1000 holds %d of %s, the limit is %d", a.held, r, a.limit)
-	}
-	a.held += n
-	return nil
-}
-
-func (a *account) Give(r core.Resource, n int64) {
-	a.mu.Lock()
-	a.held -= n
-	a.mu.Unlock()
-}
-
-// wantHeld waits until a holds n (a QP is given back as it is destroyed).
-func (a *account) wantHeld(t *testing.T, what string, n int64) {
-	t.Helper()
-	deadline := time.Now().Add(provtest.WaitTime)
-	for {
-		a.mu.Lock()
-		got := a.held
-		a.mu.Unlock()
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: the account holds %d connections, want %d", what, got, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // charged are the events of an endpoint charged to an account.
 type charged struct {
 	*provtest.EPEvents
-	*account
+	*provtest.Account
 }
 
 // An RC queue pair is charged to its endpoint's owner as a connection,
@@ -66,7 +23,7 @@ func TestQueuePairsAreCharged(t *testing.T) {
 	p, da, db := twoDevices(t, nil)
 	_, pev, addr := listen(t, p, db)
 	info := infoOf(t, p, da.name, fi.EP_MSG)
-	ca, cb := &account{limit: 1}, &account{limit: 1}
+	ca, cb := provtest.NewAccount(1), provtest.NewAccount(1)
 
 	cliEv := provtest.NewEPEvents()
 	cli, err := da.NewEndpoint(info, nil, charged{cliEv, ca})
@@ -77,7 +34,7 @@ func TestQueuePairsAreCharged(t *testing.T) {
 	if err := cli.Enable(); err != nil {
 		t.Fatal(err)
 	}
-	ca.wantHeld(t, "an enabled endpoint", 1)
+	ca.WaitHeld(t, "an enabled endpoint", 1)
 	over, err := da.NewEndpoint(info, nil, charged{provtest.NewEPEvents(), ca})
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +43,7 @@ func TestQueuePairsAreCharged(t *testing.T) {
 	if err := over.Enable(); core.Code(err) != fi.ENOSPC {
 		t.Fatalf("enable past the limit: %v, want ENOSPC", err)
 	}
-	ca.wantHeld(t, "after the refused enable", 1)
+	ca.WaitHeld(t, "after the refused enable", 1)
 
 	if err := cli.Connect(addr, nil); err != nil {
 		t.Fatal(err)
@@ -98,7 +55,7 @@ func TestQueuePairsAreCharged(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	cb.wantHeld(t, "an endpoint made from a request, before enable", 0)
+	cb.WaitHeld(t, "an endpoint made from a request, before enable", 0)
 	if err := srv.Enable(); err != nil {
 		t.Fatal(err)
 	}
@@ -107,16 +64,16 @@ func TestQueuePairsAreCharged(t *testing.T) {
 	}
 	cliEv.WaitConnected(t)
 	srvEv.WaitConnected(t)
-	cb.wantHeld(t, "the accepting endpoint", 1)
+	cb.WaitHeld(t, "the accepting endpoint", 1)
 
 	cli.Close()
-	ca.wantHeld(t, "after the client's close", 0)
+	ca.WaitHeld(t, "after the client's close", 0)
 	if err := over.Enable(); err != nil {
 		t.Fatalf("enable after a QP was given back: %v", err)
 	}
-	ca.wantHeld(t, "the second endpoint", 1)
+	ca.WaitHeld(t, "the second endpoint", 1)
 	srv.Close()
-	cb.wantHeld(t, "after the server's close", 0)
+	cb.WaitHeld(t, "after the server's close", 0)
 
 	// a request only rejected costs its listener's owner nothing
 	rej := newSide(t, da, info, nil)
@@ -132,5 +89,5 @@ func TestQueuePairsAreCharged(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Close()
-	cb.wantHeld(t, "a rejected request", 0)
+	cb.WaitHeld(t, "a rejected request", 0)
 }
