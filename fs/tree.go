@@ -55,7 +55,27 @@ func Mount(fab *core.Fabric, dir string, o Options) (*fuse.Server, error) {
 		NegativeTimeout: &zero,
 		RootStableAttr:  &fusefs.StableAttr{Ino: 1, Mode: syscall.S_IFDIR},
 	}
-	return fusefs.Mount(dir, t.root(), opts)
+	root := t.root()
+	fab.Gone = func(o *core.Object) { go forget(root, o) }
+	return fusefs.Mount(dir, root, opts)
+}
+
+// forget has the kernel drop its entry of a dead object's directory, if
+// it has one: else the kernel keeps the entry (and the nodes, which hold
+// the object) until memory runs short, since no one looks the name up
+// again when the object came from a clone file. It runs on a goroutine of
+// its own, as the kernel may hold the directory's lock while it waits for
+// the request during which the object died (rmdir).
+func forget(root *dir, o *core.Object) {
+	n := &root.Inode
+	for _, name := range []string{o.Dom.Prov.Name(), o.Dom.Name, o.Kind.String()} {
+		if n = n.GetChild(name); n == nil {
+			return
+		}
+	}
+	if n.GetChild(o.ID) != nil {
+		n.NotifyEntry(o.ID)
+	}
 }
 
 // tree builds the nodes of one mount.
