@@ -28,6 +28,10 @@ type Fabric struct {
 
 	// Logf logs daemon-side events; nil logs with the log package.
 	Logf func(format string, a ...any)
+	// Gone, if set, is called with each object once it died and was
+	// closed, whatever ended it (rmdir, its last file closed, its
+	// domain's end); set it before creating objects.
+	Gone func(*Object)
 	// Shm allocates shared memory for rings and regions. New sets it up
 	// for passthrough as root and for symlinks otherwise; replace it
 	// before creating objects to choose.

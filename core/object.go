@@ -338,6 +338,9 @@ func (d *Domain) closeAll(dead []*Object) {
 		if err := o.Impl.Close(); err != nil {
 			d.fab.logf("close %s/%s: %v", d.Name, o.Path(), err)
 		}
+		if d.fab.Gone != nil {
+			d.fab.Gone(o)
+		}
 	}
 }
 

@@ -14,7 +14,11 @@
 // Opening any file of an object takes a reference on it (core.Object.Open)
 // and releasing the file drops it, so an object made by opening clone lives
 // exactly as long as some file of it is open. mkdir pins an object until
-// rmdir. Both are the same core object underneath.
+// rmdir. Both are the same core object underneath. When an object dies,
+// however it ends, the kernel is told to drop its entries of the object's
+// directory and files (core.Fabric.Gone), so that it forgets the nodes,
+// which hold the object: the name of an object made by clone is never
+// looked up again.
 //
 // # Reads and writes
 //

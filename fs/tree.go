@@ -55,7 +55,40 @@ func Mount(fab *core.Fabric, dir string, o Options) (*fuse.Server, error) {
 		NegativeTimeout: &zero,
 		RootStableAttr:  &fusefs.StableAttr{Ino: 1, Mode: syscall.S_IFDIR},
 	}
-	return fusefs.Mount(dir, t.root(), opts)
+	root := t.root()
+	fab.Gone = func(o *core.Object) { go forget(root, o) }
+	return fusefs.Mount(dir, root, opts)
+}
+
+// forget has the kernel drop its entries of a dead object's directory and
+// of the files under it: else the kernel keeps them (and the nodes, which
+// hold the object) until memory runs short, since no one looks the names
+// up again when the object came from a clone file. The files' entries go
+// too, as one still in use (the file whose release ended the object) would
+// stay cached after its last use. It runs on a goroutine of its own, as
+// the kernel may hold the directory's lock while it waits for the request
+// during which the object died (rmdir).
+func forget(root *dir, o *core.Object) {
+	n := &root.Inode
+	for _, name := range []string{o.Dom.Prov.Name(), o.Dom.Name, o.Kind.String()} {
+		if n = n.GetChild(name); n == nil {
+			return
+		}
+	}
+	dropEntry(n, o.ID)
+}
+
+// dropEntry has the kernel drop its entry of name in parent, and first
+// those under it, if it has them.
+func dropEntry(parent *fusefs.Inode, name string) {
+	n := parent.GetChild(name)
+	if n == nil {
+		return
+	}
+	for child := range n.Children() {
+		dropEntry(n, child)
+	}
+	parent.NotifyEntry(name)
 }
 
 // tree builds the nodes of one mount.

@@ -311,10 +311,10 @@ func (e *endpoint) Shutdown() error {
 	return nil
 }
 
-// Close closes the socket, waits for the endpoint's goroutines, and
-// completes every operation still posted with fi.ECANCELED. It sends no
-// event. It must not be called from the endpoint's own event or completion
-// callbacks.
+// Close closes the socket, waits for the endpoint's goroutines, completes
+// every operation still posted with fi.ECANCELED, and drops the
+// connection's buffers (freeBuffers). It sends no event. It must not be
+// called from the endpoint's own event or completion callbacks.
 func (e *endpoint) Close() error {
 	e.mu.Lock()
 	if e.state == stClosed {
@@ -338,6 +338,7 @@ func (e *endpoint) Close() error {
 	cookie := e.cookie // dial is done
 	e.mu.Unlock()
 	core.DisownSocket(cookie)
+	e.freeBuffers()
 	if charged {
 		core.Give(e.ev, core.Connections, 1)
 	}
@@ -684,6 +685,17 @@ func (e *endpoint) closeSocket() {
 		e.fd, e.fdOut = -1, -1
 	}
 	e.mu.Unlock()
+	e.txMu.Unlock()
+	e.rxMu.Unlock()
+}
+
+// freeBuffers drops the connection's read buffer and writer once the
+// socket is closed and flushed: a closed endpoint may stay referenced
+// (the file tree keeps its object until the kernel forgets the inode).
+func (e *endpoint) freeBuffers() {
+	e.rxMu.Lock()
+	e.txMu.Lock()
+	e.rd.buf, e.wr = nil, nil
 	e.txMu.Unlock()
 	e.rxMu.Unlock()
 }
