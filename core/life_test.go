@@ -104,22 +104,7 @@ func TestCloseRacesEnable(t *testing.T) {
 		}
 	}
 	for i := range 200 {
-		ep, err := d.Create(core.KindEP, fmt.Sprint("e", i), uid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range ep.Impl.Attrs() {
-			if a.Name == "type" {
-				if err := a.Set("FI_EP_RDM"); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		for _, c := range []string{"bind av x", "bind cq x send,recv"} {
-			if err := ep.Ctl(context.Background(), uid, c); err != nil {
-				t.Fatal(err)
-			}
-		}
+		ep := boundRDM(t, d, fmt.Sprint("e", i), uid)
 		before := f.Held(uid)
 		var wg sync.WaitGroup
 		wg.Add(2)
@@ -200,7 +185,24 @@ func TestEnableFailsOnRingQuota(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ep, err := d.Create(core.KindEP, "e", uid)
+	ep := boundRDM(t, d, "e", uid)
+	held := f.Held(uid)
+	f.SetLimit(core.MemoryBytes, held[core.MemoryBytes]+4096)
+	wantCode(t, "enable over the memory quota", ep.Ctl(ctx, uid, "enable"), fi.ENOSPC)
+	if h := f.Held(uid); h[core.Connections] != held[core.Connections] || h[core.MemoryBytes] != held[core.MemoryBytes] {
+		t.Errorf("after the refused enable uid %d holds %v, before %v", uid, h, held)
+	}
+	f.SetLimit(core.MemoryBytes, core.DefaultLimits[core.MemoryBytes])
+	if err := ep.Ctl(ctx, uid, "enable"); err != nil {
+		t.Errorf("enable once memory is free: %v", err)
+	}
+}
+
+// boundRDM makes an FI_EP_RDM endpoint called name of uid, bound to av x
+// and cq x, not yet enabled.
+func boundRDM(t *testing.T, d *core.Domain, name string, uid uint32) *core.Object {
+	t.Helper()
+	ep, err := d.Create(core.KindEP, name, uid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,18 +214,9 @@ func TestEnableFailsOnRingQuota(t *testing.T) {
 		}
 	}
 	for _, c := range []string{"bind av x", "bind cq x send,recv"} {
-		if err := ep.Ctl(ctx, uid, c); err != nil {
+		if err := ep.Ctl(context.Background(), uid, c); err != nil {
 			t.Fatal(err)
 		}
 	}
-	held := f.Held(uid)
-	f.SetLimit(core.MemoryBytes, held[core.MemoryBytes]+4096)
-	wantCode(t, "enable over the memory quota", ep.Ctl(ctx, uid, "enable"), fi.ENOSPC)
-	if h := f.Held(uid); h[core.Connections] != held[core.Connections] || h[core.MemoryBytes] != held[core.MemoryBytes] {
-		t.Errorf("after the refused enable uid %d holds %v, before %v", uid, h, held)
-	}
-	f.SetLimit(core.MemoryBytes, core.DefaultLimits[core.MemoryBytes])
-	if err := ep.Ctl(ctx, uid, "enable"); err != nil {
-		t.Errorf("enable once memory is free: %v", err)
-	}
+	return ep
 }

@@ -30,6 +30,22 @@ type userPEP struct {
 	*provtest.Account
 }
 
+// listenAs makes a passive endpoint of the user of a and listens on it;
+// the test's cleanup closes it.
+func listenAs(t *testing.T, d *domain, info *fi.Info, a *provtest.Account) (core.PassiveEndpoint, *provtest.PEPEvents) {
+	t.Helper()
+	pev := provtest.NewPEPEvents()
+	pep, err := d.NewPassiveEndpoint(info, userPEP{pev, a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pep.Close() })
+	if err := pep.Listen(fi.Addr{}); err != nil {
+		t.Fatal(err)
+	}
+	return pep, pev
+}
+
 // The sockets a user's endpoints and passive endpoints hold are charged
 // to the user: the listener, connections made, connections accepted (when
 // an endpoint takes the request). Past the limit a connect fails with
@@ -37,15 +53,7 @@ type userPEP struct {
 func TestSocketsAreCharged(t *testing.T) {
 	d, info := loDomain()
 	a := provtest.NewAccount(2)
-	pev := provtest.NewPEPEvents()
-	pep, err := d.NewPassiveEndpoint(info, userPEP{pev, a})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pep.Close()
-	if err := pep.Listen(fi.Addr{}); err != nil {
-		t.Fatal(err)
-	}
+	pep, pev := listenAs(t, d, info, a)
 	a.WaitHeld(t, "connections", 1)
 	addr, _ := pep.Name()
 	held := []side{dial(t, d, info, addr, nil)}
@@ -103,15 +111,7 @@ func acceptAs(t *testing.T, d *domain, pev *provtest.PEPEvents, a *provtest.Acco
 func TestPeersAreNotCharged(t *testing.T) {
 	d, info := loDomain()
 	a := provtest.NewAccount(3)
-	pev := provtest.NewPEPEvents()
-	pep, err := d.NewPassiveEndpoint(info, userPEP{pev, a})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pep.Close()
-	if err := pep.Listen(fi.Addr{}); err != nil {
-		t.Fatal(err)
-	}
+	pep, pev := listenAs(t, d, info, a)
 	addr, _ := pep.Name()
 	var silent []net.Conn
 	for range 4 {
