@@ -1,0 +1,236 @@
+/*
+ * ffs.h: the fabricfs libfabric provider's internal interfaces.
+ *
+ * The provider (bin/libfabricfs-fi.so, loaded by libfabric 1.17 from
+ * FI_PROVIDER_PATH) implements the libfabric API by driving a mounted
+ * fabricfs tree (FI_FABRICFS_ROOT, default /fabric): every libfabric
+ * object is a tree object opened through its kind's clone file, so the
+ * daemon closes it when the program exits or dies; control calls are ctl
+ * writes; data moves through the rings of clients/c/fabricfs.h.
+ * docs/provider.md describes the design.
+ *
+ * Files:
+ *	tree.c		files of the tree: clone, ctl, attributes, errors, maps
+ *	prov.c		fi_prov_ini, fi_getinfo, the fabric
+ *	info.c		fi_info text (the tree's getinfo answers) to struct fi_info
+ *	domain.c	the domain and its operations
+ *	ep.c		active endpoints: data operations over the rings
+ *	pep.c		passive endpoints
+ *	eq.c		event queues and connection management events
+ *	cq.c		completion queues
+ *	av.c		address vectors
+ *	mr.c		memory regions
+ *	cntr.c		counters
+ */
+#ifndef FFS_H
+#define FFS_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/providers/fi_prov.h>
+
+#include "fabricfs.h"
+
+#define FFS_PROV_NAME "fabricfs"
+#define FFS_PROV_VERSION FI_VERSION(1, 0)
+#define FFS_API_VERSION FI_VERSION(1, 17)
+
+extern struct fi_provider ffs_prov;
+
+/* ---- tree.c: the tree's files ---- */
+
+/* ffs_root is the tree's mount point: FI_FABRICFS_ROOT, or /fabric. */
+const char *ffs_root(void);
+
+/*
+ * A tree object this process opened. ctl is the open clone file (or the
+ * ctl file of an object the process adopted): while it is open the object
+ * lives, and commands are written to it. dir is the object's directory
+ * (ROOT/PROV/DOMAIN/KIND/ID).
+ */
+struct ffs_obj {
+	int ctl;
+	unsigned id;
+	char dir[PATH_MAX];
+};
+
+/* ffs_obj_clone makes a new object of kind ("ep", "cq", ...) in the domain
+ * directory domdir by opening its clone file. */
+int ffs_obj_clone(struct ffs_obj *o, const char *domdir, const char *kind);
+/* ffs_obj_adopt opens the ctl of an existing object (an endpoint the tree
+ * made for a connection request), which then lives while it is open. */
+int ffs_obj_adopt(struct ffs_obj *o, const char *domdir, const char *kind, unsigned id);
+/* ffs_obj_close closes the object's ctl; the daemon closes the object once
+ * nothing else holds it (mappings of its files, bindings). */
+void ffs_obj_close(struct ffs_obj *o);
+
+/* ffs_ctl writes one command. It returns 0 or the negative FI_E* code of
+ * the failure; the object's err line is logged (FI_LOG debug) and kept in
+ * ffs_last_error for fi_strerror-style reporting. */
+int ffs_ctl(struct ffs_obj *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* ffs_set writes one value to the object's file name (relative to dir,
+ * e.g. "attr/len"). */
+int ffs_set(struct ffs_obj *o, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* ffs_get reads the object's file name into buf (NUL-terminated, the
+ * trailing newline removed); it returns the length or a negative FI_E*. */
+ssize_t ffs_get(struct ffs_obj *o, const char *name, char *buf, size_t size);
+/* ffs_get_u64 reads a number file (decimal or 0x hex). */
+int ffs_get_u64(struct ffs_obj *o, const char *name, uint64_t *v);
+/* ffs_read_path reads any file of the tree (absolute path) into buf as
+ * ffs_get does, up to size-1 bytes. */
+ssize_t ffs_read_path(const char *path, char *buf, size_t size);
+/* ffs_read_all reads a whole file of unknown size (getinfo answers, info
+ * files) into a malloc'd NUL-terminated string, at most max bytes. */
+ssize_t ffs_read_all(int fd, char **out, size_t max);
+
+/* ffs_map maps the object's file name (a ring, or mr data) shared, read
+ * and write, as docs/abi.md says; *size gets its size. NULL on failure. */
+void *ffs_map(struct ffs_obj *o, const char *name, size_t *size);
+/* ffs_ring_map maps and checks a ring file of the object. */
+int ffs_ring_map(struct ffs_obj *o, const char *name, struct fabricfs_ring *r);
+void ffs_ring_unmap(struct fabricfs_ring *r);
+
+/* ffs_fi_errno maps an errno from a tree file operation to the FI_E*
+ * code it stands for (docs/tree.md "Errors", read backwards): EBADFD is
+ * FI_EOPBADSTATE, EMSGSIZE FI_ETRUNC, ENOMSG FI_EAVAIL, EOVERFLOW
+ * FI_EOVERRUN, EBADMSG FI_ECRC; other errnos are libfabric's own codes.
+ * It returns the positive code. */
+int ffs_fi_errno(int err);
+
+/* ffs_warn logs through libfabric's logging (FI_LOG_LEVEL=warn shows it). */
+void ffs_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void ffs_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- prov.c and info.c: fi_getinfo and the fabric ---- */
+
+struct ffs_fabric {
+	struct fid_fabric fabric_fid;
+	char name[256]; /* the fabric name as the provider reports it */
+};
+
+/*
+ * Names: an entry of the tree's provider PROV (tcp, verbs) in domain DOM
+ * (lo, rxe_127_0_0_1) reports domain_attr->name "PROV/DOM" (the domain's
+ * directory under the root) and fabric_attr->name "PROV/FABRIC" (the tree's
+ * fabric name, 127.0.0.1/32), prov_name "fabricfs".
+ */
+
+/* ffs_info_parse turns text in fi_info -v form (the tree's getinfo answer:
+ * entries after "---" lines, as fi_tostr(FI_TYPE_INFO) prints them) into a
+ * list of fi_info (allocated with fi_allocinfo). Names are rewritten as
+ * above. It returns 0 or a negative FI_E*. */
+int ffs_info_parse(const char *text, struct fi_info **list);
+
+/* ffs_info_domain gives the tree domain directory of an fi_info of this
+ * provider (ROOT/PROV/DOM) from its domain_attr->name. */
+int ffs_info_domain_dir(const struct fi_info *info, char *dir, size_t size);
+
+int ffs_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
+
+/* ---- domain.c ---- */
+
+struct ffs_domain {
+	struct fid_domain domain_fid;
+	struct ffs_fabric *fab;
+	char dir[PATH_MAX]; /* ROOT/PROV/DOM */
+	char prov[32];      /* the tree's provider: tcp or verbs */
+	struct fi_info *info; /* a copy of the fi_info it was opened with */
+	pthread_mutex_t lock;
+	struct ffs_mr *mrs; /* registered regions (mr.c), under lock */
+};
+
+int ffs_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **domain, void *context);
+
+/* ffs_domain_progress finishes what the daemon completed for the domain's
+ * endpoints: it reaps their completion rings and does the provider's part
+ * of each completion (copying a received message out of the provider's
+ * buffer into the application's), keeping the entries for fi_cq_read. A
+ * counter (cntr.c) calls it before it reads the tree's value, so an
+ * application that sees a count sees the bytes too. ep.c and cq.c. */
+void ffs_domain_progress(struct ffs_domain *dom);
+
+/* ---- ep.c, pep.c, eq.c, cq.c ---- */
+
+int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
+int ffs_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep, void *context);
+int ffs_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq, void *context);
+int ffs_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq, void *context);
+
+/* ---- av.c ---- */
+
+struct ffs_av {
+	struct fid_av av_fid;
+	struct ffs_domain *dom;
+	struct ffs_obj obj;
+	enum fi_av_type type;
+	uint32_t addr_format; /* of the domain's entries: FI_SOCKADDR_IN, FI_SOCKADDR_IN6 */
+	pthread_mutex_t lock;
+};
+
+int ffs_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av, void *context);
+
+/* ---- mr.c ---- */
+
+/*
+ * A registered region. The application's pages [addr rounded down to a
+ * page, addr+len rounded up) are replaced by a shared mapping of the tree
+ * region's data (its previous contents copied in), so the application's
+ * own buffer is the daemon's memory: peers' RMA lands in it and sends from
+ * it need no copy. The tree region's attr/base is addr's offset in its
+ * first page, so remote addresses are offsets from addr (mr_mode without
+ * FI_MR_VIRT_ADDR). mr.c says what happens when registrations share a
+ * page.
+ */
+struct ffs_mr {
+	struct fid_mr mr_fid;
+	struct ffs_domain *dom;
+	struct ffs_obj obj;
+	uint64_t tree_desc;  /* the tree's attr/desc: work requests name the region by it */
+	const uint8_t *addr; /* the application's buffer */
+	size_t len;
+	uint8_t *map;       /* the mapping: the buffer's pages */
+	size_t map_len;
+	size_t base;        /* addr - map */
+	struct ffs_mr *next; /* in the domain's list */
+};
+
+extern struct fi_ops_mr ffs_mr_ops;
+
+/*
+ * ffs_mr_lookup finds a registered region holding [buf, buf+len), the
+ * application's desc (fi_mr_desc, may be NULL) first: it gives the tree
+ * desc and the offset of buf in the tree region, for a zero-copy work
+ * request. It returns 0, or -FI_ENOENT when the bytes are in no region (the
+ * caller then copies through its own buffers).
+ */
+int ffs_mr_lookup(struct ffs_domain *dom, void *desc, const void *buf, size_t len, uint64_t *tree_desc, uint64_t *tree_off);
+
+/* ---- cntr.c ---- */
+
+struct ffs_cntr {
+	struct fid_cntr cntr_fid;
+	struct ffs_domain *dom;
+	struct ffs_obj obj;
+	int value_fd, errors_fd; /* cntr/N/value and errors, kept open */
+};
+
+int ffs_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr, void *context);
+
+#endif /* FFS_H */
