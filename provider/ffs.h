@@ -110,7 +110,8 @@ void ffs_ring_unmap(struct fabricfs_ring *r);
 /* ffs_fi_errno maps an errno from a tree file operation to the FI_E*
  * code it stands for (docs/tree.md "Errors", read backwards): EBADFD is
  * FI_EOPBADSTATE, EMSGSIZE FI_ETRUNC, ENOMSG FI_EAVAIL, EOVERFLOW
- * FI_EOVERRUN, EBADMSG FI_ECRC; other errnos are libfabric's own codes.
+ * FI_EOVERRUN, EBADMSG FI_ECRC, ENOKEY FI_ENOKEY; other errnos are
+ * libfabric's own codes.
  * It returns the positive code. */
 int ffs_fi_errno(int err);
 
@@ -182,6 +183,7 @@ struct ffs_av {
 	enum fi_av_type type;
 	uint32_t addr_format; /* of the domain's entries: FI_SOCKADDR_IN, FI_SOCKADDR_IN6 */
 	pthread_mutex_t lock;
+	uint64_t next; /* the fi_addr the tree gives the next address inserted (av.c), under lock */
 };
 
 int ffs_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av, void *context);
@@ -229,6 +231,10 @@ struct ffs_cntr {
 	struct ffs_domain *dom;
 	struct ffs_obj obj;
 	int value_fd, errors_fd; /* cntr/N/value and errors, kept open */
+	/* The object's ctl file, for fi_cntr_wait alone: a write blocked in
+	 * the daemon holds back other writes to the same file (the kernel
+	 * serializes them), so add and set go through obj's clone file. */
+	struct ffs_obj waiter;
 };
 
 int ffs_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr, void *context);
