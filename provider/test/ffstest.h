@@ -60,7 +60,8 @@ static struct ffs_domain *test_domain(const char *prov, const char *name)
 static ssize_t obj_read(const char *dir, const char *name, char *buf, size_t size)
 {
 	char p[PATH_MAX];
-	snprintf(p, sizeof p, "%s/%s", dir, name);
+	if (snprintf(p, sizeof p, "%s/%s", dir, name) >= (int)sizeof p)
+		return -FI_EINVAL;
 	return ffs_read_path(p, buf, size);
 }
 

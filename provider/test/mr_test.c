@@ -3,7 +3,8 @@
  * a registered buffer keeps its contents and becomes the tree region's
  * memory (writes through mr/N/data appear in it and the reverse), the
  * tree region's attributes (len the page cover, base the buffer's offset
- * in its first page, access, requested key), ffs_mr_lookup, fi_close
+ * in its first page, access, requested key), a peer's RMA write and read
+ * at addresses counted from the buffer, ffs_mr_lookup, fi_close
  * giving private memory back with the contents intact; registrations
  * that share pages, on the stack, or of memory that is not there; regv
  * and regattr.
@@ -88,8 +89,7 @@ static void basic(struct ffs_domain *dom)
 
 	/* The tree's data is the buffer: both ways. */
 	char p[PATH_MAX];
-	snprintf(p, sizeof p, "%s/data", tree_dir(mr));
-	int fd = open(p, O_RDWR);
+	int fd = snprintf(p, sizeof p, "%s/data", tree_dir(mr)) < (int)sizeof p ? open(p, O_RDWR) : -1;
 	CHECK(fd >= 0, "open data");
 	CHECK(pwrite(fd, "written by the tree", 19, 108) == 19, "pwrite");
 	CHECK(memcmp(buf + 108, "written by the tree", 19) == 0, "a write through mr/N/data is not in the buffer");
@@ -121,6 +121,86 @@ static void basic(struct ffs_domain *dom)
 	for (int i = 0; i < 100 && stat(dir, &st) == 0; i++)
 		usleep(10000);
 	CHECK(stat(dir, &st) != 0, "the tree region %s outlives fi_close", dir);
+	free(buf);
+}
+
+/* connected_pair connects two tree endpoints of the domain (a connects
+ * to a passive endpoint, b is the one it accepted), for peers' RMA. */
+static bool connected_pair(struct ffs_domain *dom, struct ffs_obj *eq, struct ffs_obj *cq, struct ffs_obj *pep,
+			   struct ffs_obj *a, struct ffs_obj *b)
+{
+	char addr[256], id[32], ev[4096];
+	if (ffs_obj_clone(eq, dom->dir, "eq") || ffs_obj_clone(cq, dom->dir, "cq") || ffs_obj_clone(pep, dom->dir, "pep") ||
+	    ffs_ctl(pep, "bind eq %u", eq->id) || ffs_ctl(pep, "listen 127.0.0.1:0") ||
+	    obj_read(pep->dir, "local", addr, sizeof addr) <= 0)
+		return false;
+	if (ffs_obj_clone(a, dom->dir, "ep") || ffs_ctl(a, "bind eq %u", eq->id) ||
+	    ffs_ctl(a, "bind cq %u send,recv", cq->id) || ffs_ctl(a, "enable") ||
+	    ffs_ctl(a, "connect %s", addr))
+		return false;
+	if (obj_read(pep->dir, "listen", id, sizeof id) <= 0 || ffs_obj_adopt(b, dom->dir, "ep", atoi(id)) ||
+	    ffs_ctl(b, "bind eq %u", eq->id) || ffs_ctl(b, "bind cq %u send,recv", cq->id) || ffs_ctl(b, "enable") ||
+	    ffs_ctl(b, "accept"))
+		return false;
+	/* connreq, then both ends' connected, in any number of reads. */
+	int connected = 0;
+	for (int i = 0; i < 10 && connected < 2; i++) {
+		if (obj_read(eq->dir, "events", ev, sizeof ev) < 0)
+			return false;
+		for (char *p = ev; (p = strstr(p, "connected ")); p++)
+			connected++;
+	}
+	return connected == 2;
+}
+
+/* peer_rma: a peer's RMA write and read with the registration's key and
+ * addresses counted from the buffer land in and come from the buffer. */
+static void peer_rma(struct ffs_domain *dom)
+{
+	struct ffs_obj eq, cq, pep, a, b, src;
+	if (!connected_pair(dom, &eq, &cq, &pep, &a, &b)) {
+		CHECK(false, "connecting two tree endpoints");
+		return;
+	}
+	int ret = ffs_obj_clone(&src, dom->dir, "mr");
+	if (!ret)
+		ret = ffs_set(&src, "attr/len", "4096");
+	if (!ret)
+		ret = ffs_ctl(&src, "reg");
+	CHECK(ret == 0, "the peer's region: %d", ret);
+	char p[PATH_MAX];
+	int fd = snprintf(p, sizeof p, "%s/data", src.dir) < (int)sizeof p ? open(p, O_RDWR) : -1;
+	CHECK(fd >= 0 && pwrite(fd, "payload!", 8, 0) == 8, "filling the peer's region");
+
+	uint8_t *buf = aligned_alloc(page, 2 * page), want[2 * 4096];
+	fill(buf, 2 * page, 3);
+	memcpy(buf + 100 + 40, "secret!!", 8);
+	struct fid_mr *mr;
+	ret = fi_mr_reg(&dom->domain_fid, buf + 100, 1000, FI_REMOTE_WRITE | FI_REMOTE_READ, 0, 0x77, 0, &mr, NULL);
+	CHECK(ret == 0, "fi_mr_reg: %d", ret);
+	memcpy(want, buf, 2 * page);
+	memcpy(want + 100 + 16, "payload!", 8);
+
+	ret = ffs_ctl(&a, "write %u 0 8 16 %#llx", src.id, (unsigned long long)fi_mr_key(mr));
+	CHECK(ret == 0, "the peer's write: %d", ret);
+	for (int i = 0; i < 500 && memcmp(buf + 100 + 16, "payload!", 8) != 0; i++)
+		usleep(10000);
+	CHECK(memcmp(buf, want, 2 * page) == 0, "after the peer's write at address 16, the buffer is not as expected "
+						"(bytes 116..124: %.8s)", buf + 116);
+	ret = ffs_ctl(&a, "read %u 100 8 40 %#llx", src.id, (unsigned long long)fi_mr_key(mr));
+	char got[8] = "";
+	CHECK(ret == 0 && pread(fd, got, 8, 100) == 8 && memcmp(got, "secret!!", 8) == 0,
+	      "the peer's read at address 40: %d, %.8s", ret, got);
+	if (mr)
+		fi_close(&mr->fid);
+	CHECK(memcmp(buf, want, 2 * page) == 0, "fi_close changed the contents");
+	close(fd);
+	ffs_obj_close(&src);
+	ffs_obj_close(&a);
+	ffs_obj_close(&b);
+	ffs_obj_close(&pep);
+	ffs_obj_close(&cq);
+	ffs_obj_close(&eq);
 	free(buf);
 }
 
@@ -237,6 +317,7 @@ int main(void)
 	struct ffs_domain *dom = test_domain("tcp", "lo");
 	dom->domain_fid.mr = &ffs_mr_ops;
 	basic(dom);
+	peer_rma(dom);
 	overlap(dom);
 	unmappable(dom);
 	calls(dom);
