@@ -331,28 +331,15 @@ static int av_close(struct fid *fid)
 	return 0;
 }
 
-static int av_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
-{
-	/* Only an AV opened with FI_EVENT takes an EQ, and none is. */
-	return -FI_ENOSYS;
-}
-
-static int av_control(struct fid *fid, int command, void *arg)
-{
-	return -FI_ENOSYS;
-}
-
-static int av_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
-{
-	return -FI_ENOSYS;
-}
-
+/* No bind: only an AV opened with FI_EVENT takes an EQ, and none is. */
 static struct fi_ops av_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = av_close,
-	.bind = av_bind,
-	.control = av_control,
-	.ops_open = av_ops_open,
+	.bind = ffs_no_bind,
+	.control = ffs_no_control,
+	.ops_open = ffs_no_ops_open,
+	.tostr = ffs_no_tostr,
+	.ops_set = ffs_no_ops_set,
 };
 
 int ffs_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **out, void *context)

@@ -25,20 +25,27 @@ static uint64_t read_count(struct ffs_cntr *c, int fd)
 	return strtoull(buf, NULL, 10);
 }
 
+/* read_then_progress reads a count, then finishes what the daemon
+ * completed: the daemon puts a completion in its ring before it counts
+ * it, so every completion the count includes is finished (received bytes
+ * copied out) when the application sees the count. */
+static uint64_t read_then_progress(struct ffs_cntr *c, int fd)
+{
+	uint64_t v = read_count(c, fd);
+	ffs_domain_progress(c->dom);
+	return v;
+}
+
 static uint64_t cntr_read(struct fid_cntr *fid)
 {
 	struct ffs_cntr *c = container_of(fid, struct ffs_cntr, cntr_fid);
-	/* Finish what the daemon completed first, so that an application
-	 * that sees a count sees the bytes too. */
-	ffs_domain_progress(c->dom);
-	return read_count(c, c->value_fd);
+	return read_then_progress(c, c->value_fd);
 }
 
 static uint64_t cntr_readerr(struct fid_cntr *fid)
 {
 	struct ffs_cntr *c = container_of(fid, struct ffs_cntr, cntr_fid);
-	ffs_domain_progress(c->dom);
-	return read_count(c, c->errors_fd);
+	return read_then_progress(c, c->errors_fd);
 }
 
 static int cntr_add(struct fid_cntr *fid, uint64_t value)
@@ -129,28 +136,16 @@ static int cntr_close(struct fid *fid)
 	return 0;
 }
 
-static int cntr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
-static int cntr_control(struct fid *fid, int command, void *arg)
-{
-	/* FI_GETWAIT: the wait object is the daemon's, not a descriptor. */
-	return -FI_ENOSYS;
-}
-
-static int cntr_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
-{
-	return -FI_ENOSYS;
-}
-
+/* No control: the wait object (FI_GETWAIT) is the daemon's, not a
+ * descriptor of this process. */
 static struct fi_ops cntr_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = cntr_close,
-	.bind = cntr_bind,
-	.control = cntr_control,
-	.ops_open = cntr_ops_open,
+	.bind = ffs_no_bind,
+	.control = ffs_no_control,
+	.ops_open = ffs_no_ops_open,
+	.tostr = ffs_no_tostr,
+	.ops_set = ffs_no_ops_set,
 };
 
 /* open_file opens the counter's file name for reading. */

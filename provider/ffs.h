@@ -211,9 +211,17 @@ struct ffs_mr {
 	size_t map_len;
 	size_t base;        /* addr - map */
 	struct ffs_mr *next; /* in the domain's list */
+	struct ffs_mr *next_mapped; /* in mr.c's list of the process's mapped regions */
 };
 
 extern struct fi_ops_mr ffs_mr_ops;
+
+/* The fi_ops entries an object does not have: -FI_ENOSYS (domain.c). */
+int ffs_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int ffs_no_control(struct fid *fid, int command, void *arg);
+int ffs_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
+int ffs_no_tostr(const struct fid *fid, char *buf, size_t len);
+int ffs_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops, void *context);
 
 /*
  * ffs_mr_lookup finds a registered region holding [buf, buf+len), the

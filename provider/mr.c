@@ -87,12 +87,22 @@ static bool on_own_stack(const uint8_t *p, size_t n)
 	return p < s + size && s < p + n;
 }
 
-/* overlaps says whether [p, p+n) meets a live mapping of the domain.
- * Under dom->lock. */
-static bool overlaps(struct ffs_domain *dom, const uint8_t *p, size_t n)
+/*
+ * The process's mapped regions, of every domain: a page is one mapping
+ * whatever domain registered it. pages_lock is held across a whole
+ * registration or unregistration (tree calls included), so that two
+ * cannot take or give back the same page at once; it is never held while
+ * a domain's lock is taken, so the data path's ffs_mr_lookup (under
+ * dom->lock) never waits for the tree.
+ */
+static pthread_mutex_t pages_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ffs_mr *mapped; /* linked by next_mapped, under pages_lock */
+
+/* overlaps says whether [p, p+n) meets a mapped region. Under pages_lock. */
+static bool overlaps(const uint8_t *p, size_t n)
 {
-	for (struct ffs_mr *m = dom->mrs; m; m = m->next)
-		if (m->map && p < m->map + m->map_len && m->map < p + n)
+	for (struct ffs_mr *m = mapped; m; m = m->next_mapped)
+		if (p < m->map + m->map_len && m->map < p + n)
 			return true;
 	return false;
 }
@@ -180,59 +190,71 @@ static int unmap_region(struct ffs_mr *mr)
 	return 0;
 }
 
-static int mr_close(struct fid *fid)
+/* link puts mr in its domain's list; unlink takes it out. */
+static void link_mr(struct ffs_mr *mr)
 {
-	struct ffs_mr *mr = container_of(fid, struct ffs_mr, mr_fid.fid);
-	struct ffs_domain *dom = mr->dom;
-	pthread_mutex_lock(&dom->lock);
-	if (mr->map) {
-		int ret = unmap_region(mr);
-		if (ret) {
-			/* The pages are still the region's: it stays registered. */
-			pthread_mutex_unlock(&dom->lock);
-			ffs_warn("%s: putting private memory back: %s", mr->obj.dir, fi_strerror(-ret));
-			return ret;
-		}
-	}
-	for (struct ffs_mr **p = &dom->mrs; *p; p = &(*p)->next)
+	pthread_mutex_lock(&mr->dom->lock);
+	mr->next = mr->dom->mrs;
+	mr->dom->mrs = mr;
+	pthread_mutex_unlock(&mr->dom->lock);
+}
+
+static void unlink_mr(struct ffs_mr *mr)
+{
+	pthread_mutex_lock(&mr->dom->lock);
+	for (struct ffs_mr **p = &mr->dom->mrs; *p; p = &(*p)->next)
 		if (*p == mr) {
 			*p = mr->next;
 			break;
 		}
-	pthread_mutex_unlock(&dom->lock);
+	pthread_mutex_unlock(&mr->dom->lock);
+}
+
+static int mr_close(struct fid *fid)
+{
+	struct ffs_mr *mr = container_of(fid, struct ffs_mr, mr_fid.fid);
+	/* Out of the lookups first, so no new work request names the tree
+	 * region while its pages go back. */
+	unlink_mr(mr);
+	if (mr->map) {
+		pthread_mutex_lock(&pages_lock);
+		int ret = unmap_region(mr);
+		if (!ret)
+			for (struct ffs_mr **p = &mapped; *p; p = &(*p)->next_mapped)
+				if (*p == mr) {
+					*p = mr->next_mapped;
+					break;
+				}
+		pthread_mutex_unlock(&pages_lock);
+		if (ret) {
+			/* The pages are still the region's: it stays registered. */
+			link_mr(mr);
+			ffs_warn("%s: putting private memory back: %s", mr->obj.dir, fi_strerror(-ret));
+			return ret;
+		}
+	}
 	ffs_obj_close(&mr->obj);
 	free(mr);
 	return 0;
 }
 
-static int mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
-{
-	/* Counters count RMA through endpoints (fi_ep_bind); the domain has
-	 * neither FI_MR_RMA_EVENT nor FI_MR_ENDPOINT. */
-	return -FI_ENOSYS;
-}
-
 static int mr_control(struct fid *fid, int command, void *arg)
 {
-	switch (command) {
-	case FI_ENABLE:
-		return 0; /* a region is enabled once registered */
-	default:
-		return -FI_ENOSYS;
-	}
-}
-
-static int mr_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
-{
-	return -FI_ENOSYS;
+	/* A region is enabled once registered (fi_mr_enable); nothing else
+	 * applies: the domain has neither FI_MR_RMA_EVENT nor
+	 * FI_MR_MMU_NOTIFY (fi_mr_refresh), and counters count RMA through
+	 * endpoints, so fi_mr_bind has nothing to bind either. */
+	return command == FI_ENABLE ? 0 : -FI_ENOSYS;
 }
 
 static struct fi_ops mr_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = mr_close,
-	.bind = mr_bind,
+	.bind = ffs_no_bind,
 	.control = mr_control,
-	.ops_open = mr_ops_open,
+	.ops_open = ffs_no_ops_open,
+	.tostr = ffs_no_tostr,
+	.ops_set = ffs_no_ops_set,
 };
 
 /* reg registers [buf, buf+len) of the domain fid. */
@@ -262,33 +284,31 @@ static int reg(struct fid *fid, const void *buf, size_t len, uint64_t access, ui
 	mr->map_len = end - start;
 	mr->base = first - start;
 
-	/* Under the lock, so that two registrations of one page cannot both
-	 * take it. */
-	pthread_mutex_lock(&dom->lock);
+	pthread_mutex_lock(&pages_lock);
 	int ret = 0;
 	uint8_t *pages = (uint8_t *)start;
-	bool overlap = overlaps(dom, pages, mr->map_len);
+	bool overlap = overlaps(pages, mr->map_len);
 	if (!overlap && !on_own_stack(pages, mr->map_len)) {
 		ret = tree_register(mr, access, requested_key);
-		if (!ret && !map_region(mr, pages))
+		if (!ret && map_region(mr, pages)) {
+			mr->next_mapped = mapped;
+			mapped = mr;
+		} else if (!ret) {
 			ffs_obj_close(&mr->obj);
+			mr->mr_fid.key = FI_KEY_NOTAVAIL;
+		}
 	}
+	pthread_mutex_unlock(&pages_lock);
 	if (!ret && !mr->map && (access & REMOTE_ACCESS)) {
 		ffs_warn("fi_mr_reg of %zu bytes at %p: its pages are another registration's, or cannot be "
 			 "shared with the daemon; peers cannot reach it", len, buf);
 		ret = overlap ? -FI_EBUSY : -FI_EOPNOTSUPP;
 	}
-	if (!ret) {
-		if (!mr->map)
-			mr->mr_fid.key = FI_KEY_NOTAVAIL;
-		mr->next = dom->mrs;
-		dom->mrs = mr;
-	}
-	pthread_mutex_unlock(&dom->lock);
 	if (ret) {
 		free(mr);
 		return ret;
 	}
+	link_mr(mr);
 	*out = &mr->mr_fid;
 	return 0;
 }

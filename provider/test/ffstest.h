@@ -3,7 +3,8 @@
  * built from tree.c, the files it tests and itself (tests/provider_test.go
  * builds and runs them against a mounted tree, FI_FABRICFS_ROOT), so the
  * parts of the provider the program does not link are stubbed here: the
- * provider struct and, as a weak fallback, domain progress.
+ * provider struct and, as weak fallbacks, domain.c's progress and its
+ * fi_ops entries for what an object does not have.
  */
 #ifndef FFSTEST_H
 #define FFSTEST_H
@@ -22,6 +23,34 @@ static int progress_calls;
 __attribute__((weak)) void ffs_domain_progress(struct ffs_domain *dom)
 {
 	progress_calls++;
+}
+
+/* domain.c's fi_ops entries for what an object does not have. */
+__attribute__((weak)) int ffs_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+__attribute__((weak)) int ffs_no_control(struct fid *fid, int command, void *arg)
+{
+	return -FI_ENOSYS;
+}
+
+__attribute__((weak)) int ffs_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
+					  void *context)
+{
+	return -FI_ENOSYS;
+}
+
+__attribute__((weak)) int ffs_no_tostr(const struct fid *fid, char *buf, size_t len)
+{
+	return -FI_ENOSYS;
+}
+
+__attribute__((weak)) int ffs_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops,
+					 void *context)
+{
+	return -FI_ENOSYS;
 }
 
 static int failures;

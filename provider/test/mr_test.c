@@ -226,6 +226,11 @@ static void overlap(struct ffs_domain *dom)
 	      "inside, remote");
 	CHECK(fi_mr_reg(&dom->domain_fid, buf + page + 5, 2 * page, FI_REMOTE_READ, 0, 3, 0, &c, NULL) == -FI_EBUSY,
 	      "across the end, remote");
+	/* A page is one mapping whatever domain registers it. */
+	struct ffs_domain *dom2 = test_domain("tcp", "lo");
+	dom2->domain_fid.mr = &ffs_mr_ops;
+	CHECK(fi_mr_reg(&dom2->domain_fid, buf, page, FI_REMOTE_READ, 0, 4, 0, &c, NULL) == -FI_EBUSY,
+	      "another domain, remote");
 	ret = fi_mr_reg(&dom->domain_fid, buf + page + 5, 2 * page, FI_RECV, 0, 3, 0, &c, NULL);
 	CHECK(ret == 0 && !shared(buf + 3 * page), "across the end, local: %d; its free page is not mapped", ret);
 	CHECK(memcmp(buf, want, 4 * page) == 0, "overlapping registrations changed the contents");
