@@ -6,12 +6,13 @@
  * in its first page, access, requested key), a peer's RMA write and read
  * at addresses counted from the buffer, ffs_mr_lookup, fi_close
  * giving private memory back with the contents intact; registrations
- * that share pages, on the stack, or of memory that is not there; regv
- * and regattr.
+ * that share pages, on the stack, or of memory that is not there; fork;
+ * regv and regattr.
  */
 #include "ffstest.h"
 
 #include <sys/uio.h>
+#include <sys/wait.h>
 
 static size_t page;
 
@@ -275,6 +276,34 @@ static void unmappable(struct ffs_domain *dom)
 	munmap(none, page);
 }
 
+/* forked: a child made by fork gets private copies of registered pages;
+ * its writes do not reach the parent's buffer. */
+static void forked(struct ffs_domain *dom)
+{
+	uint8_t *buf = aligned_alloc(page, page);
+	memset(buf, 'p', page);
+	struct fid_mr *mr;
+	int ret = fi_mr_reg(&dom->domain_fid, buf + 10, 100, FI_REMOTE_WRITE, 0, 30, 0, &mr, NULL);
+	CHECK(ret == 0 && shared(buf), "fi_mr_reg: %d", ret);
+	if (ret)
+		return;
+	pid_t pid = fork();
+	if (pid == 0) {
+		bool private = !shared(buf) && buf[0] == 'p';
+		memset(buf, 'c', page);
+		_exit(private ? 0 : 1);
+	}
+	int status = -1;
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "in the child the pages are not a private copy");
+	bool same = true;
+	for (size_t i = 0; i < page; i++)
+		same = same && buf[i] == 'p';
+	CHECK(same && shared(buf), "the child's writes reached the parent's buffer, or its pages are no longer the region");
+	fi_close(&mr->fid);
+	free(buf);
+}
+
 /* calls: regv, regattr, bad arguments, a key in use. */
 static void calls(struct ffs_domain *dom)
 {
@@ -325,6 +354,7 @@ int main(void)
 	peer_rma(dom);
 	overlap(dom);
 	unmappable(dom);
+	forked(dom);
 	calls(dom);
 	CHECK(dom->mrs == NULL, "registrations left in the domain's list");
 	return done("mr");
