@@ -396,21 +396,26 @@ int ffs_mr_lookup(struct ffs_domain *dom, void *desc, const void *buf, size_t le
 		  uint64_t *tree_off)
 {
 	const uint8_t *p = buf;
-	int ret = -FI_ENOENT;
+	struct ffs_mr *found = NULL, *by_addr = NULL;
 	pthread_mutex_lock(&dom->lock);
-	/* desc is the application's: trust it only if it is a region of
-	 * this domain. A local-only region's bytes go through copies even
-	 * if another registration maps them now, since that one may close
-	 * while the operation runs. */
-	for (struct ffs_mr *m = dom->mrs; m; m = m->next) {
-		if (desc ? (void *)m != desc : !holds(m, p, len))
-			continue;
-		if (holds(m, p, len)) {
-			*tree_desc = m->tree_desc;
-			*tree_off = p - m->map;
-			ret = 0;
-		}
-		break;
+	/* desc is the application's: it counts only if it is a region of
+	 * this domain, and then alone. A local-only region's bytes go
+	 * through copies even if another registration maps them now, since
+	 * that one may close while the operation runs. Without a desc of
+	 * the domain, the bytes' mapping, if any, is used. */
+	for (struct ffs_mr *m = dom->mrs; m && !found; m = m->next) {
+		if (desc && (void *)m == desc)
+			found = m;
+		else if (!by_addr && holds(m, p, len))
+			by_addr = m;
+	}
+	if (!found)
+		found = by_addr;
+	int ret = -FI_ENOENT;
+	if (found && holds(found, p, len)) {
+		*tree_desc = found->tree_desc;
+		*tree_off = p - found->map;
+		ret = 0;
 	}
 	pthread_mutex_unlock(&dom->lock);
 	return ret;
