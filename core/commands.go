@@ -109,6 +109,13 @@ var commands = []command{
 		}
 		return c.ep().Connect(a, d)
 	}},
+	{KindEP, ctl.Cmd{Verb: "setname", Args: "ADDR", Min: 1, Max: 1}, func(c *call) error {
+		a, err := ParseAddr(c.ctx, c.args[0])
+		if err != nil {
+			return err
+		}
+		return c.ep().SetName(c.ctx, c.uid, a)
+	}},
 	{KindEP, ctl.Cmd{Verb: "accept", Args: "[DATA]", Max: 1}, func(c *call) error {
 		d, err := c.data(0)
 		if err != nil {

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -153,6 +154,28 @@ func (e *EP) BindAV(av *AV) error {
 		return err
 	}
 	e.av = av
+	return nil
+}
+
+// SetName is fi_setname before enable: the endpoint's source address
+// (fi_cm(3): "The fi_setname call may be used to modify or assign the
+// address of the local endpoint. It is conceptually similar to the socket
+// bind operation."), the fi_info src_addr its provider takes when enabled:
+// an FI_EP_RDM or FI_EP_DGRAM endpoint listens on it, an FI_EP_MSG
+// endpoint connects from it. It must be an address the caller may listen
+// on in the domain (listenAddr: the domain's address, a privileged port
+// only for those who may bind it).
+func (e *EP) SetName(ctx context.Context, uid uint32, a fi.Addr) error {
+	a, err := e.obj.Dom.listenAddr(ctx, uid, a)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.idleLocked("setname"); err != nil {
+		return err
+	}
+	e.info.SrcAddr = &a
 	return nil
 }
 
