@@ -4,6 +4,7 @@ import (
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/providers/rxm/wire"
+	"net/netip"
 )
 
 // Attribute values of the FI_EP_RDM entries. Where fabricfs behaves as
@@ -190,8 +191,10 @@ func (d *domain) Close() error { return d.inner.Close() }
 // msgInfo is the fi_info of the MSG endpoints under an RDM endpoint of
 // rdm: the wrapped provider's FI_EP_MSG entry of the same domain and
 // address, asking for FI_TAGGED (the tcp provider then takes rxm's bare
-// tagged messages), with the RDM endpoint's source address and queues
-// large enough for all its sends.
+// tagged messages), with the RDM endpoint's source IP address and queues
+// large enough for all its sends. The port stays 0: the connections it
+// dials bind the address only (the RDM endpoint's port is its listener's,
+// given to Listen from the RDM fi_info).
 func (d *domain) msgInfo(rdm *fi.Info) (*fi.Info, error) {
 	var best *fi.Info
 	for _, in := range d.prov.inner.Infos() {
@@ -209,6 +212,7 @@ func (d *domain) msgInfo(rdm *fi.Info) (*fi.Info, error) {
 	in.Caps |= fi.TAGGED
 	if rdm.SrcAddr != nil {
 		src := *rdm.SrcAddr
+		src.IP = netip.AddrPortFrom(src.IP.Addr(), 0)
 		in.SrcAddr = &src
 	}
 	in.TxAttr.Size = rdm.TxAttr.Size + ctrlSends
