@@ -137,6 +137,16 @@ struct ffs_fabric {
  * list of fi_info (allocated with fi_allocinfo). Names are rewritten as
  * above. It returns 0 or a negative FI_E*. */
 int ffs_info_parse(const char *text, struct fi_info **list);
+/* ffs_info_parse is these two: ffs_info_read parses the text as it is
+ * (the names the tree gives), ffs_info_name renames each entry of a list
+ * as above. */
+int ffs_info_read(const char *text, struct fi_info **list);
+int ffs_info_name(struct fi_info *list);
+/* ffs_addr_parse turns an address as fi_tostr prints it
+ * (fi_sockaddr_in://IP:PORT, fi_sockaddr_in6://[IP]:PORT, the string of
+ * FI_ADDR_STR; "(null)" is NULL) into a malloc'd address of format and
+ * len bytes, len at least the format's size. */
+int ffs_addr_parse(uint32_t format, const char *s, size_t len, void **out);
 
 /* ffs_info_domain gives the tree domain directory of an fi_info of this
  * provider (ROOT/PROV/DOM) from its domain_attr->name. */
