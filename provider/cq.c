@@ -8,6 +8,7 @@
  */
 #include "ffs.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,13 @@ static ssize_t cq_read(struct ffs_cq *cq, void *buf, size_t count, fi_addr_t *sr
 	if (n == 0)
 		n = cq->qlen > 0 ? -FI_EAVAIL : -FI_EAGAIN;
 	pthread_mutex_unlock(&cq->lock);
+	if (n == -FI_EAGAIN) {
+		/* Applications poll fi_cq_read in a loop; the daemon's engine
+		 * needs a CPU to make progress, and where they outnumber the
+		 * CPUs a spin without yielding starves it (docs/abi.md,
+		 * "Wake-ups"). */
+		sched_yield();
+	}
 	return n;
 }
 

@@ -102,55 +102,28 @@ struct ffs_ep {
 
 /* ---- addresses and private data ---- */
 
-int ffs_addr_parse(const char *text, void *addr, size_t *addrlen)
+int ffs_name_get(struct ffs_obj *o, const char *file, void *addr, size_t *addrlen)
 {
-	char host[INET6_ADDRSTRLEN + 2];
-	const char *p;
-	bool v6;
-	if (!strncmp(text, "fi_sockaddr_in://", 17)) {
-		p = text + 17;
-		v6 = false;
-	} else if (!strncmp(text, "fi_sockaddr_in6://", 18)) {
-		p = text + 18;
-		v6 = true;
-	} else {
-		return -FI_EINVAL;
-	}
-	const char *colon = strrchr(p, ':');
-	if (!colon)
-		return -FI_EINVAL;
-	const char *h = p, *he = colon;
-	if (v6 && *h == '[' && he > h && he[-1] == ']') {
-		h++;
-		he--;
-	}
-	if ((size_t)(he - h) >= sizeof host)
-		return -FI_EINVAL;
-	memcpy(host, h, he - h);
-	host[he - h] = 0;
-	char *end;
-	unsigned long port = strtoul(colon + 1, &end, 10);
-	if (end == colon + 1 || port > 65535)
-		return -FI_EINVAL;
-	size_t need = v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-	if (!addrlen)
-		return -FI_EINVAL;
+	char text[256];
+	ssize_t n = ffs_get(o, file, text, sizeof text);
+	if (n < 0)
+		return (int)n;
+	if (n == 0)
+		return -FI_EOPBADSTATE;
+	void *sa;
+	int ret = ffs_addr_parse(FI_SOCKADDR, text, sizeof(struct sockaddr_in6), &sa);
+	if (ret)
+		return ret;
+	size_t need = ((struct sockaddr *)sa)->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+								      : sizeof(struct sockaddr_in6);
 	size_t room = *addrlen;
 	*addrlen = need;
-	if (!addr || room < need)
-		return -FI_ETOOSMALL;
-	if (v6) {
-		struct sockaddr_in6 sa = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};
-		if (inet_pton(AF_INET6, host, &sa.sin6_addr) != 1)
-			return -FI_EINVAL;
-		memcpy(addr, &sa, need);
-	} else {
-		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-		if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
-			return -FI_EINVAL;
-		memcpy(addr, &sa, need);
-	}
-	return 0;
+	if (addr && room >= need)
+		memcpy(addr, sa, need);
+	else
+		ret = -FI_ETOOSMALL;
+	free(sa);
+	return ret;
 }
 
 int ffs_addr_format(const void *addr, size_t addrlen, char *buf, size_t size)
@@ -230,10 +203,13 @@ fail:
 	return ret;
 }
 
+/* region_free frees a region region_make made (and nothing else: a
+ * zeroed region's ctl 0 is no descriptor of its own). */
 static void region_free(struct region *r)
 {
-	if (r->map)
-		munmap(r->map, r->len);
+	if (!r->map)
+		return;
+	munmap(r->map, r->len);
 	r->map = NULL;
 	ffs_obj_close(&r->obj);
 }
@@ -977,26 +953,13 @@ static int ep_control(struct fid *fid, int command, void *arg)
 
 static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
-	struct ffs_ep *ep = container_of(fid, struct ffs_ep, ep_fid.fid);
-	char text[256];
-	ssize_t n = ffs_get(&ep->obj, "local", text, sizeof text);
-	if (n < 0)
-		return (int)n;
-	if (n == 0)
-		return -FI_EOPBADSTATE; /* no address before enable */
-	return ffs_addr_parse(text, addr, addrlen);
+	return ffs_name_get(&container_of(fid, struct ffs_ep, ep_fid.fid)->obj, "local", addr, addrlen);
 }
 
 static int ep_getpeer(struct fid_ep *fid, void *addr, size_t *addrlen)
 {
-	struct ffs_ep *ep = ep_of(fid);
-	char text[256];
-	ssize_t n = ffs_get(&ep->obj, "remote", text, sizeof text);
-	if (n < 0)
-		return (int)n;
-	if (n == 0)
-		return -FI_ENOTCONN;
-	return ffs_addr_parse(text, addr, addrlen);
+	int ret = ffs_name_get(&ep_of(fid)->obj, "remote", addr, addrlen);
+	return ret == -FI_EOPBADSTATE ? -FI_ENOTCONN : ret;
 }
 
 static int ep_connect(struct fid_ep *fid, const void *addr, const void *param, size_t paramlen)

@@ -275,12 +275,12 @@ struct ffs_connreq {
 	bool adopted; /* fi_endpoint made it an endpoint, which frees it */
 };
 
-/* Addresses. ffs_addr_parse turns the tree's FI_ADDR_STR text
- * (fi_sockaddr_in://IP:PORT, fi_sockaddr_in6://[IP]:PORT) into a sockaddr
- * in addr (*addrlen: its room in, its size out; -FI_ETOOSMALL with the
- * size needed). ffs_addr_format writes a sockaddr as the tree's ADDR
- * argument (IP:PORT, [IP]:PORT). ep.c. */
-int ffs_addr_parse(const char *text, void *addr, size_t *addrlen);
+/* Addresses (ep.c). ffs_name_get reads an address file of an object
+ * (ep local or remote, pep local) into a sockaddr in addr, as fi_getname
+ * does (*addrlen: its room in, its size out; -FI_ETOOSMALL with the size
+ * needed); -FI_EOPBADSTATE when the file is empty. ffs_addr_format writes
+ * a sockaddr as the tree's ADDR argument (IP:PORT, [IP]:PORT). */
+int ffs_name_get(struct ffs_obj *o, const char *file, void *addr, size_t *addrlen);
 int ffs_addr_format(const void *addr, size_t addrlen, char *buf, size_t size);
 /* ffs_hex_data writes private data as the tree's DATA word (hex:...), or
  * an empty string when len is 0. ep.c. */

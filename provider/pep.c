@@ -62,14 +62,7 @@ static int pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 
 static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
-	struct ffs_pep *pep = container_of(fid, struct ffs_pep, pep_fid.fid);
-	char text[256];
-	ssize_t n = ffs_get(&pep->obj, "local", text, sizeof text);
-	if (n < 0)
-		return (int)n;
-	if (n == 0)
-		return -FI_EOPBADSTATE; /* not listening yet */
-	return ffs_addr_parse(text, addr, addrlen);
+	return ffs_name_get(&container_of(fid, struct ffs_pep, pep_fid.fid)->obj, "local", addr, addrlen);
 }
 
 static int pep_setname(fid_t fid, void *addr, size_t addrlen)

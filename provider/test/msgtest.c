@@ -228,7 +228,8 @@ static void transfer(struct side *cli, struct side *srv, size_t len, size_t niov
 		fail("send completion of %zu bytes: err %d, context %p", len, err.err, se.op_context);
 	struct fi_cq_tagged_entry re;
 	if (cq_wait(srv->rxcq, &re, &err) != 1)
-		fail("recv of %zu bytes: error %d (%s)", len, err.err, fi_strerror(err.err));
+		fail("recv of %zu bytes: error %d (%s)", len, err.err,
+		     fi_cq_strerror(srv->rxcq, err.prov_errno, err.err_data, NULL, 0));
 	if (re.op_context != &rctx || re.len != len || !(re.flags & FI_RECV) || !(re.flags & FI_MSG) || re.buf != rx)
 		fail("recv completion of %zu bytes: context %p len %zu flags %#llx buf %p", len, re.op_context,
 		     re.len, (unsigned long long)re.flags, re.buf);
