@@ -59,7 +59,7 @@ enum where { IN_APP, IN_STAGE, IN_TEMP };
 struct ffs_req {
 	struct ffs_ep *ep;
 	void *context; /* the application's */
-	bool in_use, rx, report, multi;
+	bool in_use, incoming, report, multi; /* incoming: bytes arrive in the buffer */
 	enum where where;
 	struct iovec iov[MAX_IOV]; /* the application's buffer */
 	size_t iov_count;
@@ -378,7 +378,7 @@ bool ffs_ep_complete(const struct fabricfs_cqe *c, struct ffs_cq_entry *e)
 	pthread_mutex_lock(&ep->lock);
 	e->op_context = r->context;
 	bool show = !ep->closing && (r->report || c->err);
-	if (r->rx && (c->flags & FI_RECV)) {
+	if (r->incoming && (c->flags & (FI_RECV | FI_READ))) {
 		/* Where this message lies in the request's buffer: a multi-recv
 		 * buffer takes several, each at its own place. */
 		uint64_t rel = c->buf >= r->off ? c->buf - r->off : 0;
@@ -407,65 +407,81 @@ bool ffs_ep_complete(const struct fabricfs_cqe *c, struct ffs_cq_entry *e)
 
 /* ---- posting ---- */
 
-/* post is every data operation: op a FABRICFS_OP_*, flags libfabric's op
- * flags. inject: fi_inject, no completion, no context. */
-static ssize_t post(struct ffs_ep *ep, uint8_t op, const struct iovec *iov, void **desc, size_t count, fi_addr_t addr,
-		    uint64_t tag, uint64_t ignore, uint64_t data, void *context, uint64_t flags, bool inject)
+/* One data operation, as the libfabric calls give it. */
+struct op {
+	uint8_t op; /* FABRICFS_OP_* */
+	const struct iovec *iov;
+	void **desc;
+	size_t count;
+	fi_addr_t addr; /* destination, or a receive's source */
+	uint64_t tag, ignore, data, rma_addr, rma_key;
+	void *context;
+	uint64_t flags; /* libfabric's op flags */
+	bool inject;    /* fi_inject and kin: no completion, no context */
+};
+
+/* post is every data operation. */
+static ssize_t post(struct ffs_ep *ep, const struct op *o)
 {
-	bool rx = op == FABRICFS_OP_RECV || op == FABRICFS_OP_TRECV;
-	if (count > MAX_IOV || (count && !iov))
+	bool on_rx = o->op == FABRICFS_OP_RECV || o->op == FABRICFS_OP_TRECV;
+	/* Bytes that arrive into the buffer: copied out of staging at the end. */
+	bool incoming = on_rx || o->op == FABRICFS_OP_READ;
+	if (o->count > MAX_IOV || (o->count && !o->iov))
 		return -FI_EINVAL;
 	size_t len = 0;
-	for (size_t i = 0; i < count; i++)
-		len += iov[i].iov_len;
+	for (size_t i = 0; i < o->count; i++)
+		len += o->iov[i].iov_len;
 	if (len > ep->max_msg_size)
 		return -FI_EMSGSIZE;
-	if (inject && len > ep->inject_size)
+	if (o->inject && len > ep->inject_size)
 		return -FI_EINVAL;
-	if ((flags & FI_MULTI_RECV) && !rx)
+	if ((o->flags & FI_MULTI_RECV) && !on_rx)
 		return -FI_EINVAL;
 	/* Zero copy when the bytes are in a registered region (and the
 	 * application may reuse them at once only if it asked to inject). */
 	uint64_t tdesc = 0, toff = 0;
-	bool zc = !inject && !(flags & FI_INJECT) && count == 1 &&
-		  ffs_mr_lookup(ep->dom, desc ? desc[0] : NULL, iov[0].iov_base, len, &tdesc, &toff) == 0;
+	bool zc = !o->inject && !(o->flags & FI_INJECT) && o->count == 1 &&
+		  ffs_mr_lookup(ep->dom, o->desc ? o->desc[0] : NULL, o->iov[0].iov_base, len, &tdesc, &toff) == 0;
 
 	struct fabricfs_wr wr;
 	memset(&wr, 0, sizeof wr);
-	wr.op = op;
+	wr.op = o->op;
 	wr.len = len;
-	wr.flags = flags & (FI_REMOTE_CQ_DATA | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_MULTI_RECV);
-	wr.data = data;
-	wr.tag = tag;
-	wr.ignore = ignore;
+	wr.flags = o->flags & (FI_REMOTE_CQ_DATA | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_MULTI_RECV);
+	wr.data = o->data;
+	wr.tag = o->tag;
+	wr.ignore = o->ignore;
+	wr.rma_addr = o->rma_addr;
+	wr.rma_key = o->rma_key;
 	if (ep->type != FI_EP_MSG) {
-		if (rx)
-			wr.addr = (ep->caps & FI_DIRECTED_RECV) && addr != FI_ADDR_UNSPEC ? tree_addr(addr) : FI_ADDR_UNSPEC;
+		if (on_rx)
+			wr.addr = (ep->caps & FI_DIRECTED_RECV) && o->addr != FI_ADDR_UNSPEC ? tree_addr(o->addr)
+												   : FI_ADDR_UNSPEC;
 		else
-			wr.addr = tree_addr(addr);
+			wr.addr = tree_addr(o->addr);
 	}
 
 	pthread_mutex_lock(&ep->lock);
 	ssize_t ret = 0;
-	struct fabricfs_ring *ring = rx ? &ep->rx : &ep->tx;
+	struct fabricfs_ring *ring = on_rx ? &ep->rx : &ep->tx;
 	if (!ep->enabled) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
-	if (!rx)
+	if (!on_rx)
 		reclaim_injects(ep);
 	if (fabricfs_load_relaxed(ring->tail) - fabricfs_load_acquire(ring->head) >= ring->count) {
 		ret = -FI_EAGAIN;
 		goto out;
 	}
-	if (inject) {
+	if (o->inject) {
 		size_t nchunk;
 		long c = ep->inj_len < ep->tx.count ? stage_alloc(&ep->stx, len, &nchunk) : -1;
 		if (c < 0) {
 			ret = -FI_EAGAIN;
 			goto out;
 		}
-		gather(iov, count, ep->stx.r.map + (size_t)c * CHUNK);
+		gather(o->iov, o->count, ep->stx.r.map + (size_t)c * CHUNK);
 		wr.desc = ep->stx.r.desc;
 		wr.offset = (uint64_t)c * CHUNK;
 		wr.flags |= FI_INJECT;
@@ -483,19 +499,19 @@ static ssize_t post(struct ffs_ep *ep, uint8_t op, const struct iovec *iov, void
 		ret = -FI_EAGAIN;
 		goto out;
 	}
-	r->context = context;
-	r->rx = rx;
-	r->multi = flags & FI_MULTI_RECV;
-	r->report = !(rx ? ep->rx_sel : ep->tx_sel) || (flags & FI_COMPLETION);
-	memcpy(r->iov, iov, count * sizeof *iov);
-	r->iov_count = count;
+	r->context = o->context;
+	r->incoming = incoming;
+	r->multi = o->flags & FI_MULTI_RECV;
+	r->report = !(on_rx ? ep->rx_sel : ep->tx_sel) || (o->flags & FI_COMPLETION);
+	memcpy(r->iov, o->iov, o->count * sizeof *o->iov);
+	r->iov_count = o->count;
 	r->len = len;
 	if (zc) {
 		r->where = IN_APP;
 		r->off = toff;
 		wr.desc = tdesc;
 	} else {
-		struct stage *st = rx ? &ep->srx : &ep->stx;
+		struct stage *st = incoming ? &ep->srx : &ep->stx;
 		long c = -1;
 		if (len <= st->r.len && (c = stage_alloc(st, len, &r->nchunk)) >= 0) {
 			r->where = IN_STAGE;
@@ -516,8 +532,8 @@ static ssize_t post(struct ffs_ep *ep, uint8_t op, const struct iovec *iov, void
 			ret = -FI_EAGAIN; /* staging full until completions free it */
 			goto out;
 		}
-		if (!rx)
-			gather(iov, count, region_of(r) + r->off);
+		if (!incoming)
+			gather(o->iov, o->count, region_of(r) + r->off);
 	}
 	wr.offset = r->off;
 	wr.context = (uint64_t)(uintptr_t)r;
@@ -536,50 +552,59 @@ static struct ffs_ep *ep_of(struct fid_ep *fid)
 	return container_of(fid, struct ffs_ep, ep_fid);
 }
 
+/* Messages. */
+
 static ssize_t ep_recv(struct fid_ep *fid, void *buf, size_t len, void *desc, fi_addr_t src, void *context)
 {
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {buf, len};
-	return post(ep, FABRICFS_OP_RECV, &iov, &desc, 1, src, 0, 0, 0, context, ep->rx_op_flags, false);
+	return post(ep, &(struct op){.op = FABRICFS_OP_RECV, .iov = &iov, .desc = &desc, .count = 1, .addr = src,
+				     .context = context, .flags = ep->rx_op_flags});
 }
 
 static ssize_t ep_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
 			void *context)
 {
 	struct ffs_ep *ep = ep_of(fid);
-	return post(ep, FABRICFS_OP_RECV, iov, desc, count, src, 0, 0, 0, context, ep->rx_op_flags, false);
+	return post(ep, &(struct op){.op = FABRICFS_OP_RECV, .iov = iov, .desc = desc, .count = count, .addr = src,
+				     .context = context, .flags = ep->rx_op_flags});
 }
 
 static ssize_t ep_recvmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
 {
-	return post(ep_of(fid), FABRICFS_OP_RECV, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, 0, 0, 0,
-		    msg->context, flags, false);
+	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_RECV, .iov = msg->msg_iov, .desc = msg->desc,
+					     .count = msg->iov_count, .addr = msg->addr, .context = msg->context,
+					     .flags = flags});
 }
 
 static ssize_t ep_send(struct fid_ep *fid, const void *buf, size_t len, void *desc, fi_addr_t dest, void *context)
 {
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {(void *)buf, len};
-	return post(ep, FABRICFS_OP_SEND, &iov, &desc, 1, dest, 0, 0, 0, context, ep->tx_op_flags, false);
+	return post(ep, &(struct op){.op = FABRICFS_OP_SEND, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
+				     .context = context, .flags = ep->tx_op_flags});
 }
 
 static ssize_t ep_sendv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
 			void *context)
 {
 	struct ffs_ep *ep = ep_of(fid);
-	return post(ep, FABRICFS_OP_SEND, iov, desc, count, dest, 0, 0, 0, context, ep->tx_op_flags, false);
+	return post(ep, &(struct op){.op = FABRICFS_OP_SEND, .iov = iov, .desc = desc, .count = count, .addr = dest,
+				     .context = context, .flags = ep->tx_op_flags});
 }
 
 static ssize_t ep_sendmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
 {
-	return post(ep_of(fid), FABRICFS_OP_SEND, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, 0, 0, msg->data,
-		    msg->context, flags, false);
+	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_SEND, .iov = msg->msg_iov, .desc = msg->desc,
+					     .count = msg->iov_count, .addr = msg->addr, .data = msg->data,
+					     .context = msg->context, .flags = flags});
 }
 
 static ssize_t ep_inject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest)
 {
 	struct iovec iov = {(void *)buf, len};
-	return post(ep_of(fid), FABRICFS_OP_SEND, &iov, NULL, 1, dest, 0, 0, 0, NULL, 0, true);
+	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_SEND, .iov = &iov, .count = 1, .addr = dest,
+					     .inject = true});
 }
 
 static ssize_t ep_senddata(struct fid_ep *fid, const void *buf, size_t len, void *desc, uint64_t data, fi_addr_t dest,
@@ -587,29 +612,34 @@ static ssize_t ep_senddata(struct fid_ep *fid, const void *buf, size_t len, void
 {
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {(void *)buf, len};
-	return post(ep, FABRICFS_OP_SEND, &iov, &desc, 1, dest, 0, 0, data, context,
-		    ep->tx_op_flags | FI_REMOTE_CQ_DATA, false);
+	return post(ep, &(struct op){.op = FABRICFS_OP_SEND, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
+				     .data = data, .context = context, .flags = ep->tx_op_flags | FI_REMOTE_CQ_DATA});
 }
 
 static ssize_t ep_injectdata(struct fid_ep *fid, const void *buf, size_t len, uint64_t data, fi_addr_t dest)
 {
 	struct iovec iov = {(void *)buf, len};
-	return post(ep_of(fid), FABRICFS_OP_SEND, &iov, NULL, 1, dest, 0, 0, data, NULL, FI_REMOTE_CQ_DATA, true);
+	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_SEND, .iov = &iov, .count = 1, .addr = dest,
+					     .data = data, .flags = FI_REMOTE_CQ_DATA, .inject = true});
 }
+
+/* Tagged messages. */
 
 static ssize_t ep_trecv(struct fid_ep *fid, void *buf, size_t len, void *desc, fi_addr_t src, uint64_t tag,
 			uint64_t ignore, void *context)
 {
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {buf, len};
-	return post(ep, FABRICFS_OP_TRECV, &iov, &desc, 1, src, tag, ignore, 0, context, ep->rx_op_flags, false);
+	return post(ep, &(struct op){.op = FABRICFS_OP_TRECV, .iov = &iov, .desc = &desc, .count = 1, .addr = src,
+				     .tag = tag, .ignore = ignore, .context = context, .flags = ep->rx_op_flags});
 }
 
 static ssize_t ep_trecvv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
 			 uint64_t tag, uint64_t ignore, void *context)
 {
 	struct ffs_ep *ep = ep_of(fid);
-	return post(ep, FABRICFS_OP_TRECV, iov, desc, count, src, tag, ignore, 0, context, ep->rx_op_flags, false);
+	return post(ep, &(struct op){.op = FABRICFS_OP_TRECV, .iov = iov, .desc = desc, .count = count, .addr = src,
+				     .tag = tag, .ignore = ignore, .context = context, .flags = ep->rx_op_flags});
 }
 
 static ssize_t ep_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, uint64_t flags)
@@ -618,8 +648,9 @@ static ssize_t ep_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, 
 	 * which it does not show. */
 	if (flags & (FI_PEEK | FI_CLAIM | FI_DISCARD))
 		return -FI_ENOSYS;
-	return post(ep_of(fid), FABRICFS_OP_TRECV, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, msg->tag,
-		    msg->ignore, 0, msg->context, flags, false);
+	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_TRECV, .iov = msg->msg_iov, .desc = msg->desc,
+					     .count = msg->iov_count, .addr = msg->addr, .tag = msg->tag,
+					     .ignore = msg->ignore, .context = msg->context, .flags = flags});
 }
 
 static ssize_t ep_tsend(struct fid_ep *fid, const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t tag,
@@ -627,26 +658,30 @@ static ssize_t ep_tsend(struct fid_ep *fid, const void *buf, size_t len, void *d
 {
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {(void *)buf, len};
-	return post(ep, FABRICFS_OP_TSEND, &iov, &desc, 1, dest, tag, 0, 0, context, ep->tx_op_flags, false);
+	return post(ep, &(struct op){.op = FABRICFS_OP_TSEND, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
+				     .tag = tag, .context = context, .flags = ep->tx_op_flags});
 }
 
 static ssize_t ep_tsendv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
 			 uint64_t tag, void *context)
 {
 	struct ffs_ep *ep = ep_of(fid);
-	return post(ep, FABRICFS_OP_TSEND, iov, desc, count, dest, tag, 0, 0, context, ep->tx_op_flags, false);
+	return post(ep, &(struct op){.op = FABRICFS_OP_TSEND, .iov = iov, .desc = desc, .count = count, .addr = dest,
+				     .tag = tag, .context = context, .flags = ep->tx_op_flags});
 }
 
 static ssize_t ep_tsendmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, uint64_t flags)
 {
-	return post(ep_of(fid), FABRICFS_OP_TSEND, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, msg->tag, 0,
-		    msg->data, msg->context, flags, false);
+	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_TSEND, .iov = msg->msg_iov, .desc = msg->desc,
+					     .count = msg->iov_count, .addr = msg->addr, .tag = msg->tag,
+					     .data = msg->data, .context = msg->context, .flags = flags});
 }
 
 static ssize_t ep_tinject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest, uint64_t tag)
 {
 	struct iovec iov = {(void *)buf, len};
-	return post(ep_of(fid), FABRICFS_OP_TSEND, &iov, NULL, 1, dest, tag, 0, 0, NULL, 0, true);
+	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_TSEND, .iov = &iov, .count = 1, .addr = dest,
+					     .tag = tag, .inject = true});
 }
 
 static ssize_t ep_tsenddata(struct fid_ep *fid, const void *buf, size_t len, void *desc, uint64_t data,
@@ -654,15 +689,104 @@ static ssize_t ep_tsenddata(struct fid_ep *fid, const void *buf, size_t len, voi
 {
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {(void *)buf, len};
-	return post(ep, FABRICFS_OP_TSEND, &iov, &desc, 1, dest, tag, 0, data, context,
-		    ep->tx_op_flags | FI_REMOTE_CQ_DATA, false);
+	return post(ep, &(struct op){.op = FABRICFS_OP_TSEND, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
+				     .tag = tag, .data = data, .context = context,
+				     .flags = ep->tx_op_flags | FI_REMOTE_CQ_DATA});
 }
 
 static ssize_t ep_tinjectdata(struct fid_ep *fid, const void *buf, size_t len, uint64_t data, fi_addr_t dest,
 			      uint64_t tag)
 {
 	struct iovec iov = {(void *)buf, len};
-	return post(ep_of(fid), FABRICFS_OP_TSEND, &iov, NULL, 1, dest, tag, 0, data, NULL, FI_REMOTE_CQ_DATA, true);
+	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_TSEND, .iov = &iov, .count = 1, .addr = dest,
+					     .tag = tag, .data = data, .flags = FI_REMOTE_CQ_DATA, .inject = true});
+}
+
+/* RMA: the remote address (an offset into the peer's region, the domain's
+ * mr_mode having no FI_MR_VIRT_ADDR) and key go into the work request as
+ * they are. */
+
+static ssize_t ep_read(struct fid_ep *fid, void *buf, size_t len, void *desc, fi_addr_t src, uint64_t addr,
+		       uint64_t key, void *context)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	struct iovec iov = {buf, len};
+	return post(ep, &(struct op){.op = FABRICFS_OP_READ, .iov = &iov, .desc = &desc, .count = 1, .addr = src,
+				     .rma_addr = addr, .rma_key = key, .context = context, .flags = ep->tx_op_flags});
+}
+
+static ssize_t ep_readv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
+			uint64_t addr, uint64_t key, void *context)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	return post(ep, &(struct op){.op = FABRICFS_OP_READ, .iov = iov, .desc = desc, .count = count, .addr = src,
+				     .rma_addr = addr, .rma_key = key, .context = context, .flags = ep->tx_op_flags});
+}
+
+/* rma_msg posts an fi_msg_rma: one remote range, as the tree's
+ * rma_iov_limit says. */
+static ssize_t rma_msg(struct fid_ep *fid, uint8_t op, const struct fi_msg_rma *msg, uint64_t flags)
+{
+	if (!msg || msg->rma_iov_count != 1 || !msg->rma_iov)
+		return -FI_EINVAL;
+	return post(ep_of(fid), &(struct op){.op = op, .iov = msg->msg_iov, .desc = msg->desc, .count = msg->iov_count,
+					     .addr = msg->addr, .rma_addr = msg->rma_iov[0].addr,
+					     .rma_key = msg->rma_iov[0].key, .data = msg->data, .context = msg->context,
+					     .flags = flags});
+}
+
+static ssize_t ep_readmsg(struct fid_ep *fid, const struct fi_msg_rma *msg, uint64_t flags)
+{
+	return rma_msg(fid, FABRICFS_OP_READ, msg, flags);
+}
+
+static ssize_t ep_write(struct fid_ep *fid, const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t addr,
+			uint64_t key, void *context)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	struct iovec iov = {(void *)buf, len};
+	return post(ep, &(struct op){.op = FABRICFS_OP_WRITE, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
+				     .rma_addr = addr, .rma_key = key, .context = context, .flags = ep->tx_op_flags});
+}
+
+static ssize_t ep_writev(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
+			 uint64_t addr, uint64_t key, void *context)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	return post(ep, &(struct op){.op = FABRICFS_OP_WRITE, .iov = iov, .desc = desc, .count = count, .addr = dest,
+				     .rma_addr = addr, .rma_key = key, .context = context, .flags = ep->tx_op_flags});
+}
+
+static ssize_t ep_writemsg(struct fid_ep *fid, const struct fi_msg_rma *msg, uint64_t flags)
+{
+	return rma_msg(fid, FABRICFS_OP_WRITE, msg, flags);
+}
+
+static ssize_t ep_inject_write(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest, uint64_t addr,
+			       uint64_t key)
+{
+	struct iovec iov = {(void *)buf, len};
+	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_WRITE, .iov = &iov, .count = 1, .addr = dest,
+					     .rma_addr = addr, .rma_key = key, .inject = true});
+}
+
+static ssize_t ep_writedata(struct fid_ep *fid, const void *buf, size_t len, void *desc, uint64_t data,
+			    fi_addr_t dest, uint64_t addr, uint64_t key, void *context)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	struct iovec iov = {(void *)buf, len};
+	return post(ep, &(struct op){.op = FABRICFS_OP_WRITE, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
+				     .rma_addr = addr, .rma_key = key, .data = data, .context = context,
+				     .flags = ep->tx_op_flags | FI_REMOTE_CQ_DATA});
+}
+
+static ssize_t ep_inject_writedata(struct fid_ep *fid, const void *buf, size_t len, uint64_t data, fi_addr_t dest,
+				   uint64_t addr, uint64_t key)
+{
+	struct iovec iov = {(void *)buf, len};
+	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_WRITE, .iov = &iov, .count = 1, .addr = dest,
+					     .rma_addr = addr, .rma_key = key, .data = data,
+					     .flags = FI_REMOTE_CQ_DATA, .inject = true});
 }
 
 /* ---- control ---- */
@@ -1117,6 +1241,19 @@ static struct fi_ops_msg ep_msg_ops = {
 	.injectdata = ep_injectdata,
 };
 
+static struct fi_ops_rma ep_rma_ops = {
+	.size = sizeof(struct fi_ops_rma),
+	.read = ep_read,
+	.readv = ep_readv,
+	.readmsg = ep_readmsg,
+	.write = ep_write,
+	.writev = ep_writev,
+	.writemsg = ep_writemsg,
+	.inject = ep_inject_write,
+	.writedata = ep_writedata,
+	.injectdata = ep_inject_writedata,
+};
+
 static struct fi_ops_tagged ep_tagged_ops = {
 	.size = sizeof(struct fi_ops_tagged),
 	.recv = ep_trecv,
@@ -1198,7 +1335,7 @@ int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 	ep->ep_fid.cm = &ep_cm_ops;
 	ep->ep_fid.msg = &ep_msg_ops;
 	ep->ep_fid.tagged = &ep_tagged_ops;
-	ep->ep_fid.rma = NULL;
+	ep->ep_fid.rma = &ep_rma_ops;
 	*out = &ep->ep_fid;
 	return 0;
 fail:
