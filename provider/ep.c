@@ -19,6 +19,7 @@
 #include "ffs.h"
 
 #include <arpa/inet.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,8 @@ struct ffs_req {
 	struct stage *st; /* IN_STAGE: chunks [chunk, chunk+nchunk) of st */
 	size_t chunk, nchunk;
 	struct temp *tmp; /* IN_TEMP */
+	struct fabricfs_ring *ring; /* the ring it went on, at index idx */
+	uint32_t idx;
 	struct ffs_req *next_free;
 };
 
@@ -541,6 +544,8 @@ static ssize_t post(struct ffs_ep *ep, const struct op *o)
 	ep->free = r->next_free;
 	r->in_use = true;
 	ep->outstanding++;
+	r->ring = ring;
+	r->idx = fabricfs_load_relaxed(ring->tail);
 	fabricfs_post(ring, &wr); /* room was checked above, under the lock */
 out:
 	pthread_mutex_unlock(&ep->lock);
@@ -795,17 +800,23 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 {
 	struct ffs_ep *ep = container_of(fid, struct ffs_ep, ep_fid.fid);
 	pthread_mutex_lock(&ep->lock);
-	ssize_t ret = -FI_ENOENT;
-	for (size_t i = 0; i < ep->nreq; i++) {
-		struct ffs_req *r = &ep->reqs[i];
-		if (r->in_use && r->context == context) {
-			/* The tree cancels by work request context: ours. */
-			ret = ffs_ctl(&ep->obj, "cancel 0x%llx", (unsigned long long)(uintptr_t)r);
-			break;
-		}
-	}
+	struct ffs_req *r = NULL;
+	for (size_t i = 0; i < ep->nreq && !r; i++)
+		if (ep->reqs[i].in_use && ep->reqs[i].context == context)
+			r = &ep->reqs[i];
+	struct fabricfs_ring *ring = r ? r->ring : NULL;
+	uint32_t idx = r ? r->idx : 0;
 	pthread_mutex_unlock(&ep->lock);
-	return ret;
+	if (!r)
+		return -FI_ENOENT;
+	/* The tree cancels what it took: wait (briefly; it takes requests as
+	 * they come) until the ring's head has passed the request. */
+	for (int i = 0; i < 100000 && (int32_t)(fabricfs_load_acquire(ring->head) - idx) <= 0; i++)
+		sched_yield();
+	/* By our context, the request record; a request that completed
+	 * meanwhile is no longer the tree's to cancel (ENOENT): done. */
+	int ret = ffs_ctl(&ep->obj, "cancel 0x%llx", (unsigned long long)(uintptr_t)r);
+	return ret == -FI_ENOENT ? 0 : ret;
 }
 
 static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
