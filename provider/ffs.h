@@ -185,8 +185,13 @@ int ffs_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops,
  * endpoints: it reaps their completion rings and does the provider's part
  * of each completion (copying a received message out of the provider's
  * buffer into the application's), keeping the entries for fi_cq_read. A
- * counter (cntr.c) calls it before it reads the tree's value, so an
- * application that sees a count sees the bytes too. ep.c and cq.c. */
+ * counter (cntr.c) calls it after it reads (or waits for) the tree's
+ * value: the daemon publishes a completion's CQ entry before it counts it
+ * (docs/design.md, "Counters"), so every completion the value counts is
+ * in a ring when this runs, and an application that sees a count sees the
+ * bytes too. (Called before the read, a completion published and counted
+ * in between would be counted with its bytes still in staging.) ep.c and
+ * cq.c. */
 void ffs_domain_progress(struct ffs_domain *dom);
 
 /* ---- ep.c, pep.c, eq.c, cq.c ---- */
