@@ -719,7 +719,12 @@ static int ffs_getinfo(uint32_t version, const char *node, const char *service, 
 		addf(&q, "--flags", "0x%llx", f);
 
 	if (hints) {
-		addf(&q, "-m", "0x%llx", hints->mode);
+		/* The tree checks tx/rx modes against this one; tx/rx mode
+		 * hints of their own are checked here, as is the fi_info mode
+		 * itself then. */
+		uint64_t mode = hints->mode | (hints->tx_attr ? hints->tx_attr->mode : 0) |
+				(hints->rx_attr ? hints->rx_attr->mode : 0);
+		addf(&q, "-m", "0x%llx", mode);
 		if (hints->caps)
 			addf(&q, "-c", "0x%llx", hints->caps);
 		if (hints->addr_format)
