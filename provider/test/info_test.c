@@ -9,12 +9,12 @@
  * directory of ffs.h's "Names" are checked.
  *
  * Built and run by tests/provider_info_test.go:
- *	cc -I clients/c -I provider provider/test/info_test.c provider/info.c
+ *	cc -I clients/c provider/test/info_test.c provider/info.c
  *	   provider/tree.c -lfabric
  * It prints "info_test: N entries round-tripped, ..." and exits 0, or
  * prints the first difference and exits 1.
  */
-#include "ffs.h"
+#include "../ffs.h"
 
 #include <netinet/in.h>
 #include <stdio.h>
