@@ -736,12 +736,12 @@ static int ffs_getinfo(uint32_t version, const char *node, const char *service, 
 		 * layering over it) is not a provider of the tree. */
 		char prov[64] = "";
 		const char *name;
-		if (hints->domain_attr && hints->domain_attr->name) {
+		if (hints->domain_attr && hints->domain_attr->name && *hints->domain_attr->name) {
 			if (!name_prov(hints->domain_attr->name, prov, sizeof prov, &name))
 				return -FI_ENODATA;
 			add(&q, "-d", name);
 		}
-		if (hints->fabric_attr && hints->fabric_attr->name) {
+		if (hints->fabric_attr && hints->fabric_attr->name && *hints->fabric_attr->name) {
 			if (!name_prov(hints->fabric_attr->name, prov, sizeof prov, &name))
 				return -FI_ENODATA;
 			add(&q, "-f", name);
