@@ -233,8 +233,25 @@ int main(void)
 	CHECK(!ret && e && port_of(e->src_addr) == 5000 && port_of(e->dest_addr) == 6000,
 	      "node 127.0.0.1:6000 and src_addr :5000: %d", ret);
 	fi_freeinfo(out);
+	/* Without node and service, the hints addresses alone. */
+	ret = get(V, NULL, NULL, 0, h, &out);
+	e = find(out, "tcp/lo", FI_EP_MSG);
+	CHECK(!ret && e && port_of(e->src_addr) == 5000 && !e->dest_addr, "src_addr :5000 alone: %d", ret);
+	fi_freeinfo(out);
+	h->dest_addr = sin_new("127.0.0.1", 7100);
+	h->dest_addrlen = sizeof(struct sockaddr_in);
+	ret = get(V, NULL, NULL, 0, h, &out);
+	e = find(out, "tcp/lo", FI_EP_MSG);
+	CHECK(!ret && e && port_of(e->src_addr) == 5000 && port_of(e->dest_addr) == 7100,
+	      "src_addr :5000 and dest_addr :7100: %d", ret);
+	fi_freeinfo(out);
 	free(h->src_addr);
 	h->src_addr = sin_new("192.0.2.77", 5000); /* no domain has it */
+	ret = get(V, NULL, NULL, 0, h, &out);
+	CHECK(ret == -FI_ENODATA, "src_addr 192.0.2.77 and dest_addr: %d", ret);
+	free(h->dest_addr);
+	h->dest_addr = NULL;
+	h->dest_addrlen = 0;
 	ret = get(V, "127.0.0.1", "6000", 0, h, &out);
 	CHECK(ret == -FI_ENODATA, "src_addr 192.0.2.77: %d", ret);
 	fi_freeinfo(h);
