@@ -25,8 +25,6 @@
  * defines the structure itself (a provider without entry points). */
 struct fi_provider ffs_prov = { .name = FFS_PROV_NAME };
 
-static int failures;
-
 #define FAIL(...)                                     \
 	do {                                          \
 		fprintf(stderr, "info_test: " __VA_ARGS__); \
@@ -370,5 +368,5 @@ int main(void)
 	malformed();
 	names();
 	printf("info_test: %d entries round-tripped, malformed input refused, names checked\n", n);
-	return failures ? 1 : 0;
+	return 0;
 }
