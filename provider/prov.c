@@ -571,13 +571,11 @@ static int addrs(const struct request *r, struct fi_info *e, bool *keep)
 	return set_addr(&e->addr_format, &e->dest_addr, &e->dest_addrlen, a);
 }
 
-/* hints_ip reads a hints address (src_addr or dest_addr). */
+/* hints_ip reads a hints address (src_addr or dest_addr); a is left
+ * zero without one. */
 static int hints_ip(const struct fi_info *h, const void *addr, size_t len, struct ip *a)
 {
-	memset(a, 0, sizeof *a);
-	if (!addr)
-		return 0;
-	return ip_of(h->addr_format, addr, len, a);
+	return addr ? ip_of(h->addr_format, addr, len, a) : 0;
 }
 
 /* request_init checks the hints the tree would refuse (-FI_EINVAL, as the
@@ -685,26 +683,23 @@ static int ffs_getinfo(uint32_t version, const char *node, const char *service, 
 	if (!node && !service)
 		f &= ~FI_SOURCE; /* nothing for it to qualify */
 
+	/* node and service go to the tree. The hints addresses they leave
+	 * in force (src_addr "will be ignored in hints if FI_SOURCE flag is
+	 * set", dest_addr "unless the node and service parameters are NULL")
+	 * go too while the query has room (one node), or are applied here. */
 	struct ip src = { 0 }, dst = { 0 };
-	if (hints) {
-		if ((ret = hints_ip(hints, hints->src_addr, hints->src_addrlen, &src)) ||
-		    (ret = hints_ip(hints, hints->dest_addr, hints->dest_addrlen, &dst)))
-			return ret;
-	}
-	/* node and service go to the tree. A hints address the node does
-	 * not replace goes too when the query has room for it (one node), or
-	 * is applied here: src_addr is ignored with FI_SOURCE, dest_addr
-	 * unless node and service are NULL. */
+	bool use_src = hints && !(f & FI_SOURCE), use_dst = hints && ((f & FI_SOURCE) || (!node && !service));
+	if ((use_src && (ret = hints_ip(hints, hints->src_addr, hints->src_addrlen, &src))) ||
+	    (use_dst && (ret = hints_ip(hints, hints->dest_addr, hints->dest_addrlen, &dst))))
+		return ret;
 	if (node || service) {
 		if (node)
 			add(&q, "-n", node);
 		if (service)
 			add(&q, "-P", service);
-		if (f & FI_SOURCE)
-			r.dst = dst;
-		else
-			r.src = src;
-	} else if (!(f & FI_SOURCE) && (dst.family || src.family)) {
+		r.src = src;
+		r.dst = dst;
+	} else if (dst.family || src.family) {
 		const struct ip *a = dst.family ? &dst : &src;
 		char ip[INET6_ADDRSTRLEN];
 		ip_text(a, ip, sizeof ip);
@@ -719,7 +714,12 @@ static int ffs_getinfo(uint32_t version, const char *node, const char *service, 
 		addf(&q, "--flags", "0x%llx", f);
 
 	if (hints) {
-		addf(&q, "-m", "0x%llx", hints->mode);
+		/* The tree checks tx/rx modes against this one; tx/rx mode
+		 * hints of their own are checked here, as is the fi_info mode
+		 * itself then. */
+		uint64_t mode = hints->mode | (hints->tx_attr ? hints->tx_attr->mode : 0) |
+				(hints->rx_attr ? hints->rx_attr->mode : 0);
+		addf(&q, "-m", "0x%llx", mode);
 		if (hints->caps)
 			addf(&q, "-c", "0x%llx", hints->caps);
 		if (hints->addr_format)
@@ -731,12 +731,12 @@ static int ffs_getinfo(uint32_t version, const char *node, const char *service, 
 		 * layering over it) is not a provider of the tree. */
 		char prov[64] = "";
 		const char *name;
-		if (hints->domain_attr && hints->domain_attr->name) {
+		if (hints->domain_attr && hints->domain_attr->name && *hints->domain_attr->name) {
 			if (!name_prov(hints->domain_attr->name, prov, sizeof prov, &name))
 				return -FI_ENODATA;
 			add(&q, "-d", name);
 		}
-		if (hints->fabric_attr && hints->fabric_attr->name) {
+		if (hints->fabric_attr && hints->fabric_attr->name && *hints->fabric_attr->name) {
 			if (!name_prov(hints->fabric_attr->name, prov, sizeof prov, &name))
 				return -FI_ENODATA;
 			add(&q, "-f", name);

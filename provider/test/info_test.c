@@ -9,12 +9,12 @@
  * directory of ffs.h's "Names" are checked.
  *
  * Built and run by tests/provider_info_test.go:
- *	cc -I clients/c -I provider provider/test/info_test.c provider/info.c
+ *	cc -I clients/c provider/test/info_test.c provider/info.c
  *	   provider/tree.c -lfabric
  * It prints "info_test: N entries round-tripped, ..." and exits 0, or
  * prints the first difference and exits 1.
  */
-#include "ffs.h"
+#include "../ffs.h"
 
 #include <netinet/in.h>
 #include <stdio.h>
@@ -24,8 +24,6 @@
 /* tree.c logs through the provider; this program is not one, so it
  * defines the structure itself (a provider without entry points). */
 struct fi_provider ffs_prov = { .name = FFS_PROV_NAME };
-
-static int failures;
 
 #define FAIL(...)                                     \
 	do {                                          \
@@ -370,5 +368,5 @@ int main(void)
 	malformed();
 	names();
 	printf("info_test: %d entries round-tripped, malformed input refused, names checked\n", n);
-	return failures ? 1 : 0;
+	return 0;
 }

@@ -4,7 +4,7 @@
  * prov.c, info.c and tree.c link into a provider on their own: enough for
  * fi_getinfo and fi_fabric. A build with the real files uses theirs.
  */
-#include "ffs.h"
+#include "../ffs.h"
 
 __attribute__((weak)) int ffs_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 					  struct fid_domain **domain, void *context)
