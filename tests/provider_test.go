@@ -2,12 +2,8 @@ package tests
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -16,33 +12,10 @@ import (
 // -p fabricfs on both sides, and against libfabric's own tcp provider in
 // both roles; provider/test/msgtest for what fi_pingpong does not reach.
 
-var (
-	provOnce sync.Once
-	provDir  string // the directory holding libfabricfs-fi.so
-	provErr  error
-)
-
-// provider builds bin/libfabricfs-fi.so with scripts/provider.sh once.
-func provider(t *testing.T) string {
-	t.Helper()
-	provOnce.Do(func() {
-		out, err := exec.Command("../scripts/provider.sh").CombinedOutput()
-		if err != nil {
-			provErr = fmt.Errorf("scripts/provider.sh: %v\n%s", err, out)
-			return
-		}
-		provDir, provErr = filepath.Abs("../bin")
-	})
-	if provErr != nil {
-		t.Fatal(provErr)
-	}
-	return provDir
-}
-
 // provEnv points libfabric at the provider and the provider at d's tree;
 // FI_TCP_IFACE keeps libfabric's tcp on loopback (fiEnv).
 func provEnv(t *testing.T, d *daemon) []string {
-	return append([]string{"FI_PROVIDER_PATH=" + provider(t), "FI_FABRICFS_ROOT=" + d.mnt}, fiEnv...)
+	return append([]string{"FI_PROVIDER_PATH=" + buildProvider(t), "FI_FABRICFS_ROOT=" + d.mnt}, fiEnv...)
 }
 
 // ppSide is one fi_pingpong: its provider arguments.
@@ -145,16 +118,8 @@ func TestProviderPingpongTCP(t *testing.T) {
 // with private data, sizes and iovecs, CQ formats, inject, remote CQ data,
 // a truncated receive, fi_cancel, shutdown, reject with private data.
 func TestProviderMsg(t *testing.T) {
-	needCmd(t, "fi_pingpong") // libfabric-bin: libfabric is installed
 	d := mount(t)
-	bin := filepath.Join(t.TempDir(), "msgtest")
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "cc"
-	}
-	if out, err := exec.Command(cc, "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", bin, "../provider/test/msgtest.c", "-lfabric").CombinedOutput(); err != nil {
-		t.Fatalf("building msgtest: %v\n%s", err, out)
-	}
+	bin := buildProviderC(t, "msgtest")
 	p := startProc(t, provEnv(t, d), bin, "tcp/lo")
 	if code := p.wait(t, ppLimit); code != 0 || !strings.HasSuffix(p.out.String(), "PASS\n") {
 		t.Fatalf("%v", p)
