@@ -172,13 +172,6 @@ int ffs_hex_data(const void *data, size_t len, char *buf, size_t size)
 	return 0;
 }
 
-/* tree_addr is the tree AV's fi_addr for the application's: the same, as
- * av.c inserts into the tree AV one for one. */
-static uint64_t tree_addr(fi_addr_t a)
-{
-	return a;
-}
-
 /* ---- regions and the staging allocator ---- */
 
 static int region_make(struct ffs_domain *dom, size_t len, struct region *r)
@@ -456,13 +449,11 @@ static ssize_t post(struct ffs_ep *ep, const struct op *o)
 	wr.ignore = o->ignore;
 	wr.rma_addr = o->rma_addr;
 	wr.rma_key = o->rma_key;
-	if (ep->type != FI_EP_MSG) {
-		if (on_rx)
-			wr.addr = (ep->caps & FI_DIRECTED_RECV) && o->addr != FI_ADDR_UNSPEC ? tree_addr(o->addr)
-												   : FI_ADDR_UNSPEC;
-		else
-			wr.addr = tree_addr(o->addr);
-	}
+	/* An fi_addr of the application's AV is the tree AV's (av.c). A
+	 * receive names a source only with FI_DIRECTED_RECV in the caps the
+	 * application asked for: the tree's FI_EP_RDM has it by default. */
+	if (ep->type != FI_EP_MSG)
+		wr.addr = !on_rx || (ep->caps & FI_DIRECTED_RECV) ? o->addr : FI_ADDR_UNSPEC;
 
 	pthread_mutex_lock(&ep->lock);
 	ssize_t ret = 0;
