@@ -4,8 +4,9 @@
  * API: connection with private data both ways, messages of several sizes
  * (staged, larger than a staging region, scattered over iovecs) with their
  * bytes checked, the four CQ formats, inject, remote CQ data, selective
- * completion, a truncated receive's error entry, fi_cancel, the shutdown
- * event, and a reject with private data.
+ * completion, a truncated receive's error entry, fi_cancel, RMA write and
+ * read (staged) and write with remote CQ data, zero-copy messages between
+ * registered buffers, the shutdown event, and a reject with private data.
  *
  *	FI_PROVIDER_PATH=bin FI_FABRICFS_ROOT=/fabric msgtest [DOMAIN]
  *
@@ -20,6 +21,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -244,7 +246,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	struct fi_info *hints = fi_allocinfo();
 	hints->ep_attr->type = FI_EP_MSG;
-	hints->caps = FI_MSG;
+	hints->caps = FI_MSG | FI_RMA;
 	hints->fabric_attr->prov_name = strdup("fabricfs");
 	hints->domain_attr->name = strdup(argc > 1 ? argv[1] : "tcp/lo");
 	CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info));
@@ -338,6 +340,78 @@ int main(int argc, char **argv)
 		if (fi_cancel(&srv.ep->fid, &rctx) != -FI_ENOENT)
 			fail("cancel of nothing posted did not give -FI_ENOENT");
 		printf("ok cancel\n");
+	}
+
+	/* RMA into a registered region of the server, from and to the
+	 * client's unregistered (staged) buffers; remote addresses count from
+	 * the registered buffer. */
+	{
+		size_t len = 10000, off = 100;
+		uint8_t *region = aligned_alloc(4096, 65536), *tx = malloc(len), *rx = malloc(len);
+		if (!region || !tx || !rx)
+			fail("malloc");
+		memset(region, 0, 65536);
+		struct fid_mr *mr;
+		CHECK(fi_mr_reg(domain, region, 65536, FI_REMOTE_WRITE | FI_REMOTE_READ, 0, 0, 0, &mr, NULL));
+		uint64_t key = fi_mr_key(mr);
+		fill(tx, len, 31);
+		struct iovec iov = {tx, len};
+		struct fi_rma_iov rma = {off, len, key};
+		int wctx, rctx, dctx;
+		struct fi_msg_rma msg = {.msg_iov = &iov, .iov_count = 1, .rma_iov = &rma, .rma_iov_count = 1,
+					 .context = &wctx};
+		CHECK(fi_writemsg(cli.ep, &msg, FI_DELIVERY_COMPLETE | FI_COMPLETION));
+		struct fi_cq_entry se;
+		struct fi_cq_err_entry err;
+		if (cq_wait(cli.txcq, &se, &err) != 1 || se.op_context != &wctx)
+			fail("fi_writemsg: completion err %d", err.err);
+		check_bytes(region + off, len, 31, "written");
+		CHECK(fi_read(cli.ep, rx, len, NULL, 0, off, key, &rctx));
+		if (cq_wait(cli.txcq, &se, &err) != 1 || se.op_context != &rctx)
+			fail("fi_read: completion err %d", err.err);
+		check_bytes(rx, len, 31, "read");
+		CHECK(fi_writedata(cli.ep, tx, 16, NULL, 0x77, 0, 0, key, &dctx));
+		struct fi_cq_tagged_entry re;
+		if (cq_wait(cli.txcq, &se, &err) != 1 || se.op_context != &dctx)
+			fail("fi_writedata: completion err %d", err.err);
+		if (cq_wait(srv.rxcq, &re, &err) != 1 || !(re.flags & FI_REMOTE_CQ_DATA) || re.data != 0x77)
+			fail("fi_writedata: target entry flags %#llx data %#llx", (unsigned long long)re.flags,
+			     (unsigned long long)re.data);
+		CHECK(fi_close(&mr->fid));
+		free(region);
+		free(tx);
+		free(rx);
+		printf("ok RMA write, read, writedata\n");
+	}
+
+	/* Zero copy: both buffers registered, named by their descs. */
+	{
+		size_t len = 1 << 20;
+		uint8_t *tx = aligned_alloc(4096, len), *rx = aligned_alloc(4096, len);
+		if (!tx || !rx)
+			fail("malloc");
+		struct fid_mr *tmr, *rmr;
+		CHECK(fi_mr_reg(domain, tx, len, FI_SEND, 0, 1, 0, &tmr, NULL));
+		CHECK(fi_mr_reg(domain, rx, len, FI_RECV, 0, 2, 0, &rmr, NULL)); /* keys unique in the domain */
+		for (int round = 0; round < 3; round++) {
+			fill(tx, len, 40 + round);
+			int rctx, sctx;
+			CHECK(fi_recv(srv.ep, rx, len, fi_mr_desc(rmr), 0, &rctx));
+			CHECK(fi_send(cli.ep, tx, len, fi_mr_desc(tmr), 0, &sctx));
+			struct fi_cq_entry se;
+			struct fi_cq_tagged_entry re;
+			struct fi_cq_err_entry err;
+			if (cq_wait(cli.txcq, &se, &err) != 1 || se.op_context != &sctx)
+				fail("zero copy: send completion err %d", err.err);
+			if (cq_wait(srv.rxcq, &re, &err) != 1 || re.len != len || re.buf != rx)
+				fail("zero copy: recv completion err %d", err.err);
+			check_bytes(rx, len, 40 + round, "zero copy");
+		}
+		CHECK(fi_close(&tmr->fid));
+		CHECK(fi_close(&rmr->fid));
+		free(tx);
+		free(rx);
+		printf("ok zero-copy messages\n");
 	}
 
 	/* Shutdown: both sides get FI_SHUTDOWN. */
