@@ -804,10 +804,9 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 	 * they come) until the ring's head has passed the request. */
 	for (int i = 0; i < 100000 && (int32_t)(fabricfs_load_acquire(ring->head) - idx) <= 0; i++)
 		sched_yield();
-	/* By our context, the request record; a request that completed
-	 * meanwhile is no longer the tree's to cancel (ENOENT): done. */
-	int ret = ffs_ctl(&ep->obj, "cancel 0x%llx", (unsigned long long)(uintptr_t)r);
-	return ret == -FI_ENOENT ? 0 : ret;
+	/* By our context, the request record. -FI_ENOENT: it completed
+	 * meanwhile, or the tree cannot cancel it (a receive verbs posted). */
+	return ffs_ctl(&ep->obj, "cancel 0x%llx", (unsigned long long)(uintptr_t)r);
 }
 
 static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)

@@ -18,8 +18,12 @@ func provEnv(t *testing.T, d *daemon) []string {
 	return append([]string{"FI_PROVIDER_PATH=" + buildProvider(t), "FI_FABRICFS_ROOT=" + d.mnt}, fiEnv...)
 }
 
-// ppSide is one fi_pingpong: its provider arguments.
+// ppSide is one fi_pingpong: its provider arguments. fabricfs takes the
+// tree's tcp/lo, or another domain of the tree as fabricfs:PROV/DOMAIN.
 func ppSide(prov string) []string {
+	if dom, ok := strings.CutPrefix(prov, "fabricfs:"); ok {
+		return []string{"-p", "fabricfs", "-d", dom}
+	}
 	if prov == "fabricfs" {
 		return []string{"-p", "fabricfs", "-d", "tcp/lo"}
 	}
@@ -99,6 +103,27 @@ func TestProviderPingpong(t *testing.T) {
 	}
 }
 
+// TestProviderPingpongVerbs runs fi_pingpong -p fabricfs on both sides in
+// the tree's verbs domain, FI_EP_RDM untagged and tagged. (Its FI_EP_MSG
+// and FI_EP_DGRAM entries need FI_RX_CQ_DATA in the mode, which
+// fi_pingpong does not offer; msgtest runs FI_EP_MSG there.)
+func TestProviderPingpongVerbs(t *testing.T) {
+	needCmd(t, "fi_pingpong")
+	d := mount(t)
+	dom := "fabricfs:verbs/" + verbsDevice
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"rdm", []string{"-e", "rdm"}},
+		{"rdm-tagged", []string{"-e", "rdm", "-m", "tagged"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			runPingpong(t, d, dom, dom, c.args, 10, "64", "1m")
+		})
+	}
+}
+
 // TestProviderPingpongTCP runs fi_pingpong -p fabricfs against libfabric's
 // own fi_pingpong -p tcp (tcp;ofi_rxm for FI_EP_RDM), each side as server
 // once, sizes 1 B to 6 MiB with -c.
@@ -114,15 +139,20 @@ func TestProviderPingpongTCP(t *testing.T) {
 	}
 }
 
-// TestProviderMsg builds and runs provider/test/msgtest.c: connection
-// with private data, sizes and iovecs, CQ formats, inject, remote CQ data,
-// a truncated receive, fi_cancel, shutdown, reject with private data.
+// TestProviderMsg builds and runs provider/test/msgtest.c in the tree's
+// tcp and verbs domains: connection with private data, sizes and iovecs,
+// CQ formats, inject, remote CQ data, a truncated receive, fi_cancel, RMA,
+// zero copy, shutdown, reject with private data.
 func TestProviderMsg(t *testing.T) {
 	d := mount(t)
 	bin := buildProviderC(t, "msgtest")
-	p := startProc(t, provEnv(t, d), bin, "tcp/lo")
-	if code := p.wait(t, ppLimit); code != 0 || !strings.HasSuffix(p.out.String(), "PASS\n") {
-		t.Fatalf("%v", p)
+	for _, dom := range []string{"tcp/lo", "verbs/" + verbsDevice} {
+		t.Run(dom, func(t *testing.T) {
+			p := startProc(t, provEnv(t, d), bin, dom)
+			if code := p.wait(t, ppLimit); code != 0 || !strings.HasSuffix(p.out.String(), "PASS\n") {
+				t.Fatalf("%v", p)
+			}
+			t.Logf("%s", p.out.String())
+		})
 	}
-	t.Logf("%s", p.out.String())
 }
