@@ -156,3 +156,22 @@ func TestProviderMsg(t *testing.T) {
 		})
 	}
 }
+
+// TestProviderRDM builds and runs provider/test/rdmtest.c: FI_EP_RDM in the
+// tree's tcp and verbs domains (messages with their sender, tagged
+// matching, a directed receive, FI_MULTI_RECV, a counter and a hidden CQ,
+// fi_cq_sread, selective completion) and FI_EP_DGRAM in the verbs -dgram
+// domain (messages).
+func TestProviderRDM(t *testing.T) {
+	d := mount(t)
+	bin := buildProviderC(t, "rdmtest")
+	for _, c := range [][2]string{{"tcp/lo", "rdm"}, {"verbs/" + verbsDevice, "rdm"}, {"verbs/" + verbsDevice + "-dgram", "dgram"}} {
+		t.Run(c[0], func(t *testing.T) {
+			p := startProc(t, provEnv(t, d), bin, c[0], c[1])
+			if code := p.wait(t, ppLimit); code != 0 || !strings.HasSuffix(p.out.String(), "PASS\n") {
+				t.Fatalf("%v", p)
+			}
+			t.Logf("%s", p.out.String())
+		})
+	}
+}
