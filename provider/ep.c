@@ -32,8 +32,8 @@
 #define MAX_TEMP 4          /* temporary regions per endpoint */
 #define TEMP_ROUND (1u << 20) /* their sizes are multiples of this */
 #define MAX_IOV 16          /* iovecs a request may have (tx_iov_limit and rx_iov_limit) */
-/* How long fi_close of an endpoint waits for the daemon to give back the
- * requests it held (cancelled): their records must outlive them. */
+/* How long fi_close of an endpoint waits for the daemon to close it and
+ * give back the requests it held (cancelled). */
 #define CLOSE_DRAIN_MS 2000
 
 /* A region of the provider's own: a tree mr mapped whole. */
@@ -1163,15 +1163,21 @@ static int ep_close(struct fid *fid)
 	for (int i = 0; i < MAX_TEMP; i++)
 		region_free(&ep->temps[i].r);
 	pthread_mutex_unlock(&ep->lock);
-	/* Reap until the daemon gave back every request: their records must
-	 * outlive them. */
+	/* Reap until the daemon gave back every request (their records must
+	 * outlive them) and the endpoint has left the tree: the daemon closes
+	 * it when it handles the last release, after close(2) and munmap(2)
+	 * return, and the application may next close what was bound to it
+	 * (an AV, a counter), which the tree refuses while it is bound. */
 	size_t left;
+	bool there = true;
 	for (int ms = 0;; ms++) {
 		ffs_domain_progress(ep->dom);
 		pthread_mutex_lock(&ep->lock);
 		left = ep->outstanding;
 		pthread_mutex_unlock(&ep->lock);
-		if (left == 0 || ms == CLOSE_DRAIN_MS)
+		if (there)
+			there = access(ep->obj.dir, F_OK) == 0 || errno != ENOENT;
+		if ((left == 0 && !there) || ms == CLOSE_DRAIN_MS)
 			break;
 		usleep(1000);
 	}

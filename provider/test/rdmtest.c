@@ -67,17 +67,18 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* cq_wait reads one entry and its source within 5 s; an error fails. */
-static void cq_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *e, fi_addr_t *src, const char *what)
+/* cq_try reads one entry and its source within secs seconds (false if
+ * none came); an error fails. */
+static bool cq_try(struct fid_cq *cq, struct fi_cq_tagged_entry *e, fi_addr_t *src, double secs, const char *what)
 {
-	double deadline = now() + 5;
+	double deadline = now() + secs;
 	for (;;) {
 		fi_addr_t a = FI_ADDR_NOTAVAIL;
 		ssize_t n = fi_cq_readfrom(cq, e, 1, &a);
 		if (n == 1) {
 			if (src)
 				*src = a;
-			return;
+			return true;
 		}
 		if (n == -FI_EAVAIL) {
 			struct fi_cq_err_entry err = {0};
@@ -88,8 +89,15 @@ static void cq_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *e, fi_addr_t *
 		if (n != -FI_EAGAIN)
 			fail("%s: fi_cq_read: %zd", what, n);
 		if (now() > deadline)
-			fail("%s: no completion after 5 s", what);
+			return false;
 	}
+}
+
+/* cq_wait reads one entry and its source within 5 s. */
+static void cq_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *e, fi_addr_t *src, const char *what)
+{
+	if (!cq_try(cq, e, src, 5, what))
+		fail("%s: no completion after 5 s", what);
 }
 
 static uint8_t pattern(size_t seed, size_t i)
@@ -145,13 +153,20 @@ static void message(struct node *a, struct node *b, size_t len, size_t seed)
 	fill(tx, len, seed);
 	int rctx, sctx;
 	CHECK(fi_recv(b->ep, rx, len, NULL, FI_ADDR_UNSPEC, &rctx));
-	CHECK(fi_send(a->ep, tx, len, NULL, b->addr, &sctx));
 	struct fi_cq_tagged_entry e;
 	fi_addr_t src;
-	cq_wait(a->cq, &e, NULL, "send");
-	if (e.op_context != &sctx || !(e.flags & FI_SEND))
-		fail("send completion: context %p flags %#llx", e.op_context, (unsigned long long)e.flags);
-	cq_wait(b->cq, &e, &src, "recv");
+	/* A datagram that comes before its receive reached the device is
+	 * dropped (FI_EP_DGRAM is unreliable): send it again. */
+	for (int try = 0;; try++) {
+		CHECK(fi_send(a->ep, tx, len, NULL, b->addr, &sctx));
+		cq_wait(a->cq, &e, NULL, "send");
+		if (e.op_context != &sctx || !(e.flags & FI_SEND))
+			fail("send completion: context %p flags %#llx", e.op_context, (unsigned long long)e.flags);
+		if (cq_try(b->cq, &e, &src, rdm ? 5 : 0.3, "recv"))
+			break;
+		if (rdm || try == 20)
+			fail("recv: no completion");
+	}
 	if (e.op_context != &rctx || e.len != len || !(e.flags & FI_RECV))
 		fail("recv completion: context %p len %zu", e.op_context, e.len);
 	if (rdm && src != a->addr)
