@@ -22,6 +22,7 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <rdma/fi_atomic.h>
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -433,6 +434,14 @@ int main(int argc, char **argv)
 		free(tx);
 		free(rx);
 		printf("ok zero-copy messages\n");
+	}
+
+	/* Atomics: the tree has none; the call fails, it does not crash. */
+	{
+		uint64_t v = 1;
+		if (fi_atomic(cli.ep, &v, 1, NULL, 0, 0, 0, FI_UINT64, FI_SUM, NULL) != -FI_ENOSYS)
+			fail("fi_atomic did not give -FI_ENOSYS");
+		printf("ok atomics are -FI_ENOSYS\n");
 	}
 
 	/* Shutdown: both sides get FI_SHUTDOWN. */
