@@ -100,6 +100,7 @@ struct ffs_ep {
 	struct temp temps[MAX_TEMP];
 	struct ffs_req *reqs, *free;
 	size_t nreq, outstanding;
+	size_t out[2]; /* outstanding on tx, on rx */
 	struct inject *inj; /* a circular queue of tx.count */
 	size_t inj_head, inj_len;
 	size_t inject_size, max_msg_size;
@@ -337,6 +338,7 @@ static void release(struct ffs_ep *ep, struct ffs_req *r)
 	r->next_free = ep->free;
 	ep->free = r;
 	ep->outstanding--;
+	ep->out[r->ring == &ep->rx]--;
 }
 
 /* reclaim_injects frees the staging of injects the daemon has taken. */
@@ -491,7 +493,7 @@ static ssize_t post(struct ffs_ep *ep, const struct op *o)
 		goto out;
 	}
 	struct ffs_req *r = ep->free;
-	if (!r) {
+	if (!r || ep->out[on_rx] >= ring->count) {
 		ret = -FI_EAGAIN;
 		goto out;
 	}
@@ -537,6 +539,7 @@ static ssize_t post(struct ffs_ep *ep, const struct op *o)
 	ep->free = r->next_free;
 	r->in_use = true;
 	ep->outstanding++;
+	ep->out[on_rx]++;
 	r->ring = ring;
 	r->idx = fabricfs_load_relaxed(ring->tail);
 	fabricfs_post(ring, &wr); /* room was checked above, under the lock */
@@ -1026,9 +1029,10 @@ static int enable(struct ffs_ep *ep)
 	if ((ret = ffs_get_u64(&ep->obj, "attr/max_msg_size", &v)))
 		return ret;
 	ep->max_msg_size = v;
-	/* Requests outstanding: those in the rings and those the daemon took,
-	 * at most a ring's worth each. */
-	ep->nreq = 2 * ((size_t)ep->tx.count + ep->rx.count);
+	/* Operations outstanding per direction: at most the ring's entries
+	 * (attr/tx_size and rx_size rounded up), libfabric's tx_attr->size and
+	 * rx_attr->size, so that a CQ sized for them never overruns. */
+	ep->nreq = (size_t)ep->tx.count + ep->rx.count;
 	ep->reqs = calloc(ep->nreq, sizeof *ep->reqs);
 	ep->inj = calloc(ep->tx.count, sizeof *ep->inj);
 	if (!ep->reqs || !ep->inj)

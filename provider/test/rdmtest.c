@@ -4,8 +4,8 @@
  * API: messages with their sender (fi_cq_readfrom) and bytes; for FI_EP_RDM
  * also tagged matching, a directed receive, FI_MULTI_RECV, a counter that
  * counts a staged receive with its bytes in place, an endpoint whose
- * receives have no CQ (the provider's hidden one), fi_cq_sread, and
- * selective completion.
+ * receives have no CQ (the provider's hidden one), fi_cq_sread, selective
+ * completion, and threads sharing an endpoint and its CQ (FI_THREAD_SAFE).
  *
  *	FI_PROVIDER_PATH=bin FI_FABRICFS_ROOT=/fabric rdmtest [DOMAIN [rdm|dgram]]
  *
@@ -22,6 +22,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -123,7 +124,9 @@ static void check_bytes(const uint8_t *p, size_t n, size_t seed, const char *wha
  * or only some, and a counter for receives if cntr is given. */
 static void open_node(struct node *n, uint64_t cq_flags, struct fid_cntr *cntr)
 {
-	struct fi_cq_attr attr = {.size = 128, .format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_UNSPEC};
+	/* Sized for every operation the endpoint may have outstanding. */
+	struct fi_cq_attr attr = {.size = info->tx_attr->size + info->rx_attr->size, .format = FI_CQ_FORMAT_TAGGED,
+				  .wait_obj = FI_WAIT_UNSPEC};
 	CHECK(fi_cq_open(domain, &attr, &n->cq, NULL));
 	CHECK(fi_endpoint(domain, info, &n->ep, NULL));
 	CHECK(fi_ep_bind(n->ep, &av->fid, 0));
@@ -176,6 +179,104 @@ static void message(struct node *a, struct node *b, size_t len, size_t seed)
 	free(tx);
 	free(rx);
 	printf("ok %zu bytes\n", len);
+}
+
+/* Threads: two senders share endpoint a and its CQ, each sending
+ * THREAD_MSGS messages to b, whose receiver checks every one (a header of
+ * the sender and its sequence number, and a pattern of them). */
+#define THREAD_MSGS 2000
+#define THREAD_LEN 300
+
+struct sender {
+	struct node *a, *b;
+	int id;
+	int done; /* send completions this thread reaped */
+};
+
+static int total_sent; /* send completions reaped by both, under its lock */
+static pthread_mutex_t sent_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void reap_sends(struct node *a, struct sender *s)
+{
+	struct fi_cq_tagged_entry e[8];
+	ssize_t n = fi_cq_read(a->cq, e, 8);
+	if (n == -FI_EAVAIL) {
+		struct fi_cq_err_entry err = {0};
+		if (fi_cq_readerr(a->cq, &err, 0) == 1)
+			fail("thread %d: error completion %d (%s)", s->id, err.err,
+			     fi_cq_strerror(a->cq, err.prov_errno, err.err_data, NULL, 0));
+		/* The other thread took it. */
+	}
+	if (n > 0) {
+		pthread_mutex_lock(&sent_lock);
+		total_sent += (int)n;
+		pthread_mutex_unlock(&sent_lock);
+	}
+}
+
+static void *sender_main(void *arg)
+{
+	struct sender *s = arg;
+	uint8_t buf[THREAD_LEN];
+	for (int i = 0; i < THREAD_MSGS; i++) {
+		buf[0] = (uint8_t)s->id;
+		memcpy(buf + 1, &i, sizeof i);
+		fill(buf + 8, THREAD_LEN - 8, (size_t)(s->id * THREAD_MSGS + i));
+		ssize_t ret;
+		double deadline = now() + 10;
+		while ((ret = fi_send(s->a->ep, buf, sizeof buf, NULL, s->b->addr, NULL)) == -FI_EAGAIN) {
+			reap_sends(s->a, s);
+			if (now() > deadline)
+				fail("thread %d: -FI_EAGAIN for 10 s", s->id);
+		}
+		if (ret)
+			fail("thread %d: fi_send: %zd", s->id, ret);
+		reap_sends(s->a, s);
+	}
+	return NULL;
+}
+
+static void threads(struct node *a, struct node *b)
+{
+	static uint8_t rx[64][THREAD_LEN];
+	for (int i = 0; i < 64; i++)
+		CHECK(fi_recv(b->ep, rx[i], THREAD_LEN, NULL, FI_ADDR_UNSPEC, rx[i]));
+	struct sender s[2] = {{a, b, 1, 0}, {a, b, 2, 0}};
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		if (pthread_create(&t[i], NULL, sender_main, &s[i]))
+			fail("pthread_create");
+	int next[3] = {0, 0, 0}, got = 0;
+	double deadline = now() + 30;
+	while (got < 2 * THREAD_MSGS) {
+		struct fi_cq_tagged_entry e;
+		ssize_t n = fi_cq_read(b->cq, &e, 1);
+		if (n == -FI_EAGAIN) {
+			if (now() > deadline)
+				fail("threads: %d of %d messages after 30 s", got, 2 * THREAD_MSGS);
+			continue;
+		}
+		if (n != 1)
+			fail("threads: receiver's fi_cq_read: %zd", n);
+		uint8_t *m = e.op_context;
+		int id = m[0], seq;
+		memcpy(&seq, m + 1, sizeof seq);
+		if (id < 1 || id > 2 || seq != next[id] || e.len != THREAD_LEN)
+			fail("threads: message from %d seq %d len %zu, want seq %d", id, seq, e.len, id >= 1 && id <= 2 ? next[id] : -1);
+		check_bytes(m + 8, THREAD_LEN - 8, (size_t)(id * THREAD_MSGS + seq), "threads");
+		next[id]++;
+		got++;
+		CHECK(fi_recv(b->ep, m, THREAD_LEN, NULL, FI_ADDR_UNSPEC, m));
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	while (total_sent < 2 * THREAD_MSGS) {
+		reap_sends(a, &s[0]);
+		if (now() > deadline)
+			fail("threads: %d send completions", total_sent);
+	}
+	/* The receives still posted go with the endpoint. */
+	printf("ok two threads sharing an endpoint and its CQ: %d messages in order\n", got);
 }
 
 int main(int argc, char **argv)
@@ -352,6 +453,8 @@ int main(int argc, char **argv)
 		close_node(&s);
 		printf("ok selective completion\n");
 	}
+
+	threads(&a, &b);
 
 done:
 	close_node(&a);
