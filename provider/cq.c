@@ -238,10 +238,7 @@ void ffs_cq_free(struct ffs_cq *cq)
 static int cq_close(struct fid *fid)
 {
 	struct ffs_cq *cq = container_of(fid, struct ffs_cq, cq_fid.fid);
-	pthread_mutex_lock(&cq->lock);
-	int bound = cq->bound;
-	pthread_mutex_unlock(&cq->lock);
-	if (bound)
+	if (__atomic_load_n(&cq->bound, __ATOMIC_SEQ_CST))
 		return -FI_EBUSY;
 	ffs_cq_free(cq);
 	return 0;

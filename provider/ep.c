@@ -92,7 +92,7 @@ struct ffs_ep {
 	enum fi_ep_type type;
 	uint64_t caps, tx_op_flags, rx_op_flags;
 	struct ffs_cq *txcq, *rxcq, *hidden;
-	bool tx_sel, rx_sel;
+	bool tx_sel, rx_sel, hidden_bound;
 	struct ffs_eq *eq;
 	bool enabled, closing;
 	struct fabricfs_ring tx, rx;
@@ -923,9 +923,7 @@ static int bind_cq(struct ffs_ep *ep, struct ffs_cq *cq, uint64_t flags)
 		ep->rxcq = cq;
 		ep->rx_sel = sel;
 	}
-	pthread_mutex_lock(&cq->lock);
-	cq->bound++;
-	pthread_mutex_unlock(&cq->lock);
+	__atomic_fetch_add(&cq->bound, ((flags & FI_TRANSMIT) != 0) + ((flags & FI_RECV) != 0), __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -1003,16 +1001,13 @@ static int enable(struct ffs_ep *ep)
 	/* The tree wants a CQ for each direction; the application may bind
 	 * none for one it does not use. */
 	uint64_t missing = (ep->txcq ? 0 : FI_TRANSMIT) | (ep->rxcq ? 0 : FI_RECV);
-	if (missing && !ep->hidden) {
+	if (missing && !ep->hidden_bound) {
 		char d[16];
-		if ((ret = ffs_cq_make(ep->dom, NULL, true, &ep->hidden)))
+		if (!ep->hidden)
+			return -FI_EOTHER; /* make_hidden runs first */
+		if ((ret = ffs_ctl(&ep->obj, "bind cq %u %s,selective", ep->hidden->obj.id, dirs(missing, d, sizeof d))))
 			return ret;
-		if ((ret = ffs_ctl(&ep->obj, "bind cq %u %s,selective", ep->hidden->obj.id, dirs(missing, d, sizeof d)))) {
-			ffs_cq_free(ep->hidden);
-			ep->hidden = NULL;
-			return ret;
-		}
-		ep->hidden->bound++;
+		ep->hidden_bound = true;
 	}
 	if (!ep->stx.r.map && (ret = region_make(ep->dom, STAGE_SIZE, &ep->stx.r)))
 		return ret;
@@ -1046,11 +1041,38 @@ static int enable(struct ffs_ep *ep)
 	return 0;
 }
 
+/* make_hidden makes the hidden CQ enable binds, if the endpoint will need
+ * one, before enable takes the endpoint's lock: ffs_cq_make takes
+ * dom->cq_lock, which ranks above it. */
+static int make_hidden(struct ffs_ep *ep)
+{
+	pthread_mutex_lock(&ep->lock);
+	bool need = !ep->enabled && !ep->hidden && (!ep->txcq || !ep->rxcq);
+	pthread_mutex_unlock(&ep->lock);
+	if (!need)
+		return 0;
+	struct ffs_cq *cq;
+	int ret = ffs_cq_make(ep->dom, NULL, true, &cq);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&ep->lock);
+	if (!ep->hidden) {
+		ep->hidden = cq;
+		cq = NULL;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	if (cq)
+		ffs_cq_free(cq); /* another thread made one meanwhile */
+	return 0;
+}
+
 static int ep_control(struct fid *fid, int command, void *arg)
 {
 	struct ffs_ep *ep = container_of(fid, struct ffs_ep, ep_fid.fid);
+	int ret = command == FI_ENABLE ? make_hidden(ep) : 0;
+	if (ret)
+		return ret;
 	pthread_mutex_lock(&ep->lock);
-	int ret = 0;
 	switch (command) {
 	case FI_ENABLE:
 		ret = enable(ep);
@@ -1102,7 +1124,7 @@ static int ep_connect(struct fid_ep *fid, const void *addr, const void *param, s
 		/* An IPv4 address is shorter than the room given above. */
 		ret = ffs_addr_format(addr, sizeof(struct sockaddr_in), a, sizeof a);
 	}
-	if (ret || (ret = ffs_hex_data(param, paramlen, data, sizeof data)))
+	if (ret || (ret = ffs_hex_data(param, paramlen, data, sizeof data)) || (ret = make_hidden(ep)))
 		return ret;
 	pthread_mutex_lock(&ep->lock);
 	ret = enable(ep);
@@ -1117,7 +1139,7 @@ static int ep_accept(struct fid_ep *fid, const void *param, size_t paramlen)
 	struct ffs_ep *ep = ep_of(fid);
 	char data[2 * FFS_CM_DATA_SIZE + 8];
 	int ret = ffs_hex_data(param, paramlen, data, sizeof data);
-	if (ret)
+	if (ret || (ret = make_hidden(ep)))
 		return ret;
 	pthread_mutex_lock(&ep->lock);
 	ret = enable(ep);
@@ -1188,13 +1210,9 @@ static int ep_close(struct fid *fid)
 		usleep(1000);
 	}
 	struct ffs_cq *cqs[2] = {ep->txcq, ep->rxcq};
-	for (int i = 0; i < 2; i++) {
-		if (!cqs[i] || (i == 1 && cqs[1] == cqs[0]))
-			continue;
-		pthread_mutex_lock(&cqs[i]->lock);
-		cqs[i]->bound--;
-		pthread_mutex_unlock(&cqs[i]->lock);
-	}
+	for (int i = 0; i < 2; i++)
+		if (cqs[i])
+			__atomic_fetch_sub(&cqs[i]->bound, 1, __ATOMIC_SEQ_CST);
 	if (left) {
 		/* The records stay (with the hidden CQ) for completions that
 		 * may still come; the domain frees the hidden CQ. */

@@ -226,7 +226,8 @@ struct ffs_cq {
 	size_t qcap, qhead, qlen;
 	struct ffs_cq_entry err; /* the last entry fi_cq_readerr returned: its errline is err_data */
 	int signaled;
-	int bound; /* endpoints bound to it */
+	int bound; /* endpoint directions bound to it; atomic (no lock: binding
+		    * holds the endpoint's lock, which ranks below) */
 	struct ffs_cq *next; /* in dom->cqs */
 };
 
