@@ -178,9 +178,9 @@ int ffs_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **op
 int ffs_no_tostr(const struct fid *fid, char *buf, size_t len);
 int ffs_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops, void *context);
 
-/* Lock order: dom->cq_lock, then a CQ's lock, then an endpoint's lock;
- * an endpoint's lock is never held while another lock is taken, except
- * dom->lock in ffs_mr_lookup. */
+/* Lock order: dom->cq_lock, then a CQ's lock, then an endpoint's lock,
+ * then an EQ's lock (fi_ep_bind of an EQ). The data path calls
+ * ffs_mr_lookup (dom->lock) before it takes the endpoint's lock. */
 
 /* ffs_domain_progress finishes what the daemon completed for the domain's
  * endpoints: it reaps their completion rings and does the provider's part
