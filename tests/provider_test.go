@@ -125,15 +125,15 @@ func TestProviderPingpongVerbs(t *testing.T) {
 }
 
 // TestProviderPingpongTCP runs fi_pingpong -p fabricfs against libfabric's
-// own fi_pingpong -p tcp (tcp;ofi_rxm for FI_EP_RDM), each side as server
-// once, sizes 1 B to 6 MiB with -c.
+// own fi_pingpong -p tcp (tcp;ofi_rxm for FI_EP_RDM), msg, rdm and rdm
+// tagged, each side as server once, sizes 0 B to 6 MiB with -c.
 func TestProviderPingpongTCP(t *testing.T) {
 	needCmd(t, "fi_pingpong")
 	d := mount(t)
-	for _, ep := range []string{"msg", "rdm"} {
+	for _, ep := range [][]string{{"-e", "msg"}, {"-e", "rdm"}, {"-e", "rdm", "-m", "tagged"}} {
 		for _, roles := range [][2]string{{"fabricfs", "tcp"}, {"tcp", "fabricfs"}} {
-			t.Run(ep+"/"+roles[0]+"-server", func(t *testing.T) {
-				runPingpong(t, d, roles[0], roles[1], []string{"-e", ep, "-S", "all"}, 10, "1", "1m")
+			t.Run(strings.Join(ep[1:], "-")+"/"+roles[0]+"-server", func(t *testing.T) {
+				runPingpong(t, d, roles[0], roles[1], append(ep, "-S", "all"), 10, "1", "1m")
 			})
 		}
 	}
