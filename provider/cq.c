@@ -68,11 +68,6 @@ static ssize_t cq_read(struct ffs_cq *cq, void *buf, size_t count, fi_addr_t *sr
 	ffs_domain_progress(cq->dom);
 	pthread_mutex_lock(&cq->lock);
 	ssize_t n = 0;
-	if (cq->signaled) {
-		cq->signaled = 0;
-		pthread_mutex_unlock(&cq->lock);
-		return -FI_EAGAIN;
-	}
 	size_t es = entry_size(cq->format);
 	while ((size_t)n < count && cq->qlen > 0) {
 		struct ffs_cq_entry *e = &cq->q[cq->qhead];
@@ -173,8 +168,11 @@ static ssize_t cq_sread(struct ffs_cq *cq, void *buf, size_t count, fi_addr_t *s
 		/* The provider's queue is empty here; entries can only come
 		 * through the ring, so sleeping on it misses nothing. */
 		pthread_mutex_lock(&cq->lock);
-		bool empty = cq->qlen == 0;
+		bool empty = cq->qlen == 0, signaled = cq->signaled;
+		cq->signaled = 0;
 		pthread_mutex_unlock(&cq->lock);
+		if (signaled)
+			return -FI_EAGAIN; /* fi_cq_signal: the wait ends, with nothing */
 		if (empty && fabricfs_sleep(&cq->ring, &ts) < 0)
 			return -ffs_fi_errno(errno);
 	}

@@ -418,6 +418,12 @@ int main(int argc, char **argv)
 		double dt = now() - t0;
 		if (n != -FI_EAGAIN || dt < 0.15 || dt > 2)
 			fail("fi_cq_sread on an empty CQ: %zd after %.3f s", n, dt);
+		CHECK(fi_cq_signal(b.cq));
+		t0 = now();
+		n = fi_cq_sread(b.cq, &e, 1, NULL, 5000);
+		dt = now() - t0;
+		if (n != -FI_EAGAIN || dt > 1)
+			fail("fi_cq_sread after fi_cq_signal: %zd after %.3f s", n, dt);
 		char m[4] = "hi", r[4];
 		int rctx, sctx;
 		CHECK(fi_recv(b.ep, r, sizeof r, NULL, FI_ADDR_UNSPEC, &rctx));
@@ -426,7 +432,7 @@ int main(int argc, char **argv)
 		if (n != 1 || e.op_context != &rctx || strcmp(r, "hi"))
 			fail("fi_cq_sread: %zd", n);
 		cq_wait(a.cq, &e, NULL, "send");
-		printf("ok fi_cq_sread\n");
+		printf("ok fi_cq_sread, fi_cq_signal\n");
 	}
 
 	/* Selective completion: only operations with FI_COMPLETION make an
