@@ -368,8 +368,6 @@ bool ffs_ep_complete(const struct fabricfs_cqe *c, struct ffs_cq_entry *e)
 	e->err = c->err;
 	e->prov_errno = c->prov_errno;
 	e->olen = c->olen;
-	if (c->err)
-		snprintf(e->errline, sizeof e->errline, "%s", fi_strerror(-c->err));
 	struct ffs_req *r = (struct ffs_req *)(uintptr_t)c->op_context;
 	if (!r) {
 		/* No request of ours: an inject's error, a peer's write with
@@ -395,13 +393,12 @@ bool ffs_ep_complete(const struct fabricfs_cqe *c, struct ffs_cq_entry *e)
 		if (r->iov_count > 0 && rel < r->iov[0].iov_len)
 			e->buf = (uint8_t *)r->iov[0].iov_base + rel;
 	}
-	if (c->err && !ep->closing) {
-		/* The tree's sentence, when it wrote one (it keeps the last). */
-		char line[sizeof e->errline];
-		size_t n = strlen(e->errline);
-		if (ffs_get(&ep->obj, "err", line, sizeof line) > 0)
-			snprintf(e->errline + n, sizeof e->errline - n, " (endpoint's last error: %s)", line);
-	}
+	/* err_data: the tree's sentence (the endpoint's err, which keeps the
+	 * last) for a failure it explains; none for a cancelled or truncated
+	 * operation, as libfabric's providers give none: an application may
+	 * pass fi_cq_readerr an entry whose err_data it never set. */
+	if (c->err && c->err != -FI_ECANCELED && c->err != -FI_ETRUNC && !ep->closing)
+		ffs_get(&ep->obj, "err", e->errline, sizeof e->errline);
 	bool last = !r->multi || (c->flags & FI_MULTI_RECV) || c->err;
 	if (last)
 		release(ep, r);

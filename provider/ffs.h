@@ -211,7 +211,7 @@ struct ffs_cq_entry {
 	fi_addr_t src_addr;
 	int err, prov_errno;
 	uint64_t olen;
-	char errline[256]; /* an error entry's err_data: fi_strerror of its code, the endpoint's err line */
+	char errline[256]; /* an error entry's err_data: the endpoint's err line, or empty */
 };
 
 struct ffs_cq {
