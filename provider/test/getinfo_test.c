@@ -1,9 +1,9 @@
 /*
- * getinfo_test: fi_getinfo through the fabricfs provider, for the hints
- * prov.c applies itself (those the tree's getinfo query cannot carry):
- * tx/rx modes, mr_mode and the legacy modes, attributes that take the
- * hint's value, enumerations, a second address, fabric names and opened
- * fabrics. Run by tests/provider_info_test.go with FI_PROVIDER_PATH at the
+ * getinfo_test: fi_getinfo through the fabricfs provider, which sends the
+ * hints whole to the tree's getinfo: tx/rx modes, mr_mode and the legacy
+ * modes, attributes that take the hint's value, enumerations, a second
+ * address, Open MPI's mtl/ofi hints, and what prov.c does itself: fabric
+ * names and opened fabrics. Run by tests/provider_info_test.go with FI_PROVIDER_PATH at the
  * provider and FI_FABRICFS_ROOT at a mounted tree whose domains include
  * tcp/lo and verbs/rxe_127_0_0_1. Exits 1 on the first failed check.
  */
@@ -184,6 +184,30 @@ int main(void)
 	h->domain_attr->threading = 99;
 	ret = get(V, NULL, NULL, 0, h, &out);
 	CHECK(ret == -FI_ENODATA, "threading 99: %d", ret);
+	fi_freeinfo(h);
+
+	/* Open MPI 4.1's mtl/ofi asks (API 1.5) for tagged FI_EP_RDM with
+	 * default op_flags FI_COMPLETION, FI_THREAD_DOMAIN, FI_AV_MAP, mr_mode
+	 * 0 and 4 bytes of CQ data (with FI_PROVIDER=fabricfs: prov_name). */
+	h = fi_allocinfo();
+	h->fabric_attr->prov_name = strdup("fabricfs");
+	h->caps = FI_TAGGED | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_DIRECTED_RECV;
+	h->mode = FI_CONTEXT | FI_CONTEXT2;
+	h->tx_attr->op_flags = h->rx_attr->op_flags = FI_COMPLETION;
+	h->tx_attr->msg_order = h->rx_attr->msg_order = FI_ORDER_SAS;
+	h->ep_attr->type = FI_EP_RDM;
+	h->domain_attr->threading = FI_THREAD_DOMAIN;
+	h->domain_attr->resource_mgmt = FI_RM_ENABLED;
+	h->domain_attr->av_type = FI_AV_MAP;
+	h->domain_attr->cq_data_size = 4;
+	ret = get(FI_VERSION(1, 5), NULL, NULL, 0, h, &out);
+	CHECK(!ret && count(out) > 0, "Open MPI's mtl/ofi hints: %d", ret);
+	for (e = out; e; e = e->next)
+		CHECK(e->ep_attr->type == FI_EP_RDM && (e->caps & FI_TAGGED) && e->tx_attr->op_flags == FI_COMPLETION &&
+			      e->rx_attr->op_flags == FI_COMPLETION && e->domain_attr->threading == FI_THREAD_DOMAIN &&
+			      e->domain_attr->av_type == FI_AV_MAP && e->domain_attr->mr_mode == 0,
+		      "Open MPI's mtl/ofi hints gave %s not as asked", e->domain_attr->name);
+	fi_freeinfo(out);
 	fi_freeinfo(h);
 
 	/* ep_attr protocol. */
