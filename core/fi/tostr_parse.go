@@ -30,9 +30,11 @@ const MaxInfoText = 64 << 10
 // FI_SOCKADDR_IN6 and FI_ADDR_STR), or an addrlen that is not the
 // address's is EINVAL.
 //
-// What fi_tostr leaves out cannot come back: flag bits without a name,
-// auth_key bytes, fabric_attr.fabric. So ParseInfo(info.String()) prints
-// as info does, but may differ from info in those.
+// A value fi_tostr cannot print (flag bits without a name, an enumeration
+// it prints as "Unknown") is EINVAL too, so what ParseInfo reads prints as
+// text that reads back the same. What fi_tostr leaves out cannot come
+// back: auth_key bytes, fabric_attr.fabric; ParseInfo(info.String())
+// prints as info does, but may differ from info in those.
 func ParseInfo(s string) (*Info, error) {
 	if len(s) > MaxInfoText {
 		return nil, fmt.Errorf("fi_info text of %d bytes (at most %d)", len(s), MaxInfoText)
@@ -255,9 +257,27 @@ func fabricFields(a *FabricAttr) fieldSet {
 	}
 }
 
+// named reads a flag set or enumeration: any form Parse reads, but only a
+// value that prints as itself, since a value fi_tostr cannot print (an
+// enumeration it prints as "Unknown", bits it has no name for) would not
+// come back from the text.
 func named[T Named](dst *T) func(string) error {
-	return func(v string) (err error) { *dst, err = Parse[T](v); return err }
+	return func(v string) error {
+		x, err := Parse[T](v)
+		if err != nil {
+			return err
+		}
+		if s, ok := any(x).(fmt.Stringer); ok {
+			if back, err := Parse[T](s.String()); err != nil || back != x {
+				return fmt.Errorf("%q is %s, which fi_tostr prints as %q", v, hexOf(uint64(x)), s)
+			}
+		}
+		*dst = x
+		return nil
+	}
 }
+
+func hexOf(x uint64) string { return "0x" + strconv.FormatUint(x, 16) }
 
 func decimal(dst *uint64) func(string) error {
 	return func(v string) (err error) { *dst, err = strconv.ParseUint(v, 10, 64); return err }
