@@ -115,6 +115,20 @@ static bool one_line(const char *s)
 	return !s || !strpbrk(s, "\n\r");
 }
 
+/* lost returns the bits of x (of FI_TYPE_CAPS or FI_TYPE_OP_FLAGS) that
+ * fi_tostr prints no name for, which the block cannot carry. */
+static uint64_t lost(uint64_t x, enum fi_type type)
+{
+	uint64_t out = 0;
+	for (int i = 0; i < 64; i++) {
+		uint64_t bit = 1ULL << i;
+		char buf[64];
+		if ((x & bit) && fi_tostr_r(buf, sizeof buf, &bit, type) && !buf[0])
+			out |= bit;
+	}
+	return out;
+}
+
 /*
  * add_hints appends the hints as the tree's hints block: fi_tostr of a
  * copy that says what the tree knows. What only this provider knows stays
@@ -125,10 +139,19 @@ static bool one_line(const char *s)
  * An address with addr_format FI_FORMAT_UNSPEC is marked FI_SOCKADDR,
  * which fi_tostr prints by its family: the tree then reads it, and
  * FI_SOCKADDR selects what FI_FORMAT_UNSPEC would among IP entries.
- * It returns -FI_ENODATA for names no entry of the tree has.
+ * It returns -FI_ENODATA for names no entry of the tree has, and for caps
+ * or op_flags fi_tostr cannot name (FI_AV_USER_ID, FI_PEER, provider
+ * bits, FI_COMMIT_COMPLETE): the text would drop them, and every cap and
+ * op flag the tree offers has a name.
  */
 static int add_hints(struct query *q, const struct fi_info *hints)
 {
+	if (lost(hints->caps, FI_TYPE_CAPS) ||
+	    (hints->tx_attr &&
+	     (lost(hints->tx_attr->caps, FI_TYPE_CAPS) || lost(hints->tx_attr->op_flags, FI_TYPE_OP_FLAGS))) ||
+	    (hints->rx_attr &&
+	     (lost(hints->rx_attr->caps, FI_TYPE_CAPS) || lost(hints->rx_attr->op_flags, FI_TYPE_OP_FLAGS))))
+		return -FI_ENODATA;
 	struct fi_info h = *hints;
 	struct fi_domain_attr d = { 0 };
 	struct fi_fabric_attr f = { 0 };

@@ -210,6 +210,15 @@ int main(void)
 	fi_freeinfo(out);
 	fi_freeinfo(h);
 
+	/* Caps and op_flags fi_tostr has no name for: none is the tree's. */
+	h = hints_new();
+	h->caps = FI_MSG | FI_AV_USER_ID;
+	CHECK(get(V, NULL, NULL, 0, h, &out) == -FI_ENODATA, "caps FI_AV_USER_ID matched");
+	h->caps = 0;
+	h->tx_attr->op_flags = FI_COMMIT_COMPLETE;
+	CHECK(get(V, NULL, NULL, 0, h, &out) == -FI_ENODATA, "tx op_flags FI_COMMIT_COMPLETE matched");
+	fi_freeinfo(h);
+
 	/* ep_attr protocol. */
 	h = hints_new();
 	h->ep_attr->protocol = FI_PROTO_IB_UD;
