@@ -121,6 +121,11 @@ static struct fi_ops_domain domain_ops = {
 	.endpoint2 = no_endpoint2,
 };
 
+struct ffs_domain *ffs_domain_of(struct fid_domain *d)
+{
+	return d && d->fid.ops == &domain_fi_ops ? (struct ffs_domain *)d : NULL;
+}
+
 int ffs_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **domain, void *context)
 {
 	if (!info || !info->domain_attr || !domain)

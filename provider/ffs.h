@@ -170,6 +170,9 @@ struct ffs_domain {
 };
 
 int ffs_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **domain, void *context);
+/* ffs_domain_of returns d as a domain of this provider, or NULL when it is
+ * another provider's (fi_getinfo's hints->domain_attr->domain). */
+struct ffs_domain *ffs_domain_of(struct fid_domain *d);
 
 /* The fi_ops entries an object does not have: -FI_ENOSYS. */
 int ffs_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);

@@ -249,8 +249,14 @@ static int ffs_getinfo(uint32_t version, const char *node, const char *service, 
 		return -FI_ENODATA;
 	if (flags & FI_PROV_ATTR_ONLY)
 		return prov_attr_only(info);
-	/* The tree knows every hint but this provider's version. */
+	/* The tree knows every hint but this provider's version and its
+	 * opened objects: an opened domain "restrict[s] output to the given
+	 * domain" (fi_domain(3)), which must be one of this provider's. */
 	if (hints && hints->fabric_attr && hints->fabric_attr->prov_version > FFS_PROV_VERSION)
+		return -FI_ENODATA;
+	struct fid_domain *hdom = hints && hints->domain_attr ? hints->domain_attr->domain : NULL;
+	const struct ffs_domain *dom = ffs_domain_of(hdom);
+	if (hdom && !dom)
 		return -FI_ENODATA;
 
 	struct query q = { .len = 0 };
@@ -284,8 +290,8 @@ static int ffs_getinfo(uint32_t version, const char *node, const char *service, 
 	}
 	free(answer);
 
-	/* A restriction to an opened fabric of this provider is one to its
-	 * name. */
+	/* A restriction to an opened fabric or domain of this provider is
+	 * one to its name. */
 	const struct fid_fabric *hfab = hints && hints->fabric_attr ? hints->fabric_attr->fabric : NULL;
 	struct fi_info **tail = info;
 	for (struct fi_info *e = list, *next; e; e = next) {
@@ -293,6 +299,10 @@ static int ffs_getinfo(uint32_t version, const char *node, const char *service, 
 		e->next = NULL;
 		if (hfab && (hfab->fid.ops != &fabric_fi_ops ||
 			     strcmp(((const struct ffs_fabric *)hfab)->name, e->fabric_attr->name))) {
+			fi_freeinfo(e);
+			continue;
+		}
+		if (dom && strcmp(dom->info->domain_attr->name, e->domain_attr->name)) {
 			fi_freeinfo(e);
 			continue;
 		}

@@ -3,7 +3,7 @@
  * hints whole to the tree's getinfo: tx/rx modes, mr_mode and the legacy
  * modes, attributes that take the hint's value, enumerations, a second
  * address, Open MPI's mtl/ofi hints, and what prov.c does itself: fabric
- * names and opened fabrics. Run by tests/provider_info_test.go with FI_PROVIDER_PATH at the
+ * names, opened fabrics and domains. Run by tests/provider_info_test.go with FI_PROVIDER_PATH at the
  * provider and FI_FABRICFS_ROOT at a mounted tree whose domains include
  * tcp/lo and verbs/rxe_127_0_0_1. Exits 1 on the first failed check.
  */
@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
 
 #define FAIL(...)                                        \
 	do {                                             \
@@ -303,6 +304,23 @@ int main(void)
 	fi_freeinfo(out);
 	h->fabric_attr->fabric = NULL;
 	fi_freeinfo(h);
+
+	/* An opened domain: "On input to fi_getinfo, a user may set this to
+	 * an opened domain instance to restrict output to the given domain"
+	 * (fi_domain(3)). */
+	struct fid_domain *dom;
+	ret = fi_domain(fab, (struct fi_info *)lo, &dom, NULL);
+	CHECK(!ret, "fi_domain tcp/lo: %d", ret);
+	h = hints_new();
+	h->domain_attr->domain = dom;
+	ret = get(V, NULL, NULL, 0, h, &out);
+	CHECK(!ret && count(out) > 0 && count(out) < n, "opened domain: %d, %d entries", ret, count(out));
+	for (e = out; e; e = e->next)
+		CHECK(!strcmp(e->domain_attr->name, "tcp/lo"), "opened domain tcp/lo gave %s", e->domain_attr->name);
+	fi_freeinfo(out);
+	h->domain_attr->domain = NULL;
+	fi_freeinfo(h);
+	CHECK(!fi_close(&dom->fid), "fi_close of the domain");
 	CHECK(!fi_close(&fab->fid), "fi_close of the fabric");
 	struct fi_fabric_attr bad = *lo->fabric_attr;
 	bad.name = "nope/1";

@@ -15,6 +15,11 @@ __attribute__((weak)) int ffs_domain_open(struct fid_fabric *fabric, struct fi_i
 	return -FI_ENOSYS;
 }
 
+__attribute__((weak)) struct ffs_domain *ffs_domain_of(struct fid_domain *d)
+{
+	return NULL;
+}
+
 __attribute__((weak)) int ffs_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
 				       void *context)
 {
