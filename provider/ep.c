@@ -1422,7 +1422,9 @@ int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 		ret = -FI_ENOMEM;
 		goto fail;
 	}
-	if (info->handle) {
+	/* A passive endpoint as the handle asks for its address, which the
+	 * tree cannot give an active endpoint: a new endpoint it is. */
+	if (info->handle && info->handle->fclass != FI_CLASS_PEP) {
 		if (info->handle->fclass != FI_CLASS_CONNREQ) {
 			ret = -FI_EINVAL;
 			goto fail;
