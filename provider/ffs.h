@@ -331,7 +331,7 @@ struct ffs_mr {
 	uint64_t tree_desc;  /* the tree's attr/desc: work requests name the region by it */
 	const uint8_t *addr; /* the application's buffer */
 	size_t len;
-	uint8_t *map;       /* the mapping: the buffer's pages */
+	uint8_t *map;       /* the mapping: the buffer's pages; NULL for a local-only region (mr.c) */
 	size_t map_len;
 	size_t base;        /* addr - map */
 	struct ffs_mr *next; /* in the domain's list */
