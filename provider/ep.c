@@ -1214,6 +1214,7 @@ static int ep_close(struct fid *fid)
 	for (int i = 0; i < 2; i++)
 		if (cqs[i])
 			__atomic_fetch_sub(&cqs[i]->bound, 1, __ATOMIC_SEQ_CST);
+	__atomic_fetch_sub(&ep->dom->eps, 1, __ATOMIC_SEQ_CST);
 	if (left) {
 		/* The records stay (with the hidden CQ) for completions that
 		 * may still come; the domain frees the hidden CQ. */
@@ -1459,6 +1460,7 @@ int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 	ep->ep_fid.cm = &ep_cm_ops;
 	ep->ep_fid.msg = &ep_msg_ops;
 	ep->ep_fid.tagged = &ep_tagged_ops;
+	__atomic_fetch_add(&dom->eps, 1, __ATOMIC_SEQ_CST);
 	ep->ep_fid.rma = &ep_rma_ops;
 	ep->ep_fid.atomic = &ep_atomic_ops;
 	*out = &ep->ep_fid;

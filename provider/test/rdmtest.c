@@ -463,6 +463,8 @@ int main(int argc, char **argv)
 	threads(&a, &b);
 
 done:
+	if (fi_close(&domain->fid) != -FI_EBUSY)
+		fail("fi_close of a domain with endpoints open did not give -FI_EBUSY");
 	close_node(&a);
 	close_node(&b);
 	close_node(&c);
