@@ -430,8 +430,11 @@ static ssize_t post(struct ffs_ep *ep, const struct op *o)
 	if (o->count > MAX_IOV || (o->count && !o->iov))
 		return -FI_EINVAL;
 	size_t len = 0;
-	for (size_t i = 0; i < o->count; i++)
+	for (size_t i = 0; i < o->count; i++) {
+		if (o->iov[i].iov_len > SIZE_MAX - TEMP_ROUND - len)
+			return -FI_EMSGSIZE; /* no region could hold it */
 		len += o->iov[i].iov_len;
+	}
 	if (len > ep->max_msg_size)
 		return -FI_EMSGSIZE;
 	if (o->inject && len > ep->inject_size)
