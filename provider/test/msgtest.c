@@ -174,7 +174,8 @@ static void connect_pair(struct fid_pep *pep, struct side *cli, struct side *srv
 		struct fi_eq_cm_entry e;
 		char data[64];
 	} cm;
-	ssize_t n = eq_wait(&event, &cm.e, sizeof cm);
+	/* Without a timeout: the blocking read of the tree EQ. */
+	ssize_t n = fi_eq_sread(eq, &event, &cm.e, sizeof cm, -1, 0);
 	if (n < 0 || event != FI_CONNREQ || cm.e.fid != &pep->fid || !cm.e.info || !cm.e.info->handle)
 		fail("want FI_CONNREQ for the pep, got %zd event %u", n, event);
 	if ((size_t)n != sizeof cm.e + 5 || memcmp(cm.e.data, "hello", 5))
