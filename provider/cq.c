@@ -65,6 +65,8 @@ void ffs_cq_reap(struct ffs_cq *cq)
 /* cq_read takes up to count entries of the queue, after reaping the domain. */
 static ssize_t cq_read(struct ffs_cq *cq, void *buf, size_t count, fi_addr_t *src)
 {
+	if (!buf && count)
+		return -FI_EINVAL;
 	ffs_domain_progress(cq->dom);
 	pthread_mutex_lock(&cq->lock);
 	ssize_t n = 0;

@@ -430,8 +430,11 @@ static ssize_t post(struct ffs_ep *ep, const struct op *o)
 	if (o->count > MAX_IOV || (o->count && !o->iov))
 		return -FI_EINVAL;
 	size_t len = 0;
-	for (size_t i = 0; i < o->count; i++)
+	for (size_t i = 0; i < o->count; i++) {
+		if (o->iov[i].iov_len > SIZE_MAX - TEMP_ROUND - len)
+			return -FI_EMSGSIZE; /* no region could hold it */
 		len += o->iov[i].iov_len;
+	}
 	if (len > ep->max_msg_size)
 		return -FI_EMSGSIZE;
 	if (o->inject && len > ep->inject_size)
@@ -1214,6 +1217,7 @@ static int ep_close(struct fid *fid)
 	for (int i = 0; i < 2; i++)
 		if (cqs[i])
 			__atomic_fetch_sub(&cqs[i]->bound, 1, __ATOMIC_SEQ_CST);
+	__atomic_fetch_sub(&ep->dom->eps, 1, __ATOMIC_SEQ_CST);
 	if (left) {
 		/* The records stay (with the hidden CQ) for completions that
 		 * may still come; the domain frees the hidden CQ. */
@@ -1422,7 +1426,9 @@ int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 		ret = -FI_ENOMEM;
 		goto fail;
 	}
-	if (info->handle) {
+	/* A passive endpoint as the handle asks for its address, which the
+	 * tree cannot give an active endpoint: a new endpoint it is. */
+	if (info->handle && info->handle->fclass != FI_CLASS_PEP) {
 		if (info->handle->fclass != FI_CLASS_CONNREQ) {
 			ret = -FI_EINVAL;
 			goto fail;
@@ -1457,6 +1463,7 @@ int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 	ep->ep_fid.cm = &ep_cm_ops;
 	ep->ep_fid.msg = &ep_msg_ops;
 	ep->ep_fid.tagged = &ep_tagged_ops;
+	__atomic_fetch_add(&dom->eps, 1, __ATOMIC_SEQ_CST);
 	ep->ep_fid.rma = &ep_rma_ops;
 	ep->ep_fid.atomic = &ep_atomic_ops;
 	*out = &ep->ep_fid;

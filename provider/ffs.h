@@ -167,6 +167,7 @@ struct ffs_domain {
 	struct ffs_mr *mrs; /* registered regions (mr.c), under lock */
 	pthread_mutex_t cq_lock; /* the CQ list; taken before a CQ's lock */
 	struct ffs_cq *cqs;      /* every CQ of the domain, hidden ones too */
+	int eps;                 /* endpoints open (atomic): fi_close is -FI_EBUSY until 0 */
 };
 
 int ffs_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **domain, void *context);
