@@ -1,0 +1,116 @@
+package tests
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// freeTCPPort is a TCP port of 127.0.0.1 that nothing uses now.
+func freeTCPPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+var cqTotal = regexp.MustCompile(`\btotal=(\d+)`)
+
+// TestProviderLiveAndKilled: while a libfabric program (fi_pingpong, on
+// FI_EP_RDM over the provider) runs, its endpoint, CQ and memory regions
+// are objects of the tree, so cat shows them: the test reads an endpoint's
+// status and sees a CQ's completion count grow mid-run. After kill -9 of
+// both sides, the daemon's objects, shared memory and descriptors return
+// to where they were before the program started: the provider opened every
+// object through a clone file, which dies with the process.
+func TestProviderLiveAndKilled(t *testing.T) {
+	d := mount(t)
+	pid := d.cmd.Process.Pid
+	limits0, fds0 := d.read(t, "limits"), fdCount(t, pid)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	port := strconv.Itoa(freeTCPPort(t))
+	args := []string{"-p", "fabricfs", "-d", "tcp/lo", "-e", "rdm", "-I", "100000000", "-S", "4096", "-B", port}
+	srv := d.fiCommand(t, ctx, "fi_pingpong", args...)
+	cli := d.fiCommand(t, ctx, "fi_pingpong", append(args[:len(args)-2], "-P", port, "127.0.0.1")...)
+	for _, c := range []*exec.Cmd{srv, cli} {
+		if c == cli {
+			time.Sleep(300 * time.Millisecond) // the server listens on its control port first
+		}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		c := c
+		t.Cleanup(func() { syscall.Kill(-c.Process.Pid, syscall.SIGKILL); c.Wait() })
+	}
+
+	// Mid-run: an endpoint's status, and a CQ whose count grows.
+	deadline := time.Now().Add(30 * time.Second)
+	var status string
+	grew := false
+	for !grew {
+		if time.Now().After(deadline) {
+			t.Fatalf("no endpoint with a growing CQ in the tree after 30 s (endpoint status %q)\ndaemon log:\n%s", status, d.logText())
+		}
+		time.Sleep(100 * time.Millisecond)
+		eps, _ := filepath.Glob(d.path("tcp", "lo", "ep", "*", "status"))
+		cqs, _ := filepath.Glob(d.path("tcp", "lo", "cq", "*", "status"))
+		mrs, _ := filepath.Glob(d.path("tcp", "lo", "mr", "*", "status"))
+		if len(eps) < 2 || len(cqs) == 0 || len(mrs) == 0 {
+			continue
+		}
+		status = readFile(t, eps[0])
+		before := totalOf(readFile(t, cqs[0]))
+		time.Sleep(200 * time.Millisecond)
+		grew = totalOf(readFile(t, cqs[0])) > before && before > 0
+	}
+	t.Logf("mid-run endpoint status: %s", status)
+	if !regexp.MustCompile(`^ep \d+ rdm enabled `).MatchString(status) {
+		t.Errorf("endpoint status mid-run = %q, want an enabled endpoint", status)
+	}
+
+	for _, c := range []*exec.Cmd{srv, cli} {
+		syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		c.Wait()
+	}
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		limits, fds := d.read(t, "limits"), fdCount(t, pid)
+		if limits == limits0 && fds == fds0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after kill -9 the daemon holds %q (before: %q) and %d descriptors (before: %d)", limits, limits0, fds, fds0)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func totalOf(status string) uint64 {
+	m := cqTotal.FindStringSubmatch(status)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.ParseUint(m[1], 10, 64)
+	return n
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
