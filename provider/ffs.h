@@ -110,7 +110,8 @@ void ffs_ring_unmap(struct fabricfs_ring *r);
 /* ffs_fi_errno maps an errno from a tree file operation to the FI_E*
  * code it stands for (docs/tree.md "Errors", read backwards): EBADFD is
  * FI_EOPBADSTATE, EMSGSIZE FI_ETRUNC, ENOMSG FI_EAVAIL, EOVERFLOW
- * FI_EOVERRUN, EBADMSG FI_ECRC; other errnos are libfabric's own codes.
+ * FI_EOVERRUN, EBADMSG FI_ECRC, ENOKEY FI_ENOKEY; other errnos are
+ * libfabric's own codes.
  * It returns the positive code. */
 int ffs_fi_errno(int err);
 
@@ -182,6 +183,7 @@ struct ffs_av {
 	enum fi_av_type type;
 	uint32_t addr_format; /* of the domain's entries: FI_SOCKADDR_IN, FI_SOCKADDR_IN6 */
 	pthread_mutex_t lock;
+	uint64_t next; /* the fi_addr the tree gives the next address inserted (av.c), under lock */
 };
 
 int ffs_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av, void *context);
@@ -205,13 +207,21 @@ struct ffs_mr {
 	uint64_t tree_desc;  /* the tree's attr/desc: work requests name the region by it */
 	const uint8_t *addr; /* the application's buffer */
 	size_t len;
-	uint8_t *map;       /* the mapping: the buffer's pages */
+	uint8_t *map;       /* the mapping: the buffer's pages; NULL for a local-only region (mr.c) */
 	size_t map_len;
 	size_t base;        /* addr - map */
 	struct ffs_mr *next; /* in the domain's list */
+	struct ffs_mr *next_mapped; /* in mr.c's list of the process's mapped regions */
 };
 
 extern struct fi_ops_mr ffs_mr_ops;
+
+/* The fi_ops entries an object does not have: -FI_ENOSYS (domain.c). */
+int ffs_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int ffs_no_control(struct fid *fid, int command, void *arg);
+int ffs_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
+int ffs_no_tostr(const struct fid *fid, char *buf, size_t len);
+int ffs_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops, void *context);
 
 /*
  * ffs_mr_lookup finds a registered region holding [buf, buf+len), the
@@ -229,6 +239,10 @@ struct ffs_cntr {
 	struct ffs_domain *dom;
 	struct ffs_obj obj;
 	int value_fd, errors_fd; /* cntr/N/value and errors, kept open */
+	/* The object's ctl file, for fi_cntr_wait alone: a write blocked in
+	 * the daemon holds back other writes to the same file (the kernel
+	 * serializes them), so add and set go through obj's clone file. */
+	struct ffs_obj waiter;
 };
 
 int ffs_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr, void *context);

@@ -6,9 +6,12 @@
 # providers/verbs/ibv's constant check), gcc and python3 (the C and
 # Python ring clients, the independent ICRC check), tshark (dissects the
 # RoCEv2 packets of providers/verbs/roce and ibv in their capture tests),
-# iproute2 and util-linux (ip and nsenter: the tests' network namespaces).
+# iproute2 and util-linux (ip and nsenter: the tests' network namespaces;
+# setsid: scripts/fabtests.sh's process groups), autoconf, automake,
+# libtool and make (scripts/fabtests.sh builds libfabric's fabtests with
+# its autogen.sh, configure and make).
 set -euo pipefail
-pkgs=(fuse3 libfabric-bin libfabric-dev libibverbs-dev gcc python3 tshark iproute2 util-linux)
+pkgs=(fuse3 libfabric-bin libfabric-dev libibverbs-dev gcc python3 tshark iproute2 util-linux autoconf automake libtool make)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
