@@ -303,12 +303,23 @@ func (q *getinfoQuery) epAttr(c *attrCheck, h, ep *EPAttr, d *DomainAttr, caps C
 	}
 }
 
+// TxOpFlags are the transmit operation flags every endpoint of the tree
+// honours, as default flags (tx_attr.op_flags) and per operation; libfabric
+// 1.17's providers check a hint's op_flags against such a set, and report
+// the requested ones. RxOpFlags are the receive side's; FI_MULTI_RECV only
+// where the entry's receive caps have it.
+const (
+	TxOpFlags = COMPLETION | INJECT | INJECT_COMPLETE | TRANSMIT_COMPLETE | DELIVERY_COMPLETE
+	RxOpFlags = COMPLETION
+)
+
 // txAttr checks and fills the transmit attributes other than caps and mode.
 // Sizes that configure the endpoint (size, iov_limit, inject_size,
 // rma_iov_limit) take the requested value; op_flags are the requested
-// default flags, which the entry's (the flags it supports) must include.
+// default flags, which must be flags the tree honours (TxOpFlags, or the
+// entry's own).
 func txAttr(c *attrCheck, h, t *TxAttr) {
-	subset(c, "tx_attr.op_flags", h.OpFlags, t.OpFlags)
+	subset(c, "tx_attr.op_flags", h.OpFlags, t.OpFlags|TxOpFlags)
 	subset(c, "tx_attr.msg_order", h.MsgOrder, t.MsgOrder)
 	// comp_order: "Providers should return the completion order that they
 	// actually provide, with the constraint that the returned ordering is
@@ -331,7 +342,11 @@ func txAttr(c *attrCheck, h, t *TxAttr) {
 // it never fails a match, and the output is the request capped at the
 // entry's value.
 func rxAttr(c *attrCheck, h, r *RxAttr) {
-	subset(c, "rx_attr.op_flags", h.OpFlags, r.OpFlags)
+	honoured := r.OpFlags | RxOpFlags
+	if r.Caps&MULTI_RECV != 0 {
+		honoured |= OpFlags(MULTI_RECV)
+	}
+	subset(c, "rx_attr.op_flags", h.OpFlags, honoured)
 	subset(c, "rx_attr.msg_order", h.MsgOrder, r.MsgOrder)
 	subset(c, "rx_attr.comp_order", h.CompOrder, r.CompOrder)
 	c.atLeast("rx_attr.size", h.Size, r.Size)

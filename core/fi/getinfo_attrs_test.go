@@ -415,8 +415,23 @@ var getinfoAttrTests = []getinfoCase{
 		name:  "tx op_flags",
 		quote: "fi_endpoint(3) op_flags - Default transmit operation flags: Flags that control the operation of operations submitted against the context.",
 		hints: &Info{TxAttr: &TxAttr{OpFlags: DELIVERY_COMPLETE}, EPAttr: &EPAttr{Type: EP_MSG}},
-		want:  []string{"tcp lo msg", "tcp eth0 msg", "tcp v6 msg"},
+		want:  []string{"tcp lo msg", "tcp eth0 msg", "tcp v6 msg", "verbs rxe0 msg"},
 		check: each(func(in *Info) string { return expect("op_flags", in.TxAttr.OpFlags, DELIVERY_COMPLETE) }),
+	},
+	{
+		name:  "op_flags the tree honours",
+		quote: "fi_endpoint(3) op_flags - Default transmit operation flags: Flags that control the operation of operations submitted against the context.",
+		hints: &Info{TxAttr: &TxAttr{OpFlags: COMPLETION | INJECT_COMPLETE | TRANSMIT_COMPLETE}, RxAttr: &RxAttr{OpFlags: COMPLETION}, EPAttr: &EPAttr{Type: EP_MSG}},
+		want:  []string{"tcp lo msg", "tcp eth0 msg", "tcp v6 msg", "verbs rxe0 msg"},
+		check: each(func(in *Info) string {
+			return expect("op_flags", in.TxAttr.OpFlags, COMPLETION|INJECT_COMPLETE|TRANSMIT_COMPLETE) + expect("op_flags", in.RxAttr.OpFlags, COMPLETION)
+		}),
+	},
+	{
+		name:  "rx op_flags FI_MULTI_RECV needs the capability",
+		quote: "fi_endpoint(3) FI_MULTI_RECV: Applies to posted receive operations. This flag allows the user to post a single buffer that will receive multiple incoming messages.",
+		hints: &Info{RxAttr: &RxAttr{OpFlags: OpFlags(MULTI_RECV)}, EPAttr: &EPAttr{Type: EP_MSG}},
+		err:   ENODATA, errText: "rx_attr.op_flags FI_MULTI_RECV",
 	},
 	{
 		name:  "rx op_flags",
