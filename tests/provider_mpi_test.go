@@ -23,7 +23,7 @@ func TestMPIOverProvider(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := d.fiCommand(t, ctx, "mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
+	cmd := fiCommand(t, d, ctx, "mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
 		"--mca", "pml", "cm", "--mca", "mtl", "ofi", "--mca", "mtl_ofi_provider_include", "fabricfs",
 		"-x", "FI_PROVIDER=fabricfs", "-x", "FI_PROVIDER_PATH", "-x", "FI_FABRICFS_ROOT", bin)
 	out, err := cmd.CombinedOutput()
