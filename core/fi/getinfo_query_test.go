@@ -62,6 +62,9 @@ func FuzzParseQuery(f *testing.F) {
 	for _, tt := range parseQueryTests {
 		f.Add(tt.in)
 	}
+	f.Add("fi_info -v -l -e")
+	f.Add("-p tcp --version 1.4\nfi_info:\n    caps: [ FI_MSG ]\n    fi_domain_attr:\n        mr_mode: [  ]\n")
+	f.Add("-c FI_MSG\nfi_info:\n    caps: [ FI_MSG ]\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		q, err := ParseQuery(s)
 		if err == nil && q.Hints == nil {
