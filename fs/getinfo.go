@@ -30,12 +30,17 @@ var (
 func (t *tree) openGetinfo(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
 	h := &getinfoHandle{t: t}
 	t.fab.Rescan() // the answers to this open's queries include interfaces that came up since
-	h.answer(fi.GetInfo(ctx, fi.APIVersion, "", "", 0, nil, t.fab.Infos()))
+	infos, err := fi.GetInfo(ctx, fi.APIVersion, "", "", 0, nil, t.fab.Infos())
+	if err == nil {
+		h.answer(infoText(infos), nil)
+	} else {
+		h.answer("", err)
+	}
 	return h, nil
 }
 
-// Write asks the query written, fi_info(1)'s options (fi.Query), in one
-// call to core/fi.
+// Write asks the query written, fi_info(1)'s options and an optional hints
+// block (fi.Query), in one call to core/fi.
 func (h *getinfoHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -45,14 +50,14 @@ func (h *getinfoHandle) Write(ctx context.Context, data []byte, off int64) (uint
 	return uint32(len(data)), 0
 }
 
-// answer keeps the entries for the reads that follow, or the error's
-// sentence, which reads "fi_getinfo: ...".
-func (h *getinfoHandle) answer(infos []*fi.Info, err error) error {
+// answer keeps the answer's text for the reads that follow, or the
+// error's sentence, which reads "fi_getinfo: ...".
+func (h *getinfoHandle) answer(text string, err error) error {
 	if err != nil {
 		h.out = []byte(line(err.Error()))
 		return err
 	}
-	h.out = []byte(infoText(infos))
+	h.out = []byte(text)
 	return nil
 }
 

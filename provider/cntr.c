@@ -121,12 +121,20 @@ static int cntr_close(struct fid *fid)
 {
 	struct ffs_cntr *c = container_of(fid, struct ffs_cntr, cntr_fid.fid);
 	/* fi_cntr(3): "there must be no opened endpoints ... associated with
-	 * the counter", else -FI_EBUSY. The status line counts bindings. */
-	char status[256];
-	if (ffs_get(&c->obj, "status", status, sizeof status) > 0) {
-		const char *b = strstr(status, " bound=");
-		if (b && strtoul(b + 7, NULL, 10) > 0)
+	 * the counter", else -FI_EBUSY. The status line counts bindings. An
+	 * endpoint fi_close closed leaves the tree a moment later (the daemon
+	 * unbinds its counters after its directory goes): wait up to a second
+	 * for that. */
+	for (int ms = 0;; ms++) {
+		char status[256];
+		const char *b = NULL;
+		if (ffs_get(&c->obj, "status", status, sizeof status) > 0)
+			b = strstr(status, " bound=");
+		if (!b || strtoul(b + 7, NULL, 10) == 0)
+			break;
+		if (ms == 1000)
 			return -FI_EBUSY;
+		usleep(1000);
 	}
 	close(c->value_fd);
 	close(c->errors_fd);

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/fabricfs/fabricfs/core/fi"
 )
 
 // entries splits `fi_info -v` text into its entries.
@@ -198,5 +200,118 @@ func TestGetinfoFile(t *testing.T) {
 		if err != nil || !strings.Contains(got, tt.text) || tt.errno != 0 && (!strings.HasPrefix(got, tt.text) || strings.Count(got, "fi_getinfo:") != 1) {
 			t.Errorf("after %q getinfo reads %q, %v; want %q", tt.query, got, err, tt.text)
 		}
+	}
+}
+
+// ask writes query to a new open of /getinfo and returns what it reads.
+func ask(t *testing.T, d *daemon, query string) (string, error) {
+	t.Helper()
+	f, err := os.OpenFile(d.path("getinfo"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	_, werr := f.WriteString(query)
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b), werr
+}
+
+// TestGetinfoFileHints: every entry the tree offers reads back from its
+// fi_info text unchanged (fi.ParseInfo), and, written to /getinfo as the
+// query's hints block, finds itself: fi_getinfo(3), "When provided as
+// hints, requested values of struct fi_tx_ctx_attr should be set. On
+// output, the actual transmit context attributes that can be provided will
+// be returned. Output values will be greater than or equal to the
+// requested input values."
+func TestGetinfoFileHints(t *testing.T) {
+	d := mount(t)
+	all, err := os.ReadFile(d.path("info"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := entries(string(all))
+	if len(es) == 0 {
+		t.Fatal("no entries in /info")
+	}
+	domain := regexp.MustCompile(`(?m)^        name: (.*)$`)
+	for _, e := range es {
+		in, err := fi.ParseInfo(e)
+		if err != nil {
+			t.Errorf("ParseInfo of an entry of /info: %v\n%s", err, e)
+			continue
+		}
+		if got := in.String(); got != e {
+			t.Errorf("entry of /info after ParseInfo prints differently:\n%s\nwant:\n%s", got, e)
+		}
+		out, err := ask(t, d, e)
+		if err != nil {
+			t.Errorf("the entry as hints: %v: %s\n%s", err, out, e)
+			continue
+		}
+		found := false
+		for _, o := range entries(out) {
+			found = found || domain.FindString(o) == domain.FindString(e) && in.EPAttr != nil &&
+				strings.Contains(o, "        type: "+in.EPAttr.Type.String()+"\n")
+		}
+		if !found {
+			t.Errorf("the entry as hints did not find itself:\n%s\nanswer:\n%s", e, out)
+		}
+	}
+	// The options and the block combine; both setting a hint is EINVAL.
+	out, err := ask(t, d, "-p tcp -d lo\nfi_info:\n    fi_ep_attr:\n        type: FI_EP_MSG\n")
+	if err != nil || len(entries(out)) == 0 {
+		t.Errorf("-p tcp -d lo with a block asking FI_EP_MSG: %v\n%s", err, out)
+	}
+	for _, o := range entries(out) {
+		if !strings.Contains(o, "        name: lo\n") || !strings.Contains(o, "        type: FI_EP_MSG\n") ||
+			!strings.Contains(o, "        prov_name: tcp\n") {
+			t.Errorf("-p tcp -d lo with a block asking FI_EP_MSG gave:\n%s", o)
+		}
+	}
+	if _, err := ask(t, d, "-t FI_EP_RDM\nfi_info:\n    fi_ep_attr:\n        type: FI_EP_MSG\n"); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("-t and the block both setting the type: %v, want EINVAL", err)
+	}
+}
+
+// TestGetinfoFileForms: fi_info's flag-style options and its summary form
+// print as the real fi_info prints them.
+func TestGetinfoFileForms(t *testing.T) {
+	needCmd(t, "fi_info")
+	d := mount(t)
+	keys := func(s string) []string {
+		var out []string
+		for _, l := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
+			k, _, _ := strings.Cut(l, ":")
+			out = append(out, k)
+		}
+		return out
+	}
+	real, err := exec.Command("fi_info", "-p", "tcp", "-t", "FI_EP_MSG").Output()
+	if err != nil {
+		t.Fatalf("fi_info -p tcp -t FI_EP_MSG: %v", err)
+	}
+	ours, err := ask(t, d, "fi_info -p tcp -t FI_EP_MSG")
+	if err != nil {
+		t.Fatalf("fi_info -p tcp -t FI_EP_MSG: %v: %s", err, ours)
+	}
+	if r, o := keys(string(real))[:6], keys(ours)[:6]; strings.Join(r, ",") != strings.Join(o, ",") {
+		t.Errorf("summary form: keys %q, the real fi_info's %q", o, r)
+	}
+	if !strings.Contains(ours, "provider: tcp\n") || !strings.Contains(ours, "    type: FI_EP_MSG\n") {
+		t.Errorf("summary form:\n%s", ours)
+	}
+	if v, err := ask(t, d, "fi_info -v -p tcp -t FI_EP_MSG"); err != nil || !strings.HasPrefix(v, "---\nfi_info:\n") {
+		t.Errorf("fi_info -v: %v\n%s", err, v)
+	}
+	list, err := ask(t, d, "-l")
+	if err != nil || !regexp.MustCompile(`^(?:[a-z_;]+:\n    version: \d+\.\d+\n)+$`).MatchString(list) ||
+		!strings.Contains(list, "tcp:\n") {
+		t.Errorf("-l: %v\n%s", err, list)
+	}
+	if env, err := ask(t, d, "-e"); err != nil || !strings.HasPrefix(env, "# ") {
+		t.Errorf("-e: %v\n%s", err, env)
 	}
 }

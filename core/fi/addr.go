@@ -26,11 +26,11 @@ func (a Addr) is4() bool {
 // src_addr and dest_addr: fi_sockaddr_in://127.0.0.1:7000 or
 // fi_sockaddr_in6://[::1]:7000. The IP's family decides the form, whatever
 // the Format. Like libfabric it leaves out an IPv6 zone (sin6_scope_id).
-// An Addr without an IP prints as "".
+// An Addr without an IP prints as its Str.
 func (a Addr) String() string {
 	ip := a.IP.Addr()
 	if !ip.IsValid() {
-		return ""
+		return a.Str
 	}
 	port := strconv.FormatUint(uint64(a.IP.Port()), 10)
 	if a.is4() {
@@ -42,12 +42,13 @@ func (a Addr) String() string {
 // Len is the length libfabric gives the address (src_addrlen,
 // dest_addrlen): sizeof(struct sockaddr_in), 16, or sizeof(struct
 // sockaddr_in6), 28, by the IP's family; with Format ADDR_STR, the length
-// of String with its terminating NUL. An Addr without an IP has length 0.
+// of String with its terminating NUL. An Addr with neither IP nor Str has
+// length 0.
 func (a Addr) Len() int {
 	switch {
-	case !a.IP.Addr().IsValid():
+	case !a.IP.Addr().IsValid() && a.Str == "":
 		return 0
-	case a.Format == ADDR_STR:
+	case a.Format == ADDR_STR || !a.IP.Addr().IsValid():
 		return len(a.String()) + 1
 	case a.is4():
 		return sizeofSockaddrIn

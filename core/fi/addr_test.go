@@ -12,18 +12,18 @@ var parseAddrTests = []struct {
 	want Addr
 	err  string // the error, or "" for none
 }{
-	{"127.0.0.1:7000", Addr{SOCKADDR_IN, ap("127.0.0.1:7000")}, ""},
-	{"[::1]:7000", Addr{SOCKADDR_IN6, ap("[::1]:7000")}, ""},
-	{"0.0.0.0:0", Addr{SOCKADDR_IN, ap("0.0.0.0:0")}, ""},
-	{"10.0.0.1:65535", Addr{SOCKADDR_IN, ap("10.0.0.1:65535")}, ""},
-	{"[fe80::1%eth0]:80", Addr{SOCKADDR_IN6, ap("[fe80::1%eth0]:80")}, ""},
-	{"[::ffff:1.2.3.4]:80", Addr{SOCKADDR_IN6, ap("[::ffff:1.2.3.4]:80")}, ""},
-	{"fi_sockaddr_in://127.0.0.1:7000", Addr{SOCKADDR_IN, ap("127.0.0.1:7000")}, ""},
-	{"FI_SOCKADDR_IN://127.0.0.1:7000", Addr{SOCKADDR_IN, ap("127.0.0.1:7000")}, ""},
-	{"fi_sockaddr_in6://[::1]:7000", Addr{SOCKADDR_IN6, ap("[::1]:7000")}, ""},
-	{"fi_sockaddr_in6://[fe80::fc:ff:fe00:1]:0", Addr{SOCKADDR_IN6, ap("[fe80::fc:ff:fe00:1]:0")}, ""},
-	{"fi_sockaddr://192.0.2.2:1", Addr{SOCKADDR_IN, ap("192.0.2.2:1")}, ""},
-	{"fi_sockaddr://[fd00::2]:1", Addr{SOCKADDR_IN6, ap("[fd00::2]:1")}, ""},
+	{"127.0.0.1:7000", Addr{Format: SOCKADDR_IN, IP: ap("127.0.0.1:7000")}, ""},
+	{"[::1]:7000", Addr{Format: SOCKADDR_IN6, IP: ap("[::1]:7000")}, ""},
+	{"0.0.0.0:0", Addr{Format: SOCKADDR_IN, IP: ap("0.0.0.0:0")}, ""},
+	{"10.0.0.1:65535", Addr{Format: SOCKADDR_IN, IP: ap("10.0.0.1:65535")}, ""},
+	{"[fe80::1%eth0]:80", Addr{Format: SOCKADDR_IN6, IP: ap("[fe80::1%eth0]:80")}, ""},
+	{"[::ffff:1.2.3.4]:80", Addr{Format: SOCKADDR_IN6, IP: ap("[::ffff:1.2.3.4]:80")}, ""},
+	{"fi_sockaddr_in://127.0.0.1:7000", Addr{Format: SOCKADDR_IN, IP: ap("127.0.0.1:7000")}, ""},
+	{"FI_SOCKADDR_IN://127.0.0.1:7000", Addr{Format: SOCKADDR_IN, IP: ap("127.0.0.1:7000")}, ""},
+	{"fi_sockaddr_in6://[::1]:7000", Addr{Format: SOCKADDR_IN6, IP: ap("[::1]:7000")}, ""},
+	{"fi_sockaddr_in6://[fe80::fc:ff:fe00:1]:0", Addr{Format: SOCKADDR_IN6, IP: ap("[fe80::fc:ff:fe00:1]:0")}, ""},
+	{"fi_sockaddr://192.0.2.2:1", Addr{Format: SOCKADDR_IN, IP: ap("192.0.2.2:1")}, ""},
+	{"fi_sockaddr://[fd00::2]:1", Addr{Format: SOCKADDR_IN6, IP: ap("[fd00::2]:1")}, ""},
 
 	{"", Addr{}, `address "": missing port`},
 	{"127.0.0.1", Addr{}, `address "127.0.0.1": missing port`},
@@ -63,15 +63,15 @@ var addrStringTests = []struct {
 	str  string
 	len_ int
 }{
-	{Addr{SOCKADDR_IN, ap("127.0.0.1:7000")}, "fi_sockaddr_in://127.0.0.1:7000", 16},
-	{Addr{SOCKADDR_IN6, ap("[::1]:7000")}, "fi_sockaddr_in6://[::1]:7000", 28},
-	{Addr{SOCKADDR_IN6, ap("[fe80::1%eth0]:80")}, "fi_sockaddr_in6://[fe80::1]:80", 28}, // no zone, like libfabric
-	{Addr{SOCKADDR_IN6, ap("[::ffff:1.2.3.4]:80")}, "fi_sockaddr_in6://[::ffff:1.2.3.4]:80", 28},
-	{Addr{SOCKADDR_IN, ap("[::ffff:1.2.3.4]:80")}, "fi_sockaddr_in://1.2.3.4:80", 16},
-	{Addr{SOCKADDR, ap("192.0.2.2:0")}, "fi_sockaddr_in://192.0.2.2:0", 16},
-	{Addr{SOCKADDR, ap("[fd00::2]:0")}, "fi_sockaddr_in6://[fd00::2]:0", 28},
-	{Addr{FORMAT_UNSPEC, ap("10.0.0.1:5")}, "fi_sockaddr_in://10.0.0.1:5", 16},
-	{Addr{ADDR_STR, ap("10.0.0.1:5")}, "fi_sockaddr_in://10.0.0.1:5", 28},
+	{Addr{Format: SOCKADDR_IN, IP: ap("127.0.0.1:7000")}, "fi_sockaddr_in://127.0.0.1:7000", 16},
+	{Addr{Format: SOCKADDR_IN6, IP: ap("[::1]:7000")}, "fi_sockaddr_in6://[::1]:7000", 28},
+	{Addr{Format: SOCKADDR_IN6, IP: ap("[fe80::1%eth0]:80")}, "fi_sockaddr_in6://[fe80::1]:80", 28}, // no zone, like libfabric
+	{Addr{Format: SOCKADDR_IN6, IP: ap("[::ffff:1.2.3.4]:80")}, "fi_sockaddr_in6://[::ffff:1.2.3.4]:80", 28},
+	{Addr{Format: SOCKADDR_IN, IP: ap("[::ffff:1.2.3.4]:80")}, "fi_sockaddr_in://1.2.3.4:80", 16},
+	{Addr{Format: SOCKADDR, IP: ap("192.0.2.2:0")}, "fi_sockaddr_in://192.0.2.2:0", 16},
+	{Addr{Format: SOCKADDR, IP: ap("[fd00::2]:0")}, "fi_sockaddr_in6://[fd00::2]:0", 28},
+	{Addr{Format: FORMAT_UNSPEC, IP: ap("10.0.0.1:5")}, "fi_sockaddr_in://10.0.0.1:5", 16},
+	{Addr{Format: ADDR_STR, IP: ap("10.0.0.1:5")}, "fi_sockaddr_in://10.0.0.1:5", 28},
 	{Addr{}, "", 0},
 	{Addr{Format: SOCKADDR_IN}, "", 0},
 }
@@ -116,9 +116,9 @@ func TestSockAddr(t *testing.T) {
 		in   string
 		want Addr
 	}{
-		{"127.0.0.1:7", Addr{SOCKADDR_IN, ap("127.0.0.1:7")}},
-		{"[::ffff:10.0.0.1]:8", Addr{SOCKADDR_IN, ap("10.0.0.1:8")}},
-		{"[::1]:9", Addr{SOCKADDR_IN6, ap("[::1]:9")}},
+		{"127.0.0.1:7", Addr{Format: SOCKADDR_IN, IP: ap("127.0.0.1:7")}},
+		{"[::ffff:10.0.0.1]:8", Addr{Format: SOCKADDR_IN, IP: ap("10.0.0.1:8")}},
+		{"[::1]:9", Addr{Format: SOCKADDR_IN6, IP: ap("[::1]:9")}},
 	} {
 		if got := SockAddr(ap(tt.in)); got != tt.want {
 			t.Errorf("SockAddr(%s) = %v, want %v", tt.in, got, tt.want)

@@ -50,5 +50,6 @@
 //
 // GetInfo is fi_getinfo(3) over the entries the providers offer
 // (getinfo*.go); GetInfoText asks it a query written in fi_info(1)'s
-// options, as the getinfo file takes them.
+// options and an optional hints block (ParseInfo reads what String
+// prints), as the getinfo file takes them.
 package fi

@@ -28,10 +28,14 @@ type (
 
 // Addr is an endpoint address. The socket formats (SOCKADDR_IN, SOCKADDR_IN6)
 // are what the tcp and verbs providers use; both print in libfabric's
-// FI_ADDR_STR form, e.g. fi_sockaddr_in://127.0.0.1:7000.
+// FI_ADDR_STR form, e.g. fi_sockaddr_in://127.0.0.1:7000. Str holds an
+// FI_ADDR_STR address that names no IP address ("fi_shm://10530", another
+// provider's), as ParseInfo reads it from an fi_info block; such an
+// address is never an endpoint's.
 type Addr struct {
 	Format AddrFormat
 	IP     netip.AddrPort
+	Str    string
 }
 
 // Info is struct fi_info: one way of using one provider's domain, with every

@@ -153,8 +153,8 @@ var formatInfoTests = []struct {
     nic: (nil)
 `},
 	{&Info{Handle: 0x7fff272d6c00, AddrFormat: SOCKADDR,
-		SrcAddr:    &Addr{SOCKADDR_IN, ap("10.1.2.3:7000")},
-		DestAddr:   &Addr{SOCKADDR_IN6, ap("[fe80::1%2]:80")},
+		SrcAddr:    &Addr{Format: SOCKADDR_IN, IP: ap("10.1.2.3:7000")},
+		DestAddr:   &Addr{Format: SOCKADDR_IN6, IP: ap("[fe80::1%2]:80")},
 		FabricAttr: &FabricAttr{ProvVersion: MakeVersion(2, 3), APIVersion: 0x12345678},
 	}, `fi_info:
     caps: [  ]
@@ -176,7 +176,7 @@ var formatInfoTests = []struct {
         api_version: 4660.22136
     nic: (nil)
 `},
-	{&Info{AddrFormat: FORMAT_UNSPEC, SrcAddr: &Addr{SOCKADDR_IN, ap("10.1.2.3:7000")}}, `fi_info:
+	{&Info{AddrFormat: FORMAT_UNSPEC, SrcAddr: &Addr{Format: SOCKADDR_IN, IP: ap("10.1.2.3:7000")}}, `fi_info:
     caps: [  ]
     mode: [  ]
     addr_format: FI_FORMAT_UNSPEC
@@ -285,7 +285,7 @@ func oddInfos() []*Info {
 	full.Caps |= AV_USER_ID | HMEM | 1
 	full.Mode = CONTEXT | 1<<3
 	full.AddrFormat = SOCKADDR
-	full.DestAddr = &Addr{SOCKADDR_IN6, ap("[fd00::2]:7000")}
+	full.DestAddr = &Addr{Format: SOCKADDR_IN6, IP: ap("[fd00::2]:7000")}
 	full.TxAttr.OpFlags = COMPLETION | DELIVERY_COMPLETE | COMMIT_COMPLETE | OpFlags(SEND)
 	full.TxAttr.CompOrder = ORDER_STRICT | ORDER_DATA
 	full.TxAttr.TClass = TC_BULK_DATA
@@ -309,8 +309,8 @@ func oddInfos() []*Info {
 
 	in6 := lo.Clone()
 	in6.AddrFormat = SOCKADDR_IN6
-	in6.SrcAddr = &Addr{SOCKADDR_IN6, ap("[fe80::fc:ff:fe00:1%2]:0")}
-	in6.DestAddr = &Addr{SOCKADDR_IN6, ap("[::1]:65535")}
+	in6.SrcAddr = &Addr{Format: SOCKADDR_IN6, IP: ap("[fe80::fc:ff:fe00:1%2]:0")}
+	in6.DestAddr = &Addr{Format: SOCKADDR_IN6, IP: ap("[::1]:65535")}
 	in6.DomainAttr.Threading, in6.DomainAttr.AVType = 99, 99
 
 	str := lo.Clone()

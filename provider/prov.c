@@ -1,0 +1,399 @@
+/*
+ * prov.c: the provider's entry point, fi_getinfo and the fabric.
+ *
+ * fi_getinfo asks the tree: version, node, service and flags as options
+ * of the getinfo file's query, the hints whole as its hints block
+ * (fi_tostr's text, docs/tree.md), so the tree's own rules (core/fi,
+ * after fi_getinfo(3)) apply every hint; the answer's entries are parsed
+ * (info.c). Only what the tree cannot know is done here: this provider's
+ * names and version, opened objects. docs/provider.md, "fi_getinfo".
+ */
+#include "ffs.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The largest getinfo answer read: a few KiB per entry. */
+#define MAX_ANSWER (16u << 20)
+
+/*
+ * libfabric's utility providers (ofi_rxm, ofi_rxd, ofi_mrail) look for
+ * core providers to layer over with this flag of fi_getinfo (libfabric
+ * 1.17 include/ofi.h, OFI_CORE_PROV_ONLY, internal to libfabric). The tree
+ * already offers its own layered entries (prov_name "tcp;ofi_rxm"); an
+ * rxm in the application over fabricfs's FI_EP_MSG would stack a second
+ * one, so this provider is not offered to them (as libfabric itself does
+ * for sockets and shm).
+ */
+#define OFI_CORE_PROV_ONLY (1ULL << 59)
+
+static int ffs_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
+		       const struct fi_info *hints, struct fi_info **info);
+
+/* The fabric's operations (below): an opened fabric of this provider is
+ * known by them. */
+static struct fi_ops fabric_fi_ops;
+
+static void ffs_cleanup(void)
+{
+}
+
+struct fi_provider ffs_prov = {
+	.version = FFS_PROV_VERSION,
+	.fi_version = FFS_API_VERSION,
+	.name = FFS_PROV_NAME,
+	.getinfo = ffs_getinfo,
+	.fabric = ffs_fabric_open,
+	.cleanup = ffs_cleanup,
+};
+
+FI_EXT_INI
+{
+	return &ffs_prov;
+}
+
+/* ---- the query ---- */
+
+/* A query: options, then the hints block. Bounded: fi_tostr's block is a
+ * few KiB. */
+struct query {
+	char text[16384];
+	size_t len;
+	bool bad; /* a value the query cannot carry, or too long */
+};
+
+static void addf(struct query *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void addf(struct query *q, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int m = vsnprintf(q->text + q->len, sizeof q->text - q->len, fmt, ap);
+	va_end(ap);
+	if (m < 0 || (size_t)m >= sizeof q->text - q->len)
+		q->bad = true;
+	else
+		q->len += m;
+}
+
+/* add appends "opt 'value'" (the tree's quoting: '' is a quote). */
+static void add(struct query *q, const char *opt, const char *val)
+{
+	addf(q, "%s%s '", q->len ? " " : "", opt);
+	for (const char *p = val; *p && !q->bad; p++) {
+		if (*p == '\n' || *p == '\r')
+			q->bad = true;
+		addf(q, *p == '\'' ? "''" : "%c", *p);
+	}
+	addf(q, "'");
+}
+
+/* name_prov splits a "PROV/NAME" hint: the tree's provider (checked
+ * against *prov, set by an earlier name) and its own name. */
+static bool name_prov(const char *name, char *prov, size_t size, const char **rest)
+{
+	const char *slash = strchr(name, '/');
+	if (!slash || slash == name || (size_t)(slash - name) >= size)
+		return false;
+	if (*prov && (strlen(prov) != (size_t)(slash - name) || strncmp(prov, name, slash - name)))
+		return false;
+	memcpy(prov, name, slash - name);
+	prov[slash - name] = 0;
+	*rest = slash + 1;
+	return true;
+}
+
+/* one_line: a name the block can carry (fi_tostr prints it on one line). */
+static bool one_line(const char *s)
+{
+	return !s || !strpbrk(s, "\n\r");
+}
+
+/* lost returns the bits of x (of FI_TYPE_CAPS or FI_TYPE_OP_FLAGS) that
+ * fi_tostr prints no name for, which the block cannot carry. */
+static uint64_t lost(uint64_t x, enum fi_type type)
+{
+	uint64_t out = 0;
+	for (int i = 0; i < 64; i++) {
+		uint64_t bit = 1ULL << i;
+		char buf[64];
+		if ((x & bit) && fi_tostr_r(buf, sizeof buf, &bit, type) && !buf[0])
+			out |= bit;
+	}
+	return out;
+}
+
+/*
+ * add_hints appends the hints as the tree's hints block: fi_tostr of a
+ * copy that says what the tree knows. What only this provider knows stays
+ * out: the opened fabric, domain and passive endpoint (pointers of this
+ * process), the nic, and the provider's own name and version (hints
+ * prov_name is libfabric's "fabricfs" or a layering over it; the tree's
+ * provider comes from the PROV/ of the names). Names lose their PROV/.
+ * An address with addr_format FI_FORMAT_UNSPEC is marked FI_SOCKADDR,
+ * which fi_tostr prints by its family: the tree then reads it, and
+ * FI_SOCKADDR selects what FI_FORMAT_UNSPEC would among IP entries.
+ * It returns -FI_ENODATA for names no entry of the tree has, and for caps
+ * or op_flags fi_tostr cannot name (FI_AV_USER_ID, FI_PEER, provider
+ * bits, FI_COMMIT_COMPLETE): the text would drop them, and every cap and
+ * op flag the tree offers has a name.
+ */
+static int add_hints(struct query *q, const struct fi_info *hints)
+{
+	if (lost(hints->caps, FI_TYPE_CAPS) ||
+	    (hints->tx_attr &&
+	     (lost(hints->tx_attr->caps, FI_TYPE_CAPS) || lost(hints->tx_attr->op_flags, FI_TYPE_OP_FLAGS))) ||
+	    (hints->rx_attr &&
+	     (lost(hints->rx_attr->caps, FI_TYPE_CAPS) || lost(hints->rx_attr->op_flags, FI_TYPE_OP_FLAGS))))
+		return -FI_ENODATA;
+	struct fi_info h = *hints;
+	struct fi_domain_attr d = { 0 };
+	struct fi_fabric_attr f = { 0 };
+	char prov[64] = "";
+	const char *name;
+	h.handle = NULL;
+	h.nic = NULL;
+	h.next = NULL;
+	if (hints->domain_attr) {
+		d = *hints->domain_attr;
+		d.domain = NULL;
+		h.domain_attr = &d;
+		if (d.name && *d.name) {
+			if (!name_prov(d.name, prov, sizeof prov, &name) || !one_line(name))
+				return -FI_ENODATA;
+			d.name = (char *)name;
+		}
+	}
+	if (hints->fabric_attr) {
+		f = *hints->fabric_attr;
+		f.fabric = NULL;
+		f.prov_version = 0;
+		if (f.name && *f.name) {
+			if (!name_prov(f.name, prov, sizeof prov, &name) || !one_line(name))
+				return -FI_ENODATA;
+			f.name = (char *)name;
+		}
+	}
+	f.prov_name = *prov ? prov : NULL;
+	if (hints->fabric_attr || *prov)
+		h.fabric_attr = &f;
+	if (h.addr_format == FI_FORMAT_UNSPEC && (h.src_addr || h.dest_addr))
+		h.addr_format = FI_SOCKADDR;
+	char buf[8192];
+	if (!fi_tostr_r(buf, sizeof buf, &h, FI_TYPE_INFO))
+		return -FI_EINVAL;
+	addf(q, "\n%s", buf);
+	return 0;
+}
+
+/* ---- fi_getinfo ---- */
+
+/* prov_attr_only answers FI_PROV_ATTR_ONLY: one entry of defaults, which
+ * libfabric names after this provider. */
+static int prov_attr_only(struct fi_info **info)
+{
+	struct fi_info *i = fi_allocinfo();
+	if (!i)
+		return -FI_ENOMEM;
+	i->fabric_attr->prov_version = FFS_PROV_VERSION;
+	*info = i;
+	return 0;
+}
+
+/* ask writes the query to ROOT/getinfo and reads the answer. */
+static int ask(const char *query, char **answer)
+{
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof path, "%s/getinfo", ffs_root()) >= (int)sizeof path)
+		return -FI_ENODATA;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		ffs_warn("%s: %s (no fabricfs tree mounted there? FI_FABRICFS_ROOT names its root)", path,
+			 strerror(errno));
+		return -FI_ENODATA;
+	}
+	int ret = 0;
+	size_t n = strlen(query);
+	if (write(fd, query, n) != (ssize_t)n) {
+		int err = errno;
+		ret = -ffs_fi_errno(err);
+		/* The text read after a failed query is the reason. */
+		char why[512] = "";
+		ssize_t m = pread(fd, why, sizeof why - 1, 0);
+		why[m > 0 ? m : 0] = 0;
+		why[strcspn(why, "\n")] = 0;
+		if (err == ENODATA)
+			ffs_debug("getinfo %s: %s", query, why);
+		else
+			ffs_warn("getinfo %s: %s (%s)", query, why, strerror(err));
+	} else {
+		ssize_t m = lseek(fd, 0, SEEK_SET) < 0 ? -ffs_fi_errno(errno) : ffs_read_all(fd, answer, MAX_ANSWER);
+		if (m < 0)
+			ret = (int)m;
+	}
+	close(fd);
+	return ret;
+}
+
+static int ffs_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
+		       const struct fi_info *hints, struct fi_info **info)
+{
+	*info = NULL;
+	if (flags & OFI_CORE_PROV_ONLY)
+		return -FI_ENODATA;
+	if (flags & FI_PROV_ATTR_ONLY)
+		return prov_attr_only(info);
+	/* The tree knows every hint but this provider's version and its
+	 * opened objects: an opened domain "restrict[s] output to the given
+	 * domain" (fi_domain(3)), which must be one of this provider's. */
+	if (hints && hints->fabric_attr && hints->fabric_attr->prov_version > FFS_PROV_VERSION)
+		return -FI_ENODATA;
+	struct fid_domain *hdom = hints && hints->domain_attr ? hints->domain_attr->domain : NULL;
+	const struct ffs_domain *dom = ffs_domain_of(hdom);
+	if (hdom && !dom)
+		return -FI_ENODATA;
+
+	struct query q = { .len = 0 };
+	addf(&q, "--version %u.%u", FI_MAJOR(version), FI_MINOR(version));
+	/* The fi_getinfo flags the tree knows; libfabric passes internal
+	 * ones of its own too. */
+	uint64_t f = flags & (FI_SOURCE | FI_NUMERICHOST);
+	if (!node && !service)
+		f &= ~FI_SOURCE; /* nothing for it to qualify */
+	if (f)
+		addf(&q, " --flags 0x%llx", (unsigned long long)f);
+	if (node)
+		add(&q, "-n", node);
+	if (service)
+		add(&q, "-P", service);
+	int ret = 0;
+	if (hints && (ret = add_hints(&q, hints)))
+		return ret;
+	if (q.bad)
+		return -FI_ENODATA;
+
+	char *answer = NULL;
+	if ((ret = ask(q.text, &answer)))
+		return ret;
+	struct fi_info *list;
+	ret = ffs_info_parse(answer, &list);
+	if (ret) {
+		ffs_warn("getinfo %s: the tree's answer does not parse (%s)", q.text, fi_strerror(-ret));
+		free(answer);
+		return ret;
+	}
+	free(answer);
+
+	/* A restriction to an opened fabric or domain of this provider is
+	 * one to its name. */
+	const struct fid_fabric *hfab = hints && hints->fabric_attr ? hints->fabric_attr->fabric : NULL;
+	struct fi_info **tail = info;
+	for (struct fi_info *e = list, *next; e; e = next) {
+		next = e->next;
+		e->next = NULL;
+		if (hfab && (hfab->fid.ops != &fabric_fi_ops ||
+			     strcmp(((const struct ffs_fabric *)hfab)->name, e->fabric_attr->name))) {
+			fi_freeinfo(e);
+			continue;
+		}
+		if (dom && strcmp(dom->info->domain_attr->name, e->domain_attr->name)) {
+			fi_freeinfo(e);
+			continue;
+		}
+		/* "If hints->handle is set to struct fid_pep, the
+		 * hints->handle will be copied to info->handle". */
+		if (hints && hints->handle && hints->handle->fclass == FI_CLASS_PEP)
+			e->handle = hints->handle;
+		/* libfabric names the provider of each entry (prov_name NULL). */
+		free(e->fabric_attr->prov_name);
+		e->fabric_attr->prov_name = NULL;
+		*tail = e;
+		tail = &e->next;
+	}
+	return *info ? 0 : -FI_ENODATA;
+}
+
+/* ---- the fabric ---- */
+
+static int fabric_close(struct fid *fid)
+{
+	struct ffs_fabric *fab = (struct ffs_fabric *)fid;
+	free(fab);
+	return 0;
+}
+
+static int no_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr, struct fid_wait **waitset)
+{
+	return -FI_ENOSYS;
+}
+
+static int no_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
+{
+	return -FI_ENOSYS;
+}
+
+static int no_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static int no_control(struct fid *fid, int command, void *arg)
+{
+	return -FI_ENOSYS;
+}
+
+static int no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops fabric_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = fabric_close,
+	.bind = no_bind,
+	.control = no_control,
+	.ops_open = no_ops_open,
+};
+
+static struct fi_ops_fabric fabric_ops = {
+	.size = sizeof(struct fi_ops_fabric),
+	.domain = ffs_domain_open,
+	.passive_ep = ffs_pep_open,
+	.eq_open = ffs_eq_open,
+	.wait_open = no_wait_open,
+	.trywait = no_trywait,
+};
+
+int ffs_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context)
+{
+	/* A fabric of this provider is named "PROV/NAME" after a provider
+	 * directory of the tree. */
+	if (!attr || !attr->name)
+		return -FI_EINVAL;
+	char prov[64] = "", dir[PATH_MAX];
+	const char *rest;
+	struct stat st;
+	if (!name_prov(attr->name, prov, sizeof prov, &rest) || !*rest || !strcmp(prov, ".") || !strcmp(prov, "..") ||
+	    snprintf(dir, sizeof dir, "%s/%s", ffs_root(), prov) >= (int)sizeof dir || stat(dir, &st) ||
+	    !S_ISDIR(st.st_mode))
+		return -FI_ENODATA;
+	struct ffs_fabric *fab = calloc(1, sizeof *fab);
+	if (!fab)
+		return -FI_ENOMEM;
+	if (snprintf(fab->name, sizeof fab->name, "%s", attr->name) >= (int)sizeof fab->name) {
+		free(fab);
+		return -FI_EINVAL;
+	}
+	fab->fabric_fid.fid.fclass = FI_CLASS_FABRIC;
+	fab->fabric_fid.fid.context = context;
+	fab->fabric_fid.fid.ops = &fabric_fi_ops;
+	fab->fabric_fid.ops = &fabric_ops;
+	*fabric = &fab->fabric_fid;
+	return 0;
+}
