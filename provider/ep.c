@@ -132,6 +132,17 @@ int ffs_name_get(struct ffs_obj *o, const char *file, void *addr, size_t *addrle
 	return ret;
 }
 
+unsigned ffs_sockaddr_port(const void *addr)
+{
+	sa_family_t family;
+	memcpy(&family, addr, sizeof family);
+	if (family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)addr)->sin_port);
+	if (family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)addr)->sin6_port);
+	return 0;
+}
+
 int ffs_addr_format(const void *addr, size_t addrlen, char *buf, size_t size)
 {
 	char host[INET6_ADDRSTRLEN];
@@ -1108,6 +1119,13 @@ static int ep_control(struct fid *fid, int command, void *arg)
 
 /* ---- connection management ---- */
 
+static int ep_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	char a[128];
+	int ret = ffs_addr_format(addr, addrlen, a, sizeof a);
+	return ret ? ret : ffs_ctl(&container_of(fid, struct ffs_ep, ep_fid.fid)->obj, "setname %s", a);
+}
+
 static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
 	return ffs_name_get(&container_of(fid, struct ffs_ep, ep_fid.fid)->obj, "local", addr, addrlen);
@@ -1253,7 +1271,7 @@ static struct fi_ops_ep ep_ops = {
 
 static struct fi_ops_cm ep_cm_ops = {
 	.size = sizeof(struct fi_ops_cm),
-	.setname = ffs_no_setname,
+	.setname = ep_setname,
 	.getname = ep_getname,
 	.getpeer = ep_getpeer,
 	.connect = ep_connect,
@@ -1426,8 +1444,6 @@ int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 		ret = -FI_ENOMEM;
 		goto fail;
 	}
-	/* A passive endpoint as the handle asks for its address, which the
-	 * tree cannot give an active endpoint: a new endpoint it is. */
 	if (info->handle && info->handle->fclass != FI_CLASS_PEP) {
 		if (info->handle->fclass != FI_CLASS_CONNREQ) {
 			ret = -FI_EINVAL;
@@ -1453,6 +1469,21 @@ int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 			goto fail;
 		if (info->rx_attr && info->rx_attr->size &&
 		    (ret = ffs_set(&ep->obj, "attr/rx_size", "%zu", info->rx_attr->size)))
+			goto fail;
+		/* The source address (`setname`): a passive endpoint's given as
+		 * the handle (its address goes to the new endpoint, as
+		 * libfabric's tcp hands over the socket), or the info's
+		 * src_addr when it names a port; port 0 is the tree's choice
+		 * anyway. An FI_EP_RDM endpoint listens there, an FI_EP_MSG one
+		 * connects from there. */
+		char a[128] = "";
+		if (info->handle)
+			snprintf(a, sizeof a, "%s", ffs_pep_name(info->handle));
+		else if (info->src_addr && info->src_addrlen >= sizeof(sa_family_t) &&
+			 ffs_sockaddr_port(info->src_addr) &&
+			 (ret = ffs_addr_format(info->src_addr, info->src_addrlen, a, sizeof a)))
+			goto fail;
+		if (a[0] && (ret = ffs_ctl(&ep->obj, "setname %s", a)))
 			goto fail;
 	}
 	pthread_mutex_init(&ep->lock, NULL);

@@ -256,7 +256,6 @@ int ffs_eq_bind(struct ffs_eq *eq, const char *domdir, const char *kind, unsigne
 void ffs_eq_unbind(struct ffs_eq *eq, fid_t fid);
 
 /* The fi_ops_cm and fi_ops_ep entries an endpoint lacks (pep.c). */
-int ffs_no_setname(fid_t fid, void *addr, size_t addrlen);
 int ffs_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen);
 int ffs_no_connect(struct fid_ep *ep, const void *addr, const void *param, size_t paramlen);
 int ffs_no_accept(struct fid_ep *ep, const void *param, size_t paramlen);
@@ -274,8 +273,11 @@ ssize_t ffs_no_size_left(struct fid_ep *ep);
  * (FI_OPT_CM_DATA_SIZE). */
 #define FFS_CM_DATA_SIZE 256
 
-/* ffs_pep_info is the info a passive endpoint was opened with (pep.c). */
+/* ffs_pep_info is the info a passive endpoint was opened with (pep.c);
+ * ffs_pep_name its fi_setname (or src_addr) address as the tree's ADDR,
+ * "" for none. */
 const struct fi_info *ffs_pep_info(fid_t pep);
+const char *ffs_pep_name(fid_t pep);
 
 /* A connection request: the handle of an FI_CONNREQ event's info, the
  * endpoint the tree made for it (its domain directory and id). */
@@ -292,6 +294,9 @@ struct ffs_connreq {
  * needed); -FI_EOPBADSTATE when the file is empty. ffs_addr_format writes
  * a sockaddr as the tree's ADDR argument (IP:PORT, [IP]:PORT). */
 int ffs_name_get(struct ffs_obj *o, const char *file, void *addr, size_t *addrlen);
+/* ffs_sockaddr_port is the port of a sockaddr_in or sockaddr_in6, 0 for
+ * none or another family. */
+unsigned ffs_sockaddr_port(const void *addr);
 int ffs_addr_format(const void *addr, size_t addrlen, char *buf, size_t size);
 /* ffs_hex_data writes private data as the tree's DATA word (hex:...), or
  * an empty string when len is 0. ep.c. */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 struct ffs_pep {
 	struct fid_pep pep_fid;
@@ -18,7 +19,9 @@ struct ffs_pep {
 	struct ffs_obj obj;
 	pthread_mutex_t lock;
 	struct ffs_eq *eq;
-	char listen_addr[128]; /* fi_setname's, or the info's src_addr */
+	char listen_addr[128]; /* fi_setname's, or the info's src_addr, as ADDR */
+	struct sockaddr_storage name; /* the same as a sockaddr (namelen 0: none) */
+	size_t namelen;
 };
 
 const struct fi_info *ffs_pep_info(fid_t fid)
@@ -62,14 +65,47 @@ static int pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 
 static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
-	return ffs_name_get(&container_of(fid, struct ffs_pep, pep_fid.fid)->obj, "local", addr, addrlen);
+	struct ffs_pep *pep = container_of(fid, struct ffs_pep, pep_fid.fid);
+	int ret = ffs_name_get(&pep->obj, "local", addr, addrlen);
+	if (ret != -FI_EOPBADSTATE)
+		return ret;
+	/* Not listening yet: the address fi_setname gave, if it has a port. */
+	pthread_mutex_lock(&pep->lock);
+	size_t need = pep->namelen, room = *addrlen;
+	if (need && ffs_sockaddr_port(&pep->name)) {
+		*addrlen = need;
+		ret = addr && room >= need ? 0 : -FI_ETOOSMALL;
+		if (!ret)
+			memcpy(addr, &pep->name, need);
+	}
+	pthread_mutex_unlock(&pep->lock);
+	return ret;
+}
+
+const char *ffs_pep_name(fid_t fid)
+{
+	if (!fid || fid->fclass != FI_CLASS_PEP)
+		return NULL;
+	return container_of(fid, struct ffs_pep, pep_fid.fid)->listen_addr;
+}
+
+/* set_name keeps an address for listen (and fi_getname before it). Under
+ * pep->lock, or before the pep is shared. */
+static int set_name(struct ffs_pep *pep, const void *addr, size_t addrlen)
+{
+	int ret = ffs_addr_format(addr, addrlen, pep->listen_addr, sizeof pep->listen_addr);
+	if (ret)
+		return ret;
+	pep->namelen = addrlen < sizeof pep->name ? addrlen : sizeof pep->name;
+	memcpy(&pep->name, addr, pep->namelen);
+	return 0;
 }
 
 static int pep_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	struct ffs_pep *pep = container_of(fid, struct ffs_pep, pep_fid.fid);
 	pthread_mutex_lock(&pep->lock);
-	int ret = ffs_addr_format(addr, addrlen, pep->listen_addr, sizeof pep->listen_addr);
+	int ret = set_name(pep, addr, addrlen);
 	pthread_mutex_unlock(&pep->lock);
 	return ret;
 }
@@ -114,11 +150,6 @@ static int pep_getopt(fid_t fid, int level, int optname, void *optval, size_t *o
 		return 0;
 	}
 	return -FI_ENOPROTOOPT;
-}
-
-int ffs_no_setname(fid_t fid, void *addr, size_t addrlen)
-{
-	return -FI_ENOSYS;
 }
 
 int ffs_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
@@ -227,8 +258,7 @@ int ffs_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep
 	int ret = ffs_info_domain_dir(info, pep->domdir, sizeof pep->domdir);
 	if (ret)
 		goto fail;
-	if (info->src_addr && info->src_addrlen &&
-	    (ret = ffs_addr_format(info->src_addr, info->src_addrlen, pep->listen_addr, sizeof pep->listen_addr)))
+	if (info->src_addr && info->src_addrlen && (ret = set_name(pep, info->src_addr, info->src_addrlen)))
 		goto fail;
 	if (!(pep->info = fi_dupinfo(info))) {
 		ret = -FI_ENOMEM;
