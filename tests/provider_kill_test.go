@@ -3,7 +3,6 @@ package tests
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,17 +14,6 @@ import (
 	"testing"
 	"time"
 )
-
-// freeTCPPort is a TCP port of 127.0.0.1 that nothing uses now.
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 var cqTotal = regexp.MustCompile(`\btotal=(\d+)`)
 
