@@ -38,13 +38,13 @@ func (r Resource) String() string {
 }
 
 // DefaultLimits are the limits of every uid other than root. The memory
-// limit is twice the largest region (MaxMRLen): a user can register one
-// region of the largest size and still have the rings of its endpoints
-// and queues, while a few users cannot pin the host's memory (the daemon's
-// shared memory is not swapped out while mapped and stays until closed).
+// limit, 2 GiB, lets a user register a region of a gigabyte and still have
+// the rings of its endpoints and queues, while a few users cannot pin the
+// host's memory (the daemon's shared memory is not swapped out while
+// mapped and stays until closed).
 var DefaultLimits = Limits{
 	Objects:     4096,
-	MemoryBytes: 2 * MaxMRLen,
+	MemoryBytes: 2 << 30,
 	Connections: 4096,
 }
 

@@ -11,8 +11,10 @@ import (
 	"github.com/fabricfs/fabricfs/core/ring"
 )
 
-// MaxMRLen bounds one memory region.
-const MaxMRLen = 1 << 30
+// MaxMRLen bounds one memory region: 16 GiB. The host gives a region
+// pages only as they are written (a large buffer an application registers
+// but never fills costs little), and per-user limits count its length.
+const MaxMRLen = 1 << 34
 
 // MR is a memory region (fi_mr_reg). Its length, access and requested key
 // are set through attr/ before the `reg` command registers it; registration

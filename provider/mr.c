@@ -48,23 +48,39 @@ static size_t page_size(void)
 	return p > 0 ? (size_t)p : 4096;
 }
 
-/* copy_own copies n bytes of this process's memory from src to dst, and
- * fails (false) instead of faulting where src has no readable memory: an
- * application may register addresses it has not mapped (fi_mr(3)). */
-static bool copy_own(void *dst, const void *src, size_t n)
+/* page_is_zero says whether the page at p holds only zero bytes. */
+static bool page_is_zero(const uint8_t *p, size_t page)
 {
-	struct iovec local = {dst, n}, remote = {(void *)src, n};
-	while (remote.iov_len > 0) {
-		ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-		if (got <= 0) {
-			if (got < 0 && errno == EINTR)
-				continue;
+	static const uint8_t zero[256];
+	for (size_t i = 0; i < page; i += sizeof zero)
+		if (memcmp(p + i, zero, sizeof zero) != 0)
 			return false;
-		}
-		local.iov_base = (char *)local.iov_base + got;
-		local.iov_len -= got;
-		remote.iov_base = (char *)remote.iov_base + got;
-		remote.iov_len -= got;
+	return true;
+}
+
+/* copy_own copies n bytes (whole pages) of this process's memory from src
+ * to dst, leaving alone the pages of dst whose source is all zero (dst is
+ * new shared memory, zero already: a page never written stays unallocated
+ * in the daemon, so registering a large untouched buffer costs no memory).
+ * It fails (false) instead of faulting where src has no readable memory:
+ * an application may register addresses it has not mapped (fi_mr(3)). */
+static bool copy_own(uint8_t *dst, const uint8_t *src, size_t n)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uint8_t buf[64 * 1024];
+	size_t chunk = sizeof buf / page * page;
+	for (size_t off = 0; off < n;) {
+		size_t want = n - off < chunk ? n - off : chunk;
+		struct iovec local = {buf, want}, remote = {(void *)(src + off), want};
+		ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0 || (size_t)got % page != 0)
+			return false;
+		for (size_t i = 0; i < (size_t)got; i += page)
+			if (!page_is_zero(buf + i, page))
+				memcpy(dst + off + i, buf + i, page);
+		off += got;
 	}
 	return true;
 }
@@ -221,7 +237,11 @@ static int unmap_region(struct ffs_mr *mr)
 	void *tmp = mmap(NULL, mr->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (tmp == MAP_FAILED)
 		return -FI_ENOMEM;
-	memcpy(tmp, mr->map, mr->map_len);
+	/* Pages still zero stay untouched in the new private memory. */
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	for (size_t i = 0; i < mr->map_len; i += page)
+		if (!page_is_zero(mr->map + i, page))
+			memcpy((uint8_t *)tmp + i, mr->map + i, page);
 	if (mremap(tmp, mr->map_len, mr->map_len, MREMAP_MAYMOVE | MREMAP_FIXED, mr->map) == MAP_FAILED) {
 		int err = errno;
 		munmap(tmp, mr->map_len);

@@ -310,6 +310,15 @@ static int ffs_getinfo(uint32_t version, const char *node, const char *service, 
 		 * hints->handle will be copied to info->handle". */
 		if (hints && hints->handle && hints->handle->fclass == FI_CLASS_PEP)
 			e->handle = hints->handle;
+		/* Keys: a tree domain serves every process of the host, so keys
+		 * two processes request (fabtests' 0xc0de on both sides) would
+		 * collide there, where each would have a domain of its own with
+		 * libfabric's tcp. An application that lets the provider choose
+		 * keys (FI_MR_PROV_KEY in its hints' mr_mode, API 1.5 and later)
+		 * gets them chosen: the tree makes each region a random key. */
+		if (FI_VERSION_GE(version, FI_VERSION(1, 5)) && hints && hints->domain_attr &&
+		    (hints->domain_attr->mr_mode & FI_MR_PROV_KEY))
+			e->domain_attr->mr_mode |= FI_MR_PROV_KEY;
 		/* libfabric names the provider of each entry (prov_name NULL). */
 		free(e->fabric_attr->prov_name);
 		e->fabric_attr->prov_name = NULL;
