@@ -226,7 +226,7 @@ func (e *EP) opFromWR(w *ring.WR, q *workQueue) (*Op, error) {
 	if err != nil {
 		return nil, err
 	}
-	buf, mem, err := m.sliceMem(w.Offset, w.Len)
+	buf, mem, memOff, err := m.sliceMem(w.Offset, w.Len)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +242,7 @@ func (e *EP) opFromWR(w *ring.WR, q *workQueue) (*Op, error) {
 	op := newOp()
 	op.Kind, op.Flags, op.Context, op.Buf, op.Data, op.Tag, op.Ignore = kind, flags, w.Context, buf, w.Data, w.Tag, w.Ignore
 	op.Peer, op.Addr, op.Key, op.desc, op.offset = peer, w.RMAAddr, w.RMAKey, w.Desc, w.Offset
-	op.Mem, op.MemOff = mem, w.Offset
+	op.Mem, op.MemOff = mem, memOff
 	return op, nil
 }
 

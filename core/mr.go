@@ -20,12 +20,15 @@ const MaxMRLen = 1 << 30
 // random and unguessable unless one was requested. On a domain that
 // registers memory itself (MemoryRegistrar: FI_MR_PROV_KEY), the shared
 // memory is registered with it and the key is the provider's. Work
-// requests name it by its desc (attr/desc).
+// requests name it by its desc (attr/desc) and an offset from its first
+// byte; peers name it by its key and an address counted from its base
+// (attr/base), reaching only [base, len).
 type MR struct {
 	obj *Object
 
 	mu           sync.Mutex
 	length       uint64
+	base         uint64 // the byte peers' address 0 names
 	access       fi.Caps
 	requestedKey uint64
 	key          uint64
@@ -59,6 +62,9 @@ func (m *MR) Register() error {
 	if m.length == 0 {
 		return Errorf(fi.EINVAL, "%s has length 0; write attr/len first", m.obj)
 	}
+	if m.base >= m.length {
+		return Errorf(fi.EINVAL, "%s has base %d, not below its length %d", m.obj, m.base, m.length)
+	}
 	shm, err := m.obj.Dom.fab.alloc(m.obj, "mr", int(m.length))
 	if err != nil {
 		return err
@@ -66,7 +72,9 @@ func (m *MR) Register() error {
 	requested := m.requestedKey
 	var mem Memory
 	if r, ok := m.obj.Dom.prov.(MemoryRegistrar); ok {
-		if mem, err = r.RegisterMemory(m.obj.Owner, shm.Mem, m.access, requested); err != nil {
+		// The provider's addresses count from the registered buffer's
+		// first byte, so peers' addresses count from base.
+		if mem, err = r.RegisterMemory(m.obj.Owner, shm.Mem[m.base:], m.access, requested); err != nil {
 			shm.Close()
 			return err
 		}
@@ -132,24 +140,40 @@ func (m *MR) Region() (*ring.Region, error) {
 	return m.shm, nil
 }
 
-// slice returns [off, off+n) of the registered memory.
-func (m *MR) slice(off, n uint64) ([]byte, error) {
-	buf, _, err := m.sliceMem(off, n)
-	return buf, err
-}
-
-// sliceMem is slice with the provider's registration of the memory, nil
-// if the domain makes none.
-func (m *MR) sliceMem(off, n uint64) ([]byte, Memory, error) {
+// sliceMem returns [off, off+n) of the registered memory, for a local
+// operation, with the provider's registration it lies in and its offset
+// there: the registration (if the domain makes them) covers [base, len),
+// so a buffer starting below base gets none and the provider registers it
+// on its own.
+func (m *MR) sliceMem(off, n uint64) ([]byte, Memory, uint64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.shm == nil {
-		return nil, nil, Errorf(fi.EINVAL, "memory region %s is not registered", m.obj.ID)
+		return nil, nil, 0, Errorf(fi.EINVAL, "memory region %s is not registered", m.obj.ID)
 	}
 	if off > m.length || n > m.length-off {
-		return nil, nil, Errorf(fi.EINVAL, "[%d, %d+%d) is outside memory region %s of %d bytes", off, off, n, m.obj.ID, m.length)
+		return nil, nil, 0, Errorf(fi.EINVAL, "[%d, %d+%d) is outside memory region %s of %d bytes", off, off, n, m.obj.ID, m.length)
 	}
-	return m.shm.Mem[off : off+n : off+n], m.mem, nil
+	if off < m.base {
+		return m.shm.Mem[off : off+n : off+n], nil, 0, nil
+	}
+	return m.shm.Mem[off : off+n : off+n], m.mem, off - m.base, nil
+}
+
+// remote returns the n bytes a peer's address addr names: [base+addr,
+// base+addr+n), which must lie inside the region.
+func (m *MR) remote(addr, n uint64) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.shm == nil {
+		return nil, Errorf(fi.EINVAL, "memory region %s is not registered", m.obj.ID)
+	}
+	reach := m.length - m.base
+	if addr > reach || n > reach-addr {
+		return nil, Errorf(fi.EINVAL, "[%d, %d+%d) is outside memory region %s's %d bytes from its base %d", addr, addr, n, m.obj.ID, reach, m.base)
+	}
+	off := m.base + addr
+	return m.shm.Mem[off : off+n : off+n], nil
 }
 
 // Key is fi_mr_key: the key, or fi.KEY_NOTAVAIL before registration.
@@ -202,6 +226,13 @@ func (m *MR) Attrs() []Attr {
 			}
 			m.access = v
 			return nil
+		}),
+		guarded(&m.mu, "base", m.frozen, func() string { return strconv.FormatUint(m.base, 10) }, func(s string) error {
+			v, err := parseSize(s, 0, MaxMRLen-1)
+			if err == nil {
+				m.base = v
+			}
+			return err
 		}),
 		guarded(&m.mu, "requested_key", m.frozen, func() string { return fmt.Sprintf("%#x", m.requestedKey) }, func(s string) error {
 			v, err := ParseUint(s)

@@ -27,12 +27,12 @@ func (e *EP) RMA(ctx context.Context, kind OpKind, mr *Object, off, n, raddr, ke
 	if err := mr.hold(); err != nil {
 		return err
 	}
-	buf, mem, err := mr.Impl.(*MR).sliceMem(off, n)
+	buf, mem, memOff, err := mr.Impl.(*MR).sliceMem(off, n)
 	if err != nil {
 		mr.drop()
 		return err
 	}
-	op := &Op{Kind: kind, Buf: buf, Addr: raddr, Key: key, Mem: mem, MemOff: off, desc: mr.Serial, offset: off}
+	op := &Op{Kind: kind, Buf: buf, Addr: raddr, Key: key, Mem: mem, MemOff: memOff, desc: mr.Serial, offset: off}
 	if data != nil {
 		op.Flags, op.Data = fi.OpFlags(fi.REMOTE_CQ_DATA), *data
 	}
@@ -48,8 +48,10 @@ func (e *EP) RMA(ctx context.Context, kind OpKind, mr *Object, off, n, raddr, ke
 // region with key: registered in the endpoint's domain by the endpoint's
 // owner (a key never reaches another user's memory), allowing access
 // (fi.REMOTE_READ or fi.REMOTE_WRITE), and holding [addr, addr+n). addr is
-// an offset into the region: the domain's mr_mode has no FI_MR_VIRT_ADDR,
-// as libfabric's tcp. The region stays registered until release is called.
+// an offset from the region's base (attr/base; byte 0 unless set): the
+// domain's mr_mode has no FI_MR_VIRT_ADDR, as libfabric's tcp, and peers
+// reach only [base, len). The region stays registered until release is
+// called.
 func (ev epEvents) Region(key, addr, n uint64, access fi.Caps) ([]byte, func(), error) {
 	e := ev.e
 	o, ok := e.obj.Dom.regionByKey(key)
@@ -63,7 +65,7 @@ func (ev epEvents) Region(key, addr, n uint64, access fi.Caps) ([]byte, func(), 
 	m.mu.Lock()
 	allowed := m.access&access == access
 	m.mu.Unlock()
-	buf, err := m.slice(addr, n)
+	buf, err := m.remote(addr, n)
 	switch {
 	case !allowed:
 		err = Errorf(fi.EACCES, "memory region %s does not allow %v", o.ID, access)

@@ -342,3 +342,49 @@ func TestInterruptedWriteSucceeds(t *testing.T) {
 		t.Errorf("CQ after the send completed: %v, %v", es, err)
 	}
 }
+
+// TestRegistrationFromBase: a region with attr/base B registers its bytes
+// from B on with a registrar (whose addresses count from the registered
+// buffer's first byte, so peers' addresses count from B); a local
+// operation at offset O >= B carries the registration and O-B, one that
+// starts below B carries none (the provider registers it on its own).
+func TestRegistrationFromBase(t *testing.T) {
+	d, p := regDomainOf(t)
+	a, _, _, _, _ := pair(t, d, "bind cq c send,recv")
+	o, err := d.Create(core.KindMR, "m", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setAttrs(t, o, map[string]string{"len": "8192", "base": "300"})
+	run(t, o, "reg")
+	shm, err := o.Impl.(*core.MR).Region()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	var m *regMem
+	for r := range p.regs {
+		m = r
+	}
+	p.mu.Unlock()
+	if m == nil || len(m.buf) != 8192-300 || &m.buf[0] != &shm.Mem[300] {
+		t.Fatalf("registration %+v, want the region's bytes from 300", m)
+	}
+	ctx := context.Background()
+	key := o.Impl.(*core.MR).Key()
+	for _, c := range []struct {
+		off     uint64
+		mem     bool
+		wantOff uint64
+	}{{1000, true, 700}, {300, true, 0}, {100, false, 0}} {
+		if err := a.Ctl(ctx, 0, fmt.Sprintf("write m %d 16 0 %#x", c.off, key)); err != nil {
+			t.Fatal(err)
+		}
+		p.mu.Lock()
+		op := p.posted[len(p.posted)-1]
+		p.mu.Unlock()
+		if got := op.Mem != nil; got != c.mem || op.MemOff != c.wantOff {
+			t.Errorf("write from offset %d: Mem %v MemOff %d, want registration %v and %d", c.off, op.Mem, op.MemOff, c.mem, c.wantOff)
+		}
+	}
+}

@@ -24,7 +24,9 @@
 //
 // Every file is opened with FOPEN_DIRECT_IO: the kernel caches nothing, and
 // every read is answered fresh. Generated files (status, info, attr values)
-// are rendered when opened and read from that snapshot by offset. Queue
+// are rendered by each read at offset 0, and later offsets read that
+// rendering, so a file kept open gives the current text to pread at 0
+// (the provider reads counters so). Queue
 // files (cq and eq events, pep listen, ep data) block when read at offset
 // 0 and return end of file at a later offset when nothing is pending, so
 // that `cat` shows what arrived and ends; with O_NONBLOCK an empty read at

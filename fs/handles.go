@@ -42,16 +42,21 @@ func (r *ref) Release(ctx context.Context) syscall.Errno {
 	return 0
 }
 
-// textHandle serves text rendered at open; a write, if allowed, goes to
-// write as one unit (a command, an attribute value). A failed write's
-// sentence begins with the file's name and what was written
-// ("attr/tx_size 0: bad size..."), or, for a ctl file, the command alone,
-// echoed up to maxEcho bytes.
+// textHandle serves text rendered by every read at offset 0 (or the first
+// read, at any offset), so that a program keeping the file open reads the
+// current text with pread(fd, buf, n, 0) (a counter's value), and a read
+// at a later offset continues that text; a write, if allowed, goes to
+// write as one unit (a command, an attribute value). A failed write's sentence begins with the file's name and what
+// was written ("attr/tx_size 0: bad size..."), or, for a ctl file, the
+// command alone, echoed up to maxEcho bytes.
 type textHandle struct {
 	ref
-	text  []byte
-	write func(ctx context.Context, data []byte) error
-	ctl   bool // writes are commands
+	render func() string // nil: text is fixed
+	write  func(ctx context.Context, data []byte) error
+	ctl    bool // writes are commands
+
+	mu   sync.Mutex
+	text []byte // nil until the first read, with render
 }
 
 var (
@@ -61,6 +66,12 @@ var (
 )
 
 func (h *textHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	// A removed object's file keeps the text it had.
+	if h.render != nil && (off == 0 || h.text == nil) && h.live() == 0 {
+		h.text = []byte(h.render())
+	}
 	if off >= int64(len(h.text)) {
 		return fuse.ReadResultData(nil), 0
 	}
@@ -88,11 +99,11 @@ func (h *textHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 // whole sentence is bounded by core.MaxErrLen.
 const maxEcho = 256
 
-// rendered opens a file whose text render makes at open time; set, if not
-// nil, takes writes.
+// rendered opens a file whose text render makes at each read at offset 0;
+// set, if not nil, takes writes.
 func rendered(render func() string, set func(ctx context.Context, data []byte) error) func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
 	return func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
-		return &textHandle{text: []byte(render()), write: set}, nil
+		return &textHandle{render: render, write: set}, nil
 	}
 }
 

@@ -110,7 +110,8 @@ void ffs_ring_unmap(struct fabricfs_ring *r);
 /* ffs_fi_errno maps an errno from a tree file operation to the FI_E*
  * code it stands for (docs/tree.md "Errors", read backwards): EBADFD is
  * FI_EOPBADSTATE, EMSGSIZE FI_ETRUNC, ENOMSG FI_EAVAIL, EOVERFLOW
- * FI_EOVERRUN, EBADMSG FI_ECRC; other errnos are libfabric's own codes.
+ * FI_EOVERRUN, EBADMSG FI_ECRC, ENOKEY FI_ENOKEY; other errnos are
+ * libfabric's own codes.
  * It returns the positive code. */
 int ffs_fi_errno(int err);
 
@@ -137,6 +138,16 @@ struct ffs_fabric {
  * list of fi_info (allocated with fi_allocinfo). Names are rewritten as
  * above. It returns 0 or a negative FI_E*. */
 int ffs_info_parse(const char *text, struct fi_info **list);
+/* ffs_info_parse is these two: ffs_info_read parses the text as it is
+ * (the names the tree gives), ffs_info_name renames each entry of a list
+ * as above. */
+int ffs_info_read(const char *text, struct fi_info **list);
+int ffs_info_name(struct fi_info *list);
+/* ffs_addr_parse turns an address as fi_tostr prints it
+ * (fi_sockaddr_in://IP:PORT, fi_sockaddr_in6://[IP]:PORT, the string of
+ * FI_ADDR_STR; "(null)" is NULL) into a malloc'd address of format and
+ * len bytes, len at least the format's size. */
+int ffs_addr_parse(uint32_t format, const char *s, size_t len, void **out);
 
 /* ffs_info_domain gives the tree domain directory of an fi_info of this
  * provider (ROOT/PROV/DOM) from its domain_attr->name. */
@@ -154,19 +165,133 @@ struct ffs_domain {
 	struct fi_info *info; /* a copy of the fi_info it was opened with */
 	pthread_mutex_t lock;
 	struct ffs_mr *mrs; /* registered regions (mr.c), under lock */
+	pthread_mutex_t cq_lock; /* the CQ list; taken before a CQ's lock */
+	struct ffs_cq *cqs;      /* every CQ of the domain, hidden ones too */
 };
 
 int ffs_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **domain, void *context);
+
+/* The fi_ops entries an object does not have: -FI_ENOSYS. */
+int ffs_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int ffs_no_control(struct fid *fid, int command, void *arg);
+int ffs_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
+int ffs_no_tostr(const struct fid *fid, char *buf, size_t len);
+int ffs_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops, void *context);
+
+/* Lock order: dom->cq_lock, then a CQ's lock, then an endpoint's lock,
+ * then an EQ's lock (fi_ep_bind of an EQ). The data path calls
+ * ffs_mr_lookup (dom->lock) before it takes the endpoint's lock. */
 
 /* ffs_domain_progress finishes what the daemon completed for the domain's
  * endpoints: it reaps their completion rings and does the provider's part
  * of each completion (copying a received message out of the provider's
  * buffer into the application's), keeping the entries for fi_cq_read. A
- * counter (cntr.c) calls it before it reads the tree's value, so an
- * application that sees a count sees the bytes too. ep.c and cq.c. */
+ * counter (cntr.c) calls it after it reads (or waits for) the tree's
+ * value: the daemon publishes a completion's CQ entry before it counts it
+ * (docs/design.md, "Counters"), so every completion the value counts is
+ * in a ring when this runs, and an application that sees a count sees the
+ * bytes too. (Called before the read, a completion published and counted
+ * in between would be counted with its bytes still in staging.) ep.c and
+ * cq.c. */
 void ffs_domain_progress(struct ffs_domain *dom);
 
 /* ---- ep.c, pep.c, eq.c, cq.c ---- */
+
+/*
+ * A completion queue: a tree CQ whose ring the provider reaps into a
+ * queue of finished entries (received bytes copied out, the application's
+ * context in op_context), which fi_cq_read returns. A hidden CQ is one the
+ * provider made for an endpoint direction the application bound no CQ
+ * for: the tree requires one; its entries are dropped.
+ */
+struct ffs_cq_entry {
+	void *op_context;
+	uint64_t flags, len, data, tag;
+	void *buf;
+	fi_addr_t src_addr;
+	int err, prov_errno;
+	uint64_t olen;
+	char errline[256]; /* an error entry's err_data: fi_strerror of its code, the endpoint's err line */
+};
+
+struct ffs_cq {
+	struct fid_cq cq_fid;
+	struct ffs_domain *dom;
+	struct ffs_obj obj;
+	struct fabricfs_ring ring; /* cq/N/data */
+	enum fi_cq_format format;
+	bool hidden;
+	pthread_mutex_t lock;
+	struct ffs_cq_entry *q; /* finished entries, a circular queue of qcap */
+	size_t qcap, qhead, qlen;
+	struct ffs_cq_entry err; /* the last entry fi_cq_readerr returned: its errline is err_data */
+	int signaled;
+	int bound; /* endpoint directions bound to it; atomic (no lock: binding
+		    * holds the endpoint's lock, which ranks below) */
+	struct ffs_cq *next; /* in dom->cqs */
+};
+
+/* ffs_cq_make makes a CQ in the domain (cq.c): attr NULL for a hidden one. */
+int ffs_cq_make(struct ffs_domain *dom, struct fi_cq_attr *attr, bool hidden, struct ffs_cq **cq);
+void ffs_cq_free(struct ffs_cq *cq);
+/* ffs_cq_reap moves what cq's ring holds into its queue; under cq->lock. */
+void ffs_cq_reap(struct ffs_cq *cq);
+
+/* ffs_ep_complete does the endpoint's part of a completion of the tree
+ * (ep.c): it maps the work request's context back to the provider's
+ * request, copies received bytes out, frees what the request held, and
+ * fills e with what the application sees. It returns true when the
+ * application gets an entry. Called under the CQ's lock. */
+bool ffs_ep_complete(const struct fabricfs_cqe *c, struct ffs_cq_entry *e);
+
+/* ffs_eq_bind gives the id of the tree EQ of eq in the domain directory
+ * domdir (making it on first use), and notes that the tree's events for
+ * KIND/ID (kind "ep" or "pep") belong to fid. ffs_eq_unbind forgets it. */
+struct ffs_eq;
+int ffs_eq_bind(struct ffs_eq *eq, const char *domdir, const char *kind, unsigned id, fid_t fid, unsigned *tree_id);
+void ffs_eq_unbind(struct ffs_eq *eq, fid_t fid);
+
+/* The fi_ops_cm and fi_ops_ep entries an endpoint lacks (pep.c). */
+int ffs_no_setname(fid_t fid, void *addr, size_t addrlen);
+int ffs_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen);
+int ffs_no_connect(struct fid_ep *ep, const void *addr, const void *param, size_t paramlen);
+int ffs_no_accept(struct fid_ep *ep, const void *param, size_t paramlen);
+int ffs_no_shutdown(struct fid_ep *ep, uint64_t flags);
+int ffs_no_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_mc **mc, void *context);
+int ffs_no_listen(struct fid_pep *pep);
+int ffs_no_reject(struct fid_pep *pep, fid_t handle, const void *param, size_t paramlen);
+ssize_t ffs_no_cancel(fid_t fid, void *context);
+int ffs_no_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen);
+int ffs_no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr, struct fid_ep **ep, void *context);
+int ffs_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr, struct fid_ep **ep, void *context);
+ssize_t ffs_no_size_left(struct fid_ep *ep);
+
+/* The most private data a connection request, accept or reject carries
+ * (FI_OPT_CM_DATA_SIZE). */
+#define FFS_CM_DATA_SIZE 256
+
+/* ffs_pep_info is the info a passive endpoint was opened with (pep.c). */
+const struct fi_info *ffs_pep_info(fid_t pep);
+
+/* A connection request: the handle of an FI_CONNREQ event's info, the
+ * endpoint the tree made for it (its domain directory and id). */
+struct ffs_connreq {
+	struct fid fid; /* FI_CLASS_CONNREQ */
+	char domdir[PATH_MAX];
+	unsigned ep_id;
+	bool adopted; /* fi_endpoint made it an endpoint, which frees it */
+};
+
+/* Addresses (ep.c). ffs_name_get reads an address file of an object
+ * (ep local or remote, pep local) into a sockaddr in addr, as fi_getname
+ * does (*addrlen: its room in, its size out; -FI_ETOOSMALL with the size
+ * needed); -FI_EOPBADSTATE when the file is empty. ffs_addr_format writes
+ * a sockaddr as the tree's ADDR argument (IP:PORT, [IP]:PORT). */
+int ffs_name_get(struct ffs_obj *o, const char *file, void *addr, size_t *addrlen);
+int ffs_addr_format(const void *addr, size_t addrlen, char *buf, size_t size);
+/* ffs_hex_data writes private data as the tree's DATA word (hex:...), or
+ * an empty string when len is 0. ep.c. */
+int ffs_hex_data(const void *data, size_t len, char *buf, size_t size);
 
 int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
 int ffs_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep, void *context);
@@ -182,6 +307,7 @@ struct ffs_av {
 	enum fi_av_type type;
 	uint32_t addr_format; /* of the domain's entries: FI_SOCKADDR_IN, FI_SOCKADDR_IN6 */
 	pthread_mutex_t lock;
+	uint64_t next; /* the fi_addr the tree gives the next address inserted (av.c), under lock */
 };
 
 int ffs_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av, void *context);
@@ -209,9 +335,17 @@ struct ffs_mr {
 	size_t map_len;
 	size_t base;        /* addr - map */
 	struct ffs_mr *next; /* in the domain's list */
+	struct ffs_mr *next_mapped; /* in mr.c's list of the process's mapped regions */
 };
 
 extern struct fi_ops_mr ffs_mr_ops;
+
+/* The fi_ops entries an object does not have: -FI_ENOSYS (domain.c). */
+int ffs_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int ffs_no_control(struct fid *fid, int command, void *arg);
+int ffs_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
+int ffs_no_tostr(const struct fid *fid, char *buf, size_t len);
+int ffs_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops, void *context);
 
 /*
  * ffs_mr_lookup finds a registered region holding [buf, buf+len), the
@@ -229,6 +363,10 @@ struct ffs_cntr {
 	struct ffs_domain *dom;
 	struct ffs_obj obj;
 	int value_fd, errors_fd; /* cntr/N/value and errors, kept open */
+	/* The object's ctl file, for fi_cntr_wait alone: a write blocked in
+	 * the daemon holds back other writes to the same file (the kernel
+	 * serializes them), so add and set go through obj's clone file. */
+	struct ffs_obj waiter;
 };
 
 int ffs_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr, void *context);

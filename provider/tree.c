@@ -29,6 +29,8 @@ int ffs_fi_errno(int err)
 		return FI_EOVERRUN;
 	case EBADMSG:
 		return FI_ECRC;
+	case ENOKEY:
+		return FI_ENOKEY;
 	case 0:
 		return FI_EOTHER;
 	default:

@@ -125,8 +125,14 @@ func (p *proc) String() string {
 // not listening yet ("failed to connect"), as scripts/bench.sh does.
 func fiClient(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return fiClientEnv(t, fiEnv, args...)
+}
+
+// fiClientEnv is fiClient with the environment env.
+func fiClientEnv(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
 	for try := 0; ; try++ {
-		p := startProc(t, fiEnv, "fi_pingpong", args...)
+		p := startProc(t, env, "fi_pingpong", args...)
 		if p.wait(t, ppLimit) == 0 || !strings.Contains(p.err.String(), "failed to connect") || try == 200 {
 			return p
 		}

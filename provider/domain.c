@@ -1,0 +1,173 @@
+/*
+ * domain.c: fi_domain. A domain is a directory of the tree (ROOT/PROV/DOM,
+ * named by the info's domain name); it is no tree object of its own, so
+ * opening one makes nothing in the daemon. It holds the list of its CQs,
+ * which ffs_domain_progress reaps.
+ */
+#include "ffs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int ffs_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+int ffs_no_control(struct fid *fid, int command, void *arg)
+{
+	return -FI_ENOSYS;
+}
+
+int ffs_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+int ffs_no_tostr(const struct fid *fid, char *buf, size_t len)
+{
+	return -FI_ENOSYS;
+}
+
+int ffs_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int no_scalable_ep(struct fid_domain *domain, struct fi_info *info, struct fid_ep **sep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int no_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr, struct fid_poll **pollset)
+{
+	return -FI_ENOSYS;
+}
+
+static int no_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr, struct fid_stx **stx, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int no_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr, struct fid_ep **rx_ep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int no_query_atomic(struct fid_domain *domain, enum fi_datatype datatype, enum fi_op op,
+			   struct fi_atomic_attr *attr, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static int no_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
+			       struct fi_collective_attr *attr, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static int no_endpoint2(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, uint64_t flags,
+			void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int domain_close(struct fid *fid)
+{
+	struct ffs_domain *dom = container_of(fid, struct ffs_domain, domain_fid.fid);
+	pthread_mutex_lock(&dom->cq_lock);
+	bool busy = false;
+	for (struct ffs_cq *cq = dom->cqs; cq; cq = cq->next)
+		busy = busy || !cq->hidden;
+	pthread_mutex_unlock(&dom->cq_lock);
+	pthread_mutex_lock(&dom->lock);
+	busy = busy || dom->mrs != NULL;
+	pthread_mutex_unlock(&dom->lock);
+	if (busy)
+		return -FI_EBUSY;
+	/* Hidden CQs left are those of endpoints closed while the daemon held
+	 * their requests (ep.c): nothing reaps them any more. */
+	while (dom->cqs)
+		ffs_cq_free(dom->cqs);
+	pthread_mutex_destroy(&dom->lock);
+	pthread_mutex_destroy(&dom->cq_lock);
+	fi_freeinfo(dom->info);
+	free(dom);
+	return 0;
+}
+
+static struct fi_ops domain_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = domain_close,
+	.bind = ffs_no_bind,
+	.control = ffs_no_control,
+	.ops_open = ffs_no_ops_open,
+	.tostr = ffs_no_tostr,
+	.ops_set = ffs_no_ops_set,
+};
+
+static struct fi_ops_domain domain_ops = {
+	.size = sizeof(struct fi_ops_domain),
+	.av_open = ffs_av_open,
+	.cq_open = ffs_cq_open,
+	.endpoint = ffs_ep_open,
+	.scalable_ep = no_scalable_ep,
+	.cntr_open = ffs_cntr_open,
+	.poll_open = no_poll_open,
+	.stx_ctx = no_stx_ctx,
+	.srx_ctx = no_srx_ctx,
+	.query_atomic = no_query_atomic,
+	.query_collective = no_query_collective,
+	.endpoint2 = no_endpoint2,
+};
+
+int ffs_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **domain, void *context)
+{
+	if (!info || !info->domain_attr || !domain)
+		return -FI_EINVAL;
+	struct ffs_domain *dom = calloc(1, sizeof *dom);
+	if (!dom)
+		return -FI_ENOMEM;
+	int ret = ffs_info_domain_dir(info, dom->dir, sizeof dom->dir);
+	if (ret)
+		goto fail;
+	/* The tree's provider is the directory under the root. */
+	const char *p = dom->dir + strlen(ffs_root());
+	while (*p == '/')
+		p++;
+	size_t n = strcspn(p, "/");
+	if (n == 0 || n >= sizeof dom->prov) {
+		ret = -FI_EINVAL;
+		goto fail;
+	}
+	memcpy(dom->prov, p, n);
+	dom->info = fi_dupinfo(info);
+	if (!dom->info) {
+		ret = -FI_ENOMEM;
+		goto fail;
+	}
+	dom->fab = fabric ? container_of(fabric, struct ffs_fabric, fabric_fid) : NULL;
+	pthread_mutex_init(&dom->lock, NULL);
+	pthread_mutex_init(&dom->cq_lock, NULL);
+	dom->domain_fid.fid.fclass = FI_CLASS_DOMAIN;
+	dom->domain_fid.fid.context = context;
+	dom->domain_fid.fid.ops = &domain_fi_ops;
+	dom->domain_fid.ops = &domain_ops;
+	dom->domain_fid.mr = &ffs_mr_ops;
+	*domain = &dom->domain_fid;
+	return 0;
+fail:
+	free(dom);
+	return ret;
+}
+
+void ffs_domain_progress(struct ffs_domain *dom)
+{
+	pthread_mutex_lock(&dom->cq_lock);
+	for (struct ffs_cq *cq = dom->cqs; cq; cq = cq->next) {
+		pthread_mutex_lock(&cq->lock);
+		ffs_cq_reap(cq);
+		pthread_mutex_unlock(&cq->lock);
+	}
+	pthread_mutex_unlock(&dom->cq_lock);
+}

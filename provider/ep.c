@@ -1,0 +1,1472 @@
+/*
+ * ep.c: active endpoints. An endpoint is a tree ep (ep/N): a clone object,
+ * or, for a connection request, the endpoint the tree made, adopted. Data
+ * operations become work requests on its tx and rx rings (docs/abi.md).
+ *
+ * Application buffers are not daemon memory. A buffer inside a registered
+ * region (ffs_mr_lookup) goes to the daemon as it is (zero copy); any
+ * other goes through one of the endpoint's two staging regions (tree mrs
+ * of STAGE_SIZE, one for sends, one for receives): a send copies in before
+ * posting, a receive's bytes are copied out when its completion is reaped,
+ * before the application sees it. A message larger than a staging region
+ * gets a temporary region of its own (a few per endpoint, reused). Every
+ * work request but an inject asks for a completion (FI_COMPLETION, the
+ * tree CQs being bound `selective`), because the provider has its part to
+ * do at the end of each; whether the application sees the entry is the
+ * request's own flag. A work request's context is the provider's request
+ * record, mapped back in ffs_ep_complete.
+ */
+#include "ffs.h"
+
+#include <arpa/inet.h>
+#include <sched.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <rdma/fi_atomic.h>
+
+#define STAGE_SIZE (4u << 20)
+#define CHUNK 256 /* the staging allocator's unit */
+#define NCHUNK (STAGE_SIZE / CHUNK)
+#define MAX_TEMP 4          /* temporary regions per endpoint */
+#define TEMP_ROUND (1u << 20) /* their sizes are multiples of this */
+#define MAX_IOV 16          /* iovecs a request may have (tx_iov_limit and rx_iov_limit) */
+/* How long fi_close of an endpoint waits for the daemon to close it and
+ * give back the requests it held (cancelled). */
+#define CLOSE_DRAIN_MS 2000
+
+/* A region of the provider's own: a tree mr mapped whole. */
+struct region {
+	struct ffs_obj obj;
+	uint8_t *map;
+	size_t len;
+	uint64_t desc;
+};
+
+struct stage {
+	struct region r;
+	uint64_t used[NCHUNK / 64]; /* a bit per CHUNK */
+	size_t hint;                /* where the next search starts */
+};
+
+struct temp {
+	struct region r;
+	bool busy;
+};
+
+enum where { IN_APP, IN_STAGE, IN_TEMP };
+
+struct ffs_req {
+	struct ffs_ep *ep;
+	void *context; /* the application's */
+	bool in_use, incoming, report, multi; /* incoming: bytes arrive in the buffer */
+	enum where where;
+	struct iovec iov[MAX_IOV]; /* the application's buffer */
+	size_t iov_count;
+	uint64_t off; /* the buffer's offset in its tree region */
+	size_t len;
+	struct stage *st; /* IN_STAGE: chunks [chunk, chunk+nchunk) of st */
+	size_t chunk, nchunk;
+	struct temp *tmp; /* IN_TEMP */
+	struct fabricfs_ring *ring; /* the ring it went on, at index idx */
+	uint32_t idx;
+	struct ffs_req *next_free;
+};
+
+/* An inject's staging, freed once the daemon took the request. */
+struct inject {
+	uint32_t idx; /* its tx ring index */
+	size_t chunk, nchunk;
+};
+
+struct ffs_ep {
+	struct fid_ep ep_fid;
+	struct ffs_domain *dom;
+	struct fi_info *info;
+	struct ffs_obj obj;
+	struct ffs_connreq *connreq; /* adopted from it; rmdir closes the endpoint */
+	pthread_mutex_t lock;
+	enum fi_ep_type type;
+	uint64_t caps, tx_op_flags, rx_op_flags;
+	struct ffs_cq *txcq, *rxcq, *hidden;
+	bool tx_sel, rx_sel, hidden_bound;
+	struct ffs_eq *eq;
+	bool enabled, closing;
+	struct fabricfs_ring tx, rx;
+	struct stage stx, srx;
+	struct temp temps[MAX_TEMP];
+	struct ffs_req *reqs, *free;
+	size_t nreq, outstanding;
+	size_t out[2]; /* outstanding on tx, on rx */
+	struct inject *inj; /* a circular queue of tx.count */
+	size_t inj_head, inj_len;
+	size_t inject_size, max_msg_size;
+};
+
+/* ---- addresses and private data ---- */
+
+int ffs_name_get(struct ffs_obj *o, const char *file, void *addr, size_t *addrlen)
+{
+	char text[256];
+	ssize_t n = ffs_get(o, file, text, sizeof text);
+	if (n < 0)
+		return (int)n;
+	if (n == 0)
+		return -FI_EOPBADSTATE;
+	void *sa;
+	int ret = ffs_addr_parse(FI_SOCKADDR, text, sizeof(struct sockaddr_in6), &sa);
+	if (ret)
+		return ret;
+	size_t need = ((struct sockaddr *)sa)->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+								      : sizeof(struct sockaddr_in6);
+	size_t room = *addrlen;
+	*addrlen = need;
+	if (addr && room >= need)
+		memcpy(addr, sa, need);
+	else
+		ret = -FI_ETOOSMALL;
+	free(sa);
+	return ret;
+}
+
+int ffs_addr_format(const void *addr, size_t addrlen, char *buf, size_t size)
+{
+	char host[INET6_ADDRSTRLEN];
+	if (!addr || addrlen < sizeof(sa_family_t))
+		return -FI_EINVAL;
+	sa_family_t family;
+	memcpy(&family, addr, sizeof family);
+	int n;
+	if (family == AF_INET && addrlen >= sizeof(struct sockaddr_in)) {
+		struct sockaddr_in sa;
+		memcpy(&sa, addr, sizeof sa);
+		inet_ntop(AF_INET, &sa.sin_addr, host, sizeof host);
+		n = snprintf(buf, size, "%s:%u", host, ntohs(sa.sin_port));
+	} else if (family == AF_INET6 && addrlen >= sizeof(struct sockaddr_in6)) {
+		struct sockaddr_in6 sa;
+		memcpy(&sa, addr, sizeof sa);
+		inet_ntop(AF_INET6, &sa.sin6_addr, host, sizeof host);
+		n = snprintf(buf, size, "[%s]:%u", host, ntohs(sa.sin6_port));
+	} else {
+		return -FI_EINVAL;
+	}
+	return n < 0 || (size_t)n >= size ? -FI_EINVAL : 0;
+}
+
+int ffs_hex_data(const void *data, size_t len, char *buf, size_t size)
+{
+	if (len > FFS_CM_DATA_SIZE || (len && !data) || size < 5 + 2 * len)
+		return -FI_EINVAL;
+	if (!len) {
+		buf[0] = 0;
+		return 0;
+	}
+	static const char digits[] = "0123456789abcdef";
+	const uint8_t *d = data;
+	memcpy(buf, "hex:", 4);
+	for (size_t i = 0; i < len; i++) {
+		buf[4 + 2 * i] = digits[d[i] >> 4];
+		buf[5 + 2 * i] = digits[d[i] & 15];
+	}
+	buf[4 + 2 * len] = 0;
+	return 0;
+}
+
+/* ---- regions and the staging allocator ---- */
+
+static int region_make(struct ffs_domain *dom, size_t len, struct region *r)
+{
+	int ret = ffs_obj_clone(&r->obj, dom->dir, "mr");
+	if (ret)
+		return ret;
+	if ((ret = ffs_set(&r->obj, "attr/len", "%zu", len)) || (ret = ffs_ctl(&r->obj, "reg")) ||
+	    (ret = ffs_get_u64(&r->obj, "attr/desc", &r->desc)))
+		goto fail;
+	r->map = ffs_map(&r->obj, "data", &r->len);
+	if (!r->map) {
+		ret = -ffs_fi_errno(errno);
+		goto fail;
+	}
+	if (r->len < len) {
+		ret = -FI_EIO;
+		munmap(r->map, r->len);
+		r->map = NULL;
+		goto fail;
+	}
+	return 0;
+fail:
+	ffs_obj_close(&r->obj);
+	return ret;
+}
+
+/* region_free frees a region region_make made (and nothing else: a
+ * zeroed region's ctl 0 is no descriptor of its own). */
+static void region_free(struct region *r)
+{
+	if (!r->map)
+		return;
+	munmap(r->map, r->len);
+	r->map = NULL;
+	ffs_obj_close(&r->obj);
+}
+
+static bool chunk_used(const struct stage *s, size_t i)
+{
+	return s->used[i / 64] >> (i % 64) & 1;
+}
+
+static void mark(struct stage *s, size_t from, size_t n, bool used)
+{
+	for (size_t i = from; i < from + n; i++) {
+		if (used)
+			s->used[i / 64] |= 1ull << (i % 64);
+		else
+			s->used[i / 64] &= ~(1ull << (i % 64));
+	}
+}
+
+/* find_run finds n free chunks in a row within [from, to). */
+static long find_run(const struct stage *s, size_t from, size_t to, size_t n)
+{
+	size_t run = 0;
+	for (size_t i = from; i < to; i++) {
+		if (i % 64 == 0 && i + 64 <= to && s->used[i / 64] == ~0ull) {
+			run = 0;
+			i += 63;
+			continue;
+		}
+		if (chunk_used(s, i))
+			run = 0;
+		else if (++run == n)
+			return (long)(i + 1 - n);
+	}
+	return -1;
+}
+
+/* stage_alloc takes room for len bytes: the first chunk, or -1 when full. */
+static long stage_alloc(struct stage *s, size_t len, size_t *nchunk)
+{
+	size_t n = len ? (len + CHUNK - 1) / CHUNK : 1;
+	long c = find_run(s, s->hint, NCHUNK, n);
+	if (c < 0)
+		c = find_run(s, 0, NCHUNK, n);
+	if (c < 0)
+		return -1;
+	mark(s, c, n, true);
+	s->hint = (c + n) % NCHUNK;
+	*nchunk = n;
+	return c;
+}
+
+/* get_temp gives a free temporary region of at least len bytes. */
+static struct temp *get_temp(struct ffs_ep *ep, size_t len, int *err)
+{
+	struct temp *spare = NULL;
+	for (int i = 0; i < MAX_TEMP; i++) {
+		struct temp *t = &ep->temps[i];
+		if (t->busy)
+			continue;
+		if (t->r.map && t->r.len >= len) {
+			t->busy = true;
+			return t;
+		}
+		if (!spare || !t->r.map)
+			spare = t;
+	}
+	if (!spare) {
+		*err = -FI_EAGAIN; /* all busy: the application reaps and retries */
+		return NULL;
+	}
+	region_free(&spare->r);
+	size_t size = (len + TEMP_ROUND - 1) / TEMP_ROUND * TEMP_ROUND;
+	if ((*err = region_make(ep->dom, size, &spare->r)))
+		return NULL;
+	spare->busy = true;
+	return spare;
+}
+
+static void gather(const struct iovec *iov, size_t count, uint8_t *dst)
+{
+	for (size_t i = 0; i < count; i++) {
+		memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+		dst += iov[i].iov_len;
+	}
+}
+
+/* scatter copies len bytes of src into the iovecs from byte off on. */
+static void scatter(const struct iovec *iov, size_t count, size_t off, const uint8_t *src, size_t len)
+{
+	for (size_t i = 0; i < count && len; i++) {
+		if (off >= iov[i].iov_len) {
+			off -= iov[i].iov_len;
+			continue;
+		}
+		size_t n = iov[i].iov_len - off;
+		if (n > len)
+			n = len;
+		memcpy((uint8_t *)iov[i].iov_base + off, src, n);
+		src += n;
+		len -= n;
+		off = 0;
+	}
+}
+
+/* region_of is the mapping a request's buffer is in (NULL: the application's). */
+static uint8_t *region_of(const struct ffs_req *r)
+{
+	switch (r->where) {
+	case IN_STAGE:
+		return r->st->r.map;
+	case IN_TEMP:
+		return r->tmp->r.map;
+	default:
+		return NULL;
+	}
+}
+
+/* release frees what a request held and the request. Under ep->lock. */
+static void release(struct ffs_ep *ep, struct ffs_req *r)
+{
+	if (r->where == IN_STAGE)
+		mark(r->st, r->chunk, r->nchunk, false);
+	else if (r->where == IN_TEMP)
+		r->tmp->busy = false;
+	r->in_use = false;
+	r->next_free = ep->free;
+	ep->free = r;
+	ep->outstanding--;
+	ep->out[r->ring == &ep->rx]--;
+}
+
+/* reclaim_injects frees the staging of injects the daemon has taken. */
+static void reclaim_injects(struct ffs_ep *ep)
+{
+	uint32_t head = fabricfs_load_acquire(ep->tx.head);
+	while (ep->inj_len) {
+		struct inject *in = &ep->inj[ep->inj_head];
+		if ((int32_t)(head - in->idx) <= 0)
+			break;
+		mark(&ep->stx, in->chunk, in->nchunk, false);
+		ep->inj_head = (ep->inj_head + 1) % ep->tx.count;
+		ep->inj_len--;
+	}
+}
+
+/* ---- completions ---- */
+
+bool ffs_ep_complete(const struct fabricfs_cqe *c, struct ffs_cq_entry *e)
+{
+	memset(e, 0, offsetof(struct ffs_cq_entry, errline) + 1);
+	e->flags = c->flags;
+	e->len = c->len;
+	e->data = c->data;
+	e->tag = c->tag;
+	e->src_addr = c->src_addr;
+	e->err = c->err;
+	e->prov_errno = c->prov_errno;
+	e->olen = c->olen;
+	if (c->err)
+		snprintf(e->errline, sizeof e->errline, "%s", fi_strerror(-c->err));
+	struct ffs_req *r = (struct ffs_req *)(uintptr_t)c->op_context;
+	if (!r) {
+		/* No request of ours: an inject's error, a peer's write with
+		 * remote CQ data, an overrun. */
+		return c->err != 0 || (c->flags & FI_REMOTE_CQ_DATA);
+	}
+	struct ffs_ep *ep = r->ep;
+	pthread_mutex_lock(&ep->lock);
+	e->op_context = r->context;
+	bool show = !ep->closing && (r->report || c->err);
+	if (r->incoming && (c->flags & (FI_RECV | FI_READ))) {
+		/* Where this message lies in the request's buffer: a multi-recv
+		 * buffer takes several, each at its own place. */
+		uint64_t rel = c->buf >= r->off ? c->buf - r->off : 0;
+		size_t n = c->len;
+		if (rel > r->len)
+			rel = r->len;
+		if (n > r->len - rel)
+			n = r->len - rel;
+		uint8_t *m = region_of(r);
+		if (m && !ep->closing && n)
+			scatter(r->iov, r->iov_count, rel, m + c->buf, n);
+		if (r->iov_count > 0 && rel < r->iov[0].iov_len)
+			e->buf = (uint8_t *)r->iov[0].iov_base + rel;
+	}
+	if (c->err && !ep->closing) {
+		/* The tree's sentence, when it wrote one (it keeps the last). */
+		char line[sizeof e->errline];
+		size_t n = strlen(e->errline);
+		if (ffs_get(&ep->obj, "err", line, sizeof line) > 0)
+			snprintf(e->errline + n, sizeof e->errline - n, " (endpoint's last error: %s)", line);
+	}
+	bool last = !r->multi || (c->flags & FI_MULTI_RECV) || c->err;
+	if (last)
+		release(ep, r);
+	pthread_mutex_unlock(&ep->lock);
+	return show;
+}
+
+/* ---- posting ---- */
+
+/* One data operation, as the libfabric calls give it. */
+struct op {
+	uint8_t op; /* FABRICFS_OP_* */
+	const struct iovec *iov;
+	void **desc;
+	size_t count;
+	fi_addr_t addr; /* destination, or a receive's source */
+	uint64_t tag, ignore, data, rma_addr, rma_key;
+	void *context;
+	uint64_t flags; /* libfabric's op flags */
+	bool inject;    /* fi_inject and kin: no completion, no context */
+};
+
+/* post is every data operation. */
+static ssize_t post(struct ffs_ep *ep, const struct op *o)
+{
+	bool on_rx = o->op == FABRICFS_OP_RECV || o->op == FABRICFS_OP_TRECV;
+	/* Bytes that arrive into the buffer: copied out of staging at the end. */
+	bool incoming = on_rx || o->op == FABRICFS_OP_READ;
+	if (o->count > MAX_IOV || (o->count && !o->iov))
+		return -FI_EINVAL;
+	size_t len = 0;
+	for (size_t i = 0; i < o->count; i++)
+		len += o->iov[i].iov_len;
+	if (len > ep->max_msg_size)
+		return -FI_EMSGSIZE;
+	if (o->inject && len > ep->inject_size)
+		return -FI_EINVAL;
+	if ((o->flags & FI_MULTI_RECV) && !on_rx)
+		return -FI_EINVAL;
+	/* Zero copy when the bytes are in a registered region (and the
+	 * application may reuse them at once only if it asked to inject). */
+	uint64_t tdesc = 0, toff = 0;
+	bool zc = !o->inject && !(o->flags & FI_INJECT) && o->count == 1 &&
+		  ffs_mr_lookup(ep->dom, o->desc ? o->desc[0] : NULL, o->iov[0].iov_base, len, &tdesc, &toff) == 0;
+
+	struct fabricfs_wr wr;
+	memset(&wr, 0, sizeof wr);
+	wr.op = o->op;
+	wr.len = len;
+	wr.flags = o->flags & (FI_REMOTE_CQ_DATA | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_MULTI_RECV);
+	wr.data = o->data;
+	wr.tag = o->tag;
+	wr.ignore = o->ignore;
+	wr.rma_addr = o->rma_addr;
+	wr.rma_key = o->rma_key;
+	/* An fi_addr of the application's AV is the tree AV's (av.c). A
+	 * receive names a source only with FI_DIRECTED_RECV in the caps the
+	 * application asked for: the tree's FI_EP_RDM has it by default. */
+	if (ep->type != FI_EP_MSG)
+		wr.addr = !on_rx || (ep->caps & FI_DIRECTED_RECV) ? o->addr : FI_ADDR_UNSPEC;
+
+	pthread_mutex_lock(&ep->lock);
+	ssize_t ret = 0;
+	struct fabricfs_ring *ring = on_rx ? &ep->rx : &ep->tx;
+	if (!ep->enabled) {
+		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	if (!on_rx)
+		reclaim_injects(ep);
+	if (fabricfs_load_relaxed(ring->tail) - fabricfs_load_acquire(ring->head) >= ring->count) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	if (o->inject) {
+		size_t nchunk;
+		long c = ep->inj_len < ep->tx.count ? stage_alloc(&ep->stx, len, &nchunk) : -1;
+		if (c < 0) {
+			ret = -FI_EAGAIN;
+			goto out;
+		}
+		gather(o->iov, o->count, ep->stx.r.map + (size_t)c * CHUNK);
+		wr.desc = ep->stx.r.desc;
+		wr.offset = (uint64_t)c * CHUNK;
+		wr.flags |= FI_INJECT;
+		uint32_t idx = fabricfs_load_relaxed(ep->tx.tail);
+		fabricfs_post(&ep->tx, &wr);
+		struct inject *in = &ep->inj[(ep->inj_head + ep->inj_len) % ep->tx.count];
+		in->idx = idx;
+		in->chunk = (size_t)c;
+		in->nchunk = nchunk;
+		ep->inj_len++;
+		goto out;
+	}
+	struct ffs_req *r = ep->free;
+	if (!r || ep->out[on_rx] >= ring->count) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	r->context = o->context;
+	r->incoming = incoming;
+	r->multi = o->flags & FI_MULTI_RECV;
+	r->report = !(on_rx ? ep->rx_sel : ep->tx_sel) || (o->flags & FI_COMPLETION);
+	memcpy(r->iov, o->iov, o->count * sizeof *o->iov);
+	r->iov_count = o->count;
+	r->len = len;
+	if (zc) {
+		r->where = IN_APP;
+		r->off = toff;
+		wr.desc = tdesc;
+	} else {
+		struct stage *st = incoming ? &ep->srx : &ep->stx;
+		long c = -1;
+		if (len <= st->r.len && (c = stage_alloc(st, len, &r->nchunk)) >= 0) {
+			r->where = IN_STAGE;
+			r->st = st;
+			r->chunk = (size_t)c;
+			r->off = (uint64_t)c * CHUNK;
+			wr.desc = st->r.desc;
+		} else if (len > st->r.len) {
+			int err;
+			if (!(r->tmp = get_temp(ep, len, &err))) {
+				ret = err;
+				goto out;
+			}
+			r->where = IN_TEMP;
+			r->off = 0;
+			wr.desc = r->tmp->r.desc;
+		} else {
+			ret = -FI_EAGAIN; /* staging full until completions free it */
+			goto out;
+		}
+		if (!incoming)
+			gather(o->iov, o->count, region_of(r) + r->off);
+	}
+	wr.offset = r->off;
+	wr.context = (uint64_t)(uintptr_t)r;
+	wr.flags |= FI_COMPLETION;
+	ep->free = r->next_free;
+	r->in_use = true;
+	ep->outstanding++;
+	ep->out[on_rx]++;
+	r->ring = ring;
+	r->idx = fabricfs_load_relaxed(ring->tail);
+	fabricfs_post(ring, &wr); /* room was checked above, under the lock */
+out:
+	pthread_mutex_unlock(&ep->lock);
+	return ret;
+}
+
+static struct ffs_ep *ep_of(struct fid_ep *fid)
+{
+	return container_of(fid, struct ffs_ep, ep_fid);
+}
+
+/* Messages. */
+
+static ssize_t ep_recv(struct fid_ep *fid, void *buf, size_t len, void *desc, fi_addr_t src, void *context)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	struct iovec iov = {buf, len};
+	return post(ep, &(struct op){.op = FABRICFS_OP_RECV, .iov = &iov, .desc = &desc, .count = 1, .addr = src,
+				     .context = context, .flags = ep->rx_op_flags});
+}
+
+static ssize_t ep_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
+			void *context)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	return post(ep, &(struct op){.op = FABRICFS_OP_RECV, .iov = iov, .desc = desc, .count = count, .addr = src,
+				     .context = context, .flags = ep->rx_op_flags});
+}
+
+static ssize_t ep_recvmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
+{
+	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_RECV, .iov = msg->msg_iov, .desc = msg->desc,
+					     .count = msg->iov_count, .addr = msg->addr, .context = msg->context,
+					     .flags = flags});
+}
+
+static ssize_t ep_send(struct fid_ep *fid, const void *buf, size_t len, void *desc, fi_addr_t dest, void *context)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	struct iovec iov = {(void *)buf, len};
+	return post(ep, &(struct op){.op = FABRICFS_OP_SEND, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
+				     .context = context, .flags = ep->tx_op_flags});
+}
+
+static ssize_t ep_sendv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
+			void *context)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	return post(ep, &(struct op){.op = FABRICFS_OP_SEND, .iov = iov, .desc = desc, .count = count, .addr = dest,
+				     .context = context, .flags = ep->tx_op_flags});
+}
+
+static ssize_t ep_sendmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
+{
+	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_SEND, .iov = msg->msg_iov, .desc = msg->desc,
+					     .count = msg->iov_count, .addr = msg->addr, .data = msg->data,
+					     .context = msg->context, .flags = flags});
+}
+
+static ssize_t ep_inject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest)
+{
+	struct iovec iov = {(void *)buf, len};
+	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_SEND, .iov = &iov, .count = 1, .addr = dest,
+					     .inject = true});
+}
+
+static ssize_t ep_senddata(struct fid_ep *fid, const void *buf, size_t len, void *desc, uint64_t data, fi_addr_t dest,
+			   void *context)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	struct iovec iov = {(void *)buf, len};
+	return post(ep, &(struct op){.op = FABRICFS_OP_SEND, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
+				     .data = data, .context = context, .flags = ep->tx_op_flags | FI_REMOTE_CQ_DATA});
+}
+
+static ssize_t ep_injectdata(struct fid_ep *fid, const void *buf, size_t len, uint64_t data, fi_addr_t dest)
+{
+	struct iovec iov = {(void *)buf, len};
+	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_SEND, .iov = &iov, .count = 1, .addr = dest,
+					     .data = data, .flags = FI_REMOTE_CQ_DATA, .inject = true});
+}
+
+/* Tagged messages. */
+
+static ssize_t ep_trecv(struct fid_ep *fid, void *buf, size_t len, void *desc, fi_addr_t src, uint64_t tag,
+			uint64_t ignore, void *context)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	struct iovec iov = {buf, len};
+	return post(ep, &(struct op){.op = FABRICFS_OP_TRECV, .iov = &iov, .desc = &desc, .count = 1, .addr = src,
+				     .tag = tag, .ignore = ignore, .context = context, .flags = ep->rx_op_flags});
+}
+
+static ssize_t ep_trecvv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
+			 uint64_t tag, uint64_t ignore, void *context)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	return post(ep, &(struct op){.op = FABRICFS_OP_TRECV, .iov = iov, .desc = desc, .count = count, .addr = src,
+				     .tag = tag, .ignore = ignore, .context = context, .flags = ep->rx_op_flags});
+}
+
+static ssize_t ep_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, uint64_t flags)
+{
+	/* FI_PEEK and FI_CLAIM look into the tree's unexpected messages,
+	 * which it does not show. */
+	if (flags & (FI_PEEK | FI_CLAIM | FI_DISCARD))
+		return -FI_ENOSYS;
+	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_TRECV, .iov = msg->msg_iov, .desc = msg->desc,
+					     .count = msg->iov_count, .addr = msg->addr, .tag = msg->tag,
+					     .ignore = msg->ignore, .context = msg->context, .flags = flags});
+}
+
+static ssize_t ep_tsend(struct fid_ep *fid, const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t tag,
+			void *context)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	struct iovec iov = {(void *)buf, len};
+	return post(ep, &(struct op){.op = FABRICFS_OP_TSEND, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
+				     .tag = tag, .context = context, .flags = ep->tx_op_flags});
+}
+
+static ssize_t ep_tsendv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
+			 uint64_t tag, void *context)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	return post(ep, &(struct op){.op = FABRICFS_OP_TSEND, .iov = iov, .desc = desc, .count = count, .addr = dest,
+				     .tag = tag, .context = context, .flags = ep->tx_op_flags});
+}
+
+static ssize_t ep_tsendmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, uint64_t flags)
+{
+	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_TSEND, .iov = msg->msg_iov, .desc = msg->desc,
+					     .count = msg->iov_count, .addr = msg->addr, .tag = msg->tag,
+					     .data = msg->data, .context = msg->context, .flags = flags});
+}
+
+static ssize_t ep_tinject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest, uint64_t tag)
+{
+	struct iovec iov = {(void *)buf, len};
+	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_TSEND, .iov = &iov, .count = 1, .addr = dest,
+					     .tag = tag, .inject = true});
+}
+
+static ssize_t ep_tsenddata(struct fid_ep *fid, const void *buf, size_t len, void *desc, uint64_t data,
+			    fi_addr_t dest, uint64_t tag, void *context)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	struct iovec iov = {(void *)buf, len};
+	return post(ep, &(struct op){.op = FABRICFS_OP_TSEND, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
+				     .tag = tag, .data = data, .context = context,
+				     .flags = ep->tx_op_flags | FI_REMOTE_CQ_DATA});
+}
+
+static ssize_t ep_tinjectdata(struct fid_ep *fid, const void *buf, size_t len, uint64_t data, fi_addr_t dest,
+			      uint64_t tag)
+{
+	struct iovec iov = {(void *)buf, len};
+	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_TSEND, .iov = &iov, .count = 1, .addr = dest,
+					     .tag = tag, .data = data, .flags = FI_REMOTE_CQ_DATA, .inject = true});
+}
+
+/* RMA: the remote address (an offset into the peer's region, the domain's
+ * mr_mode having no FI_MR_VIRT_ADDR) and key go into the work request as
+ * they are. */
+
+static ssize_t ep_read(struct fid_ep *fid, void *buf, size_t len, void *desc, fi_addr_t src, uint64_t addr,
+		       uint64_t key, void *context)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	struct iovec iov = {buf, len};
+	return post(ep, &(struct op){.op = FABRICFS_OP_READ, .iov = &iov, .desc = &desc, .count = 1, .addr = src,
+				     .rma_addr = addr, .rma_key = key, .context = context, .flags = ep->tx_op_flags});
+}
+
+static ssize_t ep_readv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
+			uint64_t addr, uint64_t key, void *context)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	return post(ep, &(struct op){.op = FABRICFS_OP_READ, .iov = iov, .desc = desc, .count = count, .addr = src,
+				     .rma_addr = addr, .rma_key = key, .context = context, .flags = ep->tx_op_flags});
+}
+
+/* rma_msg posts an fi_msg_rma: one remote range, as the tree's
+ * rma_iov_limit says. */
+static ssize_t rma_msg(struct fid_ep *fid, uint8_t op, const struct fi_msg_rma *msg, uint64_t flags)
+{
+	if (!msg || msg->rma_iov_count != 1 || !msg->rma_iov)
+		return -FI_EINVAL;
+	return post(ep_of(fid), &(struct op){.op = op, .iov = msg->msg_iov, .desc = msg->desc, .count = msg->iov_count,
+					     .addr = msg->addr, .rma_addr = msg->rma_iov[0].addr,
+					     .rma_key = msg->rma_iov[0].key, .data = msg->data, .context = msg->context,
+					     .flags = flags});
+}
+
+static ssize_t ep_readmsg(struct fid_ep *fid, const struct fi_msg_rma *msg, uint64_t flags)
+{
+	return rma_msg(fid, FABRICFS_OP_READ, msg, flags);
+}
+
+static ssize_t ep_write(struct fid_ep *fid, const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t addr,
+			uint64_t key, void *context)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	struct iovec iov = {(void *)buf, len};
+	return post(ep, &(struct op){.op = FABRICFS_OP_WRITE, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
+				     .rma_addr = addr, .rma_key = key, .context = context, .flags = ep->tx_op_flags});
+}
+
+static ssize_t ep_writev(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
+			 uint64_t addr, uint64_t key, void *context)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	return post(ep, &(struct op){.op = FABRICFS_OP_WRITE, .iov = iov, .desc = desc, .count = count, .addr = dest,
+				     .rma_addr = addr, .rma_key = key, .context = context, .flags = ep->tx_op_flags});
+}
+
+static ssize_t ep_writemsg(struct fid_ep *fid, const struct fi_msg_rma *msg, uint64_t flags)
+{
+	return rma_msg(fid, FABRICFS_OP_WRITE, msg, flags);
+}
+
+static ssize_t ep_inject_write(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest, uint64_t addr,
+			       uint64_t key)
+{
+	struct iovec iov = {(void *)buf, len};
+	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_WRITE, .iov = &iov, .count = 1, .addr = dest,
+					     .rma_addr = addr, .rma_key = key, .inject = true});
+}
+
+static ssize_t ep_writedata(struct fid_ep *fid, const void *buf, size_t len, void *desc, uint64_t data,
+			    fi_addr_t dest, uint64_t addr, uint64_t key, void *context)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	struct iovec iov = {(void *)buf, len};
+	return post(ep, &(struct op){.op = FABRICFS_OP_WRITE, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
+				     .rma_addr = addr, .rma_key = key, .data = data, .context = context,
+				     .flags = ep->tx_op_flags | FI_REMOTE_CQ_DATA});
+}
+
+static ssize_t ep_inject_writedata(struct fid_ep *fid, const void *buf, size_t len, uint64_t data, fi_addr_t dest,
+				   uint64_t addr, uint64_t key)
+{
+	struct iovec iov = {(void *)buf, len};
+	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_WRITE, .iov = &iov, .count = 1, .addr = dest,
+					     .rma_addr = addr, .rma_key = key, .data = data,
+					     .flags = FI_REMOTE_CQ_DATA, .inject = true});
+}
+
+/* ---- control ---- */
+
+static ssize_t ep_cancel(fid_t fid, void *context)
+{
+	struct ffs_ep *ep = container_of(fid, struct ffs_ep, ep_fid.fid);
+	pthread_mutex_lock(&ep->lock);
+	struct ffs_req *r = NULL;
+	for (size_t i = 0; i < ep->nreq && !r; i++)
+		if (ep->reqs[i].in_use && ep->reqs[i].context == context)
+			r = &ep->reqs[i];
+	struct fabricfs_ring *ring = r ? r->ring : NULL;
+	uint32_t idx = r ? r->idx : 0;
+	pthread_mutex_unlock(&ep->lock);
+	if (!r)
+		return -FI_ENOENT;
+	/* The tree cancels what it took: wait (briefly; it takes requests as
+	 * they come) until the ring's head has passed the request. */
+	for (int i = 0; i < 100000 && (int32_t)(fabricfs_load_acquire(ring->head) - idx) <= 0; i++)
+		sched_yield();
+	/* By our context, the request record. -FI_ENOENT: it completed
+	 * meanwhile, or the tree cannot cancel it (a receive verbs posted). */
+	return ffs_ctl(&ep->obj, "cancel 0x%llx", (unsigned long long)(uintptr_t)r);
+}
+
+static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+	struct ffs_ep *ep = container_of(fid, struct ffs_ep, ep_fid.fid);
+	if (level != FI_OPT_ENDPOINT)
+		return -FI_ENOPROTOOPT;
+	if (!optval || !optlen || *optlen < sizeof(size_t))
+		return -FI_ETOOSMALL;
+	uint64_t v;
+	int ret;
+	switch (optname) {
+	case FI_OPT_MIN_MULTI_RECV:
+		if ((ret = ffs_get_u64(&ep->obj, "attr/opt_min_multi_recv", &v)))
+			return ret;
+		if (v == 0)
+			v = 16384; /* the tree's default until set (docs/tree.md) */
+		break;
+	case FI_OPT_BUFFERED_MIN:
+		if ((ret = ffs_get_u64(&ep->obj, "attr/opt_buffered_min", &v)))
+			return ret;
+		break;
+	case FI_OPT_BUFFERED_LIMIT:
+		if ((ret = ffs_get_u64(&ep->obj, "attr/opt_buffered_limit", &v)))
+			return ret;
+		break;
+	case FI_OPT_CM_DATA_SIZE:
+		v = FFS_CM_DATA_SIZE;
+		break;
+	default:
+		return -FI_ENOPROTOOPT;
+	}
+	*(size_t *)optval = (size_t)v;
+	*optlen = sizeof(size_t);
+	return 0;
+}
+
+static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
+{
+	struct ffs_ep *ep = container_of(fid, struct ffs_ep, ep_fid.fid);
+	if (level != FI_OPT_ENDPOINT)
+		return -FI_ENOPROTOOPT;
+	const char *name;
+	switch (optname) {
+	case FI_OPT_MIN_MULTI_RECV:
+		name = "min_multi_recv";
+		break;
+	case FI_OPT_BUFFERED_MIN:
+		name = "buffered_min";
+		break;
+	case FI_OPT_BUFFERED_LIMIT:
+		name = "buffered_limit";
+		break;
+	default:
+		return -FI_ENOPROTOOPT;
+	}
+	if (!optval || optlen != sizeof(size_t))
+		return -FI_EINVAL;
+	return ffs_ctl(&ep->obj, "setopt %s %zu", name, *(const size_t *)optval);
+}
+
+static ssize_t ep_tx_size_left(struct fid_ep *fid)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	pthread_mutex_lock(&ep->lock);
+	ssize_t n = ep->enabled ? (ssize_t)(ep->tx.count - (fabricfs_load_relaxed(ep->tx.tail) -
+							     fabricfs_load_acquire(ep->tx.head)))
+				: -FI_EOPBADSTATE;
+	pthread_mutex_unlock(&ep->lock);
+	return n;
+}
+
+static ssize_t ep_rx_size_left(struct fid_ep *fid)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	pthread_mutex_lock(&ep->lock);
+	ssize_t n = ep->enabled ? (ssize_t)(ep->rx.count - (fabricfs_load_relaxed(ep->rx.tail) -
+							     fabricfs_load_acquire(ep->rx.head)))
+				: -FI_EOPBADSTATE;
+	pthread_mutex_unlock(&ep->lock);
+	return n;
+}
+
+/* ---- binding and enabling ---- */
+
+static const char *dirs(uint64_t flags, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s%s%s", (flags & FI_TRANSMIT) ? "send" : "",
+		 (flags & FI_TRANSMIT) && (flags & FI_RECV) ? "," : "", (flags & FI_RECV) ? "recv" : "");
+	return buf;
+}
+
+static int bind_cq(struct ffs_ep *ep, struct ffs_cq *cq, uint64_t flags)
+{
+	if (!(flags & (FI_TRANSMIT | FI_RECV)) || (flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION)))
+		return -FI_EBADFLAGS;
+	if (((flags & FI_TRANSMIT) && ep->txcq) || ((flags & FI_RECV) && ep->rxcq))
+		return -FI_EINVAL;
+	char d[16];
+	int ret = ffs_ctl(&ep->obj, "bind cq %u %s,selective", cq->obj.id, dirs(flags, d, sizeof d));
+	if (ret)
+		return ret;
+	bool sel = flags & FI_SELECTIVE_COMPLETION;
+	if (flags & FI_TRANSMIT) {
+		ep->txcq = cq;
+		ep->tx_sel = sel;
+	}
+	if (flags & FI_RECV) {
+		ep->rxcq = cq;
+		ep->rx_sel = sel;
+	}
+	__atomic_fetch_add(&cq->bound, ((flags & FI_TRANSMIT) != 0) + ((flags & FI_RECV) != 0), __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+static int bind_cntr(struct ffs_ep *ep, struct ffs_cntr *cntr, uint64_t flags)
+{
+	static const struct {
+		uint64_t flag;
+		const char *word;
+	} words[] = {
+		{FI_SEND, "send"}, {FI_RECV, "recv"}, {FI_READ, "read"}, {FI_WRITE, "write"},
+		{FI_REMOTE_READ, "remote_read"}, {FI_REMOTE_WRITE, "remote_write"},
+	};
+	char list[128] = "";
+	size_t n = 0;
+	uint64_t known = 0;
+	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+		known |= words[i].flag;
+		if (flags & words[i].flag)
+			n += snprintf(list + n, sizeof list - n, "%s%s", n ? "," : "", words[i].word);
+	}
+	if (!n || (flags & ~known))
+		return -FI_EBADFLAGS;
+	return ffs_ctl(&ep->obj, "bind cntr %u %s", cntr->obj.id, list);
+}
+
+static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct ffs_ep *ep = container_of(fid, struct ffs_ep, ep_fid.fid);
+	if (!bfid)
+		return -FI_EINVAL;
+	pthread_mutex_lock(&ep->lock);
+	int ret;
+	if (ep->enabled && bfid->fclass != FI_CLASS_CNTR) {
+		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	switch (bfid->fclass) {
+	case FI_CLASS_CQ:
+		ret = bind_cq(ep, container_of(bfid, struct ffs_cq, cq_fid.fid), flags);
+		break;
+	case FI_CLASS_EQ: {
+		struct ffs_eq *eq = (struct ffs_eq *)container_of(bfid, struct fid_eq, fid);
+		unsigned tid;
+		if (ep->eq) {
+			ret = -FI_EINVAL;
+			break;
+		}
+		if ((ret = ffs_eq_bind(eq, ep->dom->dir, "ep", ep->obj.id, fid, &tid)))
+			break;
+		if ((ret = ffs_ctl(&ep->obj, "bind eq %u", tid)))
+			ffs_eq_unbind(eq, fid);
+		else
+			ep->eq = eq;
+		break;
+	}
+	case FI_CLASS_AV:
+		ret = ffs_ctl(&ep->obj, "bind av %u", container_of(bfid, struct ffs_av, av_fid.fid)->obj.id);
+		break;
+	case FI_CLASS_CNTR:
+		ret = bind_cntr(ep, container_of(bfid, struct ffs_cntr, cntr_fid.fid), flags);
+		break;
+	default:
+		ret = -FI_ENOSYS;
+	}
+out:
+	pthread_mutex_unlock(&ep->lock);
+	return ret;
+}
+
+static int enable(struct ffs_ep *ep)
+{
+	if (ep->enabled)
+		return 0;
+	int ret;
+	/* The tree wants a CQ for each direction; the application may bind
+	 * none for one it does not use. */
+	uint64_t missing = (ep->txcq ? 0 : FI_TRANSMIT) | (ep->rxcq ? 0 : FI_RECV);
+	if (missing && !ep->hidden_bound) {
+		char d[16];
+		if (!ep->hidden)
+			return -FI_EOTHER; /* make_hidden runs first */
+		if ((ret = ffs_ctl(&ep->obj, "bind cq %u %s,selective", ep->hidden->obj.id, dirs(missing, d, sizeof d))))
+			return ret;
+		ep->hidden_bound = true;
+	}
+	if (!ep->stx.r.map && (ret = region_make(ep->dom, STAGE_SIZE, &ep->stx.r)))
+		return ret;
+	if (!ep->srx.r.map && (ret = region_make(ep->dom, STAGE_SIZE, &ep->srx.r)))
+		return ret;
+	if ((ret = ffs_ctl(&ep->obj, "enable")))
+		return ret;
+	if ((ret = ffs_ring_map(&ep->obj, "tx", &ep->tx)) || (ret = ffs_ring_map(&ep->obj, "rx", &ep->rx)))
+		return ret;
+	uint64_t v;
+	if ((ret = ffs_get_u64(&ep->obj, "attr/tx_inject_size", &v)))
+		return ret;
+	ep->inject_size = v;
+	if ((ret = ffs_get_u64(&ep->obj, "attr/max_msg_size", &v)))
+		return ret;
+	ep->max_msg_size = v;
+	/* Operations outstanding per direction: at most the ring's entries
+	 * (attr/tx_size and rx_size rounded up), libfabric's tx_attr->size and
+	 * rx_attr->size, so that a CQ sized for them never overruns. */
+	ep->nreq = (size_t)ep->tx.count + ep->rx.count;
+	ep->reqs = calloc(ep->nreq, sizeof *ep->reqs);
+	ep->inj = calloc(ep->tx.count, sizeof *ep->inj);
+	if (!ep->reqs || !ep->inj)
+		return -FI_ENOMEM;
+	for (size_t i = 0; i < ep->nreq; i++) {
+		ep->reqs[i].ep = ep;
+		ep->reqs[i].next_free = ep->free;
+		ep->free = &ep->reqs[i];
+	}
+	ep->enabled = true;
+	return 0;
+}
+
+/* make_hidden makes the hidden CQ enable binds, if the endpoint will need
+ * one, before enable takes the endpoint's lock: ffs_cq_make takes
+ * dom->cq_lock, which ranks above it. */
+static int make_hidden(struct ffs_ep *ep)
+{
+	pthread_mutex_lock(&ep->lock);
+	bool need = !ep->enabled && !ep->hidden && (!ep->txcq || !ep->rxcq);
+	pthread_mutex_unlock(&ep->lock);
+	if (!need)
+		return 0;
+	struct ffs_cq *cq;
+	int ret = ffs_cq_make(ep->dom, NULL, true, &cq);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&ep->lock);
+	if (!ep->hidden) {
+		ep->hidden = cq;
+		cq = NULL;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	if (cq)
+		ffs_cq_free(cq); /* another thread made one meanwhile */
+	return 0;
+}
+
+static int ep_control(struct fid *fid, int command, void *arg)
+{
+	struct ffs_ep *ep = container_of(fid, struct ffs_ep, ep_fid.fid);
+	int ret = command == FI_ENABLE ? make_hidden(ep) : 0;
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&ep->lock);
+	switch (command) {
+	case FI_ENABLE:
+		ret = enable(ep);
+		break;
+	case FI_GETOPSFLAG:
+	case FI_SETOPSFLAG: {
+		uint64_t *flags = arg;
+		if (!flags) {
+			ret = -FI_EINVAL;
+			break;
+		}
+		uint64_t *target = (*flags & FI_TRANSMIT) ? &ep->tx_op_flags : (*flags & FI_RECV) ? &ep->rx_op_flags : NULL;
+		if (!target || ((*flags & FI_TRANSMIT) && (*flags & FI_RECV))) {
+			ret = -FI_EINVAL;
+			break;
+		}
+		if (command == FI_GETOPSFLAG)
+			*flags = *target;
+		else
+			*target = *flags & ~(FI_TRANSMIT | FI_RECV);
+		break;
+	}
+	default:
+		ret = -FI_ENOSYS;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return ret;
+}
+
+/* ---- connection management ---- */
+
+static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	return ffs_name_get(&container_of(fid, struct ffs_ep, ep_fid.fid)->obj, "local", addr, addrlen);
+}
+
+static int ep_getpeer(struct fid_ep *fid, void *addr, size_t *addrlen)
+{
+	int ret = ffs_name_get(&ep_of(fid)->obj, "remote", addr, addrlen);
+	return ret == -FI_EOPBADSTATE ? -FI_ENOTCONN : ret;
+}
+
+static int ep_connect(struct fid_ep *fid, const void *addr, const void *param, size_t paramlen)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	char a[128], data[2 * FFS_CM_DATA_SIZE + 8];
+	int ret = ffs_addr_format(addr, sizeof(struct sockaddr_in6), a, sizeof a);
+	if (ret && addr) {
+		/* An IPv4 address is shorter than the room given above. */
+		ret = ffs_addr_format(addr, sizeof(struct sockaddr_in), a, sizeof a);
+	}
+	if (ret || (ret = ffs_hex_data(param, paramlen, data, sizeof data)) || (ret = make_hidden(ep)))
+		return ret;
+	pthread_mutex_lock(&ep->lock);
+	ret = enable(ep);
+	if (!ret)
+		ret = data[0] ? ffs_ctl(&ep->obj, "connect %s %s", a, data) : ffs_ctl(&ep->obj, "connect %s", a);
+	pthread_mutex_unlock(&ep->lock);
+	return ret;
+}
+
+static int ep_accept(struct fid_ep *fid, const void *param, size_t paramlen)
+{
+	struct ffs_ep *ep = ep_of(fid);
+	char data[2 * FFS_CM_DATA_SIZE + 8];
+	int ret = ffs_hex_data(param, paramlen, data, sizeof data);
+	if (ret || (ret = make_hidden(ep)))
+		return ret;
+	pthread_mutex_lock(&ep->lock);
+	ret = enable(ep);
+	if (!ret)
+		ret = data[0] ? ffs_ctl(&ep->obj, "accept %s", data) : ffs_ctl(&ep->obj, "accept");
+	pthread_mutex_unlock(&ep->lock);
+	return ret;
+}
+
+static int ep_shutdown(struct fid_ep *fid, uint64_t flags)
+{
+	return ffs_ctl(&ep_of(fid)->obj, "shutdown");
+}
+
+/* ---- closing ---- */
+
+static void free_ep(struct ffs_ep *ep)
+{
+	if (ep->hidden)
+		ffs_cq_free(ep->hidden);
+	free(ep->reqs);
+	free(ep->inj);
+	free(ep->connreq);
+	fi_freeinfo(ep->info);
+	pthread_mutex_destroy(&ep->lock);
+	free(ep);
+}
+
+static int ep_close(struct fid *fid)
+{
+	struct ffs_ep *ep = container_of(fid, struct ffs_ep, ep_fid.fid);
+	if (ep->eq)
+		ffs_eq_unbind(ep->eq, fid);
+	pthread_mutex_lock(&ep->lock);
+	ep->closing = true;
+	/* Closing the tree endpoint cancels what it holds (FI_ECANCELED
+	 * completions); staged bytes are no longer copied out. */
+	ffs_ring_unmap(&ep->tx);
+	ffs_ring_unmap(&ep->rx);
+	if (ep->connreq) {
+		/* The passive endpoint pins an endpoint it made: only rmdir
+		 * closes it before the passive endpoint closes. */
+		if (rmdir(ep->obj.dir) < 0)
+			ffs_debug("rmdir %s: %s", ep->obj.dir, strerror(errno));
+	}
+	ffs_obj_close(&ep->obj);
+	region_free(&ep->stx.r);
+	region_free(&ep->srx.r);
+	for (int i = 0; i < MAX_TEMP; i++)
+		region_free(&ep->temps[i].r);
+	pthread_mutex_unlock(&ep->lock);
+	/* Reap until the daemon gave back every request (their records must
+	 * outlive them) and the endpoint has left the tree: the daemon closes
+	 * it when it handles the last release, after close(2) and munmap(2)
+	 * return, and the application may next close what was bound to it
+	 * (an AV, a counter), which the tree refuses while it is bound. */
+	size_t left;
+	bool there = true;
+	for (int ms = 0;; ms++) {
+		ffs_domain_progress(ep->dom);
+		pthread_mutex_lock(&ep->lock);
+		left = ep->outstanding;
+		pthread_mutex_unlock(&ep->lock);
+		if (there)
+			there = access(ep->obj.dir, F_OK) == 0 || errno != ENOENT;
+		if ((left == 0 && !there) || ms == CLOSE_DRAIN_MS)
+			break;
+		usleep(1000);
+	}
+	struct ffs_cq *cqs[2] = {ep->txcq, ep->rxcq};
+	for (int i = 0; i < 2; i++)
+		if (cqs[i])
+			__atomic_fetch_sub(&cqs[i]->bound, 1, __ATOMIC_SEQ_CST);
+	if (left) {
+		/* The records stay (with the hidden CQ) for completions that
+		 * may still come; the domain frees the hidden CQ. */
+		ffs_warn("%s: closed with %zu requests the daemon did not give back", ep->obj.dir, left);
+		return 0;
+	}
+	free_ep(ep);
+	return 0;
+}
+
+/* ---- operation tables ---- */
+
+static struct fi_ops ep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = ep_close,
+	.bind = ep_bind,
+	.control = ep_control,
+	.ops_open = ffs_no_ops_open,
+	.tostr = ffs_no_tostr,
+	.ops_set = ffs_no_ops_set,
+};
+
+static struct fi_ops_ep ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = ep_cancel,
+	.getopt = ep_getopt,
+	.setopt = ep_setopt,
+	.tx_ctx = ffs_no_tx_ctx,
+	.rx_ctx = ffs_no_rx_ctx,
+	.rx_size_left = ep_rx_size_left,
+	.tx_size_left = ep_tx_size_left,
+};
+
+static struct fi_ops_cm ep_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = ffs_no_setname,
+	.getname = ep_getname,
+	.getpeer = ep_getpeer,
+	.connect = ep_connect,
+	.listen = ffs_no_listen,
+	.accept = ep_accept,
+	.reject = ffs_no_reject,
+	.shutdown = ep_shutdown,
+	.join = ffs_no_join,
+};
+
+static struct fi_ops_msg ep_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = ep_recv,
+	.recvv = ep_recvv,
+	.recvmsg = ep_recvmsg,
+	.send = ep_send,
+	.sendv = ep_sendv,
+	.sendmsg = ep_sendmsg,
+	.inject = ep_inject,
+	.senddata = ep_senddata,
+	.injectdata = ep_injectdata,
+};
+
+static struct fi_ops_rma ep_rma_ops = {
+	.size = sizeof(struct fi_ops_rma),
+	.read = ep_read,
+	.readv = ep_readv,
+	.readmsg = ep_readmsg,
+	.write = ep_write,
+	.writev = ep_writev,
+	.writemsg = ep_writemsg,
+	.inject = ep_inject_write,
+	.writedata = ep_writedata,
+	.injectdata = ep_inject_writedata,
+};
+
+/* Atomics: the tree answers them -FI_EOPNOTSUPP (docs/abi.md) and offers no
+ * FI_ATOMIC; the table is here so that a call fails instead of crashing. */
+
+static ssize_t no_atomic(struct fid_ep *ep, const void *buf, size_t count, void *desc, fi_addr_t dest, uint64_t addr,
+			 uint64_t key, enum fi_datatype dt, enum fi_op op, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_atomicv(struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count, fi_addr_t dest,
+			  uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_atomicmsg(struct fid_ep *ep, const struct fi_msg_atomic *msg, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_inject_atomic(struct fid_ep *ep, const void *buf, size_t count, fi_addr_t dest, uint64_t addr,
+				uint64_t key, enum fi_datatype dt, enum fi_op op)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_fetch_atomic(struct fid_ep *ep, const void *buf, size_t count, void *desc, void *result,
+			       void *result_desc, fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype dt,
+			       enum fi_op op, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_fetch_atomicv(struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count,
+				struct fi_ioc *resultv, void **result_desc, size_t result_count, fi_addr_t dest,
+				uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_fetch_atomicmsg(struct fid_ep *ep, const struct fi_msg_atomic *msg, struct fi_ioc *resultv,
+				  void **result_desc, size_t result_count, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_compare_atomic(struct fid_ep *ep, const void *buf, size_t count, void *desc, const void *compare,
+				 void *compare_desc, void *result, void *result_desc, fi_addr_t dest, uint64_t addr,
+				 uint64_t key, enum fi_datatype dt, enum fi_op op, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_compare_atomicv(struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count,
+				  const struct fi_ioc *comparev, void **compare_desc, size_t compare_count,
+				  struct fi_ioc *resultv, void **result_desc, size_t result_count, fi_addr_t dest,
+				  uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t no_compare_atomicmsg(struct fid_ep *ep, const struct fi_msg_atomic *msg, const struct fi_ioc *comparev,
+				    void **compare_desc, size_t compare_count, struct fi_ioc *resultv,
+				    void **result_desc, size_t result_count, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static int no_atomic_valid(struct fid_ep *ep, enum fi_datatype dt, enum fi_op op, size_t *count)
+{
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops_atomic ep_atomic_ops = {
+	.size = sizeof(struct fi_ops_atomic),
+	.write = no_atomic,
+	.writev = no_atomicv,
+	.writemsg = no_atomicmsg,
+	.inject = no_inject_atomic,
+	.readwrite = no_fetch_atomic,
+	.readwritev = no_fetch_atomicv,
+	.readwritemsg = no_fetch_atomicmsg,
+	.compwrite = no_compare_atomic,
+	.compwritev = no_compare_atomicv,
+	.compwritemsg = no_compare_atomicmsg,
+	.writevalid = no_atomic_valid,
+	.readwritevalid = no_atomic_valid,
+	.compwritevalid = no_atomic_valid,
+};
+
+static struct fi_ops_tagged ep_tagged_ops = {
+	.size = sizeof(struct fi_ops_tagged),
+	.recv = ep_trecv,
+	.recvv = ep_trecvv,
+	.recvmsg = ep_trecvmsg,
+	.send = ep_tsend,
+	.sendv = ep_tsendv,
+	.sendmsg = ep_tsendmsg,
+	.inject = ep_tinject,
+	.senddata = ep_tsenddata,
+	.injectdata = ep_tinjectdata,
+};
+
+static const char *type_name(enum fi_ep_type t)
+{
+	switch (t) {
+	case FI_EP_RDM:
+		return "FI_EP_RDM";
+	case FI_EP_DGRAM:
+		return "FI_EP_DGRAM";
+	default:
+		return "FI_EP_MSG";
+	}
+}
+
+int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **out, void *context)
+{
+	if (!info || !out)
+		return -FI_EINVAL;
+	struct ffs_domain *dom = container_of(domain, struct ffs_domain, domain_fid);
+	struct ffs_ep *ep = calloc(1, sizeof *ep);
+	if (!ep)
+		return -FI_ENOMEM;
+	ep->dom = dom;
+	ep->obj.ctl = -1;
+	ep->type = info->ep_attr ? info->ep_attr->type : FI_EP_MSG;
+	if (ep->type == FI_EP_UNSPEC)
+		ep->type = FI_EP_MSG;
+	ep->caps = info->caps;
+	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
+	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
+	int ret;
+	if (!(ep->info = fi_dupinfo(info))) {
+		ret = -FI_ENOMEM;
+		goto fail;
+	}
+	if (info->handle) {
+		if (info->handle->fclass != FI_CLASS_CONNREQ) {
+			ret = -FI_EINVAL;
+			goto fail;
+		}
+		struct ffs_connreq *cr = container_of(info->handle, struct ffs_connreq, fid);
+		if (strcmp(cr->domdir, dom->dir) || cr->adopted) {
+			ret = -FI_EINVAL;
+			goto fail;
+		}
+		if ((ret = ffs_obj_adopt(&ep->obj, dom->dir, "ep", cr->ep_id)))
+			goto fail;
+		cr->adopted = true;
+		ep->connreq = cr;
+	} else {
+		if ((ret = ffs_obj_clone(&ep->obj, dom->dir, "ep")))
+			goto fail;
+		/* The type first: writing it resets every other attribute. */
+		if (ep->type != FI_EP_MSG && (ret = ffs_set(&ep->obj, "attr/type", "%s", type_name(ep->type))))
+			goto fail;
+		if (info->tx_attr && info->tx_attr->size &&
+		    (ret = ffs_set(&ep->obj, "attr/tx_size", "%zu", info->tx_attr->size)))
+			goto fail;
+		if (info->rx_attr && info->rx_attr->size &&
+		    (ret = ffs_set(&ep->obj, "attr/rx_size", "%zu", info->rx_attr->size)))
+			goto fail;
+	}
+	pthread_mutex_init(&ep->lock, NULL);
+	ep->ep_fid.fid.fclass = FI_CLASS_EP;
+	ep->ep_fid.fid.context = context;
+	ep->ep_fid.fid.ops = &ep_fi_ops;
+	ep->ep_fid.ops = &ep_ops;
+	ep->ep_fid.cm = &ep_cm_ops;
+	ep->ep_fid.msg = &ep_msg_ops;
+	ep->ep_fid.tagged = &ep_tagged_ops;
+	ep->ep_fid.rma = &ep_rma_ops;
+	ep->ep_fid.atomic = &ep_atomic_ops;
+	*out = &ep->ep_fid;
+	return 0;
+fail:
+	ffs_obj_close(&ep->obj);
+	fi_freeinfo(ep->info);
+	free(ep);
+	return ret;
+}

@@ -1,0 +1,376 @@
+/*
+ * mr.c: memory regions (fi_mr_reg, fi_mr_regv, fi_mr_regattr, fi_close)
+ * and the lookup the data path uses to name a buffer by a tree region.
+ *
+ * A registration makes the application's buffer the daemon's memory: the
+ * pages covering [buf, buf+len) are replaced by a shared mapping of a tree
+ * region's data (docs/provider.md "Memory registration"), their contents
+ * copied in first, so the application's own buffer is what work requests
+ * name (zero copy both ways) and what peers' RMA reads and writes. The
+ * tree region's attr/base is buf's offset in its first page, so peers'
+ * addresses count from buf (mr_mode without FI_MR_VIRT_ADDR). fi_close
+ * puts private memory with the same contents back.
+ *
+ * A page can be one mapping only. A registration whose pages overlap a
+ * live mapping, or that cannot be mapped (the calling thread's stack, an
+ * address range without memory), gets no mapping of its own: it is
+ * local-only (its operations copy through the data path's buffers, or use
+ * the mapping that holds the bytes when they were posted without a desc),
+ * and asking it for remote access fails rather than give peers a key to
+ * memory that is not the application's.
+ */
+#include "ffs.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+/* The access flags a tree region takes (docs/tree.md, mr attr/access). */
+static const struct {
+	uint64_t flag;
+	const char *name;
+} access_names[] = {
+	{FI_SEND, "FI_SEND"},
+	{FI_RECV, "FI_RECV"},
+	{FI_READ, "FI_READ"},
+	{FI_WRITE, "FI_WRITE"},
+	{FI_REMOTE_READ, "FI_REMOTE_READ"},
+	{FI_REMOTE_WRITE, "FI_REMOTE_WRITE"},
+};
+
+#define REMOTE_ACCESS (FI_REMOTE_READ | FI_REMOTE_WRITE)
+
+static size_t page_size(void)
+{
+	long p = sysconf(_SC_PAGESIZE);
+	return p > 0 ? (size_t)p : 4096;
+}
+
+/* copy_own copies n bytes of this process's memory from src to dst, and
+ * fails (false) instead of faulting where src has no readable memory: an
+ * application may register addresses it has not mapped (fi_mr(3)). */
+static bool copy_own(void *dst, const void *src, size_t n)
+{
+	struct iovec local = {dst, n}, remote = {(void *)src, n};
+	while (remote.iov_len > 0) {
+		ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+		if (got <= 0) {
+			if (got < 0 && errno == EINTR)
+				continue;
+			return false;
+		}
+		local.iov_base = (char *)local.iov_base + got;
+		local.iov_len -= got;
+		remote.iov_base = (char *)remote.iov_base + got;
+		remote.iov_len -= got;
+	}
+	return true;
+}
+
+/* on_own_stack says whether [p, p+n) meets the calling thread's stack:
+ * the frames of this call live there, and their writes between the copy
+ * and the replacement of the pages would be lost. */
+static bool on_own_stack(const uint8_t *p, size_t n)
+{
+	pthread_attr_t a;
+	void *lo;
+	size_t size;
+	if (pthread_getattr_np(pthread_self(), &a) != 0)
+		return true; /* unknown: assume the worst */
+	int ret = pthread_attr_getstack(&a, &lo, &size);
+	pthread_attr_destroy(&a);
+	if (ret != 0)
+		return true;
+	const uint8_t *s = lo;
+	return p < s + size && s < p + n;
+}
+
+/*
+ * The process's mapped regions, of every domain: a page is one mapping
+ * whatever domain registered it. pages_lock is held across a whole
+ * registration or unregistration (tree calls included), so that two
+ * cannot take or give back the same page at once; it is never held while
+ * a domain's lock is taken, so the data path's ffs_mr_lookup (under
+ * dom->lock) never waits for the tree.
+ */
+static pthread_mutex_t pages_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ffs_mr *mapped; /* linked by next_mapped, under pages_lock */
+
+/* overlaps says whether [p, p+n) meets a mapped region. Under pages_lock. */
+static bool overlaps(const uint8_t *p, size_t n)
+{
+	for (struct ffs_mr *m = mapped; m; m = m->next_mapped)
+		if (p < m->map + m->map_len && m->map < p + n)
+			return true;
+	return false;
+}
+
+/* tree_register makes and registers the tree region for mr (map_len
+ * bytes, base, access, key), filling obj, tree_desc and mr_fid.key. */
+static int tree_register(struct ffs_mr *mr, uint64_t access, uint64_t requested_key)
+{
+	struct ffs_domain *dom = mr->dom;
+	int ret = ffs_obj_clone(&mr->obj, dom->dir, "mr");
+	if (ret)
+		return ret;
+	char names[160] = "";
+	size_t used = 0;
+	for (size_t i = 0; i < sizeof access_names / sizeof access_names[0]; i++)
+		if (access & access_names[i].flag)
+			used += snprintf(names + used, sizeof names - used, "%s%s", used ? "," : "", access_names[i].name);
+	ret = ffs_set(&mr->obj, "attr/len", "%zu", mr->map_len);
+	if (!ret)
+		ret = ffs_set(&mr->obj, "attr/base", "%zu", mr->base);
+	/* Access 0 keeps the tree's default: the owner's own operations. */
+	if (!ret && used)
+		ret = ffs_set(&mr->obj, "attr/access", "%s", names);
+	/* With FI_MR_PROV_KEY the requested key is ignored (fi_mr(3)). */
+	if (!ret && !(dom->info->domain_attr->mr_mode & FI_MR_PROV_KEY))
+		ret = ffs_set(&mr->obj, "attr/requested_key", "%#llx", (unsigned long long)requested_key);
+	if (!ret)
+		ret = ffs_ctl(&mr->obj, "reg");
+	uint64_t key = 0;
+	if (!ret)
+		ret = ffs_get_u64(&mr->obj, "attr/key", &key);
+	if (!ret)
+		ret = ffs_get_u64(&mr->obj, "attr/desc", &mr->tree_desc);
+	if (ret) {
+		ffs_obj_close(&mr->obj);
+		return ret;
+	}
+	mr->mr_fid.key = key;
+	return 0;
+}
+
+/* map_region replaces the application's pages (map_len bytes at pages)
+ * by the tree region's data, their contents copied in, and makes them
+ * mr->map. It returns false, the pages untouched, if they could not be
+ * read or replaced. */
+static bool map_region(struct ffs_mr *mr, uint8_t *pages)
+{
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof path, "%s/data", mr->obj.dir) >= (int)sizeof path)
+		return false;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	struct stat st;
+	void *tmp = MAP_FAILED;
+	if (fstat(fd, &st) == 0 && (size_t)st.st_size == mr->map_len)
+		tmp = mmap(NULL, mr->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (tmp == MAP_FAILED)
+		return false;
+	/* Copy, then move the shared mapping over the pages in one call, so
+	 * the pages are never absent. */
+	if (!copy_own(tmp, pages, mr->map_len) ||
+	    mremap(tmp, mr->map_len, mr->map_len, MREMAP_MAYMOVE | MREMAP_FIXED, pages) == MAP_FAILED) {
+		munmap(tmp, mr->map_len);
+		return false;
+	}
+	mr->map = pages;
+	return true;
+}
+
+/* unmap_region puts private memory with the region's contents back over
+ * its pages. */
+static int unmap_region(struct ffs_mr *mr)
+{
+	void *tmp = mmap(NULL, mr->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (tmp == MAP_FAILED)
+		return -FI_ENOMEM;
+	memcpy(tmp, mr->map, mr->map_len);
+	if (mremap(tmp, mr->map_len, mr->map_len, MREMAP_MAYMOVE | MREMAP_FIXED, mr->map) == MAP_FAILED) {
+		int err = errno;
+		munmap(tmp, mr->map_len);
+		return -ffs_fi_errno(err);
+	}
+	return 0;
+}
+
+/* link puts mr in its domain's list; unlink takes it out. */
+static void link_mr(struct ffs_mr *mr)
+{
+	pthread_mutex_lock(&mr->dom->lock);
+	mr->next = mr->dom->mrs;
+	mr->dom->mrs = mr;
+	pthread_mutex_unlock(&mr->dom->lock);
+}
+
+static void unlink_mr(struct ffs_mr *mr)
+{
+	pthread_mutex_lock(&mr->dom->lock);
+	for (struct ffs_mr **p = &mr->dom->mrs; *p; p = &(*p)->next)
+		if (*p == mr) {
+			*p = mr->next;
+			break;
+		}
+	pthread_mutex_unlock(&mr->dom->lock);
+}
+
+static int mr_close(struct fid *fid)
+{
+	struct ffs_mr *mr = container_of(fid, struct ffs_mr, mr_fid.fid);
+	/* Out of the lookups first, so no new work request names the tree
+	 * region while its pages go back. */
+	unlink_mr(mr);
+	if (mr->map) {
+		pthread_mutex_lock(&pages_lock);
+		int ret = unmap_region(mr);
+		if (!ret)
+			for (struct ffs_mr **p = &mapped; *p; p = &(*p)->next_mapped)
+				if (*p == mr) {
+					*p = mr->next_mapped;
+					break;
+				}
+		pthread_mutex_unlock(&pages_lock);
+		if (ret) {
+			/* The pages are still the region's: it stays registered. */
+			link_mr(mr);
+			ffs_warn("%s: putting private memory back: %s", mr->obj.dir, fi_strerror(-ret));
+			return ret;
+		}
+	}
+	ffs_obj_close(&mr->obj);
+	free(mr);
+	return 0;
+}
+
+static int mr_control(struct fid *fid, int command, void *arg)
+{
+	/* A region is enabled once registered (fi_mr_enable); nothing else
+	 * applies: the domain has neither FI_MR_RMA_EVENT nor
+	 * FI_MR_MMU_NOTIFY (fi_mr_refresh), and counters count RMA through
+	 * endpoints, so fi_mr_bind has nothing to bind either. */
+	return command == FI_ENABLE ? 0 : -FI_ENOSYS;
+}
+
+static struct fi_ops mr_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = mr_close,
+	.bind = ffs_no_bind,
+	.control = mr_control,
+	.ops_open = ffs_no_ops_open,
+	.tostr = ffs_no_tostr,
+	.ops_set = ffs_no_ops_set,
+};
+
+/* reg registers [buf, buf+len) of the domain fid. */
+static int reg(struct fid *fid, const void *buf, size_t len, uint64_t access, uint64_t requested_key,
+	       void *context, struct fid_mr **out)
+{
+	if (fid->fclass != FI_CLASS_DOMAIN || !out || len == 0 || !buf)
+		return -FI_EINVAL;
+	struct ffs_domain *dom = container_of(fid, struct ffs_domain, domain_fid.fid);
+	uintptr_t first = (uintptr_t)buf, page = page_size();
+	if (first + len < first || first + len > UINTPTR_MAX - page)
+		return -FI_EINVAL;
+	uintptr_t start = first & ~(page - 1), end = (first + len + page - 1) & ~(page - 1);
+
+	struct ffs_mr *mr = calloc(1, sizeof *mr);
+	if (!mr)
+		return -FI_ENOMEM;
+	mr->mr_fid.fid.fclass = FI_CLASS_MR;
+	mr->mr_fid.fid.context = context;
+	mr->mr_fid.fid.ops = &mr_fi_ops;
+	mr->mr_fid.mem_desc = mr;
+	mr->mr_fid.key = FI_KEY_NOTAVAIL;
+	mr->dom = dom;
+	mr->obj.ctl = -1;
+	mr->addr = buf;
+	mr->len = len;
+	mr->map_len = end - start;
+	mr->base = first - start;
+
+	pthread_mutex_lock(&pages_lock);
+	int ret = 0;
+	uint8_t *pages = (uint8_t *)start;
+	bool overlap = overlaps(pages, mr->map_len);
+	if (!overlap && !on_own_stack(pages, mr->map_len)) {
+		ret = tree_register(mr, access, requested_key);
+		if (!ret && map_region(mr, pages)) {
+			mr->next_mapped = mapped;
+			mapped = mr;
+		} else if (!ret) {
+			ffs_obj_close(&mr->obj);
+			mr->mr_fid.key = FI_KEY_NOTAVAIL;
+		}
+	}
+	pthread_mutex_unlock(&pages_lock);
+	if (!ret && !mr->map && (access & REMOTE_ACCESS)) {
+		ffs_warn("fi_mr_reg of %zu bytes at %p: its pages are another registration's, or cannot be "
+			 "shared with the daemon; peers cannot reach it", len, buf);
+		ret = overlap ? -FI_EBUSY : -FI_EOPNOTSUPP;
+	}
+	if (ret) {
+		free(mr);
+		return ret;
+	}
+	link_mr(mr);
+	*out = &mr->mr_fid;
+	return 0;
+}
+
+static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access, uint64_t offset,
+		  uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context)
+{
+	return reg(fid, buf, len, access, requested_key, context, mr);
+}
+
+static int mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint64_t access, uint64_t offset,
+		   uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context)
+{
+	/* The domain's mr_iov_limit is 1. */
+	if (count != 1 || !iov)
+		return -FI_EINVAL;
+	return reg(fid, iov[0].iov_base, iov[0].iov_len, access, requested_key, context, mr);
+}
+
+static int mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags, struct fid_mr **mr)
+{
+	if (!attr || attr->iov_count != 1 || !attr->mr_iov)
+		return -FI_EINVAL;
+	if (attr->iface != FI_HMEM_SYSTEM)
+		return -FI_EOPNOTSUPP;
+	return reg(fid, attr->mr_iov[0].iov_base, attr->mr_iov[0].iov_len, attr->access, attr->requested_key,
+		   attr->context, mr);
+}
+
+struct fi_ops_mr ffs_mr_ops = {
+	.size = sizeof(struct fi_ops_mr),
+	.reg = mr_reg,
+	.regv = mr_regv,
+	.regattr = mr_regattr,
+};
+
+/* holds says whether mr's mapping holds [p, p+len). */
+static bool holds(const struct ffs_mr *mr, const uint8_t *p, size_t len)
+{
+	return mr->map && p >= mr->map && len <= mr->map_len && (size_t)(p - mr->map) <= mr->map_len - len;
+}
+
+int ffs_mr_lookup(struct ffs_domain *dom, void *desc, const void *buf, size_t len, uint64_t *tree_desc,
+		  uint64_t *tree_off)
+{
+	const uint8_t *p = buf;
+	int ret = -FI_ENOENT;
+	pthread_mutex_lock(&dom->lock);
+	/* desc is the application's: trust it only if it is a region of
+	 * this domain. A local-only region's bytes go through copies even
+	 * if another registration maps them now, since that one may close
+	 * while the operation runs. */
+	for (struct ffs_mr *m = dom->mrs; m; m = m->next) {
+		if (desc ? (void *)m != desc : !holds(m, p, len))
+			continue;
+		if (holds(m, p, len)) {
+			*tree_desc = m->tree_desc;
+			*tree_off = p - m->map;
+			ret = 0;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&dom->lock);
+	return ret;
+}

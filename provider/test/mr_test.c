@@ -1,0 +1,331 @@
+/*
+ * mr_test.c: memory registration over a mounted tree (FI_FABRICFS_ROOT):
+ * a registered buffer keeps its contents and becomes the tree region's
+ * memory (writes through mr/N/data appear in it and the reverse), the
+ * tree region's attributes (len the page cover, base the buffer's offset
+ * in its first page, access, requested key), a peer's RMA write and read
+ * at addresses counted from the buffer, ffs_mr_lookup, fi_close
+ * giving private memory back with the contents intact; registrations
+ * that share pages, on the stack, or of memory that is not there; regv
+ * and regattr.
+ */
+#include "ffstest.h"
+
+#include <sys/uio.h>
+
+static size_t page;
+
+/* fill writes a pattern seeded by seed over n bytes. */
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(i * 31 + seed);
+}
+
+/* maps_line finds the /proc/self/maps line of the mapping holding p. */
+static bool maps_line(const void *p, char *line, size_t size)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	if (!f)
+		return false;
+	bool found = false;
+	while (fgets(line, size, f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && (uintptr_t)p >= lo && (uintptr_t)p < hi) {
+			found = true;
+			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* shared says whether p's page is a shared mapping ("rw-s"). */
+static bool shared(const void *p)
+{
+	char line[512], perms[8];
+	return maps_line(p, line, sizeof line) && sscanf(line, "%*s %7s", perms) == 1 && perms[3] == 's';
+}
+
+static const char *tree_dir(struct fid_mr *mr)
+{
+	return container_of(mr, struct ffs_mr, mr_fid)->obj.dir;
+}
+
+static uint64_t tree_num(struct fid_mr *mr, const char *name)
+{
+	char v[64];
+	if (obj_read(tree_dir(mr), name, v, sizeof v) <= 0)
+		return UINT64_MAX;
+	return strtoull(v, NULL, 0);
+}
+
+/* basic: one registration of [buf+100, buf+100+5000) in three pages. */
+static void basic(struct ffs_domain *dom)
+{
+	uint8_t *buf = aligned_alloc(page, 3 * page), want[3 * 4096 * 4];
+	fill(buf, 3 * page, 1);
+	memcpy(want, buf, 3 * page);
+	struct fid_mr *mr;
+	int ret = fi_mr_reg(&dom->domain_fid, buf + 100, 5000, FI_SEND | FI_RECV | FI_REMOTE_WRITE | FI_REMOTE_READ, 0,
+			    0x1234, 0, &mr, NULL);
+	CHECK(ret == 0, "fi_mr_reg: %d", ret);
+	if (ret)
+		return;
+	CHECK(memcmp(buf, want, 3 * page) == 0, "registration changed the buffer's pages");
+	CHECK(shared(buf + 100) && shared(buf + page), "the buffer's pages are not a shared mapping");
+	CHECK(!shared(buf + 2 * page), "the page after the buffer's cover is shared");
+	CHECK(fi_mr_key(mr) == 0x1234 && tree_num(mr, "attr/key") == 0x1234, "key %#llx, want the requested 0x1234",
+	      (unsigned long long)fi_mr_key(mr));
+	CHECK(tree_num(mr, "attr/len") == 2 * page && tree_num(mr, "attr/base") == 100, "tree len %llu base %llu",
+	      (unsigned long long)tree_num(mr, "attr/len"), (unsigned long long)tree_num(mr, "attr/base"));
+	char v[256];
+	CHECK(obj_read(tree_dir(mr), "status", v, sizeof v) > 0 && strstr(v, "registered len=") &&
+		      !strstr(v, "unregistered"),
+	      "status %s", v);
+	CHECK(obj_read(tree_dir(mr), "attr/access", v, sizeof v) > 0 &&
+		      strcmp(v, "[ FI_RECV, FI_SEND, FI_REMOTE_READ, FI_REMOTE_WRITE ]") == 0,
+	      "access %s", v);
+
+	/* The tree's data is the buffer: both ways. */
+	char p[PATH_MAX];
+	int fd = snprintf(p, sizeof p, "%s/data", tree_dir(mr)) < (int)sizeof p ? open(p, O_RDWR) : -1;
+	CHECK(fd >= 0, "open data");
+	CHECK(pwrite(fd, "written by the tree", 19, 108) == 19, "pwrite");
+	CHECK(memcmp(buf + 108, "written by the tree", 19) == 0, "a write through mr/N/data is not in the buffer");
+	memcpy(buf + 2000, "by the application", 18);
+	char back[18];
+	CHECK(pread(fd, back, 18, 2000) == 18 && memcmp(back, "by the application", 18) == 0,
+	      "the application's write is not in mr/N/data");
+	close(fd);
+	memcpy(want + 108, "written by the tree", 19);
+	memcpy(want + 2000, "by the application", 18);
+
+	/* lookup: by desc and by address; offsets from the region's byte 0. */
+	uint64_t desc = 0, off = 0;
+	ret = ffs_mr_lookup(dom, fi_mr_desc(mr), buf + 150, 10, &desc, &off);
+	CHECK(ret == 0 && desc == tree_num(mr, "attr/desc") && off == 150, "lookup by desc: %d desc %llu off %llu", ret,
+	      (unsigned long long)desc, (unsigned long long)off);
+	ret = ffs_mr_lookup(dom, NULL, buf + page, 100, &desc, &off);
+	CHECK(ret == 0 && off == page, "lookup by address: %d off %llu", ret, (unsigned long long)off);
+	CHECK(ffs_mr_lookup(dom, NULL, buf + 2 * page - 10, 20, &desc, &off) == -FI_ENOENT, "lookup past the cover");
+	CHECK(ffs_mr_lookup(dom, (void *)buf, buf + 150, 10, &desc, &off) == -FI_ENOENT, "lookup with a foreign desc");
+
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", tree_dir(mr));
+	CHECK(fi_close(&mr->fid) == 0, "fi_close");
+	CHECK(memcmp(buf, want, 3 * page) == 0, "fi_close changed the contents");
+	CHECK(!shared(buf + 100) && !shared(buf + page), "after fi_close the pages are still shared");
+	buf[100] = 'x'; /* private and writable */
+	struct stat st;
+	for (int i = 0; i < 100 && stat(dir, &st) == 0; i++)
+		usleep(10000);
+	CHECK(stat(dir, &st) != 0, "the tree region %s outlives fi_close", dir);
+	free(buf);
+}
+
+/* connected_pair connects two tree endpoints of the domain (a connects
+ * to a passive endpoint, b is the one it accepted), for peers' RMA. */
+static bool connected_pair(struct ffs_domain *dom, struct ffs_obj *eq, struct ffs_obj *cq, struct ffs_obj *pep,
+			   struct ffs_obj *a, struct ffs_obj *b)
+{
+	char addr[256], id[32], ev[4096];
+	if (ffs_obj_clone(eq, dom->dir, "eq") || ffs_obj_clone(cq, dom->dir, "cq") || ffs_obj_clone(pep, dom->dir, "pep") ||
+	    ffs_ctl(pep, "bind eq %u", eq->id) || ffs_ctl(pep, "listen 127.0.0.1:0") ||
+	    obj_read(pep->dir, "local", addr, sizeof addr) <= 0)
+		return false;
+	if (ffs_obj_clone(a, dom->dir, "ep") || ffs_ctl(a, "bind eq %u", eq->id) ||
+	    ffs_ctl(a, "bind cq %u send,recv", cq->id) || ffs_ctl(a, "enable") ||
+	    ffs_ctl(a, "connect %s", addr))
+		return false;
+	if (obj_read(pep->dir, "listen", id, sizeof id) <= 0 || ffs_obj_adopt(b, dom->dir, "ep", atoi(id)) ||
+	    ffs_ctl(b, "bind eq %u", eq->id) || ffs_ctl(b, "bind cq %u send,recv", cq->id) || ffs_ctl(b, "enable") ||
+	    ffs_ctl(b, "accept"))
+		return false;
+	/* connreq, then both ends' connected, in any number of reads. */
+	int connected = 0;
+	for (int i = 0; i < 10 && connected < 2; i++) {
+		if (obj_read(eq->dir, "events", ev, sizeof ev) < 0)
+			return false;
+		for (char *p = ev; (p = strstr(p, "connected ")); p++)
+			connected++;
+	}
+	return connected == 2;
+}
+
+/* peer_rma: a peer's RMA write and read with the registration's key and
+ * addresses counted from the buffer land in and come from the buffer. */
+static void peer_rma(struct ffs_domain *dom)
+{
+	struct ffs_obj eq, cq, pep, a, b, src;
+	if (!connected_pair(dom, &eq, &cq, &pep, &a, &b)) {
+		CHECK(false, "connecting two tree endpoints");
+		return;
+	}
+	int ret = ffs_obj_clone(&src, dom->dir, "mr");
+	if (!ret)
+		ret = ffs_set(&src, "attr/len", "4096");
+	if (!ret)
+		ret = ffs_ctl(&src, "reg");
+	CHECK(ret == 0, "the peer's region: %d", ret);
+	char p[PATH_MAX];
+	int fd = snprintf(p, sizeof p, "%s/data", src.dir) < (int)sizeof p ? open(p, O_RDWR) : -1;
+	CHECK(fd >= 0 && pwrite(fd, "payload!", 8, 0) == 8, "filling the peer's region");
+
+	uint8_t *buf = aligned_alloc(page, 2 * page), want[2 * 4096];
+	fill(buf, 2 * page, 3);
+	memcpy(buf + 100 + 40, "secret!!", 8);
+	struct fid_mr *mr;
+	ret = fi_mr_reg(&dom->domain_fid, buf + 100, 1000, FI_REMOTE_WRITE | FI_REMOTE_READ, 0, 0x77, 0, &mr, NULL);
+	CHECK(ret == 0, "fi_mr_reg: %d", ret);
+	memcpy(want, buf, 2 * page);
+	memcpy(want + 100 + 16, "payload!", 8);
+
+	ret = ffs_ctl(&a, "write %u 0 8 16 %#llx", src.id, (unsigned long long)fi_mr_key(mr));
+	CHECK(ret == 0, "the peer's write: %d", ret);
+	for (int i = 0; i < 500 && memcmp(buf + 100 + 16, "payload!", 8) != 0; i++)
+		usleep(10000);
+	CHECK(memcmp(buf, want, 2 * page) == 0, "after the peer's write at address 16, the buffer is not as expected "
+						"(bytes 116..124: %.8s)", buf + 116);
+	ret = ffs_ctl(&a, "read %u 100 8 40 %#llx", src.id, (unsigned long long)fi_mr_key(mr));
+	char got[8] = "";
+	CHECK(ret == 0 && pread(fd, got, 8, 100) == 8 && memcmp(got, "secret!!", 8) == 0,
+	      "the peer's read at address 40: %d, %.8s", ret, got);
+	if (mr)
+		fi_close(&mr->fid);
+	CHECK(memcmp(buf, want, 2 * page) == 0, "fi_close changed the contents");
+	close(fd);
+	ffs_obj_close(&src);
+	ffs_obj_close(&a);
+	ffs_obj_close(&b);
+	ffs_obj_close(&pep);
+	ffs_obj_close(&cq);
+	ffs_obj_close(&eq);
+	free(buf);
+}
+
+/* overlap: registrations that share pages. */
+static void overlap(struct ffs_domain *dom)
+{
+	uint8_t *buf = aligned_alloc(page, 4 * page), want[4 * 4096 * 4];
+	fill(buf, 4 * page, 2);
+	memcpy(want, buf, 4 * page);
+	struct fid_mr *a, *b, *c;
+	int ret = fi_mr_reg(&dom->domain_fid, buf, 2 * page, FI_REMOTE_WRITE, 0, 1, 0, &a, NULL);
+	CHECK(ret == 0, "first: %d", ret);
+	/* Inside a's pages, local only: allowed, no mapping of its own. */
+	ret = fi_mr_reg(&dom->domain_fid, buf + 10, 100, FI_SEND, 0, 2, 0, &b, NULL);
+	CHECK(ret == 0 && fi_mr_key(b) == FI_KEY_NOTAVAIL, "inside, local: %d key %#llx", ret,
+	      (unsigned long long)fi_mr_key(b));
+	/* Its desc names no tree region: the data path copies. */
+	uint64_t desc, off;
+	CHECK(ffs_mr_lookup(dom, fi_mr_desc(b), buf + 10, 100, &desc, &off) == -FI_ENOENT, "lookup by b's desc");
+	CHECK(ffs_mr_lookup(dom, NULL, buf + 10, 100, &desc, &off) == 0 && off == 10, "lookup of b's bytes by address");
+	/* Remote access to pages another registration holds: refused. */
+	CHECK(fi_mr_reg(&dom->domain_fid, buf + page, page, FI_REMOTE_READ, 0, 3, 0, &c, NULL) == -FI_EBUSY,
+	      "inside, remote");
+	CHECK(fi_mr_reg(&dom->domain_fid, buf + page + 5, 2 * page, FI_REMOTE_READ, 0, 3, 0, &c, NULL) == -FI_EBUSY,
+	      "across the end, remote");
+	/* A page is one mapping whatever domain registers it. */
+	struct ffs_domain *dom2 = test_domain("tcp", "lo");
+	dom2->domain_fid.mr = &ffs_mr_ops;
+	CHECK(fi_mr_reg(&dom2->domain_fid, buf, page, FI_REMOTE_READ, 0, 4, 0, &c, NULL) == -FI_EBUSY,
+	      "another domain, remote");
+	ret = fi_mr_reg(&dom->domain_fid, buf + page + 5, 2 * page, FI_RECV, 0, 3, 0, &c, NULL);
+	CHECK(ret == 0 && !shared(buf + 3 * page), "across the end, local: %d; its free page is not mapped", ret);
+	CHECK(memcmp(buf, want, 4 * page) == 0, "overlapping registrations changed the contents");
+	CHECK(fi_close(&a->fid) == 0, "close a");
+	CHECK(!shared(buf) && ffs_mr_lookup(dom, NULL, buf + 10, 100, &desc, &off) == -FI_ENOENT,
+	      "a's pages after a's close");
+	CHECK(fi_close(&b->fid) == 0 && fi_close(&c->fid) == 0, "close b, c");
+	CHECK(memcmp(buf, want, 4 * page) == 0, "closing changed the contents");
+	/* Free pages again: remote access is allowed. */
+	ret = fi_mr_reg(&dom->domain_fid, buf + page, page, FI_REMOTE_READ, 0, 3, 0, &c, NULL);
+	CHECK(ret == 0 && shared(buf + page), "remote once the pages are free: %d", ret);
+	if (ret == 0)
+		fi_close(&c->fid);
+	free(buf);
+}
+
+/* unmappable: the calling thread's stack, and memory that is not there. */
+static void unmappable(struct ffs_domain *dom)
+{
+	char stack[256];
+	memset(stack, 's', sizeof stack);
+	struct fid_mr *mr;
+	int ret = fi_mr_reg(&dom->domain_fid, stack, sizeof stack, FI_SEND, 0, 10, 0, &mr, NULL);
+	CHECK(ret == 0 && !shared(stack), "stack, local: %d", ret);
+	uint64_t desc, off;
+	if (ret == 0) {
+		CHECK(ffs_mr_lookup(dom, fi_mr_desc(mr), stack, 10, &desc, &off) == -FI_ENOENT, "lookup on the stack");
+		fi_close(&mr->fid);
+	}
+	CHECK(fi_mr_reg(&dom->domain_fid, stack, sizeof stack, FI_REMOTE_WRITE, 0, 10, 0, &mr, NULL) == -FI_EOPNOTSUPP,
+	      "stack, remote");
+	for (size_t i = 0; i < sizeof stack; i++)
+		CHECK(stack[i] == 's', "stack byte %zu changed", i);
+
+	uint8_t *none = mmap(NULL, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ret = fi_mr_reg(&dom->domain_fid, none, page, FI_RECV, 0, 11, 0, &mr, NULL);
+	CHECK(ret == 0, "PROT_NONE, local: %d", ret);
+	if (ret == 0)
+		fi_close(&mr->fid);
+	CHECK(fi_mr_reg(&dom->domain_fid, none, page, FI_REMOTE_READ, 0, 11, 0, &mr, NULL) == -FI_EOPNOTSUPP,
+	      "PROT_NONE, remote");
+	munmap(none, page);
+}
+
+/* calls: regv, regattr, bad arguments, a key in use. */
+static void calls(struct ffs_domain *dom)
+{
+	uint8_t *buf = aligned_alloc(page, 2 * page);
+	memset(buf, 7, 2 * page);
+	struct fid_mr *mr, *x;
+	struct iovec iov[2] = {{buf, page}, {buf + page, page}};
+	CHECK(fi_mr_regv(&dom->domain_fid, iov, 2, FI_SEND, 0, 20, 0, &mr, NULL) == -FI_EINVAL, "regv of 2");
+	int ret = fi_mr_regv(&dom->domain_fid, iov, 1, FI_SEND, 0, 20, 0, &mr, NULL);
+	CHECK(ret == 0 && fi_mr_key(mr) == 20, "regv of 1: %d", ret);
+	/* The key is the region's in the domain: a second asks in vain. */
+	CHECK(fi_mr_reg(&dom->domain_fid, buf + page, page, FI_SEND, 0, 20, 0, &x, NULL) == -FI_ENOKEY,
+	      "a requested key in use");
+	if (ret == 0)
+		fi_close(&mr->fid);
+	struct fi_mr_attr attr = {.mr_iov = iov, .iov_count = 1, .access = 0, .requested_key = 21, .context = buf,
+				  .iface = FI_HMEM_SYSTEM};
+	ret = fi_mr_regattr(&dom->domain_fid, &attr, 0, &mr);
+	CHECK(ret == 0 && mr->fid.context == buf, "regattr: %d", ret);
+	if (ret == 0) {
+		char v[128];
+		/* Access 0: the tree's default, the owner's own operations. */
+		CHECK(obj_read(tree_dir(mr), "attr/access", v, sizeof v) > 0 &&
+			      strcmp(v, "[ FI_READ, FI_WRITE, FI_RECV, FI_SEND ]") == 0,
+		      "access 0 gave %s", v);
+		CHECK(fi_mr_bind(mr, &dom->domain_fid.fid, 0) == -FI_ENOSYS, "fi_mr_bind");
+		CHECK(fi_mr_enable(mr) == 0, "fi_mr_enable");
+		fi_close(&mr->fid);
+	}
+	attr.iface = FI_HMEM_CUDA;
+	CHECK(fi_mr_regattr(&dom->domain_fid, &attr, 0, &mr) == -FI_EOPNOTSUPP, "regattr of CUDA memory");
+	CHECK(fi_mr_reg(&dom->domain_fid, buf, 0, FI_SEND, 0, 22, 0, &mr, NULL) == -FI_EINVAL, "length 0");
+	CHECK(fi_mr_reg(&dom->domain_fid, (void *)(UINTPTR_MAX - 10), 100, FI_SEND, 0, 22, 0, &mr, NULL) == -FI_EINVAL,
+	      "a range past the address space");
+	free(buf);
+}
+
+int main(void)
+{
+	page = sysconf(_SC_PAGESIZE);
+	if (page != 4096) {
+		fprintf(stderr, "this test assumes 4096-byte pages\n");
+		return 2;
+	}
+	struct ffs_domain *dom = test_domain("tcp", "lo");
+	dom->domain_fid.mr = &ffs_mr_ops;
+	basic(dom);
+	peer_rma(dom);
+	overlap(dom);
+	unmappable(dom);
+	calls(dom);
+	CHECK(dom->mrs == NULL, "registrations left in the domain's list");
+	return done("mr");
+}

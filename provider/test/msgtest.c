@@ -1,0 +1,502 @@
+/*
+ * msgtest: checks what fi_pingpong does not of the fabricfs provider's
+ * FI_EP_MSG endpoints, both sides in one process, through the libfabric
+ * API: connection with private data both ways, messages of several sizes
+ * (staged, larger than a staging region, scattered over iovecs) with their
+ * bytes checked, the four CQ formats, inject, remote CQ data, selective
+ * completion, a truncated receive's error entry, fi_cancel, RMA write and
+ * read (staged) and write with remote CQ data, zero-copy messages between
+ * registered buffers, the shutdown event, and a reject with private data.
+ *
+ *	FI_PROVIDER_PATH=bin FI_FABRICFS_ROOT=/fabric msgtest [DOMAIN]
+ *
+ * DOMAIN is the info's domain name (default tcp/lo). Prints one "ok NAME"
+ * line per check and "PASS" at the end, and exits 0; on a failure it
+ * prints "FAIL: ..." and exits 1. tests/provider_test.go runs it.
+ */
+#define _GNU_SOURCE
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_atomic.h>
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	printf("FAIL: ");
+	vprintf(fmt, ap);
+	printf("\n");
+	va_end(ap);
+	fflush(stdout);
+	exit(1);
+}
+
+#define CHECK(call)                                                                                                    \
+	do {                                                                                                           \
+		int ret_ = (int)(call);                                                                                \
+		if (ret_)                                                                                              \
+			fail("%s:%d: %s: %d (%s)", __FILE__, __LINE__, #call, ret_, fi_strerror(-ret_));               \
+	} while (0)
+
+static struct fi_info *info;
+static struct fid_fabric *fabric;
+static struct fid_domain *domain;
+static struct fid_eq *eq;
+
+/* A connected side: its endpoint and CQs (tx and rx separate, so that
+ * their formats differ). */
+struct side {
+	struct fid_ep *ep;
+	struct fid_cq *txcq, *rxcq;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* eq_wait reads the next event within 5 s: its type, and entry. */
+static ssize_t eq_wait(uint32_t *event, struct fi_eq_cm_entry *entry, size_t len)
+{
+	ssize_t n = fi_eq_sread(eq, event, entry, len, 5000, 0);
+	if (n == -FI_EAVAIL)
+		return n;
+	if (n < 0)
+		fail("fi_eq_sread: %zd (%s)", n, fi_strerror((int)-n));
+	return n;
+}
+
+/* cq_wait reads one entry of cq in its format into buf within 5 s; an
+ * error entry goes into *err and makes it return -FI_EAVAIL. */
+static ssize_t cq_wait(struct fid_cq *cq, void *buf, struct fi_cq_err_entry *err)
+{
+	double deadline = now() + 5;
+	for (;;) {
+		ssize_t n = fi_cq_read(cq, buf, 1);
+		if (n == 1)
+			return 1;
+		if (n == -FI_EAVAIL) {
+			memset(err, 0, sizeof *err);
+			if (fi_cq_readerr(cq, err, 0) != 1)
+				fail("fi_cq_readerr after -FI_EAVAIL");
+			return n;
+		}
+		if (n != -FI_EAGAIN)
+			fail("fi_cq_read: %zd (%s)", n, fi_strerror((int)-n));
+		if (now() > deadline)
+			fail("no completion after 5 s");
+	}
+}
+
+/* cq_none checks that cq stays empty for 100 ms. */
+static void cq_none(struct fid_cq *cq, const char *what)
+{
+	struct fi_cq_tagged_entry e;
+	double deadline = now() + 0.1;
+	while (now() < deadline) {
+		ssize_t n = fi_cq_read(cq, &e, 1);
+		if (n != -FI_EAGAIN)
+			fail("%s: fi_cq_read gave %zd, want nothing", what, n);
+	}
+}
+
+static void open_side(struct side *s, enum fi_cq_format txf, enum fi_cq_format rxf)
+{
+	struct fi_cq_attr attr = {.size = 64, .format = txf, .wait_obj = FI_WAIT_UNSPEC};
+	CHECK(fi_cq_open(domain, &attr, &s->txcq, NULL));
+	attr.format = rxf;
+	CHECK(fi_cq_open(domain, &attr, &s->rxcq, NULL));
+}
+
+static void bind_side(struct side *s)
+{
+	CHECK(fi_ep_bind(s->ep, &eq->fid, 0));
+	CHECK(fi_ep_bind(s->ep, &s->txcq->fid, FI_TRANSMIT));
+	CHECK(fi_ep_bind(s->ep, &s->rxcq->fid, FI_RECV));
+	CHECK(fi_enable(s->ep));
+}
+
+static void close_side(struct side *s)
+{
+	CHECK(fi_close(&s->ep->fid));
+	CHECK(fi_close(&s->txcq->fid));
+	CHECK(fi_close(&s->rxcq->fid));
+}
+
+static uint8_t pattern(size_t seed, size_t i)
+{
+	return (uint8_t)(i * 7 + (i >> 9) + seed * 13 + 1);
+}
+
+static void fill(uint8_t *p, size_t n, size_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = pattern(seed, i);
+}
+
+static void check_bytes(const uint8_t *p, size_t n, size_t seed, const char *what)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != pattern(seed, i))
+			fail("%s: byte %zu is %#x, want %#x", what, i, p[i], pattern(seed, i));
+}
+
+/* connect_pair connects a client endpoint to the passive endpoint with
+ * private data both ways and checks the events. */
+static void connect_pair(struct fid_pep *pep, struct side *cli, struct side *srv)
+{
+	char addr[128];
+	size_t alen = sizeof addr;
+	CHECK(fi_getname(&pep->fid, addr, &alen));
+	open_side(cli, FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_MSG);
+	open_side(srv, FI_CQ_FORMAT_DATA, FI_CQ_FORMAT_TAGGED);
+	CHECK(fi_endpoint(domain, info, &cli->ep, NULL));
+	bind_side(cli);
+	CHECK(fi_connect(cli->ep, addr, "hello", 5));
+
+	uint32_t event;
+	struct {
+		struct fi_eq_cm_entry e;
+		char data[64];
+	} cm;
+	ssize_t n = eq_wait(&event, &cm.e, sizeof cm);
+	if (n < 0 || event != FI_CONNREQ || cm.e.fid != &pep->fid || !cm.e.info || !cm.e.info->handle)
+		fail("want FI_CONNREQ for the pep, got %zd event %u", n, event);
+	if ((size_t)n != sizeof cm.e + 5 || memcmp(cm.e.data, "hello", 5))
+		fail("connreq private data: %zd bytes", n - (ssize_t)sizeof cm.e);
+	CHECK(fi_endpoint(domain, cm.e.info, &srv->ep, NULL));
+	fi_freeinfo(cm.e.info);
+	bind_side(srv);
+	CHECK(fi_accept(srv->ep, "welcome", 7));
+	bool got_cli = false, got_srv = false;
+	while (!got_cli || !got_srv) {
+		n = eq_wait(&event, &cm.e, sizeof cm);
+		if (n < 0 || event != FI_CONNECTED)
+			fail("want FI_CONNECTED, got %zd event %u", n, event);
+		if (cm.e.fid == &cli->ep->fid) {
+			if ((size_t)n != sizeof cm.e + 7 || memcmp(cm.e.data, "welcome", 7))
+				fail("accept private data: %zd bytes", n - (ssize_t)sizeof cm.e);
+			got_cli = true;
+		} else if (cm.e.fid == &srv->ep->fid) {
+			got_srv = true;
+		} else {
+			fail("FI_CONNECTED for an unknown fid");
+		}
+	}
+	printf("ok connect with private data\n");
+}
+
+/* transfer sends len bytes (in niov pieces) from cli to srv and checks
+ * them, the completions and the formats. */
+static void transfer(struct side *cli, struct side *srv, size_t len, size_t niov, size_t seed)
+{
+	uint8_t *tx = malloc(len + 1), *rx = malloc(len + 1);
+	if (!tx || !rx)
+		fail("malloc %zu", len);
+	fill(tx, len, seed);
+	memset(rx, 0, len);
+	struct iovec txv[4], rxv[4];
+	size_t piece = len / niov;
+	for (size_t i = 0; i < niov; i++) {
+		size_t l = i + 1 < niov ? piece : len - piece * (niov - 1);
+		txv[i] = (struct iovec){tx + i * piece, l};
+		rxv[i] = (struct iovec){rx + i * piece, l};
+	}
+	int rctx, sctx;
+	if (niov == 1) {
+		CHECK(fi_recv(srv->ep, rx, len, NULL, 0, &rctx));
+		CHECK(fi_send(cli->ep, tx, len, NULL, 0, &sctx));
+	} else {
+		CHECK(fi_recvv(srv->ep, rxv, NULL, niov, 0, &rctx));
+		CHECK(fi_sendv(cli->ep, txv, NULL, niov, 0, &sctx));
+	}
+	struct fi_cq_err_entry err;
+	struct fi_cq_entry se;
+	if (cq_wait(cli->txcq, &se, &err) != 1 || se.op_context != &sctx)
+		fail("send completion of %zu bytes: err %d, context %p", len, err.err, se.op_context);
+	struct fi_cq_tagged_entry re;
+	if (cq_wait(srv->rxcq, &re, &err) != 1)
+		fail("recv of %zu bytes: error %d (%s)", len, err.err,
+		     fi_cq_strerror(srv->rxcq, err.prov_errno, err.err_data, NULL, 0));
+	if (re.op_context != &rctx || re.len != len || !(re.flags & FI_RECV) || !(re.flags & FI_MSG) || re.buf != rx)
+		fail("recv completion of %zu bytes: context %p len %zu flags %#llx buf %p", len, re.op_context,
+		     re.len, (unsigned long long)re.flags, re.buf);
+	check_bytes(rx, len, seed, "received");
+	printf("ok %zu bytes in %zu iovecs\n", len, niov);
+	free(tx);
+	free(rx);
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	struct fi_info *hints = fi_allocinfo();
+	hints->ep_attr->type = FI_EP_MSG;
+	hints->caps = FI_MSG | FI_RMA;
+	/* It handles a write with remote CQ data taking a receive, and takes
+	 * verbs' memory registration modes (verbs); the provider copies
+	 * unregistered buffers through its own regions, so FI_MR_LOCAL does
+	 * not bind it, and the test posts most buffers without a desc. */
+	hints->mode = FI_RX_CQ_DATA;
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	hints->fabric_attr->prov_name = strdup("fabricfs");
+	hints->domain_attr->name = strdup(argc > 1 ? argv[1] : "tcp/lo");
+	CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info));
+	CHECK(fi_fabric(info->fabric_attr, &fabric, NULL));
+	struct fi_eq_attr eqa = {.size = 64, .wait_obj = FI_WAIT_UNSPEC};
+	CHECK(fi_eq_open(fabric, &eqa, &eq, NULL));
+	CHECK(fi_domain(fabric, info, &domain, NULL));
+	struct fid_pep *pep;
+	CHECK(fi_passive_ep(fabric, info, &pep, NULL));
+	CHECK(fi_pep_bind(pep, &eq->fid, 0));
+	CHECK(fi_listen(pep));
+
+	struct side cli, srv;
+	connect_pair(pep, &cli, &srv);
+
+	/* Sizes: a byte, a page, 1 MiB, one larger than a staging region
+	 * (4 MiB: a temporary region), and scattered over iovecs. */
+	size_t sizes[] = {1, 4096, 1 << 20, (5 << 20) + 3};
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+		transfer(&cli, &srv, sizes[i], 1, i);
+	transfer(&cli, &srv, 10000, 3, 7);
+
+	/* Inject: no send completion; the bytes may be reused at once. */
+	{
+		uint8_t buf[64], rx[64];
+		int rctx;
+		CHECK(fi_recv(srv.ep, rx, sizeof rx, NULL, 0, &rctx));
+		fill(buf, sizeof buf, 21);
+		CHECK(fi_inject(cli.ep, buf, sizeof buf, 0));
+		memset(buf, 0, sizeof buf);
+		struct fi_cq_tagged_entry re;
+		struct fi_cq_err_entry err;
+		if (cq_wait(srv.rxcq, &re, &err) != 1 || re.len != sizeof rx)
+			fail("inject: recv completion");
+		check_bytes(rx, sizeof rx, 21, "injected");
+		cq_none(cli.txcq, "inject");
+		printf("ok inject\n");
+	}
+
+	/* Remote CQ data, in the receiver's DATA-format... TAGGED entry. */
+	{
+		uint8_t buf[16] = "data", rx[16];
+		int rctx, sctx;
+		CHECK(fi_recv(srv.ep, rx, sizeof rx, NULL, 0, &rctx));
+		CHECK(fi_senddata(cli.ep, buf, sizeof buf, NULL, 0xfeed, 0, &sctx));
+		struct fi_cq_tagged_entry re;
+		struct fi_cq_err_entry err;
+		struct fi_cq_entry se;
+		if (cq_wait(srv.rxcq, &re, &err) != 1 || !(re.flags & FI_REMOTE_CQ_DATA) || re.data != 0xfeed)
+			fail("senddata: flags %#llx data %#llx", (unsigned long long)re.flags,
+			     (unsigned long long)re.data);
+		if (cq_wait(cli.txcq, &se, &err) != 1 || se.op_context != &sctx)
+			fail("senddata: send completion");
+		printf("ok remote CQ data\n");
+	}
+
+	/* A truncated receive: an error entry with FI_ETRUNC, olen the bytes
+	 * lost, and the start of the message in the buffer. */
+	{
+		uint8_t tx[100], rx[10];
+		int rctx, sctx;
+		fill(tx, sizeof tx, 3);
+		CHECK(fi_recv(srv.ep, rx, sizeof rx, NULL, 0, &rctx));
+		CHECK(fi_send(cli.ep, tx, sizeof tx, NULL, 0, &sctx));
+		struct fi_cq_tagged_entry re;
+		struct fi_cq_err_entry err;
+		if (cq_wait(srv.rxcq, &re, &err) != -FI_EAVAIL)
+			fail("truncated receive completed without error");
+		if (err.err != FI_ETRUNC || err.olen != 90 || err.op_context != &rctx || err.len != 10)
+			fail("truncated receive: err %d olen %zu len %zu", err.err, err.olen, err.len);
+		check_bytes(rx, sizeof rx, 3, "truncated");
+		const char *s = fi_cq_strerror(srv.rxcq, err.prov_errno, err.err_data, NULL, 0);
+		if (!s || !strstr(s, fi_strerror(FI_ETRUNC)))
+			fail("fi_cq_strerror gave '%s'", s ? s : "(null)");
+		struct fi_cq_entry se;
+		if (cq_wait(cli.txcq, &se, &err) != 1 || se.op_context != &sctx)
+			fail("truncated: send completion");
+		printf("ok truncated receive (%s)\n", s);
+	}
+
+	/* fi_cancel of a posted receive: FI_ECANCELED with its context. */
+	{
+		uint8_t rx[32];
+		int rctx;
+		CHECK(fi_recv(srv.ep, rx, sizeof rx, NULL, 0, &rctx));
+		int ret = fi_cancel(&srv.ep->fid, &rctx);
+		struct fi_cq_tagged_entry re;
+		struct fi_cq_err_entry err;
+		if (ret == -FI_ENOENT && !strncmp(info->domain_attr->name, "verbs/", 6)) {
+			/* A receive verbs posted cannot be cancelled: fill it. */
+			int sctx;
+			struct fi_cq_entry se;
+			CHECK(fi_send(cli.ep, "x", 1, NULL, 0, &sctx));
+			if (cq_wait(srv.rxcq, &re, &err) != 1 || re.op_context != &rctx || cq_wait(cli.txcq, &se, &err) != 1)
+				fail("the receive cancel left did not complete");
+			printf("ok cancel (-FI_ENOENT: verbs cannot cancel a posted receive)\n");
+		} else {
+			CHECK(ret);
+			if (cq_wait(srv.rxcq, &re, &err) != -FI_EAVAIL || err.err != FI_ECANCELED || err.op_context != &rctx)
+				fail("cancel: want FI_ECANCELED for the receive, got err %d", err.err);
+			printf("ok cancel\n");
+		}
+		if (fi_cancel(&srv.ep->fid, &rctx) != -FI_ENOENT)
+			fail("cancel of nothing posted did not give -FI_ENOENT");
+	}
+
+	/* RMA into a registered region of the server, from and to the
+	 * client's unregistered (staged) buffers; remote addresses count from
+	 * the registered buffer. */
+	{
+		size_t len = 10000, off = 100;
+		uint8_t *region = aligned_alloc(4096, 65536), *tx = malloc(len), *rx = malloc(len);
+		if (!region || !tx || !rx)
+			fail("malloc");
+		memset(region, 0, 65536);
+		struct fid_mr *mr;
+		CHECK(fi_mr_reg(domain, region, 65536, FI_REMOTE_WRITE | FI_REMOTE_READ, 0, 0, 0, &mr, NULL));
+		uint64_t key = fi_mr_key(mr);
+		fill(tx, len, 31);
+		struct iovec iov = {tx, len};
+		struct fi_rma_iov rma = {off, len, key};
+		int wctx, rctx, dctx;
+		struct fi_msg_rma msg = {.msg_iov = &iov, .iov_count = 1, .rma_iov = &rma, .rma_iov_count = 1,
+					 .context = &wctx};
+		CHECK(fi_writemsg(cli.ep, &msg, FI_DELIVERY_COMPLETE | FI_COMPLETION));
+		struct fi_cq_entry se;
+		struct fi_cq_err_entry err;
+		if (cq_wait(cli.txcq, &se, &err) != 1 || se.op_context != &wctx)
+			fail("fi_writemsg: completion err %d", err.err);
+		check_bytes(region + off, len, 31, "written");
+		CHECK(fi_read(cli.ep, rx, len, NULL, 0, off, key, &rctx));
+		if (cq_wait(cli.txcq, &se, &err) != 1 || se.op_context != &rctx)
+			fail("fi_read: completion err %d", err.err);
+		check_bytes(rx, len, 31, "read");
+		uint8_t spare[16];
+		int sctx;
+		if (info->rx_attr->mode & FI_RX_CQ_DATA)
+			CHECK(fi_recv(srv.ep, spare, sizeof spare, NULL, 0, &sctx));
+		CHECK(fi_writedata(cli.ep, tx, 16, NULL, 0x77, 0, 0, key, &dctx));
+		struct fi_cq_tagged_entry re;
+		if (cq_wait(cli.txcq, &se, &err) != 1 || se.op_context != &dctx)
+			fail("fi_writedata: completion err %d", err.err);
+		if (cq_wait(srv.rxcq, &re, &err) != 1 || !(re.flags & FI_REMOTE_CQ_DATA) || re.data != 0x77)
+			fail("fi_writedata: target entry flags %#llx data %#llx", (unsigned long long)re.flags,
+			     (unsigned long long)re.data);
+		CHECK(fi_close(&mr->fid));
+		free(region);
+		free(tx);
+		free(rx);
+		printf("ok RMA write, read, writedata\n");
+	}
+
+	/* Zero copy: both buffers registered, named by their descs. */
+	{
+		size_t len = 1 << 20;
+		uint8_t *tx = aligned_alloc(4096, len), *rx = aligned_alloc(4096, len);
+		if (!tx || !rx)
+			fail("malloc");
+		struct fid_mr *tmr, *rmr;
+		CHECK(fi_mr_reg(domain, tx, len, FI_SEND, 0, 1, 0, &tmr, NULL));
+		CHECK(fi_mr_reg(domain, rx, len, FI_RECV, 0, 2, 0, &rmr, NULL)); /* keys unique in the domain */
+		for (int round = 0; round < 3; round++) {
+			fill(tx, len, 40 + round);
+			int rctx, sctx;
+			CHECK(fi_recv(srv.ep, rx, len, fi_mr_desc(rmr), 0, &rctx));
+			CHECK(fi_send(cli.ep, tx, len, fi_mr_desc(tmr), 0, &sctx));
+			struct fi_cq_entry se;
+			struct fi_cq_tagged_entry re;
+			struct fi_cq_err_entry err;
+			if (cq_wait(cli.txcq, &se, &err) != 1 || se.op_context != &sctx)
+				fail("zero copy: send completion err %d", err.err);
+			if (cq_wait(srv.rxcq, &re, &err) != 1 || re.len != len || re.buf != rx)
+				fail("zero copy: recv completion err %d", err.err);
+			check_bytes(rx, len, 40 + round, "zero copy");
+		}
+		CHECK(fi_close(&tmr->fid));
+		CHECK(fi_close(&rmr->fid));
+		free(tx);
+		free(rx);
+		printf("ok zero-copy messages\n");
+	}
+
+	/* Atomics: the tree has none; the call fails, it does not crash. */
+	{
+		uint64_t v = 1;
+		if (fi_atomic(cli.ep, &v, 1, NULL, 0, 0, 0, FI_UINT64, FI_SUM, NULL) != -FI_ENOSYS)
+			fail("fi_atomic did not give -FI_ENOSYS");
+		printf("ok atomics are -FI_ENOSYS\n");
+	}
+
+	/* Shutdown: both sides get FI_SHUTDOWN. */
+	{
+		CHECK(fi_shutdown(cli.ep, 0));
+		bool got_cli = false, got_srv = false;
+		while (!got_cli || !got_srv) {
+			uint32_t event;
+			struct fi_eq_cm_entry e;
+			ssize_t n = eq_wait(&event, &e, sizeof e);
+			if (n < 0 || event != FI_SHUTDOWN)
+				fail("want FI_SHUTDOWN, got %zd event %u", n, event);
+			got_cli |= e.fid == &cli.ep->fid;
+			got_srv |= e.fid == &srv.ep->fid;
+		}
+		printf("ok shutdown\n");
+	}
+	close_side(&cli);
+	close_side(&srv);
+
+	/* Reject with private data: the client's EQ has an error entry with
+	 * FI_ECONNREFUSED and the data. */
+	{
+		char addr[128];
+		size_t alen = sizeof addr;
+		CHECK(fi_getname(&pep->fid, addr, &alen));
+		struct side c2;
+		open_side(&c2, FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_CONTEXT);
+		CHECK(fi_endpoint(domain, info, &c2.ep, NULL));
+		bind_side(&c2);
+		CHECK(fi_connect(c2.ep, addr, NULL, 0));
+		uint32_t event;
+		struct fi_eq_cm_entry e;
+		if (eq_wait(&event, &e, sizeof e) < 0 || event != FI_CONNREQ)
+			fail("reject: want FI_CONNREQ");
+		CHECK(fi_reject(pep, e.info->handle, "go away", 7));
+		fi_freeinfo(e.info);
+		if (eq_wait(&event, &e, sizeof e) != -FI_EAVAIL)
+			fail("reject: want an error event");
+		struct fi_eq_err_entry ee = {0};
+		if (fi_eq_readerr(eq, &ee, 0) != sizeof ee)
+			fail("fi_eq_readerr");
+		if (ee.fid != &c2.ep->fid || ee.err != FI_ECONNREFUSED || ee.err_data_size != 7 ||
+		    memcmp(ee.err_data, "go away", 7))
+			fail("reject: err %d, %zu bytes of data", ee.err, ee.err_data_size);
+		close_side(&c2);
+		printf("ok reject with private data\n");
+	}
+
+	CHECK(fi_close(&pep->fid));
+	CHECK(fi_close(&eq->fid));
+	CHECK(fi_close(&domain->fid));
+	CHECK(fi_close(&fabric->fid));
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+	printf("PASS\n");
+	return 0;
+}

@@ -1,0 +1,65 @@
+package tests
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// The C test programs of the provider's memory regions, counters and
+// address vectors (provider/test/{mr,cntr,av}_test.c), each built from
+// provider/tree.c, the file it tests and itself, and run against a
+// mounted tree in each mapping mode (the provider maps mr/N/data over the
+// application's pages, through FUSE passthrough or the symlink to the
+// daemon's memfd).
+
+// buildProviderTest compiles provider/test/NAME_test.c with tree.c and
+// provider/NAME.c into dir, with every warning an error.
+func buildProviderTest(t *testing.T, dir, name string) string {
+	t.Helper()
+	needCmd(t, "gcc")
+	if _, err := os.Stat("/usr/include/rdma/fabric.h"); err != nil {
+		t.Skip("libfabric's headers are not installed (libfabric-dev)")
+	}
+	bin := filepath.Join(dir, name+"_test")
+	args := []string{"-std=gnu11", "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter",
+		"-Wno-missing-field-initializers", "-I", "../clients/c", "-o", bin,
+		"../provider/test/" + name + "_test.c", "../provider/tree.c", "../provider/" + name + ".c",
+		"-lfabric", "-lpthread"}
+	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v\n%s", name, err, out)
+	}
+	return bin
+}
+
+// runProviderTest runs a test program against d's tree; it prints
+// "ok NAME" when every check held.
+func runProviderTest(t *testing.T, d *daemon, bin, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin)
+	cmd.Env = append(os.Environ(), "FI_FABRICFS_ROOT="+d.mnt)
+	out, err := cmd.CombinedOutput()
+	if err != nil || string(out) != "ok "+name+"\n" {
+		t.Fatalf("%s: %v\n%s", bin, err, out)
+	}
+}
+
+func TestProviderMR(t *testing.T) {
+	needFUSE(t)
+	bin := buildProviderTest(t, t.TempDir(), "mr")
+	forEachMapping(t, func(t *testing.T, d *daemon) { runProviderTest(t, d, bin, "mr") })
+}
+
+func TestProviderCntrAV(t *testing.T) {
+	needFUSE(t)
+	dir := t.TempDir()
+	cntr, av := buildProviderTest(t, dir, "cntr"), buildProviderTest(t, dir, "av")
+	d := mount(t)
+	t.Run("cntr", func(t *testing.T) { runProviderTest(t, d, cntr, "cntr") })
+	t.Run("av", func(t *testing.T) { runProviderTest(t, d, av, "av") })
+}

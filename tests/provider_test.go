@@ -1,0 +1,177 @@
+package tests
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The fabricfs libfabric provider (provider/, docs/provider.md) judged by
+// real libfabric programs: Debian's fi_pingpong (libfabric-bin, 1.17) with
+// -p fabricfs on both sides, and against libfabric's own tcp provider in
+// both roles; provider/test/msgtest for what fi_pingpong does not reach.
+
+// provEnv points libfabric at the provider and the provider at d's tree;
+// FI_TCP_IFACE keeps libfabric's tcp on loopback (fiEnv).
+func provEnv(t *testing.T, d *daemon) []string {
+	return append([]string{"FI_PROVIDER_PATH=" + buildProvider(t), "FI_FABRICFS_ROOT=" + d.mnt}, fiEnv...)
+}
+
+// ppSide is one fi_pingpong: its provider arguments. fabricfs takes the
+// tree's tcp/lo, or another domain of the tree as fabricfs:PROV/DOMAIN.
+func ppSide(prov string) []string {
+	if dom, ok := strings.CutPrefix(prov, "fabricfs:"); ok {
+		return []string{"-p", "fabricfs", "-d", dom}
+	}
+	if prov == "fabricfs" {
+		return []string{"-p", "fabricfs", "-d", "tcp/lo"}
+	}
+	return []string{"-p", prov, "-d", "lo"}
+}
+
+// runPingpong runs fi_pingpong server and client with the given providers
+// and arguments and checks both tables: every size ran all iterations,
+// both sides ran the same sizes, and want are among them.
+func runPingpong(t *testing.T, d *daemon, server, client string, args []string, iters int, want ...string) {
+	t.Helper()
+	env := provEnv(t, d)
+	port := freePort(t)
+	args = append(args, "-c", "-I", strconv.Itoa(iters))
+	srv := startProc(t, env, "fi_pingpong", append(append(ppSide(server), "-B", port), args...)...)
+	cli := fiClientEnv(t, env, append(append(append(ppSide(client), "-P", port), args...), "127.0.0.1")...)
+	srv.wait(t, ppLimit)
+	var sizes [2][]string
+	for i, p := range []*proc{srv, cli} {
+		if p.code != 0 {
+			t.Fatalf("%v", p)
+		}
+		s, err := tableSizes(p.out.String(), iters)
+		if err != nil {
+			t.Fatalf("%s: %v\n%v", p.name, err, p)
+		}
+		sizes[i] = s
+	}
+	if strings.Join(sizes[0], " ") != strings.Join(sizes[1], " ") {
+		t.Errorf("server ran sizes %v, client %v", sizes[0], sizes[1])
+	}
+	for _, w := range want {
+		if !strings.Contains(" "+strings.Join(sizes[0], " ")+" ", " "+w+" ") {
+			t.Errorf("size %s did not run: %v", w, sizes[0])
+		}
+	}
+	t.Logf("%s server, %s client: sizes %v", server, client, sizes[0])
+}
+
+// tableSizes reads fi_pingpong's table (checkTable has the columns) of
+// one or more sizes, each of which must show iters sent and acknowledged;
+// it returns the sizes in order.
+func tableSizes(out string, iters int) ([]string, error) {
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	header := []string{"bytes", "#sent", "#ack", "total", "time", "MB/sec", "usec/xfer", "Mxfers/sec"}
+	if len(lines) < 2 || !equalFields(strings.Fields(lines[0]), header) {
+		return nil, fmt.Errorf("want the header and a line per size, got %q", out)
+	}
+	var sizes []string
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		if len(f) != 8 || f[1] != strconv.Itoa(iters) || f[2] != "="+strconv.Itoa(iters) {
+			return nil, fmt.Errorf("line %q: want %d sent and =%d acknowledged", l, iters, iters)
+		}
+		sizes = append(sizes, f[0])
+	}
+	return sizes, nil
+}
+
+// TestProviderPingpong runs fi_pingpong -p fabricfs on both sides, every
+// size of -S all (0 B to 6 MiB: staged, and beyond a staging region) with
+// -c, for FI_EP_MSG, FI_EP_RDM and tagged FI_EP_RDM.
+func TestProviderPingpong(t *testing.T) {
+	needCmd(t, "fi_pingpong")
+	d := mount(t)
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"msg", []string{"-e", "msg"}},
+		{"rdm", []string{"-e", "rdm"}},
+		{"rdm-tagged", []string{"-e", "rdm", "-m", "tagged"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			runPingpong(t, d, "fabricfs", "fabricfs", append(c.args, "-S", "all"), 10, "1", "1m")
+		})
+	}
+}
+
+// TestProviderPingpongVerbs runs fi_pingpong -p fabricfs on both sides in
+// the tree's verbs domain, FI_EP_RDM untagged and tagged. (Its FI_EP_MSG
+// and FI_EP_DGRAM entries need FI_RX_CQ_DATA in the mode, which
+// fi_pingpong does not offer; msgtest runs FI_EP_MSG there.)
+func TestProviderPingpongVerbs(t *testing.T) {
+	needCmd(t, "fi_pingpong")
+	d := mount(t)
+	dom := "fabricfs:verbs/" + verbsDevice
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"rdm", []string{"-e", "rdm"}},
+		{"rdm-tagged", []string{"-e", "rdm", "-m", "tagged"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			runPingpong(t, d, dom, dom, c.args, 10, "64", "1m")
+		})
+	}
+}
+
+// TestProviderPingpongTCP runs fi_pingpong -p fabricfs against libfabric's
+// own fi_pingpong -p tcp (tcp;ofi_rxm for FI_EP_RDM), msg, rdm and rdm
+// tagged, each side as server once, sizes 0 B to 6 MiB with -c.
+func TestProviderPingpongTCP(t *testing.T) {
+	needCmd(t, "fi_pingpong")
+	d := mount(t)
+	for _, ep := range [][]string{{"-e", "msg"}, {"-e", "rdm"}, {"-e", "rdm", "-m", "tagged"}} {
+		for _, roles := range [][2]string{{"fabricfs", "tcp"}, {"tcp", "fabricfs"}} {
+			t.Run(strings.Join(ep[1:], "-")+"/"+roles[0]+"-server", func(t *testing.T) {
+				runPingpong(t, d, roles[0], roles[1], append(ep, "-S", "all"), 10, "1", "1m")
+			})
+		}
+	}
+}
+
+// TestProviderMsg builds and runs provider/test/msgtest.c in the tree's
+// tcp and verbs domains: connection with private data, sizes and iovecs,
+// CQ formats, inject, remote CQ data, a truncated receive, fi_cancel, RMA,
+// zero copy, shutdown, reject with private data.
+func TestProviderMsg(t *testing.T) {
+	d := mount(t)
+	bin := buildProviderC(t, "msgtest")
+	for _, dom := range []string{"tcp/lo", "verbs/" + verbsDevice} {
+		t.Run(dom, func(t *testing.T) {
+			p := startProc(t, provEnv(t, d), bin, dom)
+			if code := p.wait(t, ppLimit); code != 0 || !strings.HasSuffix(p.out.String(), "PASS\n") {
+				t.Fatalf("%v", p)
+			}
+			t.Logf("%s", p.out.String())
+		})
+	}
+}
+
+// TestProviderRDM builds and runs provider/test/rdmtest.c: FI_EP_RDM in the
+// tree's tcp and verbs domains (messages with their sender, tagged
+// matching, a directed receive, FI_MULTI_RECV, a counter and a hidden CQ,
+// fi_cq_sread, selective completion) and FI_EP_DGRAM in the verbs -dgram
+// domain (messages).
+func TestProviderRDM(t *testing.T) {
+	d := mount(t)
+	bin := buildProviderC(t, "rdmtest")
+	for _, c := range [][2]string{{"tcp/lo", "rdm"}, {"verbs/" + verbsDevice, "rdm"}, {"verbs/" + verbsDevice + "-dgram", "dgram"}} {
+		t.Run(c[0], func(t *testing.T) {
+			p := startProc(t, provEnv(t, d), bin, c[0], c[1])
+			if code := p.wait(t, ppLimit); code != 0 || !strings.HasSuffix(p.out.String(), "PASS\n") {
+				t.Fatalf("%v", p)
+			}
+			t.Logf("%s", p.out.String())
+		})
+	}
+}
