@@ -114,10 +114,12 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count, fi_addr
 	return ret;
 }
 
-/* resolve fills ss with node and service in the AV's family. */
-static int resolve(const struct ffs_av *av, const char *node, const char *service, struct sockaddr_storage *ss)
+/* resolve fills ss with node and service in the AV's family; flags are
+ * getaddrinfo's (AI_NUMERICHOST). */
+static int resolve(const struct ffs_av *av, const char *node, const char *service, int flags,
+		   struct sockaddr_storage *ss)
 {
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res;
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = flags}, *res;
 	hints.ai_family = av->addr_format == FI_SOCKADDR_IN6 ? AF_INET6 : AF_INET;
 	if (getaddrinfo(node, service, &hints, &res) != 0)
 		return -FI_EINVAL;
@@ -133,7 +135,7 @@ static int av_insertsvc(struct fid_av *fid, const char *node, const char *servic
 	if (!node || !service)
 		return -FI_EINVAL;
 	struct sockaddr_storage ss = {0};
-	int ret = resolve(av, node, service, &ss);
+	int ret = resolve(av, node, service, 0, &ss);
 	if (ret)
 		return ret;
 	return av_insert(fid, &ss, 1, fi_addr, flags, context);
@@ -142,19 +144,19 @@ static int av_insertsvc(struct fid_av *fid, const char *node, const char *servic
 /* av_insertsym inserts nodecnt numeric addresses from node, each with
  * svccnt ports from service (fi_av(3)): "10.1.1.1", 2, "5000", 2 gives
  * 10.1.1.1:5000, 10.1.1.1:5001, 10.1.1.2:5000, 10.1.1.2:5001. Host names
- * with numeric suffixes are not taken. */
+ * (with numeric suffixes, "host10") are not taken: -FI_EINVAL. */
 static int av_insertsym(struct fid_av *fid, const char *node, size_t nodecnt, const char *service, size_t svccnt,
 			fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
 	struct ffs_av *av = container_of(fid, struct ffs_av, av_fid);
-	if (!node || !service || nodecnt == 0 || svccnt == 0 || nodecnt > SIZE_MAX / svccnt)
+	if (!node || !service || nodecnt == 0 || svccnt == 0 || nodecnt > FFS_AV_MAX / svccnt)
 		return -FI_EINVAL;
 	char *end;
 	unsigned long port = strtoul(service, &end, 10);
 	if (*end || end == service || port + svccnt - 1 > 65535)
 		return -FI_EINVAL;
 	struct sockaddr_storage ss = {0};
-	int ret = resolve(av, node, service, &ss);
+	int ret = resolve(av, node, service, AI_NUMERICHOST, &ss);
 	if (ret)
 		return ret;
 	size_t size = addr_size(av), n = nodecnt * svccnt;

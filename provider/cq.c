@@ -65,6 +65,8 @@ void ffs_cq_reap(struct ffs_cq *cq)
 /* cq_read takes up to count entries of the queue, after reaping the domain. */
 static ssize_t cq_read(struct ffs_cq *cq, void *buf, size_t count, fi_addr_t *src)
 {
+	if (!buf && count)
+		return -FI_EINVAL;
 	ffs_domain_progress(cq->dom);
 	pthread_mutex_lock(&cq->lock);
 	ssize_t n = 0;
@@ -130,15 +132,20 @@ static ssize_t cq_readerr(struct fid_cq *fid, struct fi_cq_err_entry *buf, uint6
 	buf->olen = e->olen;
 	buf->err = -e->err;
 	buf->prov_errno = e->prov_errno;
-	/* err_data is the error's text (ep.c): into the caller's buffer when it
-	 * gave one (fi_cq(3), API 1.5), else ours, valid until the next read. */
-	if (user_data && user_size) {
+	/* err_data is the endpoint's err line (ep.c): into the caller's buffer
+	 * when it gave one (fi_cq(3), API 1.5), else ours, valid until the next
+	 * read. Without one, a caller's buffer is not written. */
+	if (!elen) {
+		if (!user_size)
+			buf->err_data = NULL;
+		buf->err_data_size = 0;
+	} else if (user_data && user_size) {
 		size_t n = elen + 1 < user_size ? elen + 1 : user_size;
 		memcpy(user_data, e->errline, n);
 		buf->err_data_size = n;
 	} else {
-		buf->err_data = elen ? cq->err.errline : NULL;
-		buf->err_data_size = elen ? elen + 1 : 0;
+		buf->err_data = cq->err.errline;
+		buf->err_data_size = elen + 1;
 	}
 	pthread_mutex_unlock(&cq->lock);
 	return 1;
@@ -207,14 +214,14 @@ static const char *cq_strerror(struct fid_cq *fid, int prov_errno, const void *e
 		buf = strerror_buf;
 		len = sizeof strerror_buf;
 	}
-	/* err_data, as fi_cq_readerr gave it, is the code's fi_strerror and
-	 * the endpoint's err line (ep.c). */
+	/* err_data, as fi_cq_readerr gave it, is the endpoint's err line
+	 * (ep.c), when there is one. */
 	const char *line = err_data ? err_data : "";
 	if (prov_errno)
 		snprintf(buf, len, "provider error %d (%s)%s%s", prov_errno, strerror(abs(prov_errno)),
 			 *line ? ": " : "", line);
 	else
-		snprintf(buf, len, "%s", *line ? line : fi_strerror(FI_EOTHER));
+		snprintf(buf, len, "%s", *line ? line : "no provider error (the entry's err says it)");
 	return buf;
 }
 

@@ -76,7 +76,7 @@ static int domain_close(struct fid *fid)
 {
 	struct ffs_domain *dom = container_of(fid, struct ffs_domain, domain_fid.fid);
 	pthread_mutex_lock(&dom->cq_lock);
-	bool busy = false;
+	bool busy = __atomic_load_n(&dom->eps, __ATOMIC_SEQ_CST) > 0;
 	for (struct ffs_cq *cq = dom->cqs; cq; cq = cq->next)
 		busy = busy || !cq->hidden;
 	pthread_mutex_unlock(&dom->cq_lock);

@@ -368,8 +368,6 @@ bool ffs_ep_complete(const struct fabricfs_cqe *c, struct ffs_cq_entry *e)
 	e->err = c->err;
 	e->prov_errno = c->prov_errno;
 	e->olen = c->olen;
-	if (c->err)
-		snprintf(e->errline, sizeof e->errline, "%s", fi_strerror(-c->err));
 	struct ffs_req *r = (struct ffs_req *)(uintptr_t)c->op_context;
 	if (!r) {
 		/* No request of ours: an inject's error, a peer's write with
@@ -395,13 +393,12 @@ bool ffs_ep_complete(const struct fabricfs_cqe *c, struct ffs_cq_entry *e)
 		if (r->iov_count > 0 && rel < r->iov[0].iov_len)
 			e->buf = (uint8_t *)r->iov[0].iov_base + rel;
 	}
-	if (c->err && !ep->closing) {
-		/* The tree's sentence, when it wrote one (it keeps the last). */
-		char line[sizeof e->errline];
-		size_t n = strlen(e->errline);
-		if (ffs_get(&ep->obj, "err", line, sizeof line) > 0)
-			snprintf(e->errline + n, sizeof e->errline - n, " (endpoint's last error: %s)", line);
-	}
+	/* err_data: the tree's sentence (the endpoint's err, which keeps the
+	 * last) for a failure it explains; none for a cancelled or truncated
+	 * operation, as libfabric's providers give none: an application may
+	 * pass fi_cq_readerr an entry whose err_data it never set. */
+	if (c->err && c->err != -FI_ECANCELED && c->err != -FI_ETRUNC && !ep->closing)
+		ffs_get(&ep->obj, "err", e->errline, sizeof e->errline);
 	bool last = !r->multi || (c->flags & FI_MULTI_RECV) || c->err;
 	if (last)
 		release(ep, r);
@@ -433,8 +430,11 @@ static ssize_t post(struct ffs_ep *ep, const struct op *o)
 	if (o->count > MAX_IOV || (o->count && !o->iov))
 		return -FI_EINVAL;
 	size_t len = 0;
-	for (size_t i = 0; i < o->count; i++)
+	for (size_t i = 0; i < o->count; i++) {
+		if (o->iov[i].iov_len > SIZE_MAX - TEMP_ROUND - len)
+			return -FI_EMSGSIZE; /* no region could hold it */
 		len += o->iov[i].iov_len;
+	}
 	if (len > ep->max_msg_size)
 		return -FI_EMSGSIZE;
 	if (o->inject && len > ep->inject_size)
@@ -1217,6 +1217,7 @@ static int ep_close(struct fid *fid)
 	for (int i = 0; i < 2; i++)
 		if (cqs[i])
 			__atomic_fetch_sub(&cqs[i]->bound, 1, __ATOMIC_SEQ_CST);
+	__atomic_fetch_sub(&ep->dom->eps, 1, __ATOMIC_SEQ_CST);
 	if (left) {
 		/* The records stay (with the hidden CQ) for completions that
 		 * may still come; the domain frees the hidden CQ. */
@@ -1425,7 +1426,9 @@ int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 		ret = -FI_ENOMEM;
 		goto fail;
 	}
-	if (info->handle) {
+	/* A passive endpoint as the handle asks for its address, which the
+	 * tree cannot give an active endpoint: a new endpoint it is. */
+	if (info->handle && info->handle->fclass != FI_CLASS_PEP) {
 		if (info->handle->fclass != FI_CLASS_CONNREQ) {
 			ret = -FI_EINVAL;
 			goto fail;
@@ -1460,6 +1463,7 @@ int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 	ep->ep_fid.cm = &ep_cm_ops;
 	ep->ep_fid.msg = &ep_msg_ops;
 	ep->ep_fid.tagged = &ep_tagged_ops;
+	__atomic_fetch_add(&dom->eps, 1, __ATOMIC_SEQ_CST);
 	ep->ep_fid.rma = &ep_rma_ops;
 	ep->ep_fid.atomic = &ep_atomic_ops;
 	*out = &ep->ep_fid;

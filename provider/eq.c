@@ -20,7 +20,8 @@
 struct eq_tree {
 	char domdir[PATH_MAX];
 	struct ffs_obj obj;
-	int fd; /* eq/N/events, O_NONBLOCK */
+	int fd;  /* eq/N/events, O_NONBLOCK */
+	int bfd; /* eq/N/events, blocking (fi_eq_sread without a timeout), or -1 */
 };
 
 struct eq_bind {
@@ -262,17 +263,9 @@ static void parse_line(struct ffs_eq *eq, int t, const char *line)
 	push(eq, ev);
 }
 
-/* fill reads what tree EQ t holds, without blocking, into the queue. It
- * returns 0, or -FI_EAGAIN when nothing was there. Under eq->lock. */
-static int fill(struct ffs_eq *eq, int t)
+/* parse_text queues the events of the lines in text. Under eq->lock. */
+static void parse_text(struct ffs_eq *eq, int t, char *text)
 {
-	static __thread char text[65536];
-	ssize_t n = pread(eq->trees[t].fd, text, sizeof text - 1, 0);
-	if (n < 0)
-		return errno == EAGAIN ? -FI_EAGAIN : -ffs_fi_errno(errno);
-	if (n == 0)
-		return -FI_EAGAIN;
-	text[n] = 0;
 	char *line = text, *nl;
 	while ((nl = strchr(line, '\n')) != NULL) {
 		*nl = 0;
@@ -281,7 +274,52 @@ static int fill(struct ffs_eq *eq, int t)
 	}
 	if (*line)
 		parse_line(eq, t, line);
+}
+
+static __thread char text[65536];
+
+/* fill reads what tree EQ t holds, without blocking, into the queue. It
+ * returns 0, or -FI_EAGAIN when nothing was there. Under eq->lock. */
+static int fill(struct ffs_eq *eq, int t)
+{
+	ssize_t n = pread(eq->trees[t].fd, text, sizeof text - 1, 0);
+	if (n < 0)
+		return errno == EAGAIN ? -FI_EAGAIN : -ffs_fi_errno(errno);
+	if (n == 0)
+		return -FI_EAGAIN;
+	text[n] = 0;
+	parse_text(eq, t, text);
 	return 0;
+}
+
+/* block waits, without eq->lock, for the events of the EQ's only tree EQ
+ * (a read at offset 0 of its events file blocks until one is pending) and
+ * queues them. It returns false when it cannot (no tree EQ yet, or
+ * several: the caller polls). */
+static bool block(struct ffs_eq *eq)
+{
+	pthread_mutex_lock(&eq->lock);
+	int fd = -1;
+	if (eq->ntree == 1 && !eq->head) {
+		struct eq_tree *tr = &eq->trees[0];
+		if (tr->bfd < 0) {
+			char p[PATH_MAX + 16];
+			snprintf(p, sizeof p, "%s/events", tr->obj.dir);
+			tr->bfd = open(p, O_RDONLY | O_CLOEXEC);
+		}
+		fd = tr->bfd;
+	}
+	pthread_mutex_unlock(&eq->lock);
+	if (fd < 0)
+		return false;
+	ssize_t n = pread(fd, text, sizeof text - 1, 0);
+	if (n <= 0)
+		return n < 0 && errno == EINTR; /* a signal: look again; else poll */
+	text[n] = 0;
+	pthread_mutex_lock(&eq->lock);
+	parse_text(eq, 0, text);
+	pthread_mutex_unlock(&eq->lock);
+	return true;
 }
 
 /* ---- binding ---- */
@@ -309,6 +347,7 @@ int ffs_eq_bind(struct ffs_eq *eq, const char *domdir, const char *kind, unsigne
 		char p[PATH_MAX + 16];
 		snprintf(p, sizeof p, "%s/events", tr->obj.dir);
 		tr->fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		tr->bfd = -1;
 		if (tr->fd < 0) {
 			ret = -ffs_fi_errno(errno);
 			ffs_obj_close(&tr->obj);
@@ -481,8 +520,11 @@ static ssize_t eq_write(struct fid_eq *fid, uint32_t event, const void *buf, siz
 
 static ssize_t eq_sread(struct fid_eq *fid, uint32_t *event, void *buf, size_t len, int timeout, uint64_t flags)
 {
-	/* The tree's events file has no poll yet (issue 21): non-blocking reads
-	 * with a backoff that grows to MAX_BACKOFF_US. */
+	/* Without a timeout, an EQ used in one domain blocks in a read of its
+	 * tree EQ's events. Otherwise, as the tree's events files have no poll
+	 * yet (issue 21): non-blocking reads with a backoff that grows to
+	 * MAX_BACKOFF_US. */
+	struct ffs_eq *eq = container_of(fid, struct ffs_eq, eq_fid);
 	struct timespec start, now;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	long backoff = 10;
@@ -490,6 +532,8 @@ static ssize_t eq_sread(struct fid_eq *fid, uint32_t *event, void *buf, size_t l
 		ssize_t ret = eq_read(fid, event, buf, len, flags);
 		if (ret != -FI_EAGAIN)
 			return ret;
+		if (timeout < 0 && block(eq))
+			continue;
 		if (timeout >= 0) {
 			clock_gettime(CLOCK_MONOTONIC, &now);
 			long ms = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
@@ -528,6 +572,8 @@ static int eq_close(struct fid *fid)
 		return -FI_EBUSY;
 	for (int t = 0; t < eq->ntree; t++) {
 		close(eq->trees[t].fd);
+		if (eq->trees[t].bfd >= 0)
+			close(eq->trees[t].bfd);
 		ffs_obj_close(&eq->trees[t].obj);
 	}
 	while (eq->head) {

@@ -167,6 +167,7 @@ struct ffs_domain {
 	struct ffs_mr *mrs; /* registered regions (mr.c), under lock */
 	pthread_mutex_t cq_lock; /* the CQ list; taken before a CQ's lock */
 	struct ffs_cq *cqs;      /* every CQ of the domain, hidden ones too */
+	int eps;                 /* endpoints open (atomic): fi_close is -FI_EBUSY until 0 */
 };
 
 int ffs_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **domain, void *context);
@@ -211,7 +212,7 @@ struct ffs_cq_entry {
 	fi_addr_t src_addr;
 	int err, prov_errno;
 	uint64_t olen;
-	char errline[256]; /* an error entry's err_data: fi_strerror of its code, the endpoint's err line */
+	char errline[256]; /* an error entry's err_data: the endpoint's err line, or empty */
 };
 
 struct ffs_cq {
@@ -331,7 +332,7 @@ struct ffs_mr {
 	uint64_t tree_desc;  /* the tree's attr/desc: work requests name the region by it */
 	const uint8_t *addr; /* the application's buffer */
 	size_t len;
-	uint8_t *map;       /* the mapping: the buffer's pages */
+	uint8_t *map;       /* the mapping: the buffer's pages; NULL for a local-only region (mr.c) */
 	size_t map_len;
 	size_t base;        /* addr - map */
 	struct ffs_mr *next; /* in the domain's list */

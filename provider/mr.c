@@ -98,6 +98,46 @@ static bool on_own_stack(const uint8_t *p, size_t n)
 static pthread_mutex_t pages_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ffs_mr *mapped; /* linked by next_mapped, under pages_lock */
 
+/*
+ * fork: a child would share the mapped pages with its parent, heap
+ * neighbours of registered buffers included, and each would see the
+ * other's writes. So the child replaces them at once with private copies
+ * (as fork gives of any private memory), and its registrations become
+ * local only: fabric(7), "data buffers that have been registered with a
+ * fabric domain may not be available in a child process". pages_lock is
+ * held across fork, so the list is whole in the child.
+ */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&pages_lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&pages_lock);
+}
+
+static int unmap_region(struct ffs_mr *mr);
+
+static void fork_child(void)
+{
+	for (struct ffs_mr *m = mapped; m; m = m->next_mapped) {
+		/* If no private memory can be had, the pages stay shared. */
+		if (unmap_region(m) == 0)
+			m->map = NULL;
+	}
+	mapped = NULL;
+	pthread_mutex_unlock(&pages_lock);
+}
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_init(void)
+{
+	if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0)
+		ffs_warn("pthread_atfork: a child made by fork will share registered pages with its parent");
+}
+
 /* overlaps says whether [p, p+n) meets a mapped region. Under pages_lock. */
 static bool overlaps(const uint8_t *p, size_t n)
 {
@@ -284,6 +324,7 @@ static int reg(struct fid *fid, const void *buf, size_t len, uint64_t access, ui
 	mr->map_len = end - start;
 	mr->base = first - start;
 
+	pthread_once(&fork_once, fork_init);
 	pthread_mutex_lock(&pages_lock);
 	int ret = 0;
 	uint8_t *pages = (uint8_t *)start;
@@ -355,21 +396,26 @@ int ffs_mr_lookup(struct ffs_domain *dom, void *desc, const void *buf, size_t le
 		  uint64_t *tree_off)
 {
 	const uint8_t *p = buf;
-	int ret = -FI_ENOENT;
+	struct ffs_mr *found = NULL, *by_addr = NULL;
 	pthread_mutex_lock(&dom->lock);
-	/* desc is the application's: trust it only if it is a region of
-	 * this domain. A local-only region's bytes go through copies even
-	 * if another registration maps them now, since that one may close
-	 * while the operation runs. */
-	for (struct ffs_mr *m = dom->mrs; m; m = m->next) {
-		if (desc ? (void *)m != desc : !holds(m, p, len))
-			continue;
-		if (holds(m, p, len)) {
-			*tree_desc = m->tree_desc;
-			*tree_off = p - m->map;
-			ret = 0;
-		}
-		break;
+	/* desc is the application's: it counts only if it is a region of
+	 * this domain, and then alone. A local-only region's bytes go
+	 * through copies even if another registration maps them now, since
+	 * that one may close while the operation runs. Without a desc of
+	 * the domain, the bytes' mapping, if any, is used. */
+	for (struct ffs_mr *m = dom->mrs; m && !found; m = m->next) {
+		if (desc && (void *)m == desc)
+			found = m;
+		else if (!by_addr && holds(m, p, len))
+			by_addr = m;
+	}
+	if (!found)
+		found = by_addr;
+	int ret = -FI_ENOENT;
+	if (found && holds(found, p, len)) {
+		*tree_desc = found->tree_desc;
+		*tree_off = p - found->map;
+		ret = 0;
 	}
 	pthread_mutex_unlock(&dom->lock);
 	return ret;

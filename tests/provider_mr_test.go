@@ -12,9 +12,9 @@ import (
 // The C test programs of the provider's memory regions, counters and
 // address vectors (provider/test/{mr,cntr,av}_test.c), each built from
 // provider/tree.c, the file it tests and itself, and run against a
-// mounted tree in each mapping mode (the provider maps mr/N/data over the
-// application's pages, through FUSE passthrough or the symlink to the
-// daemon's memfd).
+// mounted tree (mr_test in each mapping mode, since the provider maps
+// mr/N/data over the application's pages, through FUSE passthrough or the
+// symlink to the daemon's memfd, and on verbs too).
 
 // buildProviderTest compiles provider/test/NAME_test.c with tree.c and
 // provider/NAME.c into dir, with every warning an error.
@@ -35,13 +35,13 @@ func buildProviderTest(t *testing.T, dir, name string) string {
 	return bin
 }
 
-// runProviderTest runs a test program against d's tree; it prints
-// "ok NAME" when every check held.
-func runProviderTest(t *testing.T, d *daemon, bin, name string) {
+// runProviderTest runs a test program with args against d's tree; it
+// prints "ok NAME" when every check held.
+func runProviderTest(t *testing.T, d *daemon, bin, name string, args ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "FI_FABRICFS_ROOT="+d.mnt)
 	out, err := cmd.CombinedOutput()
 	if err != nil || string(out) != "ok "+name+"\n" {
@@ -49,10 +49,16 @@ func runProviderTest(t *testing.T, d *daemon, bin, name string) {
 	}
 }
 
+// TestProviderMR runs mr_test in each mapping mode on tcp/lo and on the
+// verbs domain, whose keys are the device's (FI_MR_PROV_KEY) and whose
+// device reaches a region from its attr/base.
 func TestProviderMR(t *testing.T) {
 	needFUSE(t)
 	bin := buildProviderTest(t, t.TempDir(), "mr")
-	forEachMapping(t, func(t *testing.T, d *daemon) { runProviderTest(t, d, bin, "mr") })
+	forEachMapping(t, func(t *testing.T, d *daemon) {
+		runProviderTest(t, d, bin, "mr")
+		runProviderTest(t, d, bin, "mr", "verbs", verbsDevice, "FI_MR_PROV_KEY")
+	})
 }
 
 func TestProviderCntrAV(t *testing.T) {

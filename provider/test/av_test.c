@@ -112,6 +112,7 @@ int main(void)
 	fi_addr_t sym[4];
 	ret = fi_av_insertsym(fav, "10.1.1.1", 2, "5000", 2, sym, 0, NULL);
 	CHECK(ret == 4 && sym[0] == 6 && sym[3] == 9, "insertsym: %d", ret);
+	CHECK(fi_av_insertsym(fav, "localhost", 1, "5000", 1, sym, 0, NULL) == -FI_EINVAL, "insertsym of a host name");
 	CHECK(has_line(av, "6 fi_sockaddr_in://10.1.1.1:5000") && has_line(av, "7 fi_sockaddr_in://10.1.1.1:5001") &&
 		      has_line(av, "8 fi_sockaddr_in://10.1.1.2:5000") && has_line(av, "9 fi_sockaddr_in://10.1.1.2:5001"),
 	      "insertsym's addresses are not fi_av(3)'s order");

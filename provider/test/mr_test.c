@@ -6,14 +6,18 @@
  * in its first page, access, requested key), a peer's RMA write and read
  * at addresses counted from the buffer, ffs_mr_lookup, fi_close
  * giving private memory back with the contents intact; registrations
- * that share pages, on the stack, or of memory that is not there; regv
- * and regattr.
+ * that share pages, on the stack, or of memory that is not there; fork;
+ * regv and regattr.
  */
 #include "ffstest.h"
 
 #include <sys/uio.h>
+#include <sys/wait.h>
 
 static size_t page;
+/* The domain's key rule: with FI_MR_PROV_KEY (verbs) the key is the
+ * provider's, not the requested one. */
+static bool prov_key;
 
 /* fill writes a pattern seeded by seed over n bytes. */
 static void fill(uint8_t *p, size_t n, unsigned seed)
@@ -75,7 +79,8 @@ static void basic(struct ffs_domain *dom)
 	CHECK(memcmp(buf, want, 3 * page) == 0, "registration changed the buffer's pages");
 	CHECK(shared(buf + 100) && shared(buf + page), "the buffer's pages are not a shared mapping");
 	CHECK(!shared(buf + 2 * page), "the page after the buffer's cover is shared");
-	CHECK(fi_mr_key(mr) == 0x1234 && tree_num(mr, "attr/key") == 0x1234, "key %#llx, want the requested 0x1234",
+	CHECK(fi_mr_key(mr) == tree_num(mr, "attr/key") && (prov_key || fi_mr_key(mr) == 0x1234),
+	      "key %#llx, want the tree's, and the requested 0x1234 without FI_MR_PROV_KEY",
 	      (unsigned long long)fi_mr_key(mr));
 	CHECK(tree_num(mr, "attr/len") == 2 * page && tree_num(mr, "attr/base") == 100, "tree len %llu base %llu",
 	      (unsigned long long)tree_num(mr, "attr/len"), (unsigned long long)tree_num(mr, "attr/base"));
@@ -109,7 +114,8 @@ static void basic(struct ffs_domain *dom)
 	ret = ffs_mr_lookup(dom, NULL, buf + page, 100, &desc, &off);
 	CHECK(ret == 0 && off == page, "lookup by address: %d off %llu", ret, (unsigned long long)off);
 	CHECK(ffs_mr_lookup(dom, NULL, buf + 2 * page - 10, 20, &desc, &off) == -FI_ENOENT, "lookup past the cover");
-	CHECK(ffs_mr_lookup(dom, (void *)buf, buf + 150, 10, &desc, &off) == -FI_ENOENT, "lookup with a foreign desc");
+	ret = ffs_mr_lookup(dom, (void *)buf, buf + 150, 10, &desc, &off);
+	CHECK(ret == 0 && off == 150, "lookup with a desc not of the domain goes by address: %d", ret);
 
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof dir, "%s", tree_dir(mr));
@@ -210,13 +216,15 @@ static void overlap(struct ffs_domain *dom)
 	uint8_t *buf = aligned_alloc(page, 4 * page), want[4 * 4096 * 4];
 	fill(buf, 4 * page, 2);
 	memcpy(want, buf, 4 * page);
-	struct fid_mr *a, *b, *c;
+	struct fid_mr *a = NULL, *b = NULL, *c = NULL;
 	int ret = fi_mr_reg(&dom->domain_fid, buf, 2 * page, FI_REMOTE_WRITE, 0, 1, 0, &a, NULL);
 	CHECK(ret == 0, "first: %d", ret);
 	/* Inside a's pages, local only: allowed, no mapping of its own. */
-	ret = fi_mr_reg(&dom->domain_fid, buf + 10, 100, FI_SEND, 0, 2, 0, &b, NULL);
-	CHECK(ret == 0 && fi_mr_key(b) == FI_KEY_NOTAVAIL, "inside, local: %d key %#llx", ret,
-	      (unsigned long long)fi_mr_key(b));
+	if (!ret)
+		ret = fi_mr_reg(&dom->domain_fid, buf + 10, 100, FI_SEND, 0, 2, 0, &b, NULL);
+	CHECK(ret == 0 && fi_mr_key(b) == FI_KEY_NOTAVAIL, "inside, local: %d, or a key", ret);
+	if (ret)
+		return;
 	/* Its desc names no tree region: the data path copies. */
 	uint64_t desc, off;
 	CHECK(ffs_mr_lookup(dom, fi_mr_desc(b), buf + 10, 100, &desc, &off) == -FI_ENOENT, "lookup by b's desc");
@@ -227,7 +235,7 @@ static void overlap(struct ffs_domain *dom)
 	CHECK(fi_mr_reg(&dom->domain_fid, buf + page + 5, 2 * page, FI_REMOTE_READ, 0, 3, 0, &c, NULL) == -FI_EBUSY,
 	      "across the end, remote");
 	/* A page is one mapping whatever domain registers it. */
-	struct ffs_domain *dom2 = test_domain("tcp", "lo");
+	struct ffs_domain *dom2 = test_domain(dom->prov, strrchr(dom->dir, '/') + 1);
 	dom2->domain_fid.mr = &ffs_mr_ops;
 	CHECK(fi_mr_reg(&dom2->domain_fid, buf, page, FI_REMOTE_READ, 0, 4, 0, &c, NULL) == -FI_EBUSY,
 	      "another domain, remote");
@@ -275,6 +283,34 @@ static void unmappable(struct ffs_domain *dom)
 	munmap(none, page);
 }
 
+/* forked: a child made by fork gets private copies of registered pages;
+ * its writes do not reach the parent's buffer. */
+static void forked(struct ffs_domain *dom)
+{
+	uint8_t *buf = aligned_alloc(page, page);
+	memset(buf, 'p', page);
+	struct fid_mr *mr;
+	int ret = fi_mr_reg(&dom->domain_fid, buf + 10, 100, FI_REMOTE_WRITE, 0, 30, 0, &mr, NULL);
+	CHECK(ret == 0 && shared(buf), "fi_mr_reg: %d", ret);
+	if (ret)
+		return;
+	pid_t pid = fork();
+	if (pid == 0) {
+		bool private = !shared(buf) && buf[0] == 'p';
+		memset(buf, 'c', page);
+		_exit(private ? 0 : 1);
+	}
+	int status = -1;
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "in the child the pages are not a private copy");
+	bool same = true;
+	for (size_t i = 0; i < page; i++)
+		same = same && buf[i] == 'p';
+	CHECK(same && shared(buf), "the child's writes reached the parent's buffer, or its pages are no longer the region");
+	fi_close(&mr->fid);
+	free(buf);
+}
+
 /* calls: regv, regattr, bad arguments, a key in use. */
 static void calls(struct ffs_domain *dom)
 {
@@ -284,10 +320,11 @@ static void calls(struct ffs_domain *dom)
 	struct iovec iov[2] = {{buf, page}, {buf + page, page}};
 	CHECK(fi_mr_regv(&dom->domain_fid, iov, 2, FI_SEND, 0, 20, 0, &mr, NULL) == -FI_EINVAL, "regv of 2");
 	int ret = fi_mr_regv(&dom->domain_fid, iov, 1, FI_SEND, 0, 20, 0, &mr, NULL);
-	CHECK(ret == 0 && fi_mr_key(mr) == 20, "regv of 1: %d", ret);
+	CHECK(ret == 0 && (prov_key || fi_mr_key(mr) == 20), "regv of 1: %d", ret);
 	/* The key is the region's in the domain: a second asks in vain. */
-	CHECK(fi_mr_reg(&dom->domain_fid, buf + page, page, FI_SEND, 0, 20, 0, &x, NULL) == -FI_ENOKEY,
-	      "a requested key in use");
+	if (!prov_key)
+		CHECK(fi_mr_reg(&dom->domain_fid, buf + page, page, FI_SEND, 0, 20, 0, &x, NULL) == -FI_ENOKEY,
+		      "a requested key in use");
 	if (ret == 0)
 		fi_close(&mr->fid);
 	struct fi_mr_attr attr = {.mr_iov = iov, .iov_count = 1, .access = 0, .requested_key = 21, .context = buf,
@@ -312,19 +349,25 @@ static void calls(struct ffs_domain *dom)
 	free(buf);
 }
 
-int main(void)
+/* mr_test [PROV DOMAIN [FI_MR_PROV_KEY]]: the tree domain to register in,
+ * tcp/lo by default. */
+int main(int argc, char **argv)
 {
 	page = sysconf(_SC_PAGESIZE);
 	if (page != 4096) {
 		fprintf(stderr, "this test assumes 4096-byte pages\n");
 		return 2;
 	}
-	struct ffs_domain *dom = test_domain("tcp", "lo");
+	struct ffs_domain *dom = argc > 2 ? test_domain(argv[1], argv[2]) : test_domain("tcp", "lo");
+	prov_key = argc > 3 && strcmp(argv[3], "FI_MR_PROV_KEY") == 0;
+	if (prov_key)
+		dom->info->domain_attr->mr_mode |= FI_MR_PROV_KEY;
 	dom->domain_fid.mr = &ffs_mr_ops;
 	basic(dom);
 	peer_rma(dom);
 	overlap(dom);
 	unmappable(dom);
+	forked(dom);
 	calls(dom);
 	CHECK(dom->mrs == NULL, "registrations left in the domain's list");
 	return done("mr");

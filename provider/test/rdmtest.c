@@ -5,7 +5,8 @@
  * also tagged matching, a directed receive, FI_MULTI_RECV, a counter that
  * counts a staged receive with its bytes in place, an endpoint whose
  * receives have no CQ (the provider's hidden one), fi_cq_sread, selective
- * completion, and threads sharing an endpoint and its CQ (FI_THREAD_SAFE).
+ * completion, RMA write, read and writedata to a peer's registered region,
+ * and threads sharing an endpoint and its CQ (FI_THREAD_SAFE).
  *
  *	FI_PROVIDER_PATH=bin FI_FABRICFS_ROOT=/fabric rdmtest [DOMAIN [rdm|dgram]]
  *
@@ -20,6 +21,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
 #include <pthread.h>
@@ -286,7 +288,7 @@ int main(int argc, char **argv)
 	rdm = argc < 3 || !strcmp(argv[2], "rdm");
 	struct fi_info *hints = fi_allocinfo();
 	hints->ep_attr->type = rdm ? FI_EP_RDM : FI_EP_DGRAM;
-	hints->caps = FI_MSG | (rdm ? FI_TAGGED | FI_DIRECTED_RECV | FI_MULTI_RECV : 0);
+	hints->caps = FI_MSG | (rdm ? FI_TAGGED | FI_DIRECTED_RECV | FI_MULTI_RECV | FI_RMA : 0);
 	hints->mode = FI_RX_CQ_DATA;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	hints->fabric_attr->prov_name = strdup("fabricfs");
@@ -460,9 +462,56 @@ int main(int argc, char **argv)
 		printf("ok selective completion\n");
 	}
 
+	/* RMA to b's registered region from a's staged buffers; remote
+	 * addresses count from the registered buffer. */
+	{
+		size_t len = 20000, off = 300;
+		uint8_t *region = aligned_alloc(4096, 65536), *tx = malloc(len), *rx = malloc(len);
+		if (!region || !tx || !rx)
+			fail("malloc");
+		memset(region, 0, 65536);
+		struct fid_mr *mr;
+		CHECK(fi_mr_reg(domain, region, 65536, FI_REMOTE_WRITE | FI_REMOTE_READ, 0, 0x77, 0, &mr, NULL));
+		uint64_t key = fi_mr_key(mr);
+		fill(tx, len, 88);
+		struct iovec iov = {tx, len};
+		struct fi_rma_iov rma = {off, len, key};
+		int wctx, rctx, dctx;
+		struct fi_msg_rma msg = {.msg_iov = &iov, .iov_count = 1, .addr = b.addr, .rma_iov = &rma,
+					 .rma_iov_count = 1, .context = &wctx};
+		CHECK(fi_writemsg(a.ep, &msg, FI_DELIVERY_COMPLETE | FI_COMPLETION));
+		struct fi_cq_tagged_entry e;
+		cq_wait(a.cq, &e, NULL, "fi_writemsg");
+		if (e.op_context != &wctx || !(e.flags & FI_WRITE))
+			fail("fi_writemsg: completion context %p flags %#llx", e.op_context, (unsigned long long)e.flags);
+		check_bytes(region + off, len, 88, "written");
+		CHECK(fi_read(a.ep, rx, len, NULL, b.addr, off, key, &rctx));
+		cq_wait(a.cq, &e, NULL, "fi_read");
+		if (e.op_context != &rctx || !(e.flags & FI_READ))
+			fail("fi_read: completion context %p", e.op_context);
+		check_bytes(rx, len, 88, "read");
+		uint8_t spare[16];
+		int sctx;
+		if (info->rx_attr->mode & FI_RX_CQ_DATA)
+			CHECK(fi_recv(b.ep, spare, sizeof spare, NULL, FI_ADDR_UNSPEC, &sctx));
+		CHECK(fi_writedata(a.ep, tx, 16, NULL, 0x99, b.addr, 0, key, &dctx));
+		cq_wait(a.cq, &e, NULL, "fi_writedata");
+		cq_wait(b.cq, &e, NULL, "fi_writedata target");
+		if (!(e.flags & FI_REMOTE_CQ_DATA) || e.data != 0x99)
+			fail("fi_writedata: target entry flags %#llx data %#llx", (unsigned long long)e.flags,
+			     (unsigned long long)e.data);
+		CHECK(fi_close(&mr->fid));
+		free(region);
+		free(tx);
+		free(rx);
+		printf("ok RMA write, read, writedata\n");
+	}
+
 	threads(&a, &b);
 
 done:
+	if (fi_close(&domain->fid) != -FI_EBUSY)
+		fail("fi_close of a domain with endpoints open did not give -FI_EBUSY");
 	close_node(&a);
 	close_node(&b);
 	close_node(&c);
