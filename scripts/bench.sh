@@ -13,6 +13,15 @@
 # fabricfs's endpoint type (its getinfo file says) are skipped for that
 # type and listed as skipped. See docs/bench.md.
 #
+# -e provider (in the default list) runs the same libfabric program over
+# the project's libfabric provider: fi_pingpong -p fabricfs (bin/
+# libfabricfs-fi.so, built by scripts/provider.sh, loaded from
+# FI_PROVIDER_PATH, driving the script's mount through FI_FABRICFS_ROOT, in
+# the tree's domain tcp/lo) beside fi_pingpong -p tcp, for -e msg, -e rdm
+# and -e rdm -m tagged (rdm-tagged), with the same sizes, iteration counts
+# and alternation; prints both programs' tables and the ratios
+# fabricfs provider / tcp, and writes them as the JSON's "provider" member.
+#
 # -e verbs adds the software RDMA device (providers/verbs/ibv):
 # scripts/verbsperf's RC ping-pong latency and RDMA write bandwidth beside
 # raw loopback UDP's, measured in the same run; its table and ratios are
@@ -48,7 +57,10 @@ cd "$(dirname "$0")/.."
 usage() {
 	cat >&2 <<'EOF'
 usage: scripts/bench.sh [options]
-  -e LIST   endpoint types, comma-separated: msg, rdm, verbs (default msg,rdm)
+  -e LIST   passes, comma-separated: msg, rdm (ringpong through the tree
+            against fi_pingpong -p tcp), provider (fi_pingpong -p fabricfs
+            against fi_pingpong -p tcp: -e msg, -e rdm, -e rdm -m tagged),
+            verbs (default msg,rdm,provider)
   -r N      repeats of each (libfabric, fabricfs) pair; medians are reported (default 5)
   -n N      timed round trips per run for sizes below 64 KiB (default 10000)
   -N N      timed round trips per run for sizes of 64 KiB and more (default 1000)
@@ -74,7 +86,7 @@ EOF
 }
 
 cmdline="scripts/bench.sh${*:+ $*}"
-eps=msg,rdm repeats=5 iters=10000 iters_large=1000 warmup=100 out=bench.json xflags="" port=47592 limit=120 daemon_bin="" cc="" shapes=0
+eps=msg,rdm,provider repeats=5 iters=10000 iters_large=1000 warmup=100 out=bench.json xflags="" port=47592 limit=120 daemon_bin="" cc="" shapes=0
 sizes=1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192,16384,32768,65536,131072,262144,524288,1048576
 while getopts "e:r:n:N:w:s:o:x:b:P:t:C:Fh" opt; do
 	case $opt in
@@ -106,12 +118,13 @@ IFS=, read -r -a size_list <<<"$sizes"
 for s in "${size_list[@]}"; do [[ $s =~ ^[0-9]+$ ]] || { echo "bench: bad size $s" >&2; usage; }; done
 IFS=, read -r -a all_eps <<<"$eps"
 [ ${#all_eps[@]} -ge 1 ] || usage
-ep_list=() verbs=0
+ep_list=() verbs=0 provider=0
 for e in "${all_eps[@]}"; do
 	case $e in
 	msg | rdm) ep_list+=("$e") ;;
+	provider) provider=1 ;;
 	verbs) verbs=1 ;;
-	*) echo "bench: bad endpoint type $e (msg, rdm or verbs)" >&2; usage ;;
+	*) echo "bench: bad endpoint type $e (msg, rdm, provider or verbs)" >&2; usage ;;
 	esac
 done
 
@@ -150,7 +163,10 @@ else
 fi
 go build -o bin/ringpong ./scripts/ringpong
 gcc -O2 -Wall -o bin/relay scripts/relay.c
-
+if [ $provider -eq 1 ]; then
+	say "building bin/libfabricfs-fi.so (scripts/provider.sh)"
+	scripts/provider.sh
+fi
 
 cc_sysctl=/proc/sys/net/ipv4/tcp_congestion_control cc_saved="" # the system's, while -C's is in force
 tmp=$(mktemp -d /tmp/fabricfs-bench.XXXXXX)
@@ -220,12 +236,15 @@ max_msg_size() {
 	exec 3<&-
 	awk '$1 == "max_msg_size:" { print $2; exit }' <<<"$ans"
 }
-# Which sizes each endpoint type runs; the others are skipped, for both
-# implementations (no ratio without fabricfs).
+# Which sizes each endpoint type runs; the others are skipped, for every
+# implementation (no ratio without fabricfs). The provider reports the
+# tree's max_msg_size as its own, and its rdm-tagged runs rdm's sizes.
 skipped=$tmp/skipped.tsv # ep size max
 : >"$skipped"
 declare -A ep_sizes
-for e in "${ep_list[@]}"; do
+size_eps=("${ep_list[@]}")
+[ $provider -eq 0 ] || size_eps+=(msg rdm)
+for e in $(printf '%s\n' "${size_eps[@]}" | sort -u); do
 	max=$(max_msg_size "$e")
 	[ -n "$max" ] || { say "no max_msg_size for FI_EP_${e^^} in $mnt/getinfo"; exit 1; }
 	ep_sizes[$e]=$(printf '%s\n' "${size_list[@]}" | awk -v max="$max" -v ep="$e" -v skip="$skipped" '
@@ -235,6 +254,7 @@ for e in "${ep_list[@]}"; do
 		say "$e: skipping $(awk -v ep="$e" '$1 == ep { printf "%s ", $2 }' "$skipped")B: above fabricfs's FI_EP_${e^^} max_msg_size $max"
 	fi
 done
+[ $provider -eq 0 ] || ep_sizes[rdm-tagged]=${ep_sizes[rdm]}
 
 iters_for() { if [ "$1" -ge 65536 ]; then echo "$iters_large"; else echo "$iters"; fi; }
 
@@ -258,14 +278,27 @@ run_fg() {
 	return $rc
 }
 
-# run_libfabric EP SIZE ITERS: sets usec and mbps, the client's usec/xfer
-# and MB/sec. (Not in a subshell, so that cleanup knows the server's PID.)
-run_libfabric() {
-	local ep=$1 size=$2 n=$3 spid rc=1
-	local common=(-p tcp -e "$ep" -d lo -I "$n" -S "$size")
-	# -d lo alone still has the server listen on the first interface's
-	# address (eth0's); FI_TCP_IFACE=lo keeps both sides on 127.0.0.1.
-	local -x FI_TCP_IFACE=lo
+# run_pingpong PROV EP SIZE ITERS: fi_pingpong over libfabric's provider
+# PROV, tcp or fabricfs (bin/libfabricfs-fi.so over the script's mount),
+# with endpoint type EP: msg, rdm, or rdm-tagged (-e rdm -m tagged). Sets
+# usec and mbps, the client's usec/xfer and MB/sec. (Not in a subshell,
+# so that cleanup knows the server's PID.)
+run_pingpong() {
+	local prov=$1 ep=$2 size=$3 n=$4 spid rc=1
+	local common=(-p "$prov" -e "${ep%-tagged}")
+	[ "$ep" = "${ep%-tagged}" ] || common+=(-m tagged)
+	if [ "$prov" = tcp ]; then
+		# -d lo alone still has the server listen on the first interface's
+		# address (eth0's); FI_TCP_IFACE=lo keeps both sides on 127.0.0.1.
+		local -x FI_TCP_IFACE=lo
+		common+=(-d lo)
+	else
+		# The provider names the tree's domain PROV/DOMAIN: tcp/lo is the
+		# one -p tcp -d lo uses.
+		local -x FI_PROVIDER_PATH=$PWD/bin FI_FABRICFS_ROOT=$mnt
+		common+=(-d tcp/lo)
+	fi
+	common+=(-I "$n" -S "$size")
 	timeout "$limit" fi_pingpong "${common[@]}" -B "$port" >"$tmp/fi_srv.out" 2>&1 &
 	spid=$!
 	started+=("$spid")
@@ -281,13 +314,18 @@ run_libfabric() {
 	wait "$spid" || rc=1
 	forget "$spid"
 	if [ $rc -ne 0 ]; then
-		say "fi_pingpong -e $ep -S $size failed:"
+		say "fi_pingpong ${common[*]} failed:"
 		cat "$tmp/fi_cli.out" "$tmp/fi_srv.out" >&2
 		return 1
 	fi
 	# bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec, after the header
 	read -r usec mbps < <(awk '/^[0-9]/ { u = $7; m = $6 } END { print u, m }' "$tmp/fi_cli.out")
 }
+# run_libfabric EP SIZE ITERS: libfabric's own, fi_pingpong -p tcp.
+run_libfabric() { run_pingpong tcp "$@"; }
+# run_provider EP SIZE ITERS: fi_pingpong -p fabricfs, the project's
+# libfabric provider over the tree.
+run_provider() { run_pingpong fabricfs "$@"; }
 
 # run_fabricfs EP SIZE ITERS [MNT]: the same through fabricfs (the mount
 # MNT, default the first). The server's ringpong runs under the command
@@ -381,23 +419,24 @@ run_relay() {
 	read -r usec mbps < <(json_result <"$tmp/relay.out")
 }
 
-raw=$tmp/raw.tsv # ep impl size rep order iters usec mbps
-: >"$raw"
-start=$(date +%s)
-say "TCP congestion control $cc_used; endpoint types ${ep_list[*]}; $repeats repeats of each size, libfabric and fabricfs alternating first; $iters round trips below 64 KiB, $iters_large from 64 KiB"
-for ep in "${ep_list[@]}"; do
+# run_pass FILE EP IMPL...: REPEATS runs of each IMPL at each of EP's
+# sizes, the order reversed every other size and repeat; appends each run
+# to FILE as "ep impl size rep order iters usec mbps". An IMPL is a relay
+# shape (run_relay) or has a function run_IMPL EP SIZE ITERS.
+run_pass() {
+	local file=$1 ep=$2 rep k j size n impl line
+	shift 2
+	local impls=("$@") order run_sizes
 	read -r -a run_sizes <<<"${ep_sizes[$ep]}"
 	for ((rep = 1; rep <= repeats; rep++)); do
 		for ((k = 0; k < ${#run_sizes[@]}; k++)); do
 			size=${run_sizes[$k]}
 			n=$(iters_for "$size")
-			order=(libfabric fabricfs)
-			[ "$ep" != msg ] || order+=("${msg_extra[@]}")
+			order=("${impls[@]}")
 			# Every other size and repeat runs them in the reverse order.
 			if (((rep + k) % 2)); then
-				rev=()
-				for ((j = ${#order[@]} - 1; j >= 0; j--)); do rev+=("${order[$j]}"); done
-				order=("${rev[@]}")
+				order=()
+				for ((j = ${#impls[@]} - 1; j >= 0; j--)); do order+=("${impls[$j]}"); done
 			fi
 			line="$ep [$rep/$repeats] $size B:"
 			for ((j = 0; j < ${#order[@]}; j++)); do
@@ -412,13 +451,31 @@ for ep in "${ep_list[@]}"; do
 					say "$impl -e $ep at $size B printed no result"
 					exit 1
 				fi
-				printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$ep" "$impl" "$size" "$rep" "$((j + 1))" "$n" "$usec" "$mbps" >>"$raw"
+				printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$ep" "$impl" "$size" "$rep" "$((j + 1))" "$n" "$usec" "$mbps" >>"$file"
 				line="$line $(printf '%s %.2f us %.2f MB/s;' "$impl" "$usec" "$mbps")"
 			done
 			say "$line $(($(date +%s) - start))s"
 		done
 	done
+}
+
+raw=$tmp/raw.tsv # ringpong's passes (msg, rdm): ep impl size rep order iters usec mbps
+praw=$tmp/provider.tsv # the provider's pass, the same columns
+: >"$raw"
+: >"$praw"
+start=$(date +%s)
+say "TCP congestion control $cc_used; endpoint types ${ep_list[*]}; $repeats repeats of each size, libfabric and fabricfs alternating first; $iters round trips below 64 KiB, $iters_large from 64 KiB"
+for ep in "${ep_list[@]}"; do
+	if [ "$ep" = msg ]; then
+		run_pass "$raw" "$ep" libfabric fabricfs "${msg_extra[@]}"
+	else
+		run_pass "$raw" "$ep" libfabric fabricfs
+	fi
 done
+if [ $provider -eq 1 ]; then
+	say "provider: fi_pingpong -p fabricfs (bin/libfabricfs-fi.so over $mnt, domain tcp/lo) against fi_pingpong -p tcp, alternating first"
+	for ep in msg rdm rdm-tagged; do run_pass "$praw" "$ep" libfabric provider; done
+fi
 
 if [ $verbs -eq 1 ]; then
 	say "verbs: scripts/verbsperf, the software RDMA device beside raw loopback UDP, $repeats repeats"
@@ -449,18 +506,23 @@ if [ $verbs -eq 1 ]; then
 		END { flush() }' >"$tmp/verbs_tree_medians.tsv"
 fi
 
-# Medians per endpoint type, implementation and size: "ep impl size iters usec mbps".
-medians=$tmp/medians.tsv
-sort -t "$(printf '\t')" -k1,1 -k2,2 -k3,3n "$raw" | awk -F '\t' "$awk_median"'
-	function flush() { if (n) printf "%s\t%s\t%s\t%s\t%.2f\t%.2f\n", ep, impl, size, iters, median(u, n), median(m, n); n = 0 }
-	$1 != ep || $2 != impl || $3 != size { flush(); ep = $1; impl = $2; size = $3 }
-	{ n++; u[n] = $7 + 0; m[n] = $8 + 0; iters = $6 }
-	END { flush() }' >"$medians"
+# medians_of RAW: the medians per endpoint type, implementation and size
+# of RAW's runs: "ep impl size iters usec mbps".
+medians_of() {
+	sort -t "$(printf '\t')" -k1,1 -k2,2 -k3,3n "$1" | awk -F '\t' "$awk_median"'
+		function flush() { if (n) printf "%s\t%s\t%s\t%s\t%.2f\t%.2f\n", ep, impl, size, iters, median(u, n), median(m, n); n = 0 }
+		$1 != ep || $2 != impl || $3 != size { flush(); ep = $1; impl = $2; size = $3 }
+		{ n++; u[n] = $7 + 0; m[n] = $8 + 0; iters = $6 }
+		END { flush() }'
+}
+medians=$tmp/medians.tsv pmedians=$tmp/provider_medians.tsv
+medians_of "$raw" >"$medians"
+medians_of "$praw" >"$pmedians"
 
-# fabtests-style tables of the medians, then the ratios.
+# table MEDIANS EP IMPL TITLE: a fabtests-style table of IMPL's medians.
 table() {
-	local ep=$1 impl=$2
-	printf '\n%s, -e %s (median of %d runs)\n' "$impl" "$ep" "$repeats"
+	local file=$1 ep=$2 impl=$3
+	printf '\n%s (median of %d runs)\n' "$4" "$repeats"
 	awk -F '\t' -v ep="$ep" -v impl="$impl" '
 		function sz(n,   b, m, f) {
 			b = 1; m = ""
@@ -473,16 +535,32 @@ table() {
 		$1 == ep && $2 == impl {
 			t = $4 * $5 * 2 / 1e6
 			printf "%-8s%-8s=%-8s%-8s%8.2fs%10.2f%11.2f%11.2f\n", sz($3), cnt($4), cnt($4), sz($4 * $3 * 2), t, $6, $5, 1 / $5
-		}' "$medians"
+		}' "$file"
 }
+# ratios_of MEDIANS IMPL: IMPL against libfabric per endpoint type and
+# size, "ep size lib_usec impl_usec lat_ratio lib_mbps impl_mbps bw_ratio".
 # The ratios keep four decimals: the targets are judged on them, not on
 # the two the tables show (9.32 us against 6.20 is 1.5025x, not 1.50x).
-ratios=$tmp/ratios.tsv # ep size lib_usec ff_usec lat_ratio lib_mbps ff_mbps bw_ratio
-awk -F '\t' '
-	$2 == "libfabric" { lu[$1 "\t" $3] = $5; lm[$1 "\t" $3] = $6 }
-	$2 == "fabricfs" { fu[$1 "\t" $3] = $5; fm[$1 "\t" $3] = $6 }
-	END { for (s in lu) if (s in fu) printf "%s\t%.2f\t%.2f\t%.4f\t%.2f\t%.2f\t%.4f\n", s, lu[s], fu[s], (lu[s] > 0 ? fu[s] / lu[s] : 0), lm[s], fm[s], (lm[s] > 0 ? fm[s] / lm[s] : 0) }
-' "$medians" | sort -k1,1 -k2,2n >"$ratios"
+ratios_of() {
+	awk -F '\t' -v impl="$2" '
+		$2 == "libfabric" { lu[$1 "\t" $3] = $5; lm[$1 "\t" $3] = $6 }
+		$2 == impl { fu[$1 "\t" $3] = $5; fm[$1 "\t" $3] = $6 }
+		END { for (s in lu) if (s in fu) printf "%s\t%.2f\t%.2f\t%.4f\t%.2f\t%.2f\t%.4f\n", s, lu[s], fu[s], (lu[s] > 0 ? fu[s] / lu[s] : 0), lm[s], fm[s], (lm[s] > 0 ? fm[s] / lm[s] : 0) }
+	' "$1" | sort -k1,1 -k2,2n
+}
+# ratio_table RATIOS EP LIB IMPL: the ratios of EP, the columns named
+# after LIB and IMPL.
+ratio_table() {
+	printf '%-8s %12s %12s %9s %12s %12s %9s\n' bytes "$3 usec" "$4 usec" "lat x" "$3 MB/s" "$4 MB/s" "bw x"
+	awk -F '\t' -v ep="$2" '$1 == ep { printf "%-8s %12.2f %12.2f %9.2f %12.2f %12.2f %9.2f\n", $2, $3, $4, $5, $6, $7, $8 }' "$1"
+}
+# skipped_line EP: the sizes EP skipped, if any.
+skipped_line() {
+	awk -F '\t' -v ep="$1" '$1 == ep { s = s " " $2; max = $3 } END { if (s != "") printf "skipped (above fabricfs max_msg_size %s):%s\n", max, s }' "$skipped"
+}
+ratios=$tmp/ratios.tsv pratios=$tmp/provider_ratios.tsv
+ratios_of "$medians" fabricfs >"$ratios"
+ratios_of "$pmedians" provider >"$pratios"
 
 # The three-party floor (msg): "size lib_usec relay_usec relay/lib ff_usec ff/relay".
 floor=$tmp/floor.tsv
@@ -541,13 +619,12 @@ awk -F '\t' '
 	}' "$medians" >"$verdicts"
 
 for ep in "${ep_list[@]}"; do
-	table "$ep" libfabric
-	table "$ep" fabricfs
-	if [ "$ep" = msg ]; then for impl in "${msg_extra[@]}"; do table msg "$impl"; done; fi
+	table "$medians" "$ep" libfabric "libfabric, -e $ep"
+	table "$medians" "$ep" fabricfs "fabricfs, -e $ep"
+	if [ "$ep" = msg ]; then for impl in "${msg_extra[@]}"; do table "$medians" msg "$impl" "$impl, -e msg"; done; fi
 	printf '\nratios fabricfs / libfabric, -e %s (medians; latency: lower is better, bandwidth: higher is better)\n' "$ep"
-	printf '%-8s %12s %12s %9s %12s %12s %9s\n' bytes "lf usec" "ff usec" "lat x" "lf MB/s" "ff MB/s" "bw x"
-	awk -F '\t' -v ep="$ep" '$1 == ep { printf "%-8s %12.2f %12.2f %9.2f %12.2f %12.2f %9.2f\n", $2, $3, $4, $5, $6, $7, $8 }' "$ratios"
-	awk -F '\t' -v ep="$ep" '$1 == ep { s = s " " $2 } END { if (s != "") printf "skipped (above fabricfs max_msg_size %s):%s\n", max, s }' max="$(awk -F '\t' -v ep="$ep" '$1 == ep { print $3; exit }' "$skipped")" "$skipped"
+	ratio_table "$ratios" "$ep" lf ff
+	skipped_line "$ep"
 	if [ "$ep" = msg ] && [ -s "$floor" ]; then
 		printf '\nthe three-party floor, -e msg: scripts/relay.c (two clients, one relay; medians)\n'
 		printf '%-8s %12s %12s %11s %12s %11s\n' bytes "lf usec" "relay usec" "relay/lf" "ff usec" "ff/relay"
@@ -588,6 +665,17 @@ if [[ " ${ep_list[*]} " == *" msg "* ]]; then
 		printf '  %-16s %s\n' "$impl" "$(verdict "$lat64" "$lat_ok" "$bwmin" "$bw_ok" "$bwmin_at")"
 	done
 fi | tee -a "$tmp/report.txt"
+# pp_flags EP: fi_pingpong's flags for the provider pass's type EP.
+pp_flags() { if [ "$1" = rdm-tagged ]; then echo "-e rdm -m tagged"; else echo "-e $1"; fi; }
+if [ $provider -eq 1 ]; then
+	for ep in msg rdm rdm-tagged; do
+		table "$pmedians" "$ep" libfabric "fi_pingpong -p tcp $(pp_flags "$ep")"
+		table "$pmedians" "$ep" provider "fi_pingpong -p fabricfs $(pp_flags "$ep"), the provider over the tree's tcp/lo"
+		printf '\nratios fabricfs provider / tcp, fi_pingpong %s (medians; latency: lower is better, bandwidth: higher is better)\n' "$(pp_flags "$ep")"
+		ratio_table "$pratios" "$ep" tcp prov
+		skipped_line "${ep%-tagged}"
+	done
+fi | tee -a "$tmp/report.txt"
 if [ $verbs -eq 1 ]; then
 	printf '\nverbs: software RDMA device (RC, 127.0.0.1 <-> 127.0.0.2) beside raw loopback UDP (medians; lat x = rc/udp, bw x = write/udp)\n'
 	cat "$tmp/verbs.txt"
@@ -598,6 +686,17 @@ fi | tee -a "$tmp/report.txt"
 
 # JSON: the configuration, every run, the medians, the ratios and the verdict.
 json_num() { if [ -n "$1" ]; then printf '%s' "$1"; else printf 'null'; fi; }
+# json_runs RAW INDENT, json_medians MEDIANS INDENT, json_ratios RATIOS
+# INDENT: the members of a JSON array, one object a line, INDENT spaces in.
+json_runs() {
+	awk -F '\t' -v pad="$(printf '%*s' "$2" '')" '{ printf "%s%s{\"ep\": \"%s\", \"impl\": \"%s\", \"bytes\": %s, \"rep\": %s, \"order\": %s, \"iters\": %s, \"usec_per_xfer\": %s, \"mb_per_sec\": %s}", (NR > 1 ? ",\n" : ""), pad, $1, $2, $3, $4, $5, $6, $7, $8 } END { print "" }' "$1"
+}
+json_medians() {
+	awk -F '\t' -v pad="$(printf '%*s' "$2" '')" '{ printf "%s%s{\"ep\": \"%s\", \"impl\": \"%s\", \"bytes\": %s, \"iters\": %s, \"usec_per_xfer\": %s, \"mb_per_sec\": %s}", (NR > 1 ? ",\n" : ""), pad, $1, $2, $3, $4, $5, $6 } END { print "" }' "$1"
+}
+json_ratios() {
+	awk -F '\t' -v pad="$(printf '%*s' "$2" '')" '{ printf "%s%s{\"ep\": \"%s\", \"bytes\": %s, \"latency_ratio\": %s, \"bandwidth_ratio\": %s}", (NR > 1 ? ",\n" : ""), pad, $1, $2, $5, $8 } END { print "" }' "$1"
+}
 {
 	printf '{\n'
 	printf '  "command": "%s",\n' "$(printf '%s' "$cmdline" | sed 's/\\/\\\\/g; s/"/\\"/g')"
@@ -606,16 +705,16 @@ json_num() { if [ -n "$1" ]; then printf '%s' "$1"; else printf 'null'; fi; }
 		"$(uname -r)" "$(nproc)" "$(go env GOVERSION)" "$(dpkg-query -W -f='${Version}' libfabric1 2>/dev/null || echo unknown)" \
 		"$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "${mapping:-unknown}" "$cc_used"
 	printf '  "config": {"endpoint_types": [%s], "repeats": %s, "iters": %s, "iters_large": %s, "warmup": %s, "sizes": [%s], "ringpong_flags": "%s",\n' \
-		"$(printf '"%s",' "${ep_list[@]}" | sed 's/,$//')" "$repeats" "$iters" "$iters_large" "$warmup" "$sizes" "$xflags"
+		"$(printf '"%s",' "${all_eps[@]}" | sed 's/,$//')" "$repeats" "$iters" "$iters_large" "$warmup" "$sizes" "$xflags"
 	printf '    "libfabric_cmd": "FI_TCP_IFACE=lo fi_pingpong -p tcp -e EP -d lo -I ITERS -S SIZE [-B PORT | -P PORT 127.0.0.1]",\n'
 	printf '    "fabricfs_cmd": "ringpong -mnt MNT -e EP -sizes SIZE -iters ITERS -warmup %s -json%s -role server|client",\n' "$warmup" "${xflags:+ $xflags}"
 	printf '    "fabricfs_daemon": "%s"},\n' "$daemon_bin"
 	printf '  "runs": [\n'
-	awk -F '\t' '{ printf "%s    {\"ep\": \"%s\", \"impl\": \"%s\", \"bytes\": %s, \"rep\": %s, \"order\": %s, \"iters\": %s, \"usec_per_xfer\": %s, \"mb_per_sec\": %s}", (NR > 1 ? ",\n" : ""), $1, $2, $3, $4, $5, $6, $7, $8 } END { print "" }' "$raw"
+	json_runs "$raw" 4
 	printf '  ],\n  "medians": [\n'
-	awk -F '\t' '{ printf "%s    {\"ep\": \"%s\", \"impl\": \"%s\", \"bytes\": %s, \"iters\": %s, \"usec_per_xfer\": %s, \"mb_per_sec\": %s}", (NR > 1 ? ",\n" : ""), $1, $2, $3, $4, $5, $6 } END { print "" }' "$medians"
+	json_medians "$medians" 4
 	printf '  ],\n  "ratios": [\n'
-	awk -F '\t' '{ printf "%s    {\"ep\": \"%s\", \"bytes\": %s, \"latency_ratio\": %s, \"bandwidth_ratio\": %s}", (NR > 1 ? ",\n" : ""), $1, $2, $5, $8 } END { print "" }' "$ratios"
+	json_ratios "$ratios" 4
 	printf '  ],\n  "floor": [\n'
 	awk -F '\t' '{ printf "%s    {\"ep\": \"msg\", \"bytes\": %s, \"relay_usec_per_xfer\": %s, \"relay_over_libfabric\": %s, \"fabricfs_over_relay\": %s}", (NR > 1 ? ",\n" : ""), $1, $3, $4, $6 } END { print "" }' "$floor"
 	printf '  ],\n  "shapes": [\n'
@@ -649,6 +748,19 @@ json_num() { if [ -n "$1" ]; then printf '%s' "$1"; else printf 'null'; fi; }
 		done
 	fi
 	printf '\n  }'
+	if [ $provider -eq 1 ]; then
+		printf ',\n  "provider": {\n'
+		printf '    "libfabric_cmd": "FI_TCP_IFACE=lo fi_pingpong -p tcp -e EP [-m tagged] -d lo -I ITERS -S SIZE [-B PORT | -P PORT 127.0.0.1]",\n'
+		printf '    "provider_cmd": "FI_PROVIDER_PATH=bin FI_FABRICFS_ROOT=MNT fi_pingpong -p fabricfs -e EP [-m tagged] -d tcp/lo -I ITERS -S SIZE [-B PORT | -P PORT 127.0.0.1]",\n'
+		printf '    "endpoint_types": {"msg": "-e msg", "rdm": "-e rdm", "rdm-tagged": "-e rdm -m tagged"},\n'
+		printf '    "runs": [\n'
+		json_runs "$praw" 6
+		printf '    ],\n    "medians": [\n'
+		json_medians "$pmedians" 6
+		printf '    ],\n    "ratios": [\n'
+		json_ratios "$pratios" 6
+		printf '    ]\n  }'
+	fi
 	if [ $verbs -eq 1 ]; then
 		printf ',\n  "verbs": '
 		printf '%s' "$(sed '2,$s/^/  /' "$tmp/verbs.json")"
