@@ -6,7 +6,9 @@
 # verbs device's fault-injection test (100,000 messages, 1 GiB of RDMA
 # writes and reads over links that drop, duplicate, reorder and corrupt).
 # Last, also only without arguments, libfabric's own test suite, fabtests,
-# judges libfabric's tcp provider (scripts/fabtests.sh, docs/fabtests.md).
+# judges libfabric's tcp provider and the fabricfs provider side by side
+# (scripts/fabtests.sh, docs/fabtests.md; scripts/fabtests.known lists the
+# failures it expects, with their reasons).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -15,6 +17,6 @@ go test -race -count=1 -timeout 20m "$@" ./...
 if [ $# -eq 0 ]; then
 	echo "== full-volume tests without the race detector"
 	go test -count=1 -timeout 10m -run '^TestFaults$' -v ./providers/verbs/ibv/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|done after|fault_test' 
-	echo "== fabtests"
-	scripts/fabtests.sh -p tcp
+	echo "== fabtests: libfabric's tcp, and the fabricfs provider on the tree's tcp/lo, in one run"
+	scripts/fabtests.sh -p tcp -p fabricfs -d tcp/lo
 fi
