@@ -9,9 +9,11 @@
 # iproute2 and util-linux (ip and nsenter: the tests' network namespaces;
 # setsid: scripts/fabtests.sh's process groups), autoconf, automake,
 # libtool and make (scripts/fabtests.sh builds libfabric's fabtests with
-# its autogen.sh, configure and make).
+# its autogen.sh, configure and make), openmpi-bin and libopenmpi-dev
+# (mpirun and mpicc: an Open MPI program over the fabricfs provider,
+# tests/provider_mpi_test.go).
 set -euo pipefail
-pkgs=(fuse3 libfabric-bin libfabric-dev libibverbs-dev gcc python3 tshark iproute2 util-linux autoconf automake libtool make)
+pkgs=(fuse3 libfabric-bin libfabric-dev libibverbs-dev gcc python3 tshark iproute2 util-linux autoconf automake libtool make openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
