@@ -462,7 +462,8 @@ static ssize_t post(struct ffs_ep *ep, const struct op *o)
 	memset(&wr, 0, sizeof wr);
 	wr.op = o->op;
 	wr.len = len;
-	wr.flags = o->flags & (FI_REMOTE_CQ_DATA | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_MULTI_RECV);
+	wr.flags = o->flags & (FI_REMOTE_CQ_DATA | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_MULTI_RECV |
+			       FI_PEEK | FI_CLAIM | FI_DISCARD);
 	wr.data = o->data;
 	wr.tag = o->tag;
 	wr.ignore = o->ignore;
@@ -658,15 +659,19 @@ static ssize_t ep_trecvv(struct fid_ep *fid, const struct iovec *iov, void **des
 				     .tag = tag, .ignore = ignore, .context = context, .flags = ep->rx_op_flags});
 }
 
+/* FI_PEEK, FI_CLAIM and FI_DISCARD go to the tree, which keeps the
+ * unexpected messages (docs/abi.md, "Work request"). A claim is the
+ * tree's, under a key: the application's context, the same for the
+ * FI_PEEK | FI_CLAIM and the FI_CLAIM that takes the message
+ * (fi_tagged(3)). */
 static ssize_t ep_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, uint64_t flags)
 {
-	/* FI_PEEK and FI_CLAIM look into the tree's unexpected messages,
-	 * which it does not show. */
-	if (flags & (FI_PEEK | FI_CLAIM | FI_DISCARD))
-		return -FI_ENOSYS;
+	if ((flags & FI_DISCARD) && !(flags & (FI_PEEK | FI_CLAIM)))
+		return -FI_EINVAL;
 	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_TRECV, .iov = msg->msg_iov, .desc = msg->desc,
 					     .count = msg->iov_count, .addr = msg->addr, .tag = msg->tag,
-					     .ignore = msg->ignore, .context = msg->context, .flags = flags});
+					     .ignore = msg->ignore, .context = msg->context, .flags = flags,
+					     .rma_key = (flags & FI_CLAIM) ? (uint64_t)(uintptr_t)msg->context : 0});
 }
 
 static ssize_t ep_tsend(struct fid_ep *fid, const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t tag,

@@ -115,8 +115,9 @@ static bool one_line(const char *s)
 	return !s || !strpbrk(s, "\n\r");
 }
 
-/* lost returns the bits of x (of FI_TYPE_CAPS or FI_TYPE_OP_FLAGS) that
- * fi_tostr prints no name for, which the block cannot carry. */
+/* lost returns the bits of x (of FI_TYPE_CAPS, FI_TYPE_OP_FLAGS or
+ * FI_TYPE_MSG_ORDER) that fi_tostr prints no name for, which the block
+ * cannot carry. */
 static uint64_t lost(uint64_t x, enum fi_type type)
 {
 	uint64_t out = 0;
@@ -129,6 +130,21 @@ static uint64_t lost(uint64_t x, enum fi_type type)
 	return out;
 }
 
+/* The comp_order bits fi_tostr names: FI_ORDER_STRICT (all of its bits
+ * or none) and FI_ORDER_DATA. */
+#define COMP_ORDER_NAMED (FI_ORDER_STRICT | FI_ORDER_DATA)
+
+/* comp_order_named returns a comp_order hint as the block can carry it.
+ * fi_tostr prints FI_ORDER_STRICT only when all of its bits are set, so
+ * some of them alone would reach the tree as FI_ORDER_NONE, a weaker
+ * request; every entry's comp_order is FI_ORDER_NONE or FI_ORDER_STRICT
+ * (the answer is the same text), so an entry that has some of the bits
+ * has them all: asking for FI_ORDER_STRICT selects the same entries. */
+static uint64_t comp_order_named(uint64_t order)
+{
+	return order & FI_ORDER_STRICT ? order | FI_ORDER_STRICT : order;
+}
+
 /*
  * add_hints appends the hints as the tree's hints block: fi_tostr of a
  * copy that says what the tree knows. What only this provider knows stays
@@ -139,20 +155,36 @@ static uint64_t lost(uint64_t x, enum fi_type type)
  * An address with addr_format FI_FORMAT_UNSPEC is marked FI_SOCKADDR,
  * which fi_tostr prints by its family: the tree then reads it, and
  * FI_SOCKADDR selects what FI_FORMAT_UNSPEC would among IP entries.
- * It returns -FI_ENODATA for names no entry of the tree has, and for caps
- * or op_flags fi_tostr cannot name (FI_AV_USER_ID, FI_PEER, provider
- * bits, FI_COMMIT_COMPLETE): the text would drop them, and every cap and
- * op flag the tree offers has a name.
+ * It returns -FI_ENODATA for names no entry of the tree has, and for
+ * caps, op_flags and orders fi_tostr cannot name (FI_AV_USER_ID, FI_PEER,
+ * provider bits, FI_COMMIT_COMPLETE, FI_ORDER_DATA in msg_order): the
+ * text would drop them, and every cap, op flag and order the tree offers
+ * has a name. A comp_order with some of FI_ORDER_STRICT's bits is sent as
+ * FI_ORDER_STRICT (comp_order_named).
  */
 static int add_hints(struct query *q, const struct fi_info *hints)
 {
-	if (lost(hints->caps, FI_TYPE_CAPS) ||
-	    (hints->tx_attr &&
-	     (lost(hints->tx_attr->caps, FI_TYPE_CAPS) || lost(hints->tx_attr->op_flags, FI_TYPE_OP_FLAGS))) ||
-	    (hints->rx_attr &&
-	     (lost(hints->rx_attr->caps, FI_TYPE_CAPS) || lost(hints->rx_attr->op_flags, FI_TYPE_OP_FLAGS))))
+	const struct fi_tx_attr *ht = hints->tx_attr;
+	const struct fi_rx_attr *hr = hints->rx_attr;
+	if (lost(hints->caps, FI_TYPE_CAPS) || (hints->domain_attr && lost(hints->domain_attr->caps, FI_TYPE_CAPS)) ||
+	    (ht && (lost(ht->caps, FI_TYPE_CAPS) || lost(ht->op_flags, FI_TYPE_OP_FLAGS) ||
+		    lost(ht->msg_order, FI_TYPE_MSG_ORDER) || (ht->comp_order & ~COMP_ORDER_NAMED))) ||
+	    (hr && (lost(hr->caps, FI_TYPE_CAPS) || lost(hr->op_flags, FI_TYPE_OP_FLAGS) ||
+		    lost(hr->msg_order, FI_TYPE_MSG_ORDER) || (hr->comp_order & ~COMP_ORDER_NAMED))))
 		return -FI_ENODATA;
 	struct fi_info h = *hints;
+	struct fi_tx_attr t;
+	struct fi_rx_attr r;
+	if (ht) {
+		t = *ht;
+		t.comp_order = comp_order_named(t.comp_order);
+		h.tx_attr = &t;
+	}
+	if (hr) {
+		r = *hr;
+		r.comp_order = comp_order_named(r.comp_order);
+		h.rx_attr = &r;
+	}
 	struct fi_domain_attr d = { 0 };
 	struct fi_fabric_attr f = { 0 };
 	char prov[64] = "";

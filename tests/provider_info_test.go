@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/fabricfs/fabricfs/core/fi"
 )
 
 // providerFiles are the files of the provider ffs.h lists besides tree.c,
@@ -101,7 +103,9 @@ var provNameRE = regexp.MustCompile(`(?m)^        prov_name: ([^;\n]+).*$`)
 
 // asProvider rewrites a tree entry as the provider reports it (ffs.h,
 // "Names"): domain and fabric names prefixed "PROV/", prov_name fabricfs,
-// prov_version the provider's (1.0).
+// prov_version the provider's (1.0); and mr_mode with FI_MR_PROV_KEY,
+// which the provider adds when the hints' mr_mode has it, as fi_info's
+// hints do (every bit but FI_MR_BASIC and FI_MR_SCALABLE).
 func asProvider(t *testing.T, entry string) string {
 	t.Helper()
 	m := provNameRE.FindStringSubmatch(entry)
@@ -117,6 +121,12 @@ func asProvider(t *testing.T, entry string) string {
 			lines[i] = "        prov_name: fabricfs"
 		case strings.HasPrefix(l, "        prov_version: "):
 			lines[i] = "        prov_version: 1.0"
+		case strings.HasPrefix(l, "        mr_mode: "):
+			m, err := fi.Parse[fi.MRMode](strings.TrimPrefix(l, "        mr_mode: "))
+			if err != nil {
+				t.Fatalf("%q: %v", l, err)
+			}
+			lines[i] = "        mr_mode: " + (m | fi.MR_PROV_KEY).String()
 		}
 	}
 	return strings.Join(lines, "\n")

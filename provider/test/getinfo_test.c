@@ -1,7 +1,7 @@
 /*
  * getinfo_test: fi_getinfo through the fabricfs provider, which sends the
  * hints whole to the tree's getinfo: tx/rx modes, mr_mode and the legacy
- * modes, attributes that take the hint's value, enumerations, a second
+ * modes, attributes that take the hint's value, enumerations, orders, a second
  * address, Open MPI's mtl/ofi hints, and what prov.c does itself: fabric
  * names, opened fabrics and domains. Run by tests/provider_info_test.go with FI_PROVIDER_PATH at the
  * provider and FI_FABRICFS_ROOT at a mounted tree whose domains include
@@ -218,6 +218,57 @@ int main(void)
 	h->caps = 0;
 	h->tx_attr->op_flags = FI_COMMIT_COMPLETE;
 	CHECK(get(V, NULL, NULL, 0, h, &out) == -FI_ENODATA, "tx op_flags FI_COMMIT_COMPLETE matched");
+	fi_freeinfo(h);
+
+	/* Orders. msg_order flags are the FI_ORDER_* of fi_endpoint(3)'s
+	 * "msg_order - Message Ordering"; FI_ORDER_DATA is a comp_order bit
+	 * ("comp_order - Completion Ordering ... FI_ORDER_DATA When set, this
+	 * bit indicates that received data is written into memory in
+	 * order"), which fi_tostr does not print in msg_order, and which no
+	 * entry's msg_order has: asked for there, it matches nothing, as an
+	 * order bit the entry lacks would (fabtests' getinfo_msg_ordering). */
+	h = hints_new();
+	h->tx_attr->msg_order = FI_ORDER_SAS;
+	ret = get(V, NULL, NULL, 0, h, &out);
+	CHECK(!ret && count(out) > 0, "tx msg_order FI_ORDER_SAS: %d", ret);
+	for (e = out; e; e = e->next)
+		CHECK(e->tx_attr->msg_order & FI_ORDER_SAS, "tx msg_order FI_ORDER_SAS gave %s without it",
+		      e->domain_attr->name);
+	fi_freeinfo(out);
+	h->tx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_DATA;
+	ret = get(V, NULL, NULL, 0, h, &out);
+	CHECK(ret == -FI_ENODATA, "tx msg_order FI_ORDER_DATA: %d, %s", ret, out ? out->domain_attr->name : "");
+	h->tx_attr->msg_order = 0;
+	h->rx_attr->msg_order = FI_ORDER_DATA;
+	ret = get(V, NULL, NULL, 0, h, &out);
+	CHECK(ret == -FI_ENODATA, "rx msg_order FI_ORDER_DATA: %d", ret);
+	h->rx_attr->msg_order = 0;
+	/* comp_order: "the returned ordering is stricter than that specified
+	 * by the application". fi_tostr names FI_ORDER_STRICT only with all
+	 * of its bits: one of them asks for an FI_ORDER_STRICT entry (the
+	 * MSG ones), not for any (the RDM ones are FI_ORDER_NONE). */
+	h->tx_attr->comp_order = FI_ORDER_SAS;
+	ret = get(V, NULL, NULL, 0, h, &out);
+	CHECK(!ret && count(out) > 0, "tx comp_order FI_ORDER_SAS: %d", ret);
+	for (e = out; e; e = e->next)
+		CHECK((e->tx_attr->comp_order & FI_ORDER_SAS) && e->ep_attr->type != FI_EP_RDM,
+		      "tx comp_order FI_ORDER_SAS gave %s type %d comp_order %#llx", e->domain_attr->name,
+		      e->ep_attr->type, (unsigned long long)e->tx_attr->comp_order);
+	fi_freeinfo(out);
+	h->tx_attr->comp_order = 0;
+	h->rx_attr->comp_order = FI_ORDER_RAR;
+	ret = get(V, NULL, NULL, 0, h, &out);
+	CHECK(!ret && count(out) > 0, "rx comp_order FI_ORDER_RAR: %d", ret);
+	for (e = out; e; e = e->next)
+		CHECK(e->rx_attr->comp_order & FI_ORDER_RAR, "rx comp_order FI_ORDER_RAR gave %s comp_order %#llx",
+		      e->domain_attr->name, (unsigned long long)e->rx_attr->comp_order);
+	fi_freeinfo(out);
+	h->rx_attr->comp_order = 1ULL << 20; /* no order flag */
+	CHECK(get(V, NULL, NULL, 0, h, &out) == -FI_ENODATA, "rx comp_order bit 20 matched");
+	h->rx_attr->comp_order = 0;
+	/* Domain caps fi_tostr has no name for, as caps above. */
+	h->domain_attr->caps = FI_LOCAL_COMM | FI_AV_USER_ID;
+	CHECK(get(V, NULL, NULL, 0, h, &out) == -FI_ENODATA, "domain caps FI_AV_USER_ID matched");
 	fi_freeinfo(h);
 
 	/* ep_attr protocol. */

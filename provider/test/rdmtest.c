@@ -5,7 +5,8 @@
  * also tagged matching, a directed receive, FI_MULTI_RECV, a counter that
  * counts a staged receive with its bytes in place, an endpoint whose
  * receives have no CQ (the provider's hidden one), fi_cq_sread, selective
- * completion, RMA write, read and writedata to a peer's registered region,
+ * completion, FI_PEEK, FI_CLAIM and FI_DISCARD, RMA write, read and
+ * writedata to a peer's registered region,
  * and threads sharing an endpoint and its CQ (FI_THREAD_SAFE).
  *
  *	FI_PROVIDER_PATH=bin FI_FABRICFS_ROOT=/fabric rdmtest [DOMAIN [rdm|dgram]]
@@ -101,6 +102,34 @@ static void cq_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *e, fi_addr_t *
 {
 	if (!cq_try(cq, e, src, 5, what))
 		fail("%s: no completion after 5 s", what);
+}
+
+/* trecv_flags posts fi_trecvmsg of tag with flags into buf and waits for
+ * its completion: 0, or the error's positive code (FI_ENOMSG). */
+static int trecv_flags(struct node *n, uint64_t tag, uint64_t flags, void *ctx, void *buf, size_t len,
+		       struct fi_cq_tagged_entry *e)
+{
+	struct iovec iov = {buf, len};
+	struct fi_msg_tagged msg = {.msg_iov = &iov, .iov_count = buf ? 1 : 0, .addr = FI_ADDR_UNSPEC, .tag = tag,
+				    .context = ctx};
+	CHECK(fi_trecvmsg(n->ep, &msg, flags));
+	double deadline = now() + 5;
+	for (;;) {
+		ssize_t got = fi_cq_read(n->cq, e, 1);
+		if (got == 1)
+			return 0;
+		if (got == -FI_EAVAIL) {
+			struct fi_cq_err_entry err = {0};
+			CHECK(fi_cq_readerr(n->cq, &err, 0) != 1);
+			if (err.op_context != ctx)
+				fail("trecvmsg flags %#llx: error for context %p", (unsigned long long)flags, err.op_context);
+			return err.err;
+		}
+		if (got != -FI_EAGAIN)
+			fail("trecvmsg flags %#llx: fi_cq_read %zd", (unsigned long long)flags, got);
+		if (now() > deadline)
+			fail("trecvmsg flags %#llx: no completion after 5 s", (unsigned long long)flags);
+	}
 }
 
 static uint8_t pattern(size_t seed, size_t i)
@@ -334,6 +363,51 @@ int main(int argc, char **argv)
 		cq_wait(a.cq, &e, NULL, "tsend");
 		cq_wait(a.cq, &e, NULL, "tsend");
 		printf("ok tagged matching\n");
+	}
+
+	/* fi_trecvmsg with FI_PEEK, FI_CLAIM and FI_DISCARD (fi_tagged(3)):
+	 * the tree's unexpected messages, seen and taken through it. */
+	{
+		char m[3][8] = {"peek", "claim", "discard"}, r[8] = "";
+		int s[3];
+		struct fi_context ctx;
+		for (int i = 0; i < 3; i++)
+			CHECK(fi_tsend(a.ep, m[i], sizeof m[i], NULL, b.addr, 0x700 + i, &s[i]));
+		struct fi_cq_tagged_entry e;
+		/* FI_PEEK until the first message is there; FI_ENOMSG before. */
+		int err;
+		for (double deadline = now() + 5; (err = trecv_flags(&b, 0x700, FI_PEEK, &ctx, NULL, 0, &e)) == FI_ENOMSG;)
+			if (now() > deadline)
+				fail("FI_PEEK: no message after 5 s");
+		if (err || e.op_context != &ctx || e.len != sizeof m[0] || e.tag != 0x700 || !(e.flags & FI_TAGGED))
+			fail("FI_PEEK: err %d context %p len %zu tag %#llx", err, e.op_context, e.len,
+			     (unsigned long long)e.tag);
+		if ((err = trecv_flags(&b, 0xbad, FI_PEEK, &ctx, NULL, 0, &e)) != FI_ENOMSG)
+			fail("FI_PEEK of tag 0xbad: %d, want FI_ENOMSG", err);
+		if ((err = trecv_flags(&b, 0x700, 0, &ctx, r, sizeof r, &e)) || strcmp(r, "peek"))
+			fail("receive after FI_PEEK: %d '%s'", err, r);
+		/* FI_PEEK | FI_CLAIM, then FI_CLAIM with the same context. */
+		for (double deadline = now() + 5;
+		     (err = trecv_flags(&b, 0x701, FI_PEEK | FI_CLAIM, &ctx, NULL, 0, &e)) == FI_ENOMSG;)
+			if (now() > deadline)
+				fail("FI_PEEK | FI_CLAIM: no message after 5 s");
+		if (err || e.len != sizeof m[1] || e.tag != 0x701)
+			fail("FI_PEEK | FI_CLAIM: err %d len %zu tag %#llx", err, e.len, (unsigned long long)e.tag);
+		if ((err = trecv_flags(&b, 0x701, FI_CLAIM, &ctx, r, sizeof r, &e)) || strcmp(r, "claim") ||
+		    e.tag != 0x701)
+			fail("FI_CLAIM: %d '%s' tag %#llx", err, r, (unsigned long long)e.tag);
+		/* FI_PEEK | FI_DISCARD: gone after. */
+		for (double deadline = now() + 5;
+		     (err = trecv_flags(&b, 0x702, FI_PEEK | FI_DISCARD, &ctx, NULL, 0, &e)) == FI_ENOMSG;)
+			if (now() > deadline)
+				fail("FI_PEEK | FI_DISCARD: no message after 5 s");
+		if (err || e.tag != 0x702)
+			fail("FI_PEEK | FI_DISCARD: err %d tag %#llx", err, (unsigned long long)e.tag);
+		if ((err = trecv_flags(&b, 0x702, FI_PEEK, &ctx, NULL, 0, &e)) != FI_ENOMSG)
+			fail("FI_PEEK after FI_DISCARD: %d, want FI_ENOMSG", err);
+		for (int i = 0; i < 3; i++)
+			cq_wait(a.cq, &e, NULL, "tsend");
+		printf("ok FI_PEEK, FI_CLAIM, FI_DISCARD\n");
 	}
 
 	/* Directed receive: from c only, though a's message came first. */

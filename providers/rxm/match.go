@@ -1,6 +1,7 @@
 package rxm
 
 import (
+	"maps"
 	"net/netip"
 	"slices"
 
@@ -66,6 +67,7 @@ type matcher struct {
 	started  []*rndvRecv             // rendezvous receives matched, whose reads the worker starts
 	multi    map[*core.Op]*multiRecv // the posted receives with FI_MULTI_RECV
 	minMulti uint64                  // FI_OPT_MIN_MULTI_RECV
+	claimed  map[uint64]*message     // messages claimed by FI_PEEK|FI_CLAIM, by claim key (Op.Key)
 }
 
 func queueOf(tagged bool) int {
@@ -112,6 +114,9 @@ func (m *matcher) post(op *core.Op) bool {
 	if isMulti(op) {
 		return m.postMulti(op)
 	}
+	if op.Kind == core.OpTRecv && op.Flags&(fi.PEEK|fi.CLAIM) != 0 {
+		return m.peek(op)
+	}
 	q := queueOf(op.Kind == core.OpTRecv)
 	for i, msg := range m.unexp[q] {
 		if m.matches(op, msg) {
@@ -124,6 +129,78 @@ func (m *matcher) post(op *core.Op) bool {
 	}
 	m.recvs[q] = append(m.recvs[q], op)
 	return false
+}
+
+// peek serves a tagged receive with FI_PEEK or FI_CLAIM (fi_tagged(3)),
+// which never waits. FI_PEEK looks for the first unexpected message op
+// matches and completes op with its length, tag and data, or with
+// fi.ENOMSG; with FI_CLAIM too the message is taken aside for a later
+// FI_CLAIM receive of the same claim key (op.Key), with FI_DISCARD it is
+// dropped. FI_CLAIM alone receives the claimed message into op's buffer,
+// or drops it with FI_DISCARD. It reports whether taking a message brought
+// the unexpected bytes back under the limit.
+func (m *matcher) peek(op *core.Op) bool {
+	c := core.Completion{Flags: op.Kind.CQFlags(), Err: fi.ENOMSG}
+	if op.Flags&fi.PEEK == 0 {
+		msg := m.claimed[op.Key]
+		if msg == nil {
+			op.Complete(c)
+			return false
+		}
+		delete(m.claimed, op.Key)
+		was := m.over()
+		m.bytes -= msg.cost()
+		if op.Flags&fi.DISCARD != 0 {
+			m.discard(op, msg)
+		} else {
+			m.deliver(op, msg, op.Buf, 0, nil, false)
+		}
+		return was && !m.over()
+	}
+	i := slices.IndexFunc(m.unexp[1], func(msg *message) bool { return m.matches(op, msg) })
+	if i < 0 {
+		op.Complete(c)
+		return false
+	}
+	msg := m.unexp[1][i]
+	c = core.Completion{Flags: op.Kind.CQFlags() | msg.flags, Len: msg.len(), Data: msg.data, Tag: msg.tag,
+		Src: fi.SockAddr(msg.src)}
+	switch {
+	case op.Flags&fi.DISCARD != 0:
+		m.unexp[1] = slices.Delete(m.unexp[1], i, i+1)
+		was := m.over()
+		m.bytes -= msg.cost()
+		m.discard(op, msg)
+		return was && !m.over()
+	case op.Flags&fi.CLAIM != 0 && m.claimed[op.Key] != nil:
+		op.Complete(core.Completion{Flags: op.Kind.CQFlags(), Err: fi.EINVAL}) // the key holds a claim already
+	case op.Flags&fi.CLAIM != 0:
+		// A claimed message still counts against the unexpected
+		// limit: a peer cannot fill the daemon through claims.
+		m.unexp[1] = slices.Delete(m.unexp[1], i, i+1)
+		if m.claimed == nil {
+			m.claimed = make(map[uint64]*message)
+		}
+		m.claimed[op.Key] = msg
+		op.Complete(c)
+	default:
+		op.Complete(c)
+	}
+	return false
+}
+
+// discard completes op with msg dropped: no bytes. A rendezvous request
+// is answered as if read (its read-done, with nothing read), so that its
+// sender completes.
+func (m *matcher) discard(op *core.Op, msg *message) {
+	c := core.Completion{Flags: op.Kind.CQFlags() | msg.flags, Data: msg.data, Tag: msg.tag, Src: fi.SockAddr(msg.src)}
+	if msg.rndv == nil {
+		op.Complete(c)
+		return
+	}
+	r := newRndvRecv(op, nil, msg, c)
+	r.comp.Err, r.comp.OLen = 0, 0
+	m.started = append(m.started, r)
 }
 
 // posted is the number of receives waiting.
@@ -148,6 +225,13 @@ func (m *matcher) cancel(op *core.Op) bool {
 // dropConn forgets the unexpected rendezvous requests that came on c:
 // their data cannot be read any more.
 func (m *matcher) dropConn(c *conn) {
+	maps.DeleteFunc(m.claimed, func(_ uint64, msg *message) bool {
+		if msg.rndv != nil && msg.conn == c {
+			m.bytes -= msg.cost()
+			return true
+		}
+		return false
+	})
 	for q := range m.unexp {
 		m.unexp[q] = slices.DeleteFunc(m.unexp[q], func(msg *message) bool {
 			if msg.rndv != nil && msg.conn == c {
@@ -168,6 +252,7 @@ func (m *matcher) flush() {
 		}
 		m.recvs[q], m.unexp[q] = nil, nil
 	}
+	m.claimed = nil
 	m.bytes = 0
 }
 
