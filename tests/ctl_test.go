@@ -39,6 +39,9 @@ var ctlErrorTests = []struct {
 	{core.KindEP, "shutdown", "shutdown now", syscall.EINVAL},
 	{core.KindEP, "cancel", "cancel", syscall.EINVAL},
 	{core.KindEP, "cancel", "cancel zz", syscall.EINVAL},
+	{core.KindEP, "setname", "setname", syscall.EINVAL},
+	{core.KindEP, "setname", "setname not-an-address", syscall.EINVAL},
+	{core.KindEP, "setname", "setname 192.0.2.77:1", syscall.EADDRNOTAVAIL}, // not an address of lo
 	{core.KindEP, "dest", "dest", syscall.EINVAL},
 	{core.KindEP, "dest", "dest x", syscall.EINVAL},
 	{core.KindEP, "dest", "dest 0", syscall.EBADFD}, // an FI_EP_MSG endpoint
