@@ -10,7 +10,8 @@ import (
 // The fabricfs libfabric provider (provider/, docs/provider.md) judged by
 // real libfabric programs: Debian's fi_pingpong (libfabric-bin, 1.17) with
 // -p fabricfs on both sides, and against libfabric's own tcp provider in
-// both roles; provider/test/msgtest for what fi_pingpong does not reach.
+// both roles; provider/test/msgtest, rdmtest and waittest for what
+// fi_pingpong does not reach.
 
 // provEnv points libfabric at the provider and the provider at d's tree;
 // FI_TCP_IFACE keeps libfabric's tcp on loopback (fiEnv).
@@ -174,4 +175,18 @@ func TestProviderRDM(t *testing.T) {
 			t.Logf("%s", p.out.String())
 		})
 	}
+}
+
+// TestProviderWait builds and runs provider/test/waittest.c in the tree's
+// tcp domain: a CQ's FI_WAIT_FD descriptor under epoll, fi_trywait, a
+// counter's and an EQ's descriptors, a poll set over two CQs and a
+// counter, a wait set.
+func TestProviderWait(t *testing.T) {
+	d := mount(t)
+	bin := buildProviderC(t, "waittest")
+	p := startProc(t, provEnv(t, d), bin, "tcp/lo")
+	if code := p.wait(t, ppLimit); code != 0 || !strings.HasSuffix(p.out.String(), "PASS\n") {
+		t.Fatalf("%v", p)
+	}
+	t.Logf("%s", p.out.String())
 }
