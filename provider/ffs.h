@@ -206,8 +206,8 @@ void ffs_domain_progress(struct ffs_domain *dom);
  * The waitable part of a CQ, counter or EQ. With FI_WAIT_FD it has an
  * eventfd of its own, with FI_WAIT_SET the wait set's; one provider thread
  * per process (wait.c) makes that descriptor readable when an armed object
- * has something to read, and fi_trywait arms it. Every field but fd, obj,
- * set, ready and ring is under wait.c's lock.
+ * has something to read, and fi_trywait arms it. armed and the list links
+ * are under wait.c's lock, polls is atomic, the rest is set at open.
  */
 struct ffs_waitset;
 struct ffs_wait {
@@ -221,7 +221,7 @@ struct ffs_wait {
 	bool (*ready)(struct ffs_wait *w, bool trying);
 	struct fabricfs_ring *ring; /* a CQ's ring, whose futex the thread sleeps on; NULL: polled */
 	bool armed;
-	int polls; /* poll sets holding the object: fi_close is -FI_EBUSY */
+	int polls; /* poll sets holding the object: fi_close is -FI_EBUSY while > 0 */
 	struct ffs_wait *next;     /* in wait.c's list of armed-capable objects */
 	struct ffs_wait *set_next; /* in its wait set */
 };

@@ -18,6 +18,7 @@
 
 #include <linux/futex.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -35,7 +36,8 @@
 /* The waiter's state. lock orders before every object's locks. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ffs_wait *waits; /* every object with a descriptor */
-static bool running;           /* the waiter thread was started */
+static pid_t running;          /* the process that started the waiter thread: a
+				* child made by fork has none until it arms */
 static uint32_t kick;          /* futex word: arming adds 1 and wakes the waiter */
 
 struct ffs_waitset {
@@ -136,18 +138,22 @@ static void *waiter(void *arg)
  * looks. Under lock. */
 static int arm(struct ffs_wait *w)
 {
-	if (!running) {
+	if (running != getpid()) {
 		pthread_t t;
 		pthread_attr_t a;
 		pthread_attr_init(&a);
 		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		/* The waiter blocks no signal of the application's: it only
-		 * sleeps in futex_waitv, which restarts or returns on EINTR. */
+		/* The waiter blocks every signal (it inherits the mask), so
+		 * that the application's signals go to its own threads. */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
 		int e = pthread_create(&t, &a, waiter, NULL);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		pthread_attr_destroy(&a);
 		if (e)
 			return -FI_ENOMEM;
-		running = true;
+		running = getpid();
 	}
 	w->armed = true;
 	__atomic_fetch_add(&kick, 1, __ATOMIC_SEQ_CST);
@@ -231,7 +237,7 @@ int ffs_wait_control(struct ffs_wait *w, int command, void *arg)
 	case FI_GETWAITOBJ:
 		if (!arg)
 			return -FI_EINVAL;
-		*(enum fi_wait_obj *)arg = w->fd < 0 ? w->obj : FI_WAIT_FD;
+		*(enum fi_wait_obj *)arg = w->obj;
 		return 0;
 	default:
 		return -FI_ENOSYS;
