@@ -178,15 +178,19 @@ func TestProviderRDM(t *testing.T) {
 }
 
 // TestProviderWait builds and runs provider/test/waittest.c in the tree's
-// tcp domain: a CQ's FI_WAIT_FD descriptor under epoll, fi_trywait, a
-// counter's and an EQ's descriptors, a poll set over two CQs and a
-// counter, a wait set.
+// tcp and verbs domains: a CQ's FI_WAIT_FD descriptor under epoll,
+// fi_trywait, a counter's and an EQ's descriptors, a poll set over two CQs
+// and a counter, a wait set.
 func TestProviderWait(t *testing.T) {
 	d := mount(t)
 	bin := buildProviderC(t, "waittest")
-	p := startProc(t, provEnv(t, d), bin, "tcp/lo")
-	if code := p.wait(t, ppLimit); code != 0 || !strings.HasSuffix(p.out.String(), "PASS\n") {
-		t.Fatalf("%v", p)
+	for _, dom := range []string{"tcp/lo", "verbs/" + verbsDevice} {
+		t.Run(dom, func(t *testing.T) {
+			p := startProc(t, provEnv(t, d), bin, dom)
+			if code := p.wait(t, ppLimit); code != 0 || !strings.HasSuffix(p.out.String(), "PASS\n") {
+				t.Fatalf("%v", p)
+			}
+			t.Logf("%s", p.out.String())
+		})
 	}
-	t.Logf("%s", p.out.String())
 }
