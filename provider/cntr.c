@@ -48,16 +48,28 @@ static uint64_t cntr_readerr(struct fid_cntr *fid)
 	return read_then_progress(c, c->errors_fd);
 }
 
+void ffs_cntr_counts(struct ffs_cntr *c, uint64_t *value, uint64_t *errors)
+{
+	*value = read_count(c, c->value_fd);
+	*errors = read_count(c, c->errors_fd);
+}
+
 static int cntr_add(struct fid_cntr *fid, uint64_t value)
 {
 	struct ffs_cntr *c = container_of(fid, struct ffs_cntr, cntr_fid);
-	return ffs_ctl(&c->obj, "add %llu", (unsigned long long)value);
+	int ret = ffs_ctl(&c->obj, "add %llu", (unsigned long long)value);
+	if (!ret && __atomic_load_n(&c->wait.polls, __ATOMIC_RELAXED))
+		ffs_cntr_polled(c);
+	return ret;
 }
 
 static int cntr_set(struct fid_cntr *fid, uint64_t value)
 {
 	struct ffs_cntr *c = container_of(fid, struct ffs_cntr, cntr_fid);
-	return ffs_ctl(&c->obj, "set %llu", (unsigned long long)value);
+	int ret = ffs_ctl(&c->obj, "set %llu", (unsigned long long)value);
+	if (!ret && __atomic_load_n(&c->wait.polls, __ATOMIC_RELAXED))
+		ffs_cntr_polled(c);
+	return ret;
 }
 
 static int cntr_adderr(struct fid_cntr *fid, uint64_t value)
@@ -136,6 +148,9 @@ static int cntr_close(struct fid *fid)
 			return -FI_EBUSY;
 		usleep(1000);
 	}
+	int ret = ffs_wait_fini(&c->wait);
+	if (ret)
+		return ret;
 	close(c->value_fd);
 	close(c->errors_fd);
 	ffs_obj_close(&c->waiter);
@@ -144,13 +159,31 @@ static int cntr_close(struct fid *fid)
 	return 0;
 }
 
-/* No control: the wait object (FI_GETWAIT) is the daemon's, not a
- * descriptor of this process. */
+static int cntr_control(struct fid *fid, int command, void *arg)
+{
+	return ffs_wait_control(&container_of(fid, struct ffs_cntr, cntr_fid.fid)->wait, command, arg);
+}
+
+/* cntr_ready is the counter's readiness for wait.c: its value or error
+ * count changed since fi_trywait (or fi_wait) last looked. */
+static bool cntr_ready(struct ffs_wait *w, bool trying)
+{
+	struct ffs_cntr *c = container_of(w, struct ffs_cntr, wait);
+	uint64_t v, e;
+	ffs_cntr_counts(c, &v, &e);
+	bool changed = v != c->tried_value || e != c->tried_errors;
+	if (trying) {
+		c->tried_value = v;
+		c->tried_errors = e;
+	}
+	return changed;
+}
+
 static struct fi_ops cntr_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = cntr_close,
 	.bind = ffs_no_bind,
-	.control = ffs_no_control,
+	.control = cntr_control,
 	.ops_open = ffs_no_ops_open,
 	.tostr = ffs_no_tostr,
 	.ops_set = ffs_no_ops_set,
@@ -167,6 +200,13 @@ static int open_file(struct ffs_cntr *c, const char *name)
 	return open(p, O_RDONLY | O_CLOEXEC);
 }
 
+struct ffs_wait *ffs_cntr_wait(struct fid *fid)
+{
+	return fid->fclass == FI_CLASS_CNTR && fid->ops == &cntr_fi_ops
+		       ? &container_of(fid, struct ffs_cntr, cntr_fid.fid)->wait
+		       : NULL;
+}
+
 int ffs_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **out, void *context)
 {
 	if (!domain || !out)
@@ -176,8 +216,6 @@ int ffs_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct f
 		if (attr->flags)
 			return -FI_EINVAL; /* "reserved for future use, and must be set to 0" */
 		if (attr->events != FI_CNTR_EVENTS_COMP)
-			return -FI_ENOSYS;
-		if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
 			return -FI_ENOSYS;
 	}
 	struct ffs_cntr *c = calloc(1, sizeof *c);
@@ -199,8 +237,10 @@ int ffs_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct f
 	c->errors_fd = open_file(c, "errors");
 	if (c->value_fd < 0 || c->errors_fd < 0)
 		ret = -ffs_fi_errno(errno);
-	else
-		ret = ffs_obj_adopt(&c->waiter, dom->dir, "cntr", c->obj.id);
+	else if (!(ret = ffs_obj_adopt(&c->waiter, dom->dir, "cntr", c->obj.id)) &&
+		 (ret = ffs_wait_init(&c->wait, attr ? attr->wait_obj : FI_WAIT_NONE, attr ? attr->wait_set : NULL,
+				      cntr_ready, NULL)))
+		ffs_obj_close(&c->waiter);
 	if (ret) {
 		if (c->value_fd >= 0)
 			close(c->value_fd);

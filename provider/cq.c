@@ -203,6 +203,7 @@ static int cq_signal(struct fid_cq *fid)
 	cq->signaled = 1;
 	pthread_mutex_unlock(&cq->lock);
 	fabricfs_wake(&cq->ring);
+	ffs_wait_signal(&cq->wait);
 	return 0;
 }
 
@@ -247,14 +248,28 @@ static int cq_close(struct fid *fid)
 	struct ffs_cq *cq = container_of(fid, struct ffs_cq, cq_fid.fid);
 	if (__atomic_load_n(&cq->bound, __ATOMIC_SEQ_CST))
 		return -FI_EBUSY;
+	int ret = ffs_wait_fini(&cq->wait);
+	if (ret)
+		return ret;
 	ffs_cq_free(cq);
 	return 0;
 }
 
 static int cq_control(struct fid *fid, int command, void *arg)
 {
-	/* FI_GETWAIT: the tree has no waitable file yet (docs/provider.md). */
-	return -FI_ENOSYS;
+	return ffs_wait_control(&container_of(fid, struct ffs_cq, cq_fid.fid)->wait, command, arg);
+}
+
+/* cq_ready is the CQ's readiness for wait.c: entries to read, after
+ * reaping the domain. */
+static bool cq_ready(struct ffs_wait *w, bool trying)
+{
+	struct ffs_cq *cq = container_of(w, struct ffs_cq, wait);
+	ffs_domain_progress(cq->dom);
+	pthread_mutex_lock(&cq->lock);
+	bool r = cq->qlen > 0;
+	pthread_mutex_unlock(&cq->lock);
+	return r;
 }
 
 static struct fi_ops cq_fi_ops = {
@@ -286,14 +301,6 @@ int ffs_cq_make(struct ffs_domain *dom, struct fi_cq_attr *attr, bool hidden, st
 			format = attr->format;
 		if (!entry_size(format))
 			return -FI_ENOSYS;
-		switch (attr->wait_obj) {
-		case FI_WAIT_NONE:
-		case FI_WAIT_UNSPEC:
-			break;
-		default:
-			/* No waitable descriptor yet (docs/provider.md "Waiting"). */
-			return -FI_ENOSYS;
-		}
 		if (attr->flags & FI_AFFINITY)
 			return -FI_ENOSYS;
 	}
@@ -319,6 +326,12 @@ int ffs_cq_make(struct ffs_domain *dom, struct fi_cq_attr *attr, bool hidden, st
 		goto fail;
 	}
 	pthread_mutex_init(&cq->lock, NULL);
+	if ((ret = ffs_wait_init(&cq->wait, attr ? attr->wait_obj : FI_WAIT_NONE, attr ? attr->wait_set : NULL,
+				 cq_ready, &cq->ring))) {
+		pthread_mutex_destroy(&cq->lock);
+		free(cq->q);
+		goto fail;
+	}
 	cq->cq_fid.fid.fclass = FI_CLASS_CQ;
 	cq->cq_fid.fid.ops = &cq_fi_ops;
 	cq->cq_fid.ops = &cq_ops;
@@ -333,6 +346,12 @@ fail:
 	ffs_obj_close(&cq->obj);
 	free(cq);
 	return ret;
+}
+
+struct ffs_wait *ffs_cq_wait(struct fid *fid)
+{
+	return fid->fclass == FI_CLASS_CQ && fid->ops == &cq_fi_ops ? &container_of(fid, struct ffs_cq, cq_fid.fid)->wait
+								       : NULL;
 }
 
 int ffs_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq_fid, void *context)

@@ -39,11 +39,6 @@ static int no_scalable_ep(struct fid_domain *domain, struct fi_info *info, struc
 	return -FI_ENOSYS;
 }
 
-static int no_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr, struct fid_poll **pollset)
-{
-	return -FI_ENOSYS;
-}
-
 static int no_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr, struct fid_stx **stx, void *context)
 {
 	return -FI_ENOSYS;
@@ -113,7 +108,7 @@ static struct fi_ops_domain domain_ops = {
 	.endpoint = ffs_ep_open,
 	.scalable_ep = no_scalable_ep,
 	.cntr_open = ffs_cntr_open,
-	.poll_open = no_poll_open,
+	.poll_open = ffs_poll_open,
 	.stx_ctx = no_stx_ctx,
 	.srx_ctx = no_srx_ctx,
 	.query_atomic = no_query_atomic,

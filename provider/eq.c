@@ -54,6 +54,7 @@ struct ffs_eq {
 	struct eq_event *head, *tail;
 	size_t nev, max;
 	struct eq_event *lasterr; /* readerr's event: its err_data lives until the next read */
+	struct ffs_wait wait;
 };
 
 /* ---- the tree's event lines ---- */
@@ -515,6 +516,8 @@ static ssize_t eq_write(struct fid_eq *fid, uint32_t event, const void *buf, siz
 		push(eq, ev);
 	}
 	pthread_mutex_unlock(&eq->lock);
+	if (ret >= 0)
+		ffs_wait_signal(&eq->wait);
 	return ret;
 }
 
@@ -570,6 +573,9 @@ static int eq_close(struct fid *fid)
 	pthread_mutex_unlock(&eq->lock);
 	if (busy)
 		return -FI_EBUSY;
+	int ret = ffs_wait_fini(&eq->wait);
+	if (ret)
+		return ret;
 	for (int t = 0; t < eq->ntree; t++) {
 		close(eq->trees[t].fd);
 		if (eq->trees[t].bfd >= 0)
@@ -589,7 +595,21 @@ static int eq_close(struct fid *fid)
 
 static int eq_control(struct fid *fid, int command, void *arg)
 {
-	return -FI_ENOSYS; /* FI_GETWAIT: no waitable file yet */
+	return ffs_wait_control(&container_of(fid, struct ffs_eq, eq_fid.fid)->wait, command, arg);
+}
+
+/* eq_ready is the EQ's readiness for wait.c: an event queued, after a
+ * look at its tree EQs. */
+static bool eq_ready(struct ffs_wait *w, bool trying)
+{
+	struct ffs_eq *eq = container_of(w, struct ffs_eq, wait);
+	pthread_mutex_lock(&eq->lock);
+	if (!eq->head)
+		for (int t = 0; t < eq->ntree; t++)
+			fill(eq, t);
+	bool r = eq->head != NULL;
+	pthread_mutex_unlock(&eq->lock);
+	return r;
 }
 
 static struct fi_ops eq_fi_ops = {
@@ -611,20 +631,24 @@ static struct fi_ops_eq eq_ops = {
 	.strerror = eq_strerror,
 };
 
+struct ffs_wait *ffs_eq_wait(struct fid *fid)
+{
+	return fid->fclass == FI_CLASS_EQ && fid->ops == &eq_fi_ops ? &container_of(fid, struct ffs_eq, eq_fid.fid)->wait
+								       : NULL;
+}
+
 int ffs_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **out, void *context)
 {
 	if (!attr || !out)
 		return -FI_EINVAL;
-	switch (attr->wait_obj) {
-	case FI_WAIT_NONE:
-	case FI_WAIT_UNSPEC:
-		break;
-	default:
-		return -FI_ENOSYS; /* no waitable descriptor yet */
-	}
 	struct ffs_eq *eq = calloc(1, sizeof *eq);
 	if (!eq)
 		return -FI_ENOMEM;
+	int ret = ffs_wait_init(&eq->wait, attr->wait_obj, attr->wait_set, eq_ready, NULL);
+	if (ret) {
+		free(eq);
+		return ret;
+	}
 	eq->fab = fabric ? container_of(fabric, struct ffs_fabric, fabric_fid) : NULL;
 	eq->max = attr->size;
 	pthread_mutex_init(&eq->lock, NULL);

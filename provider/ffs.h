@@ -21,6 +21,7 @@
  *	av.c		address vectors
  *	mr.c		memory regions
  *	cntr.c		counters
+ *	wait.c		wait objects: FI_WAIT_FD, fi_trywait, wait sets, poll sets
  */
 #ifndef FFS_H
 #define FFS_H
@@ -199,6 +200,54 @@ int ffs_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops,
  * cq.c. */
 void ffs_domain_progress(struct ffs_domain *dom);
 
+/* ---- wait.c: wait objects ---- */
+
+/*
+ * The waitable part of a CQ, counter or EQ. With FI_WAIT_FD it has an
+ * eventfd of its own, with FI_WAIT_SET the wait set's; one provider thread
+ * per process (wait.c) makes that descriptor readable when an armed object
+ * has something to read, and fi_trywait arms it. armed and the list links
+ * are under wait.c's lock, polls is atomic, the rest is set at open.
+ */
+struct ffs_waitset;
+struct ffs_wait {
+	enum fi_wait_obj obj; /* as opened: FI_WAIT_NONE, UNSPEC, FD or SET */
+	int fd;               /* the descriptor to make readable, or -1 */
+	bool own_fd;          /* fd is this object's (FI_WAIT_FD) */
+	struct ffs_waitset *set;
+	/* ready says whether the object has something to read (taking its
+	 * own locks; called under wait.c's lock). trying: the call is
+	 * fi_trywait's or fi_wait's, which see a counter's change once. */
+	bool (*ready)(struct ffs_wait *w, bool trying);
+	struct fabricfs_ring *ring; /* a CQ's ring, whose futex the thread sleeps on; NULL: polled */
+	bool armed;
+	int polls; /* poll sets holding the object: fi_close is -FI_EBUSY while > 0 */
+	struct ffs_wait *next;     /* in wait.c's list of armed-capable objects */
+	struct ffs_wait *set_next; /* in its wait set */
+};
+
+/* ffs_wait_init gives an object opened with wait_obj (and wait_set for
+ * FI_WAIT_SET) its wait part: -FI_ENOSYS for kinds the provider lacks
+ * (FI_WAIT_MUTEX_COND, FI_WAIT_YIELD, FI_WAIT_POLLFD), -FI_EINVAL for a
+ * wait set not of this provider. */
+int ffs_wait_init(struct ffs_wait *w, enum fi_wait_obj obj, struct fid_wait *set,
+		  bool (*ready)(struct ffs_wait *, bool), struct fabricfs_ring *ring);
+/* ffs_wait_fini undoes it: -FI_EBUSY while a poll set holds the object. */
+int ffs_wait_fini(struct ffs_wait *w);
+/* ffs_wait_control is fi_control's FI_GETWAIT and FI_GETWAITOBJ. */
+int ffs_wait_control(struct ffs_wait *w, int command, void *arg);
+/* ffs_wait_signal makes the object's descriptor readable (fi_cq_signal,
+ * fi_eq_write). */
+void ffs_wait_signal(struct ffs_wait *w);
+int ffs_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
+int ffs_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr, struct fid_wait **waitset);
+int ffs_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr, struct fid_poll **pollset);
+/* The wait part of a fid of this provider's CQs, counters and EQs; NULL
+ * for anything else. */
+struct ffs_wait *ffs_cq_wait(struct fid *fid);
+struct ffs_wait *ffs_cntr_wait(struct fid *fid);
+struct ffs_wait *ffs_eq_wait(struct fid *fid);
+
 /* ---- ep.c, pep.c, eq.c, cq.c ---- */
 
 /*
@@ -230,6 +279,7 @@ struct ffs_cq {
 	size_t qcap, qhead, qlen;
 	struct ffs_cq_entry err; /* the last entry fi_cq_readerr returned: its errline is err_data */
 	int signaled;
+	struct ffs_wait wait;
 	int bound; /* endpoint directions bound to it; atomic (no lock: binding
 		    * holds the endpoint's lock, which ranks below) */
 	struct ffs_cq *next; /* in dom->cqs */
@@ -376,7 +426,18 @@ struct ffs_cntr {
 	 * the daemon holds back other writes to the same file (the kernel
 	 * serializes them), so add and set go through obj's clone file. */
 	struct ffs_obj waiter;
+	struct ffs_wait wait;
+	/* The counts fi_trywait last saw, and fi_poll (or fi_cntr_add and
+	 * fi_cntr_set) last saw: a change from them is an event. Under
+	 * wait.c's lock. */
+	uint64_t tried_value, tried_errors, polled_value, polled_errors;
 };
+
+/* ffs_cntr_counts reads the counter's value and errors. */
+void ffs_cntr_counts(struct ffs_cntr *c, uint64_t *value, uint64_t *errors);
+/* ffs_cntr_polled notes the counts as fi_poll's last (fi_cntr_add and
+ * fi_cntr_set: fi_poll(3) reports changes since them). wait.c. */
+void ffs_cntr_polled(struct ffs_cntr *c);
 
 int ffs_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr, void *context);
 

@@ -369,16 +369,6 @@ static int fabric_close(struct fid *fid)
 	return 0;
 }
 
-static int no_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr, struct fid_wait **waitset)
-{
-	return -FI_ENOSYS;
-}
-
-static int no_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
-{
-	return -FI_ENOSYS;
-}
-
 static int no_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	return -FI_ENOSYS;
@@ -407,8 +397,8 @@ static struct fi_ops_fabric fabric_ops = {
 	.domain = ffs_domain_open,
 	.passive_ep = ffs_pep_open,
 	.eq_open = ffs_eq_open,
-	.wait_open = no_wait_open,
-	.trywait = no_trywait,
+	.wait_open = ffs_wait_open,
+	.trywait = ffs_trywait,
 };
 
 int ffs_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context)

@@ -10,7 +10,8 @@ import (
 // The fabricfs libfabric provider (provider/, docs/provider.md) judged by
 // real libfabric programs: Debian's fi_pingpong (libfabric-bin, 1.17) with
 // -p fabricfs on both sides, and against libfabric's own tcp provider in
-// both roles; provider/test/msgtest for what fi_pingpong does not reach.
+// both roles; provider/test/msgtest, rdmtest and waittest for what
+// fi_pingpong does not reach.
 
 // provEnv points libfabric at the provider and the provider at d's tree;
 // FI_TCP_IFACE keeps libfabric's tcp on loopback (fiEnv).
@@ -168,6 +169,24 @@ func TestProviderRDM(t *testing.T) {
 	for _, c := range [][2]string{{"tcp/lo", "rdm"}, {"verbs/" + verbsDevice, "rdm"}, {"verbs/" + verbsDevice + "-dgram", "dgram"}} {
 		t.Run(c[0], func(t *testing.T) {
 			p := startProc(t, provEnv(t, d), bin, c[0], c[1])
+			if code := p.wait(t, ppLimit); code != 0 || !strings.HasSuffix(p.out.String(), "PASS\n") {
+				t.Fatalf("%v", p)
+			}
+			t.Logf("%s", p.out.String())
+		})
+	}
+}
+
+// TestProviderWait builds and runs provider/test/waittest.c in the tree's
+// tcp and verbs domains: a CQ's FI_WAIT_FD descriptor under epoll,
+// fi_trywait, a counter's and an EQ's descriptors, a poll set over two CQs
+// and a counter, a wait set.
+func TestProviderWait(t *testing.T) {
+	d := mount(t)
+	bin := buildProviderC(t, "waittest")
+	for _, dom := range []string{"tcp/lo", "verbs/" + verbsDevice} {
+		t.Run(dom, func(t *testing.T) {
+			p := startProc(t, provEnv(t, d), bin, dom)
 			if code := p.wait(t, ppLimit); code != 0 || !strings.HasSuffix(p.out.String(), "PASS\n") {
 				t.Fatalf("%v", p)
 			}

@@ -2,7 +2,8 @@
  * cntr_test.c: counters over a mounted tree (FI_FABRICFS_ROOT): read,
  * add, set and their error twins, wait with and without a timeout, the
  * wake-ups of a wait by another thread's add (value) or adderr
- * (-FI_EAVAIL), the attributes refused, and fi_close of a bound counter.
+ * (-FI_EAVAIL), the attributes refused, an FI_WAIT_FD counter's
+ * descriptor, and fi_close of a bound counter.
  */
 #include "ffstest.h"
 
@@ -89,8 +90,18 @@ int main(void)
 
 	/* Attributes. */
 	struct fid_cntr *x;
-	struct fi_cntr_attr bad = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_FD};
-	CHECK(ffs_cntr_open(&dom->domain_fid, &bad, &x, NULL) == -FI_ENOSYS, "wait_obj FI_WAIT_FD");
+	struct fi_cntr_attr bad = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_MUTEX_COND};
+	CHECK(ffs_cntr_open(&dom->domain_fid, &bad, &x, NULL) == -FI_ENOSYS, "wait_obj FI_WAIT_MUTEX_COND");
+	bad.wait_obj = FI_WAIT_SET; /* without a wait set */
+	CHECK(ffs_cntr_open(&dom->domain_fid, &bad, &x, NULL) == -FI_EINVAL, "wait_obj FI_WAIT_SET, no set");
+	bad.wait_obj = FI_WAIT_FD;
+	ret = ffs_cntr_open(&dom->domain_fid, &bad, &x, NULL);
+	CHECK(ret == 0, "wait_obj FI_WAIT_FD: %d", ret);
+	if (ret == 0) {
+		int fd = -1;
+		CHECK(fi_control(&x->fid, FI_GETWAIT, &fd) == 0 && fd >= 0, "FI_GETWAIT: fd %d", fd);
+		CHECK(fi_close(&x->fid) == 0, "closing it");
+	}
 	bad.wait_obj = FI_WAIT_NONE;
 	bad.flags = 1;
 	CHECK(ffs_cntr_open(&dom->domain_fid, &bad, &x, NULL) == -FI_EINVAL, "flags 1");

@@ -1,10 +1,11 @@
 /*
  * ffstest.h: what the provider's C test programs share. Each program is
- * built from tree.c, the files it tests and itself (tests/provider_test.go
- * builds and runs them against a mounted tree, FI_FABRICFS_ROOT), so the
- * parts of the provider the program does not link are stubbed here: the
- * provider struct and, as weak fallbacks, domain.c's progress and its
- * fi_ops entries for what an object does not have.
+ * built from tree.c, wait.c, the files it tests and itself
+ * (tests/provider_test.go builds and runs them against a mounted tree,
+ * FI_FABRICFS_ROOT), so the parts of the provider the program does not
+ * link are stubbed here: the provider struct and, as weak fallbacks,
+ * domain.c's progress and its fi_ops entries for what an object does not
+ * have, and the wait parts of the object kinds it does not link.
  */
 #ifndef FFSTEST_H
 #define FFSTEST_H
@@ -51,6 +52,28 @@ __attribute__((weak)) int ffs_no_ops_set(struct fid *fid, const char *name, uint
 					 void *context)
 {
 	return -FI_ENOSYS;
+}
+
+/* The wait parts of the objects a program does not link (wait.c asks
+ * every fid): none. */
+__attribute__((weak)) struct ffs_wait *ffs_cq_wait(struct fid *fid)
+{
+	return NULL;
+}
+
+__attribute__((weak)) struct ffs_wait *ffs_cntr_wait(struct fid *fid)
+{
+	return NULL;
+}
+
+__attribute__((weak)) struct ffs_wait *ffs_eq_wait(struct fid *fid)
+{
+	return NULL;
+}
+
+__attribute__((weak)) void ffs_cntr_counts(struct ffs_cntr *c, uint64_t *value, uint64_t *errors)
+{
+	*value = *errors = 0;
 }
 
 static int failures;

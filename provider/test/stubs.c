@@ -51,3 +51,24 @@ __attribute__((weak)) int ffs_mr_lookup(struct ffs_domain *dom, void *desc, cons
 {
 	return -FI_ENOENT;
 }
+
+/* wait.c asks each kind for its wait part: none without the kind's file. */
+__attribute__((weak)) struct ffs_wait *ffs_cq_wait(struct fid *fid)
+{
+	return NULL;
+}
+
+__attribute__((weak)) struct ffs_wait *ffs_cntr_wait(struct fid *fid)
+{
+	return NULL;
+}
+
+__attribute__((weak)) struct ffs_wait *ffs_eq_wait(struct fid *fid)
+{
+	return NULL;
+}
+
+__attribute__((weak)) void ffs_cntr_counts(struct ffs_cntr *c, uint64_t *value, uint64_t *errors)
+{
+	*value = *errors = 0;
+}
