@@ -140,57 +140,45 @@ func TestProviderPingpongTCP(t *testing.T) {
 	}
 }
 
-// TestProviderMsg builds and runs provider/test/msgtest.c in the tree's
-// tcp and verbs domains: connection with private data, sizes and iovecs,
-// CQ formats, inject, remote CQ data, a truncated receive, fi_cancel, RMA,
-// zero copy, shutdown, reject with private data.
+// runProviderC builds provider/test/NAME.c and runs it once per argument
+// list in runs (the first argument, a domain of d's tree, names the
+// subtest); each run must exit 0 and end with PASS.
+func runProviderC(t *testing.T, name string, runs ...[]string) {
+	d := mount(t)
+	bin := buildProviderC(t, name)
+	for _, args := range runs {
+		t.Run(args[0], func(t *testing.T) {
+			p := startProc(t, provEnv(t, d), bin, args...)
+			if code := p.wait(t, ppLimit); code != 0 || !strings.HasSuffix(p.out.String(), "PASS\n") {
+				t.Fatalf("%v", p)
+			}
+			t.Logf("%s", p.out.String())
+		})
+	}
+}
+
+// TestProviderMsg runs provider/test/msgtest.c in the tree's tcp and verbs
+// domains: connection with private data, sizes and iovecs, CQ formats,
+// inject, remote CQ data, a truncated receive, fi_cancel, RMA, zero copy,
+// shutdown, reject with private data.
 func TestProviderMsg(t *testing.T) {
-	d := mount(t)
-	bin := buildProviderC(t, "msgtest")
-	for _, dom := range []string{"tcp/lo", "verbs/" + verbsDevice} {
-		t.Run(dom, func(t *testing.T) {
-			p := startProc(t, provEnv(t, d), bin, dom)
-			if code := p.wait(t, ppLimit); code != 0 || !strings.HasSuffix(p.out.String(), "PASS\n") {
-				t.Fatalf("%v", p)
-			}
-			t.Logf("%s", p.out.String())
-		})
-	}
+	runProviderC(t, "msgtest", []string{"tcp/lo"}, []string{"verbs/" + verbsDevice})
 }
 
-// TestProviderRDM builds and runs provider/test/rdmtest.c: FI_EP_RDM in the
-// tree's tcp and verbs domains (messages with their sender, tagged
-// matching, a directed receive, FI_MULTI_RECV, a counter and a hidden CQ,
-// fi_cq_sread, selective completion) and FI_EP_DGRAM in the verbs -dgram
-// domain (messages).
+// TestProviderRDM runs provider/test/rdmtest.c: FI_EP_RDM in the tree's tcp
+// and verbs domains (messages with their sender, tagged matching, a
+// directed receive, FI_MULTI_RECV, a counter and a hidden CQ, fi_cq_sread,
+// selective completion) and FI_EP_DGRAM in the verbs -dgram domain
+// (messages).
 func TestProviderRDM(t *testing.T) {
-	d := mount(t)
-	bin := buildProviderC(t, "rdmtest")
-	for _, c := range [][2]string{{"tcp/lo", "rdm"}, {"verbs/" + verbsDevice, "rdm"}, {"verbs/" + verbsDevice + "-dgram", "dgram"}} {
-		t.Run(c[0], func(t *testing.T) {
-			p := startProc(t, provEnv(t, d), bin, c[0], c[1])
-			if code := p.wait(t, ppLimit); code != 0 || !strings.HasSuffix(p.out.String(), "PASS\n") {
-				t.Fatalf("%v", p)
-			}
-			t.Logf("%s", p.out.String())
-		})
-	}
+	runProviderC(t, "rdmtest", []string{"tcp/lo", "rdm"}, []string{"verbs/" + verbsDevice, "rdm"},
+		[]string{"verbs/" + verbsDevice + "-dgram", "dgram"})
 }
 
-// TestProviderWait builds and runs provider/test/waittest.c in the tree's
-// tcp and verbs domains: a CQ's FI_WAIT_FD descriptor under epoll,
-// fi_trywait, a counter's and an EQ's descriptors, a poll set over two CQs
-// and a counter, a wait set.
+// TestProviderWait runs provider/test/waittest.c in the tree's tcp and
+// verbs domains: a CQ's FI_WAIT_FD descriptor under epoll, fi_trywait, a
+// counter's and an EQ's descriptors, a poll set over two CQs and a
+// counter, a wait set.
 func TestProviderWait(t *testing.T) {
-	d := mount(t)
-	bin := buildProviderC(t, "waittest")
-	for _, dom := range []string{"tcp/lo", "verbs/" + verbsDevice} {
-		t.Run(dom, func(t *testing.T) {
-			p := startProc(t, provEnv(t, d), bin, dom)
-			if code := p.wait(t, ppLimit); code != 0 || !strings.HasSuffix(p.out.String(), "PASS\n") {
-				t.Fatalf("%v", p)
-			}
-			t.Logf("%s", p.out.String())
-		})
-	}
+	runProviderC(t, "waittest", []string{"tcp/lo"}, []string{"verbs/" + verbsDevice})
 }

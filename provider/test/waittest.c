@@ -13,42 +13,10 @@
  * on a failure it prints "FAIL: ..." and exits 1. tests/provider_test.go
  * runs it.
  */
-#define _GNU_SOURCE
-#include <rdma/fabric.h>
-#include <rdma/fi_cm.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
-#include <rdma/fi_eq.h>
-#include <rdma/fi_errno.h>
+#include "fitest.h"
 
 #include <poll.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/epoll.h>
-#include <time.h>
-#include <unistd.h>
-
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	printf("FAIL: ");
-	vprintf(fmt, ap);
-	printf("\n");
-	va_end(ap);
-	fflush(stdout);
-	exit(1);
-}
-
-#define CHECK(call)                                                                                                    \
-	do {                                                                                                           \
-		int ret_ = (int)(call);                                                                                \
-		if (ret_)                                                                                              \
-			fail("%s:%d: %s: %d (%s)", __FILE__, __LINE__, #call, ret_, fi_strerror(-ret_));               \
-	} while (0)
 
 #define WANT(call, want)                                                                                               \
 	do {                                                                                                           \

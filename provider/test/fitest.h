@@ -1,0 +1,51 @@
+/*
+ * fitest.h: what the provider's libfabric test programs share (msgtest,
+ * rdmtest, waittest: programs that use only libfabric's API, with
+ * FI_PROVIDER_PATH pointing at the provider): the headers, fail, and
+ * CHECK, which fails the program with the call, its code and
+ * fi_strerror's text when a call does not return 0.
+ */
+#ifndef FITEST_H
+#define FITEST_H
+
+#define _GNU_SOURCE
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* fail prints "FAIL: " and the message, and exits 1. */
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	printf("FAIL: ");
+	vprintf(fmt, ap);
+	printf("\n");
+	va_end(ap);
+	fflush(stdout);
+	exit(1);
+}
+
+#define CHECK(call)                                                                                                    \
+	do {                                                                                                           \
+		int ret_ = (int)(call);                                                                                \
+		if (ret_)                                                                                              \
+			fail("%s:%d: %s: %d (%s)", __FILE__, __LINE__, #call, ret_, fi_strerror(-ret_));               \
+	} while (0)
+
+#endif /* FITEST_H */
