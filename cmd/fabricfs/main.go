@@ -211,14 +211,16 @@ func run(mnt, mapping string, engineCPUs *unix.CPUSet, limits core.Limits, vcfg 
 	if err := clearStale(mnt); err != nil {
 		return err
 	}
+	// Signals are caught from before the mount is up: a SIGTERM that comes
+	// as soon as the tree answers (a test's cleanup) still unmounts it.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	srv, err := fs.Mount(fab, mnt, opts)
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", mnt, err)
 	}
 	log.Printf("mounted on %s (pid %d)", mnt, os.Getpid())
 
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() {
 		srv.Wait()
