@@ -60,6 +60,14 @@ FI_EXT_INI
 
 /* ---- the query ---- */
 
+/* nodata logs why fi_getinfo finds nothing without asking the tree
+ * (FI_LOG_LEVEL=debug shows it) and returns -FI_ENODATA. */
+static int nodata(const char *why, const char *what)
+{
+	ffs_debug("fi_getinfo: no entry: %s%s%s", why, what ? ": " : "", what ? what : "");
+	return -FI_ENODATA;
+}
+
 /* A query: options, then the hints block. Bounded: fi_tostr's block is a
  * few KiB. */
 struct query {
@@ -171,7 +179,7 @@ static int add_hints(struct query *q, const struct fi_info *hints)
 		    lost(ht->msg_order, FI_TYPE_MSG_ORDER) || (ht->comp_order & ~COMP_ORDER_NAMED))) ||
 	    (hr && (lost(hr->caps, FI_TYPE_CAPS) || lost(hr->op_flags, FI_TYPE_OP_FLAGS) ||
 		    lost(hr->msg_order, FI_TYPE_MSG_ORDER) || (hr->comp_order & ~COMP_ORDER_NAMED))))
-		return -FI_ENODATA;
+		return nodata("hints caps, op_flags, msg_order or comp_order have bits fi_tostr has no name for, which no entry offers", NULL);
 	struct fi_info h = *hints;
 	struct fi_tx_attr t;
 	struct fi_rx_attr r;
@@ -198,7 +206,7 @@ static int add_hints(struct query *q, const struct fi_info *hints)
 		h.domain_attr = &d;
 		if (d.name && *d.name) {
 			if (!name_prov(d.name, prov, sizeof prov, &name) || !one_line(name))
-				return -FI_ENODATA;
+				return nodata("hints domain_attr->name is not PROV/DOMAIN of one provider", d.name);
 			d.name = (char *)name;
 		}
 	}
@@ -208,7 +216,7 @@ static int add_hints(struct query *q, const struct fi_info *hints)
 		f.prov_version = 0;
 		if (f.name && *f.name) {
 			if (!name_prov(f.name, prov, sizeof prov, &name) || !one_line(name))
-				return -FI_ENODATA;
+				return nodata("hints fabric_attr->name is not PROV/FABRIC of the domain's provider", f.name);
 			f.name = (char *)name;
 		}
 	}
@@ -243,7 +251,7 @@ static int ask(const char *query, char **answer)
 {
 	char path[PATH_MAX];
 	if (snprintf(path, sizeof path, "%s/getinfo", ffs_root()) >= (int)sizeof path)
-		return -FI_ENODATA;
+		return nodata("FI_FABRICFS_ROOT is too long", NULL);
 	int fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		ffs_warn("%s: %s (no fabricfs tree mounted there? FI_FABRICFS_ROOT names its root)", path,
@@ -278,18 +286,18 @@ static int ffs_getinfo(uint32_t version, const char *node, const char *service, 
 {
 	*info = NULL;
 	if (flags & OFI_CORE_PROV_ONLY)
-		return -FI_ENODATA;
+		return nodata("a utility provider's request for core providers (the tree layers its own)", NULL);
 	if (flags & FI_PROV_ATTR_ONLY)
 		return prov_attr_only(info);
 	/* The tree knows every hint but this provider's version and its
 	 * opened objects: an opened domain "restrict[s] output to the given
 	 * domain" (fi_domain(3)), which must be one of this provider's. */
 	if (hints && hints->fabric_attr && hints->fabric_attr->prov_version > FFS_PROV_VERSION)
-		return -FI_ENODATA;
+		return nodata("hints fabric_attr->prov_version is above this provider's 1.0", NULL);
 	struct fid_domain *hdom = hints && hints->domain_attr ? hints->domain_attr->domain : NULL;
 	const struct ffs_domain *dom = ffs_domain_of(hdom);
 	if (hdom && !dom)
-		return -FI_ENODATA;
+		return nodata("hints domain_attr->domain is not a domain of this provider", NULL);
 
 	struct query q = { .len = 0 };
 	addf(&q, "--version %u.%u", FI_MAJOR(version), FI_MINOR(version));
@@ -308,7 +316,7 @@ static int ffs_getinfo(uint32_t version, const char *node, const char *service, 
 	if (hints && (ret = add_hints(&q, hints)))
 		return ret;
 	if (q.bad)
-		return -FI_ENODATA;
+		return nodata("a node, service or hint the query cannot carry (a line break, or too long)", NULL);
 
 	char *answer = NULL;
 	if ((ret = ask(q.text, &answer)))
@@ -357,7 +365,9 @@ static int ffs_getinfo(uint32_t version, const char *node, const char *service, 
 		*tail = e;
 		tail = &e->next;
 	}
-	return *info ? 0 : -FI_ENODATA;
+	if (!*info)
+		return nodata("no entry of the tree is of the opened fabric or domain in the hints", NULL);
+	return 0;
 }
 
 /* ---- the fabric ---- */

@@ -317,11 +317,17 @@ fabricfs_env() {
 
 # mount_fabricfs: builds bin/fabricfs and mounts it on a new directory,
 # mnt, its daemon (its own process group) in daemon, for cleanup to end.
+# The daemon's one verbs device is 127.0.0.1 (verbs/rxe_127_0_0_1) on a
+# RoCE port nothing uses now: on the default port, taken by any other
+# fabricfs of the host, the daemon would leave the device out and every
+# verbs test would find no entry (-FI_ENODATA).
 mount_fabricfs() {
 	PATH=$PATH:/usr/local/go/bin go build -o bin/fabricfs ./cmd/fabricfs || exit 1
+	local port
+	port=$(python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') || exit 1
 	mnt=$(mktemp -d /tmp/fabtests-fabricfs.XXXXXX) || exit 1
-	echo "fabtests $label: mounting bin/fabricfs on $mnt"
-	setsid bin/fabricfs "$mnt" </dev/null >"$build/fabricfs.log" 2>&1 &
+	echo "fabtests $label: mounting bin/fabricfs on $mnt (RoCE port $port)"
+	setsid bin/fabricfs -verbs-addrs 127.0.0.1 -roce-port "$port" "$mnt" </dev/null >"$build/fabricfs.log" 2>&1 &
 	daemon=$!
 	local i
 	for i in $(seq 100); do

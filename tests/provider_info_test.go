@@ -204,6 +204,15 @@ func TestProviderInfo(t *testing.T) {
 		t.Errorf("%d of %d entries are not provider fabricfs:\n%s", n-m, n, list)
 	}
 
+	// A reason to find nothing without asking the tree is a debug line:
+	// here a domain name without its provider.
+	cmd := exec.Command("fi_info", "-p", "fabricfs", "-d", verbsDevice)
+	cmd.Env = append(env, "FI_LOG_LEVEL=debug")
+	out, err := cmd.CombinedOutput()
+	if want := "fi_getinfo: no entry: hints domain_attr->name is not PROV/DOMAIN of one provider: " + verbsDevice; err == nil || !strings.Contains(string(out), want) {
+		t.Errorf("fi_info -p fabricfs -d %s: %v, want a failure and the debug line %q:\n%s", verbsDevice, err, want, out)
+	}
+
 	// -v: the tree's entries, attribute for attribute. fi_info's hints
 	// (every mode, every mr_mode but FI_MR_BASIC/SCALABLE) are the tree
 	// query's defaults; /info has the same entries before getinfo
@@ -226,9 +235,9 @@ func TestProviderInfo(t *testing.T) {
 		}
 	}
 
-	cmd := exec.Command(buildProviderC(t, "getinfo_test"))
+	cmd = exec.Command(buildProviderC(t, "getinfo_test"))
 	cmd.Env = env
-	out, err := cmd.CombinedOutput()
+	out, err = cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("getinfo_test: %v\n%s", err, out)
 	}

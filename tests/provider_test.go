@@ -105,22 +105,26 @@ func TestProviderPingpong(t *testing.T) {
 }
 
 // TestProviderPingpongVerbs runs fi_pingpong -p fabricfs on both sides in
-// the tree's verbs domain, FI_EP_RDM untagged and tagged. (Its FI_EP_MSG
-// and FI_EP_DGRAM entries need FI_RX_CQ_DATA in the mode, which
-// fi_pingpong does not offer; msgtest runs FI_EP_MSG there.)
+// the tree's verbs domains: FI_EP_MSG and FI_EP_DGRAM, whose entries
+// fi_pingpong gets without FI_RX_CQ_DATA (it offers no mode and asks for
+// no remote CQ data), and FI_EP_RDM untagged and tagged.
 func TestProviderPingpongVerbs(t *testing.T) {
 	needCmd(t, "fi_pingpong")
 	d := mount(t)
-	dom := "fabricfs:verbs/" + verbsDevice
+	msg := "fabricfs:verbs/" + verbsDevice
 	for _, c := range []struct {
-		name string
-		args []string
+		name, dom string
+		args      []string
+		largest   string // the largest size that must run
 	}{
-		{"rdm", []string{"-e", "rdm"}},
-		{"rdm-tagged", []string{"-e", "rdm", "-m", "tagged"}},
+		{"msg", msg, []string{"-e", "msg"}, "1m"},
+		// A datagram is at most the device's MTU, 4096 on lo.
+		{"dgram", msg + "-dgram", []string{"-e", "dgram"}, "4k"},
+		{"rdm", msg, []string{"-e", "rdm"}, "1m"},
+		{"rdm-tagged", msg, []string{"-e", "rdm", "-m", "tagged"}, "1m"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			runPingpong(t, d, dom, dom, c.args, 10, "64", "1m")
+			runPingpong(t, d, c.dom, c.dom, c.args, 10, "64", c.largest)
 		})
 	}
 }

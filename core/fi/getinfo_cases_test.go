@@ -157,7 +157,37 @@ var getinfoTests = []getinfoCase{
 			DomainAttr: &DomainAttr{MRMode: MR_LOCAL | mrBasicMap, Mode: RESTRICTED_COMP}},
 		want: []string{"verbs rxe0-dgram dgram"},
 	},
-
+	{
+		name: "rx cq data mode without remote cq data",
+		quote: "FI_RX_CQ_DATA: This mode bit only applies to data transfers that set FI_REMOTE_CQ_DATA. " +
+			"fi_domain(3) cq_data_size: This field indicates the number of bytes that the provider supports for remote CQ data.",
+		offered: offeredRxCQData,
+		hints:   &Info{Mode: CONTEXT, FabricAttr: &FabricAttr{ProvName: "verbs"}, EPAttr: &EPAttr{Type: EP_MSG}},
+		want:    []string{"verbs rxe0 msg"},
+		check: each(func(in *Info) string {
+			return expect("rx mode", in.RxAttr.Mode, Mode(0)) +
+				expect("cq_data_size", in.DomainAttr.CQDataSize, uint64(0))
+		}),
+	},
+	{
+		name:    "rx cq data mode offered",
+		quote:   "FI_RX_CQ_DATA: When set, a data transfer that carries remote CQ data will consume a receive buffer at the target.",
+		offered: offeredRxCQData,
+		hints: &Info{Mode: CONTEXT, RxAttr: &RxAttr{Mode: RX_CQ_DATA}, FabricAttr: &FabricAttr{ProvName: "verbs"},
+			EPAttr: &EPAttr{Type: EP_MSG}},
+		want: []string{"verbs rxe0 msg"},
+		check: each(func(in *Info) string {
+			return expect("rx mode", in.RxAttr.Mode, RX_CQ_DATA) + expect("cq_data_size", in.DomainAttr.CQDataSize, uint64(4))
+		}),
+	},
+	{
+		name:    "rx cq data mode needed for cq data",
+		quote:   "Mode bits that are set to zero indicate the application does not support any modes.",
+		offered: offeredRxCQData,
+		hints: &Info{Mode: CONTEXT, FabricAttr: &FabricAttr{ProvName: "verbs"}, EPAttr: &EPAttr{Type: EP_MSG},
+			DomainAttr: &DomainAttr{CQDataSize: 4}},
+		err: ENODATA, errText: "rx_attr.mode FI_RX_CQ_DATA",
+	},
 	// Capabilities.
 	{
 		name:  "zero caps return all",
@@ -375,4 +405,16 @@ var getinfoTests = []getinfoCase{
 		flags: uint64(SOURCE),
 		err:   EINVAL,
 	},
+}
+
+// offeredRxCQData is testOffered with verbs's FI_EP_MSG entry requiring
+// FI_RX_CQ_DATA in rx_attr.mode, as libfabric's verbs reports it.
+func offeredRxCQData() []*Info {
+	o := testOffered()
+	for _, in := range o {
+		if id(in) == "verbs rxe0 msg" {
+			in.RxAttr.Mode |= RX_CQ_DATA
+		}
+	}
+	return o
 }

@@ -385,6 +385,11 @@ func (m *entryMatch) modes() string {
 		if h.DomainAttr != nil {
 			domApp = h.DomainAttr.Mode
 		}
+		if m.noCQData(rxApp) {
+			out.Mode &^= RX_CQ_DATA
+			rx.Mode &^= RX_CQ_DATA
+			dom.CQDataSize = 0
+		}
 		for _, s := range []struct {
 			name      string
 			need, app Mode
@@ -405,6 +410,21 @@ func (m *entryMatch) modes() string {
 	}
 	dom.MRMode = mr
 	return ""
+}
+
+// noCQData says whether the entry is matched without remote CQ data:
+// FI_RX_CQ_DATA "only applies to data transfers that set
+// FI_REMOTE_CQ_DATA" (fi_getinfo(3)), and an entry whose cq_data_size is 0
+// has none ("This field indicates the number of bytes that the provider
+// supports for remote CQ data", fi_domain(3)). So an application that
+// neither offers the mode (in mode or rx_attr.mode: rxApp) nor asks for
+// remote CQ data (domain_attr.cq_data_size) gets an entry that requires
+// the mode without it and with cq_data_size 0, as libfabric 1.17's verbs
+// answers such hints (vrb_check_rx_attr).
+func (m *entryMatch) noCQData(rxApp Mode) bool {
+	h, out := m.q.h, m.out
+	return (out.Mode|out.RxAttr.Mode)&RX_CQ_DATA != 0 && (h.Mode|rxApp)&RX_CQ_DATA == 0 &&
+		(h.DomainAttr == nil || h.DomainAttr.CQDataSize == 0)
 }
 
 // attrs: the remaining attributes of every struct.

@@ -148,7 +148,7 @@ func (e *rcEndpoint) Connect(addr fi.Addr, data []byte) error {
 		return core.Errorf(fi.EOPBADSTATE, "verbs: connect: endpoint is not enabled")
 	}
 	a := e.d.dev.cm
-	port, err := a.bindRC(0, nil)
+	port, err := a.bindRC(e.srcPort(), nil)
 	if err != nil {
 		return err
 	}
@@ -532,11 +532,28 @@ func (e *rcEndpoint) Post(op *core.Op) error {
 // when the connection ends or the endpoint closes.
 func (e *rcEndpoint) Cancel(*core.Op) bool { return false }
 
-// Name is the device's address and the endpoint's service port.
+// Name is the device's address and the endpoint's service port: until
+// Connect binds one, the port of its src_addr (fi_setname's), which
+// Connect binds.
 func (e *rcEndpoint) Name() (fi.Addr, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return fi.SockAddr(e.d.dev.addr(e.port)), nil
+	port := e.port
+	if port == 0 {
+		port = e.srcPort()
+	}
+	return fi.SockAddr(e.d.dev.addr(port)), nil
+}
+
+// srcPort is the service port of the endpoint's src_addr (fi_setname's,
+// core.EP.SetName): an FI_EP_MSG endpoint connects from it; 0 lets
+// Connect take a free one.
+func (e *rcEndpoint) srcPort() uint16 {
+	if e.info != nil && e.info.SrcAddr != nil {
+		a := e.info.SrcAddr
+		return a.IP.Port()
+	}
+	return 0
 }
 
 // Peer is the peer's device address and service port.

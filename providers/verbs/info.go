@@ -18,7 +18,12 @@ const (
 	MRKeySize     = 4   // domain_attr.mr_key_size: sizeof(ibv_sge.lkey)
 	CQDataSize    = 4   // domain_attr.cq_data_size: sizeof(ibv_send_wr.imm_data)
 	CtxCnt        = 1024
-	MaxErrData    = 255 // domain_attr.max_err_data: MAX(sizeof(ibv_wc.vendor_err), UINT8_MAX)
+	// CQCnt is domain_attr.cq_cnt. libfabric's verbs reports the device's
+	// max_cq, but a device CQ here is one per QP (ep_cnt counts those);
+	// the application's CQs are core's, as in the tcp domain, so the
+	// domain reports what tcp does.
+	CQCnt      = 256
+	MaxErrData = 255 // domain_attr.max_err_data: MAX(sizeof(ibv_wc.vendor_err), UINT8_MAX)
 	// MaxMsgSize bounds max_msg_size of FI_EP_MSG (the device's largest
 	// memory region otherwise): the size of the region a receive without
 	// a buffer gets and of each domain's discard region (mem.go).
@@ -118,7 +123,7 @@ func baseInfo(d *device, caps fi.Caps) *fi.Info {
 			MRMode:          mrMode,
 			MRKeySize:       MRKeySize,
 			CQDataSize:      CQDataSize,
-			CQCnt:           uint64(a.MaxCQ),
+			CQCnt:           CQCnt,
 			EPCnt:           uint64(a.MaxQP),
 			TxCtxCnt:        min(CtxCnt, uint64(a.MaxQP)),
 			RxCtxCnt:        min(CtxCnt, uint64(a.MaxQP)),
