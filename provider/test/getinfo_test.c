@@ -106,12 +106,24 @@ int main(void)
 	      vmsg->domain_attr->mr_mode);
 	int n = count(all);
 
-	/* Modes: without FI_RX_CQ_DATA verbs MSG goes; an rx mode of its
-	 * own brings it back (tx/rx mode 0 means the fi_info mode). */
+	/* Modes: FI_RX_CQ_DATA "only applies to data transfers that set
+	 * FI_REMOTE_CQ_DATA" (fi_getinfo(3)), so without it verbs MSG stays,
+	 * without the mode and with cq_data_size 0, as libfabric's verbs
+	 * answers; asking for CQ data as well, verbs MSG goes; an rx mode of
+	 * its own brings it back (tx/rx mode 0 means the fi_info mode). */
 	h->mode = 0;
 	ret = get(V, NULL, NULL, 0, h, &out);
+	const struct fi_info *kept = find(out, "verbs/rxe_127_0_0_1", FI_EP_MSG);
+	CHECK(!ret && kept && find(out, "tcp/lo", FI_EP_MSG), "mode 0: verbs MSG or tcp dropped (%d)", ret);
+	CHECK(!(kept->mode & FI_RX_CQ_DATA) && !(kept->rx_attr->mode & FI_RX_CQ_DATA) &&
+		      kept->domain_attr->cq_data_size == 0,
+	      "mode 0: verbs MSG kept with mode %#llx rx mode %#llx cq_data_size %zu", (unsigned long long)kept->mode,
+	      (unsigned long long)kept->rx_attr->mode, kept->domain_attr->cq_data_size);
+	fi_freeinfo(out);
+	h->domain_attr->cq_data_size = 4;
+	ret = get(V, NULL, NULL, 0, h, &out);
 	CHECK(!ret && !find(out, "verbs/rxe_127_0_0_1", FI_EP_MSG) && find(out, "tcp/lo", FI_EP_MSG),
-	      "mode 0: verbs MSG kept or tcp dropped (%d)", ret);
+	      "mode 0 and cq_data_size 4: verbs MSG kept or tcp dropped (%d)", ret);
 	fi_freeinfo(out);
 	h->rx_attr->mode = FI_RX_CQ_DATA;
 	ret = get(V, NULL, NULL, 0, h, &out);
