@@ -17,6 +17,6 @@ go test -race -count=1 -timeout 20m "$@" ./...
 if [ $# -eq 0 ]; then
 	echo "== full-volume tests without the race detector"
 	go test -count=1 -timeout 10m -run '^TestFaults$' -v ./providers/verbs/ibv/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|done after|fault_test' 
-	echo "== fabtests: libfabric's tcp, and the fabricfs provider on the tree's tcp/lo, in one run"
-	scripts/fabtests.sh -p tcp -p fabricfs -d tcp/lo
+	echo "== fabtests: libfabric's tcp, and the fabricfs provider on the tree's tcp/lo and verbs domains, in one run"
+	scripts/fabtests.sh -p tcp -p fabricfs -d tcp/lo -p fabricfs -d verbs/rxe_127_0_0_1 -p fabricfs -d verbs/rxe_127_0_0_1-dgram
 fi
