@@ -177,8 +177,14 @@ func mountAt(t *testing.T, mnt string, argv []string) *daemon {
 			t.Logf("daemon log:\n%s", d.logText())
 		}
 	})
+	// Up means mounted, answering, and done mounting: the daemon logs
+	// "mounted on" once go-fuse's mount has returned. go-fuse opens and
+	// closes a file of the mount itself while mounting (its poll probe);
+	// a daemon killed with that file open never exits (closing it waits
+	// for the daemon's own answer), so a test that kills a daemon must not
+	// start before that.
 	deadline := time.Now().Add(20 * time.Second)
-	for !isMounted(mnt) || !served(mnt) {
+	for !isMounted(mnt) || !served(mnt) || !strings.Contains(d.logText(), "mounted on "+mnt) {
 		if time.Now().After(deadline) || d.cmd.ProcessState != nil {
 			t.Fatalf("fabricfs did not mount %s", mnt)
 		}
