@@ -248,6 +248,13 @@ const (
 	OpTRecv               // fi_trecv: matches Tag under Ignore
 	OpWrite               // fi_write, fi_inject_write, fi_writedata: Buf to the peer's region Key at Addr
 	OpRead                // fi_read: the peer's region Key at Addr into Buf
+	// The atomics (fi_atomic(3)) act on elements of Op.Datatype in the
+	// peer's region Key at Addr with Op.AtomicOp; their element count is
+	// len(Buf) over the datatype's size for OpAtomic, len(Result) over it
+	// for the other two.
+	OpAtomic        // fi_atomic, fi_inject_atomic: Buf's elements combined into the region
+	OpFetchAtomic   // fi_fetch_atomic: as OpAtomic (Buf unused for FI_ATOMIC_READ), the region's values before it into Result
+	OpCompareAtomic // fi_compare_atomic: Compare's elements compared with the region's, Buf's written where AtomicOp holds; the values before into Result
 )
 
 // CQFlags are the completion flags of an operation of kind k, as libfabric
@@ -264,6 +271,10 @@ func (k OpKind) CQFlags() fi.CQFlags {
 		return fi.CQFlags(fi.RMA | fi.WRITE)
 	case OpRead:
 		return fi.CQFlags(fi.RMA | fi.READ)
+	case OpAtomic:
+		return fi.CQFlags(fi.ATOMIC | fi.WRITE)
+	case OpFetchAtomic, OpCompareAtomic:
+		return fi.CQFlags(fi.ATOMIC | fi.READ)
 	}
 	return fi.CQFlags(fi.MSG | fi.SEND)
 }
@@ -298,7 +309,19 @@ type Op struct {
 	// none: any sender.
 	Peer fi.Addr
 
-	Addr, Key uint64 // OpWrite, OpRead: the remote buffer (fi_rma_iov)
+	Addr, Key uint64 // OpWrite, OpRead, atomics: the remote buffer (fi_rma_iov, fi_rma_ioc)
+
+	// Atomics: the datatype and operation (enum fi_datatype, enum fi_op),
+	// the buffer receiving the target's values from before the operation
+	// (OpFetchAtomic, OpCompareAtomic) with its registration as Mem and
+	// MemOff are Buf's, and the values an OpCompareAtomic compares with
+	// (the same length as Result).
+	Datatype     fi.AtomicType
+	AtomicOp     fi.AtomicOp
+	Result       []byte
+	ResultMem    Memory
+	ResultMemOff uint64
+	Compare      []byte
 
 	// Mem is the registration (MemoryRegistrar) of the memory Buf lies
 	// in, MemOff the offset of Buf's first byte in it: the desc of
