@@ -74,6 +74,20 @@ type MemoryRegistrar interface {
 	RegisterMemory(owner uint32, buf []byte, access fi.Caps, requestedKey uint64) (Memory, error)
 }
 
+// Atomics is an optional interface of a ProviderDomain whose endpoints of
+// some types take atomic operations (FI_ATOMIC, fi_atomic(3)). core
+// offers FI_ATOMIC in getinfo only for the endpoint types a domain
+// answers for, and passes its answers on as fi_query_atomic's.
+type Atomics interface {
+	// QueryAtomic answers fi_query_atomic for endpoints of type t: for
+	// an operation of kind k (OpAtomic, OpFetchAtomic or OpCompareAtomic)
+	// on datatype dt with op, the most elements one operation may carry
+	// and the size in bytes of one. A pair the endpoints do not take is
+	// an error with libfabric's code for it (fi.EOPNOTSUPP, fi.ENOSYS,
+	// fi.EINVAL), and every pair is one for a type without atomics.
+	QueryAtomic(t fi.EPType, k OpKind, dt fi.AtomicType, op fi.AtomicOp) (count, size uint64, err error)
+}
+
 // Owned is implemented by the EndpointEvents core gives providers: Owner
 // is the uid of the user the endpoint belongs to, for a MemoryRegistrar's
 // separation of owners. A provider layered over another passes it on to
