@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"fmt"
+	"os"
 	pathpkg "path"
 	"strconv"
 	"strings"
@@ -30,6 +31,14 @@ type Options struct {
 // maxWrite is the largest write the kernel hands the daemon at once
 // (FUSE's max_write); a longer write(2) arrives as several.
 const maxWrite = 1 << 20
+
+// pageSize is the kernel's page size, in which FUSE counts the pages of a
+// request (max_pages, maxWrite/pageSize here).
+var pageSize = os.Getpagesize()
+
+// maxDataMsg is the largest message one write to ep/N/data sends: one
+// page less than maxWrite (dataHandle.Write says why).
+var maxDataMsg = maxWrite - pageSize
 
 // Mount serves fab at dir until the returned server is unmounted.
 func Mount(fab *core.Fabric, dir string, o Options) (*fuse.Server, error) {
