@@ -64,7 +64,7 @@ func (d *Domain) queryAtomic(t fi.EPType, k OpKind, dt fi.AtomicType, op fi.Atom
 	case !k.isAtomic():
 		return 0, 0, fi.EINVAL
 	case !ok:
-		return 0, 0, fi.ENOSYS
+		return 0, 0, Errorf(fi.ENOSYS, "domain %s has no atomic operations", d.Name)
 	}
 	count, size, err = a.QueryAtomic(t, k, dt, op)
 	if err == nil && (count == 0 || size == 0) {
@@ -82,6 +82,9 @@ var atomicEPTypes = [...]fi.EPType{fi.EP_MSG, fi.EP_DGRAM, fi.EP_RDM}
 // one kind, op and datatype. Providers answer from tables, so this is
 // asked once, when the domain opens (Domain.atomicTypes).
 func (d *Domain) answersAtomics(t fi.EPType) bool {
+	if _, ok := d.prov.(Atomics); !ok {
+		return false
+	}
 	for k := OpAtomic; k <= OpCompareAtomic; k++ {
 		for op := fi.AtomicOp(0); op < fi.ATOMIC_OP_LAST; op++ {
 			for dt := fi.AtomicType(0); dt <= fi.UINT128; dt++ {
