@@ -716,3 +716,40 @@ func TestAtomicCapsOffered(t *testing.T) {
 		}
 	}
 }
+
+// TestAtomicCtlDefaultFlags: the ctl atomics carry the endpoint's
+// tx_op_flags, but FI_INJECT only on the base atomic: fi_atomic(3) has an
+// inject form of fi_atomic alone ("The fi_inject_atomic call is an
+// optimized version of fi_atomic.").
+func TestAtomicCtlDefaultFlags(t *testing.T) {
+	p := &atomicProvider{types: map[fi.EPType]bool{fi.EP_MSG: true}}
+	_, d := atomicFabric(t, p)
+	m, err := regMR(t, d, "m", 4096, "", "FI_SEND,FI_RECV,FI_READ,FI_WRITE,FI_REMOTE_READ,FI_REMOTE_WRITE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := fmt.Sprintf("%#x", m.Impl.(*core.MR).Key())
+	create(t, d, core.KindEQ, "e")
+	create(t, d, core.KindCQ, "c")
+	ep := create(t, d, core.KindEP, "x")
+	setAttrs(t, ep, map[string]string{"tx_op_flags": "FI_INJECT,FI_COMPLETION"})
+	// Enabled and not connected: the fake performs atomics without a
+	// connection.
+	for _, c := range []string{"bind eq e", "bind cq c send,recv", "enable",
+		"atomic sum uint64 m 0 8 2048 " + key, "fetch_atomic sum uint64 m 0 8 m 512 2048 " + key,
+		"compare_atomic cswap uint64 m 0 8 16 m 512 2048 " + key} {
+		run(t, ep, c)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.posted) != 3 {
+		t.Fatalf("%d atomics posted, want 3", len(p.posted))
+	}
+	for i, want := range []fi.OpFlags{fi.INJECT | fi.COMPLETION, fi.COMPLETION, fi.COMPLETION} {
+		if got := p.posted[i].Flags; got != want {
+			t.Errorf("%s posted with flags %v, want %v", atomicNames[i], got, want)
+		}
+	}
+}
+
+var atomicNames = []string{"atomic", "fetch_atomic", "compare_atomic"}
