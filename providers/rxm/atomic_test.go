@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"net"
 	"net/netip"
 	"slices"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/fabricfs/fabricfs/core/atomic"
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/providers/rxm/wire"
+	"github.com/fabricfs/fabricfs/providers/verbs"
 )
 
 // atomicOp makes an atomic of kind with op on datatype dt, to dst's
@@ -39,7 +41,54 @@ var atomicOpKinds = []core.OpKind{core.OpAtomic, core.OpFetchAtomic, core.OpComp
 // on this endpoint."
 func TestAtomicsEveryPair(t *testing.T) {
 	p, d := testDomain(t)
-	a, b := newRDM(t, p, d), newRDM(t, p, d)
+	atomicsEveryPair(t, newRDM(t, p, d), newRDM(t, p, d))
+}
+
+// TestAtomicsOverVerbs is TestAtomicsEveryPair between RDM endpoints over
+// the verbs provider's RC connections (verbs;ofi_rxm), one on each of two
+// devices: rxm's atomics are messages over any MSG provider, as
+// libfabric's verbs;ofi_rxm does them.
+func TestAtomicsOverVerbs(t *testing.T) {
+	vp, err := verbs.New(verbs.Config{Addrs: []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2")}, Port: freeUDPPort(t)})
+	if err != nil {
+		t.Fatalf("verbs.New: %v", err)
+	}
+	t.Cleanup(func() { vp.Close() })
+	w := Wrap(vp)
+	var eps []*rdm
+	for _, name := range []string{"rxe_127_0_0_1", "rxe_127_0_0_2"} {
+		d, err := w.OpenDomain(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		for _, in := range w.Infos() {
+			if in.DomainAttr.Name == name && in.EPAttr.Type == fi.EP_RDM {
+				eps = append(eps, newRDMWith(t, d, in))
+				break
+			}
+		}
+	}
+	if len(eps) != 2 {
+		t.Fatalf("%d FI_EP_RDM endpoints over verbs, want 2", len(eps))
+	}
+	atomicsEveryPair(t, eps[0], eps[1])
+}
+
+// freeUDPPort is a UDP port of 127.0.0.1 free a moment ago: the RoCE port
+// of a test's verbs provider.
+func freeUDPPort(t *testing.T) int {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
+// atomicsEveryPair does every atomic from a on b's memory and checks it.
+func atomicsEveryPair(t *testing.T, a, b *rdm) {
+	t.Helper()
 	const key = 0xa70
 	mem := make([]byte, 4096)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -260,4 +309,47 @@ func TestQueryAtomic(t *testing.T) {
 	if _, _, err := q.QueryAtomic(fi.EP_MSG, core.OpAtomic, fi.INT32, fi.SUM); err == nil {
 		t.Errorf("QueryAtomic(MSG) over tcp: no error")
 	}
+}
+
+// TestAtomicsWaitLikeSends: atomics posted before the connection is up
+// wait for it, in order, and count against tx_size until answered: with
+// tx_size 2, a third is refused with FI_EAGAIN; the two complete once the
+// peer has answered them.
+func TestAtomicsWaitLikeSends(t *testing.T) {
+	p, d := testDomain(t)
+	info := loInfo(t, p).Clone()
+	info.TxAttr.Size = 2
+	a, b := newRDMWith(t, d, info), newRDM(t, p, d)
+	mem := make([]byte, 8)
+	b.ev.Expose(1, mem, fi.REMOTE_READ|fi.REMOTE_WRITE)
+	one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
+	ops := []*core.Op{
+		a.atomicOp(core.OpAtomic, b.addr, fi.UINT64, fi.SUM, one, nil, 0, 0, 1),
+		a.atomicOp(core.OpFetchAtomic, b.addr, fi.UINT64, fi.SUM, one, nil, 8, 0, 1),
+	}
+	for _, op := range ops {
+		if err := a.ep.Post(op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	third := a.atomicOp(core.OpAtomic, b.addr, fi.UINT64, fi.SUM, one, nil, 0, 0, 1)
+	if err := a.ep.Post(third); !errors.Is(err, fi.EAGAIN) {
+		t.Fatalf("a third atomic with tx_size 2: %v, want FI_EAGAIN", err)
+	}
+	for _, op := range ops {
+		if c := a.waitFor(t, op); c.Err != 0 {
+			t.Fatalf("completion %+v", c)
+		}
+	}
+	if got := ops[1].Result; !bytes.Equal(got, one) {
+		t.Errorf("the fetch after the add read %x, want %x (in order)", got, one)
+	}
+	b.remote(t, 1)
+	if mem[0] != 2 {
+		t.Errorf("target %x after two adds of 1", mem)
+	}
+	if err := a.ep.Post(third); err != nil {
+		t.Errorf("after the completions: %v", err)
+	}
+	a.waitFor(t, third)
 }
