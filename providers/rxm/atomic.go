@@ -248,6 +248,7 @@ func (e *endpoint) atomicsGoneLocked(c *conn, code fi.Errno) []func() {
 		if rp.conn != c {
 			return false
 		}
+		c.waiting--
 		bufPool.Put(rp.buf)
 		return true
 	})
@@ -292,8 +293,9 @@ func (e *endpoint) serveAtomic(c *conn, h *wire.Header, body []byte, recv *core.
 	rp.msg = core.Op{Kind: core.OpSend, Buf: (*buf)[:wire.HeaderSize+len(b)]}
 	rp.msg.OnComplete(func(*core.Op, core.Completion) { e.replySent(rp) })
 	e.mu.Lock()
-	if len(e.replies) > 0 || c.replying >= replySends {
+	if c.waiting > 0 || c.replying >= replySends {
 		e.replies = append(e.replies, rp) // recv is given back when it is posted
+		c.waiting++
 		e.mu.Unlock()
 		return nil
 	}
@@ -416,10 +418,12 @@ func (e *endpoint) sendReplies() {
 	for _, rp := range e.replies {
 		switch c := rp.conn; {
 		case c.dead || c.tcp == nil:
+			c.waiting--
 			drop = append(drop, rp)
 		case c.replying >= replySends:
 			keep = append(keep, rp)
 		default:
+			c.waiting--
 			c.replying++
 			kick = c.reuseLocked(rp.recv) || kick
 			rp.recv = nil

@@ -3,6 +3,7 @@ package rxm
 import (
 	"bytes"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -352,4 +353,89 @@ func TestAtomicsWaitLikeSends(t *testing.T) {
 		t.Errorf("after the completions: %v", err)
 	}
 	a.waitFor(t, third)
+}
+
+// TestAtomicsUnanswered: an atomic whose peer never answers stays in
+// flight (it holds its tx_size slot and the connection) until the
+// connection ends, which fails it with FI_ECONNRESET; one in flight at
+// Close completes with FI_ECANCELED.
+func TestAtomicsUnanswered(t *testing.T) {
+	p, d := testDomain(t)
+	r := newRDM(t, p, d)
+	one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
+	for i, closeEP := range []bool{false, true} {
+		port := uint16(42000 + i)
+		c, _ := rawPeer(t, r, port) // a peer that reads and never answers
+		go io.Copy(io.Discard, c)
+		peer := fi.Addr{Format: fi.SOCKADDR_IN, IP: netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), port)}
+		op := r.atomicOp(core.OpFetchAtomic, peer, fi.UINT64, fi.SUM, one, nil, 8, 0, 1)
+		if err := r.ep.Post(op); err != nil {
+			t.Fatal(err)
+		}
+		r.none(t)
+		r.ep.mu.Lock()
+		inFlight := len(r.ep.atomics)
+		r.ep.mu.Unlock()
+		if inFlight != 1 {
+			t.Fatalf("%d atomics in flight, want 1", inFlight)
+		}
+		want := fi.ECONNRESET
+		if closeEP {
+			want = fi.ECANCELED
+			r.ep.Close()
+		} else {
+			c.Close()
+		}
+		if comp := r.waitFor(t, op); comp.Err != want {
+			t.Errorf("close endpoint %v: completion %+v, want %v", closeEP, comp, want)
+		}
+	}
+}
+
+// TestAtomicRepliesWait: with replySends responses in flight on a
+// connection, further responses wait in order, each keeping the receive
+// buffer its request came in (so the peer runs out of room to send more);
+// as room comes they go out in order and give their buffers back; a
+// connection that ends drops those still waiting.
+func TestAtomicRepliesWait(t *testing.T) {
+	ev := &events{}
+	ev.Expose(1, make([]byte, 64), fi.REMOTE_READ|fi.REMOTE_WRITE)
+	e := &endpoint{ev: ev, atomics: map[uint64]*sendItem{}}
+	tcp := &fakeConn{}
+	c := &conn{ep: e, tcp: tcp, peer: &peer{}}
+	c.replying = replySends
+	var recvs []*core.Op
+	for id := range uint64(3) {
+		req := wire.AtomicRequest{Datatype: fi.UINT32, AtomicOp: fi.SUM, Count: 1, Operand: []byte{1, 0, 0, 0}}
+		req.Ioc[0] = wire.RMAIoc{Addr: 4 * id, Count: 1, Key: 1}
+		body, err := req.AppendBody(nil, wire.OpAtomicFetch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := req.Header(0, 100+id, wire.OpAtomicFetch)
+		recv := c.newBuf()
+		recvs = append(recvs, recv)
+		if err := e.serveAtomic(c, &h, body, recv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(tcp.sent) != 0 || len(e.replies) != 3 || c.waiting != 3 || len(c.free) != 0 {
+		t.Fatalf("full: %d sent, %d waiting (%d counted), %d buffers given back; want 0, 3, 3, 0", len(tcp.sent), len(e.replies), c.waiting, len(c.free))
+	}
+	c.replying = replySends - 1 // one response has been sent
+	e.sendReplies()
+	var h wire.Header
+	if len(tcp.sent) != 1 || h.Decode(tcp.sent[0]) != nil || h.MsgID != 100 {
+		t.Fatalf("after room for one: %d sent (msg_id %d), want the first", len(tcp.sent), h.MsgID)
+	}
+	if c.waiting != 2 || !slices.Contains(c.free, recvs[0]) || slices.Contains(c.free, recvs[1]) {
+		t.Errorf("after room for one: %d waiting; the first buffer given back %v, the second %v", c.waiting,
+			slices.Contains(c.free, recvs[0]), slices.Contains(c.free, recvs[1]))
+	}
+	e.mu.Lock()
+	e.atomicsGoneLocked(c, fi.ECONNRESET)
+	e.mu.Unlock()
+	if c.waiting != 0 || len(e.replies) != 0 {
+		t.Errorf("after the connection ended: %d waiting (%d counted)", len(e.replies), c.waiting)
+	}
 }

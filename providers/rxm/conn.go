@@ -78,6 +78,7 @@ type conn struct {
 	msg         message       // the message being received: decode
 	ctrl        int           // rendezvous reads and read-dones posted, at most ctrlSends
 	replying    int           // responses to atomics posted, at most replySends
+	waiting     int           // responses to atomics waiting in endpoint.replies
 	reads       []lentRead    // regions given to the peer's read requests, until their responses are written
 	watched     bool          // its socket is in the endpoint's epoll set; used by PollReady only
 }
@@ -326,16 +327,11 @@ func (e *endpoint) closeIdle(now time.Time) {
 // read of our memory by the peer; an atomic of ours not answered, or a
 // response to the peer's not sent.
 func (e *endpoint) busyLocked(c *conn) bool {
-	if c.sends > 0 || c.ctrl > 0 || c.replying > 0 || len(c.reads) > 0 {
+	if c.sends > 0 || c.ctrl > 0 || c.replying > 0 || c.waiting > 0 || len(c.reads) > 0 {
 		return true
 	}
 	for _, it := range e.atomics {
 		if it.atomic.conn == c {
-			return true
-		}
-	}
-	for _, rp := range e.replies {
-		if rp.conn == c {
 			return true
 		}
 	}
