@@ -127,11 +127,15 @@ func (e *endpoint) postAtomic(op *core.Op) error {
 		return core.Errorf(fi.EOPNOTSUPP, "rxm: %v with %v on %v is not supported", k, op.AtomicOp, op.Datatype)
 	case n == 0 || n%size != 0:
 		return core.Errorf(fi.EINVAL, "rxm: an atomic of %d bytes of %d-byte elements", n, size)
-	case op.AtomicOp != fi.ATOMIC_READ && len(operand) != n, len(compare) != wantCompare:
-		return core.Errorf(fi.EINVAL, "rxm: atomic of %d bytes with %d operand and %d compare bytes", n, len(op.Buf), len(op.Compare))
-	case wire.AtomicHeaderSize+len(operand)+len(compare) > EagerLimit:
+	case op.AtomicOp != fi.ATOMIC_READ && len(operand) != n:
+		return core.Errorf(fi.EINVAL, "rxm: an atomic of %d bytes with %d operand bytes", n, len(operand))
+	case len(compare) != wantCompare:
+		return core.Errorf(fi.EINVAL, "rxm: an atomic of %d bytes with %d compare bytes", n, len(compare))
+	case uint64(n/size) > maxAtomicCount(k, size):
 		// fi_atomic(3): "The number of atomic operations in a single
 		// request exceeds that supported by the underlying provider."
+		// (The request, or the response with the values fetched, would
+		// not fit one rxm buffer.)
 		return core.Errorf(fi.EMSGSIZE, "rxm: an atomic of %d elements; at most %d fit one message", n/size, maxAtomicCount(k, size))
 	case op.Flags&fi.INJECT != 0 && (op.Kind != core.OpAtomic || n > e.inject):
 		return core.Errorf(fi.EINVAL, "rxm: inject of a %v of %d bytes; inject_size is %d", k, n, e.inject)
@@ -153,26 +157,14 @@ func (e *endpoint) postAtomic(op *core.Op) error {
 
 // maxAtomicCount is the most elements of size bytes one atomic of kind k
 // carries: an rxm buffer less the atomic header, halved when compare
-// values come too (rxm_ep_query_atomic).
+// values come too (rxm_ep_query_atomic). Its request and its response
+// then fit one rxm buffer each.
 func maxAtomicCount(k atomic.Kind, size int) uint64 {
 	room := EagerLimit - wire.AtomicHeaderSize
 	if k == atomic.Compare {
 		room /= 2
 	}
 	return uint64(room / size)
-}
-
-// newIDLocked picks a msg_id for an operation that waits for the peer's
-// answer (a rendezvous send, an atomic): the next value of the counter
-// next below bit 31 that is not a key of used.
-func newIDLocked[V any](used map[uint64]V, next *uint64) uint64 {
-	for {
-		id := *next % wire.KeyProvSpecific
-		*next++
-		if _, ok := used[id]; !ok {
-			return id
-		}
-	}
 }
 
 // atomicSent is the completion of an atomic request's send.
@@ -325,10 +317,19 @@ func kindOfWire(o wire.Op) core.OpKind {
 // values from before it going to result, and returns their length and the
 // response's status: 0, -FI_EACCES when an entry's key, range or access
 // does not check out (nothing is applied then), -FI_EOPNOTSUPP for a pair
-// rxm does not take. A done operation is reported as libfabric counts it.
+// rxm does not take, -FI_EMSGSIZE for more elements than one response
+// carries (an FI_ATOMIC_READ asks for them without sending any). A done
+// operation is reported as libfabric counts it.
 func (e *endpoint) applyAtomic(k atomic.Kind, req *wire.AtomicRequest, result []byte) (int, int32) {
 	if !atomic.Supported(k, req.Datatype, req.AtomicOp) {
 		return 0, -int32(fi.EOPNOTSUPP)
+	}
+	var elems uint64
+	for _, v := range req.Ioc[:req.Count] {
+		elems += v.Count // at most 4 x EagerLimit: wire's check
+	}
+	if elems > maxAtomicCount(k, atomic.Size(req.Datatype)) {
+		return 0, -int32(fi.EMSGSIZE)
 	}
 	// The access libfabric's rxm target checks (ofi_rx_mr_reg_flags).
 	access := fi.REMOTE_READ | fi.REMOTE_WRITE

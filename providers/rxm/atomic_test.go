@@ -250,6 +250,7 @@ func TestAtomicPostErrors(t *testing.T) {
 		// request exceeds that supported by the underlying provider."
 		{"too many elements", a.atomicOp(core.OpAtomic, peer, fi.UINT8, fi.SUM, make([]byte, EagerLimit-wire.AtomicHeaderSize+1), nil, 0, 0, 1), fi.EMSGSIZE},
 		{"too many compares", a.atomicOp(core.OpCompareAtomic, peer, fi.UINT8, fi.CSWAP, make([]byte, 8145), make([]byte, 8145), 8145, 0, 1), fi.EMSGSIZE},
+		{"too many to fetch", a.atomicOp(core.OpFetchAtomic, peer, fi.UINT8, fi.ATOMIC_READ, nil, nil, EagerLimit-wire.AtomicHeaderSize+1, 0, 1), fi.EMSGSIZE},
 		{"no elements", a.atomicOp(core.OpAtomic, peer, fi.UINT64, fi.SUM, nil, nil, 0, 0, 1), fi.EINVAL},
 		{"part of an element", a.atomicOp(core.OpAtomic, peer, fi.UINT64, fi.SUM, make([]byte, 12), nil, 0, 0, 1), fi.EINVAL},
 		{"operand shorter than the result", a.atomicOp(core.OpFetchAtomic, peer, fi.UINT64, fi.SUM, eight, nil, 16, 0, 1), fi.EINVAL},
@@ -437,5 +438,44 @@ func TestAtomicRepliesWait(t *testing.T) {
 	e.mu.Unlock()
 	if c.waiting != 0 || len(e.replies) != 0 {
 		t.Errorf("after the connection ended: %d waiting (%d counted)", len(e.replies), c.waiting)
+	}
+}
+
+// TestAtomicReadTooLong: a peer's FI_ATOMIC_READ of more elements than
+// one response carries (its request is small: it sends no operand) is
+// answered with -FI_EMSGSIZE, as fi_atomic(3) names the error ("The
+// number of atomic operations in a single request exceeds that supported
+// by the underlying provider."), and the connection stays; the most that
+// fit are read.
+func TestAtomicReadTooLong(t *testing.T) {
+	ev := &events{}
+	ev.Expose(1, make([]byte, 1<<16), fi.REMOTE_READ)
+	e := &endpoint{ev: ev, atomics: map[uint64]*sendItem{}}
+	tcp := &fakeConn{}
+	c := &conn{ep: e, tcp: tcp, peer: &peer{}}
+	most := maxAtomicCount(atomic.Fetch, 8)
+	for i, count := range []uint64{most + 1, most} {
+		req := wire.AtomicRequest{Datatype: fi.UINT64, AtomicOp: fi.ATOMIC_READ, Count: 1}
+		req.Ioc[0] = wire.RMAIoc{Count: count, Key: 1}
+		body, err := req.AppendBody(nil, wire.OpAtomicFetch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := req.Header(0, 7, wire.OpAtomicFetch)
+		if err := e.serveAtomic(c, &h, body, c.newBuf()); err != nil {
+			t.Fatalf("%d elements: %v", count, err)
+		}
+		var rh wire.Header
+		if err := rh.Decode(tcp.sent[i]); err != nil {
+			t.Fatal(err)
+		}
+		r, err := wire.DecodeAtomicResponse(&rh, tcp.sent[i][wire.HeaderSize:])
+		want, wantLen := int32(0), int(8*count)
+		if count > most {
+			want, wantLen = -int32(fi.EMSGSIZE), 0
+		}
+		if err != nil || r.Status != want || len(r.Result) != wantLen {
+			t.Errorf("%d elements: status %d, %d result bytes (%v); want %d, %d", count, r.Status, len(r.Result), err, want, wantLen)
+		}
 	}
 }

@@ -209,8 +209,8 @@ func (e *endpoint) readDoneArrived(c *conn, id uint64) error {
 // connGoneLocked fails what depends on c, which has ended: rendezvous
 // sends whose request went out on it (they complete once their buffer is
 // released), unexpected rendezvous requests that came on it (their data
-// cannot be read any more), and atomics sent on it. It returns the completions to call
-// without mu.
+// cannot be read any more), and what atomics depend on it
+// (atomicsGoneLocked). It returns the completions to call without mu.
 func (e *endpoint) connGoneLocked(c *conn, code fi.Errno) []func() {
 	var fins []func()
 	for _, it := range e.rndvSends {

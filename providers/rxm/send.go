@@ -145,6 +145,19 @@ func (e *endpoint) enqueue(it *sendItem, what string) error {
 	return nil
 }
 
+// newIDLocked picks a msg_id for an operation that waits for the peer's
+// answer (a rendezvous send, an atomic): the next value of the counter
+// next below bit 31 that is not a key of used.
+func newIDLocked[V any](used map[uint64]V, next *uint64) uint64 {
+	for {
+		id := *next % wire.KeyProvSpecific
+		*next++
+		if _, ok := used[id]; !ok {
+			return id
+		}
+	}
+}
+
 // flush posts p's queued sends to its connection, in order. One goroutine
 // at a time does it for a peer; sends queued meanwhile are taken by it.
 func (e *endpoint) flush(p *peer) {
