@@ -18,10 +18,10 @@
 // The arithmetic is C's on the same types, as libfabric's handlers do it:
 // integers wrap; FLOAT and DOUBLE are IEEE single and double; the logical
 // operations give 1 or 0; FLOAT_COMPLEX multiplies as C99's Annex G says
-// (infinities survive a NaN part). Two details follow libfabric's
-// compare-and-swap primitive: FI_CSWAP compares the bytes (so -0.0 does
-// not equal 0.0, and a NaN equals the same NaN), while the ordered
-// compares and FI_CSWAP_NE compare values. FI_MIN and FI_MAX replace the
+// (infinities survive a NaN part). FI_CSWAP is libfabric's
+// compare-and-swap primitive, which compares the bytes (so -0.0 does not
+// equal 0.0, and a NaN equals the same NaN); FI_CSWAP_NE and the ordered
+// compares compare values. FI_MIN and FI_MAX replace the
 // target by the operand only when the operand is smaller (larger), so a
 // NaN on either side leaves the target as it was.
 //
