@@ -193,14 +193,20 @@ func (b *qpBase) postRecv(op *core.Op) error {
 // device at post. wr is a copy, so that its scatter list can be an array
 // on the stack.
 func (b *qpBase) postSend(op *core.Op, wr ibv.SendWR) error {
-	inject := op.Flags&fi.INJECT != 0
-	if inject && len(op.Buf) > b.inject {
+	if op.Flags&fi.INJECT != 0 && len(op.Buf) > b.inject {
 		return core.Errorf(fi.EINVAL, "verbs: inject of %d bytes; inject_size is %d", len(op.Buf), b.inject)
 	}
 	m, err := b.o.opMemory(op, 0)
 	if err != nil {
 		return err
 	}
+	return b.postSendMem(op, wr, m)
+}
+
+// postSendMem posts wr for op with m as its one entry: op's buffer
+// (postSend), or an atomic's result buffer. m is released if the post
+// fails.
+func (b *qpBase) postSendMem(op *core.Op, wr ibv.SendWR, m opMem) error {
 	p := &pending{op: op, mem: m}
 	wrid, qp, err := b.add(p)
 	if err != nil {
@@ -214,7 +220,7 @@ func (b *qpBase) postSend(op *core.Op, wr ibv.SendWR) error {
 		wr.SGList = sge[:]
 	}
 	wr.Flags |= ibv.SendSignaled
-	if inject {
+	if op.Flags&fi.INJECT != 0 {
 		wr.Flags |= ibv.SendInline
 	}
 	if err := qp.PostSend(&wr); err != nil {
