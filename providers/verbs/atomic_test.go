@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -240,7 +241,8 @@ func TestAtomicBadKey(t *testing.T) {
 // an atomic whose ACK was lost is sent again and answered from the
 // original value the target saved, not executed again. The results are
 // 0 to n-1, each once, and the target ends at n; the target's device
-// took duplicates of executed requests (the retries happened).
+// took duplicates of executed requests (the retries happened); the
+// target's events report n remote atomics (FI_RMA_EVENT counts each once).
 func TestAtomicsLossy(t *testing.T) {
 	shortTimers(t)
 	p, da, db := twoDevices(t, &ibv.Fault{Drop: 0.2, Duplicate: 0.1, Reorder: 0.1, Seed: 11})
@@ -249,6 +251,20 @@ func TestAtomicsLossy(t *testing.T) {
 	key := regMem(t, db, target, fi.REMOTE_WRITE).Key()
 	before := db.dev.dev.Stats().Duplicates
 	const n = 300
+	// The target's events, taken as they come: one per atomic executed.
+	events := make(chan int)
+	go func() {
+		k := 0
+		for {
+			select {
+			case <-pr.srv.ev.RemoteCh:
+				k++
+			case <-time.After(500 * time.Millisecond):
+				events <- k
+				return
+			}
+		}
+	}()
 	seen := make([]bool, n)
 	for i := range n {
 		op := &core.Op{Kind: core.OpFetchAtomic, AtomicOp: fi.SUM, Datatype: fi.UINT64, Buf: u64(1), Result: make([]byte, 8), Addr: 64, Key: key}
@@ -269,4 +285,84 @@ func TestAtomicsLossy(t *testing.T) {
 	if dup := db.dev.dev.Stats().Duplicates - before; dup == 0 {
 		t.Error("the target's device took no duplicate request: no retry was tested")
 	}
+	if k := <-events; k != n {
+		t.Errorf("the target reported %d remote atomics, want %d", k, n)
+	}
+}
+
+// remoteEvent is the next remote completion of s, failing the test if
+// none comes.
+func remoteEvent(t *testing.T, s side) core.Completion {
+	t.Helper()
+	select {
+	case c := <-s.ev.RemoteCh:
+		return c
+	case <-time.After(waitTime):
+		t.Fatal("no remote event")
+	}
+	return core.Completion{}
+}
+
+// noRemoteEvent fails the test if s has a remote completion.
+func noRemoteEvent(t *testing.T, s side, what string) {
+	t.Helper()
+	select {
+	case c := <-s.ev.RemoteCh:
+		t.Errorf("%s: remote event %+v", what, c)
+	case <-time.After(20 * time.Millisecond):
+	}
+}
+
+// TestRemoteEvents: FI_RMA_EVENT. The target endpoint's events report
+// each RMA and atomic its peer made on its memory once done, which core
+// counts on the counters bound with fi_ep_bind (fi_endpoint(3)):
+// "FI_REMOTE_READ Increments the specified counter whenever an RMA read,
+// atomic fetch, or atomic compare operation is initiated from a remote
+// endpoint that targets the given endpoint." "FI_REMOTE_WRITE Increments
+// the specified counter whenever an RMA write or base atomic operation is
+// initiated from a remote endpoint that targets the given endpoint." A
+// write with remote CQ data is reported by the receive it completes; a
+// zero-length write (the keepalive) not at all.
+func TestRemoteEvents(t *testing.T) {
+	p, da, db := twoDevices(t, nil)
+	pr := connect(t, p, da, db)
+	target := sharedMem(t, 1<<16)
+	key := regMem(t, db, target, fi.REMOTE_READ|fi.REMOTE_WRITE).Key()
+	rmaWrite, rmaRead := fi.CQFlags(fi.RMA|fi.REMOTE_WRITE), fi.CQFlags(fi.RMA|fi.REMOTE_READ)
+	atomicRead := fi.CQFlags(fi.ATOMIC | fi.REMOTE_READ)
+	for _, c := range []struct {
+		name  string
+		op    *core.Op
+		flags fi.CQFlags
+		n     uint64
+	}{
+		{"write", &core.Op{Kind: core.OpWrite, Buf: make([]byte, 3000)}, rmaWrite, 3000},
+		{"read", &core.Op{Kind: core.OpRead, Buf: make([]byte, 5000)}, rmaRead, 5000},
+		{"zero-length read", &core.Op{Kind: core.OpRead}, rmaRead, 0},
+		{"FI_ATOMIC_WRITE", &core.Op{Kind: core.OpAtomic, AtomicOp: fi.ATOMIC_WRITE, Datatype: fi.UINT64, Buf: u64(1)}, rmaWrite, 8},
+		{"FI_ATOMIC_READ", &core.Op{Kind: core.OpFetchAtomic, AtomicOp: fi.ATOMIC_READ, Datatype: fi.UINT64, Result: make([]byte, 8)}, atomicRead, 8},
+		{"FI_SUM", &core.Op{Kind: core.OpFetchAtomic, AtomicOp: fi.SUM, Datatype: fi.INT64, Buf: u64(1), Result: make([]byte, 8)}, atomicRead, 8},
+		{"FI_CSWAP", &core.Op{Kind: core.OpCompareAtomic, AtomicOp: fi.CSWAP, Datatype: fi.INT64, Buf: u64(1), Compare: u64(2), Result: make([]byte, 8)}, atomicRead, 8},
+	} {
+		c.op.Key, c.op.Addr = key, 4096
+		pr.cli.post(t, c.op)
+		if d := pr.cli.wait(t); d.c.Err != 0 {
+			t.Fatalf("%s: %+v", c.name, d.c)
+		}
+		if e := remoteEvent(t, pr.srv); e.Flags != c.flags || e.Len != c.n || e.Err != 0 {
+			t.Errorf("%s: remote event %+v, want flags %v, len %d", c.name, e, c.flags, c.n)
+		}
+		noRemoteEvent(t, pr.srv, c.name+" (a second event)")
+		noRemoteEvent(t, pr.cli, c.name+" (at the initiator)")
+	}
+	pr.cli.post(t, &core.Op{Kind: core.OpWrite, Key: key})
+	pr.cli.wait(t)
+	noRemoteEvent(t, pr.srv, "zero-length write")
+	pr.srv.post(t, &core.Op{Kind: core.OpRecv, Buf: make([]byte, 8)})
+	pr.cli.post(t, &core.Op{Kind: core.OpWrite, Buf: make([]byte, 10), Key: key, Flags: fi.OpFlags(fi.REMOTE_CQ_DATA), Data: 7})
+	pr.cli.wait(t)
+	if d := pr.srv.wait(t); d.c.Flags != fi.CQFlags(fi.RMA|fi.REMOTE_WRITE|fi.REMOTE_CQ_DATA) {
+		t.Errorf("writedata's receive %+v", d.c)
+	}
+	noRemoteEvent(t, pr.srv, "writedata (reported by its receive)")
 }

@@ -79,8 +79,9 @@ func TestRDMInfo(t *testing.T) {
 
 // TestRDM: rxm over verbs carries eager messages, rendezvous messages
 // (read by the receiver from a registration of the send buffer), RMA with
-// the keys of memory registered through the RDM domain, and remote CQ
-// data of writes, which take one of rxm's receive buffers.
+// the keys of memory registered through the RDM domain (a write reported
+// to the target's events), and remote CQ data of writes, which take one
+// of rxm's receive buffers.
 func TestRDM(t *testing.T) {
 	a, b, nameA, nameB, _, db := rdmPair(t)
 	for i, n := range []int{10, rxm.EagerLimit, rxm.EagerLimit + 1, 300000} {
@@ -119,6 +120,14 @@ func TestRDM(t *testing.T) {
 	}
 	if !bytes.Equal(target[10:3010], data) {
 		t.Error("the target does not hold the written bytes")
+	}
+	select {
+	case c := <-b.ev.RemoteCh:
+		if c.Flags != fi.CQFlags(fi.RMA|fi.REMOTE_WRITE) || c.Len != 3000 {
+			t.Errorf("remote write event %+v", c)
+		}
+	case <-time.After(waitTime):
+		t.Fatal("no remote write event for the write")
 	}
 	got := make([]byte, 3000)
 	a.post(t, &core.Op{Kind: core.OpRead, Buf: got, Addr: 10, Key: m.Key(), Peer: nameB})
