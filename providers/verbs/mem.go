@@ -63,8 +63,9 @@ func (m *mem) Close() error {
 // RegisterMemory registers buf with the owner's protection domain,
 // addresses being offsets from its start (iova 0). Local write is always
 // allowed (receives, reads, and remote writes need it); remote access as
-// fi_mr_reg's access says (remote atomics with remote write). The requested key is ignored: the domain's
-// mr_mode has FI_MR_PROV_KEY, and the device makes keys.
+// fi_mr_reg's access says (remote atomics with remote write). The
+// requested key is ignored: the domain's mr_mode has FI_MR_PROV_KEY, and
+// the device makes keys.
 func (d *domain) RegisterMemory(owner uint32, buf []byte, access fi.Caps, _ uint64) (core.Memory, error) {
 	if len(buf) == 0 {
 		return nil, core.Errorf(fi.EINVAL, "verbs: registering no memory")
