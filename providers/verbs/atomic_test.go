@@ -325,6 +325,9 @@ func noRemoteEvent(t *testing.T, s side, what string) {
 // zero-length write (the keepalive) not at all.
 func TestRemoteEvents(t *testing.T) {
 	p, da, db := twoDevices(t, nil)
+	if in := infoOf(t, p, da.name, fi.EP_MSG); in.Caps&fi.RMA_EVENT == 0 || in.RxAttr.Caps&fi.RMA_EVENT == 0 {
+		t.Errorf("the FI_EP_MSG entry's caps %v, rx caps %v lack FI_RMA_EVENT", in.Caps, in.RxAttr.Caps)
+	}
 	pr := connect(t, p, da, db)
 	target := sharedMem(t, 1<<16)
 	key := regMem(t, db, target, fi.REMOTE_READ|fi.REMOTE_WRITE).Key()
