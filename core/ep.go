@@ -42,6 +42,10 @@ type EP struct {
 	av    *AV
 	cntrs [numClasses]*Cntr // bound counters, by class
 	opts  map[string]uint64
+	// cancelOnClose is attr/cancel_on_close: the operations outstanding
+	// at close complete with FI_ECANCELED on the bound CQs and counters,
+	// where fi_close(3) drops them silently.
+	cancelOnClose bool
 	// engineCPU is attr/engine_cpu: the CPU whose engine group serves the
 	// rings (a group of the endpoints placed there, pinned to it); -1: a
 	// shared group, on the engine's CPUs.
@@ -568,6 +572,15 @@ func (e *EP) Attrs() []Attr {
 		}
 	}
 	attrs = append(attrs, Attr{Name: "mapping", Get: func() string { return e.obj.Dom.fab.Shm.Mode }},
+		guarded(&e.mu, "cancel_on_close", func() error { return nil },
+			func() string { return strconv.FormatBool(e.cancelOnClose) }, func(s string) error {
+				v, err := strconv.ParseBool(strings.TrimSpace(s))
+				if err != nil {
+					return Errorf(fi.EINVAL, "bad cancel_on_close %q: want true or false", strings.TrimSpace(s))
+				}
+				e.cancelOnClose = v
+				return nil
+			}),
 		guarded(&e.mu, "engine_cpu", func() error { return e.idleLocked("setting engine_cpu") },
 			func() string { return strconv.Itoa(e.engineCPU) }, e.setEngineCPU))
 	return append(attrs, optAttrs(&e.mu, func(n string) (uint64, bool) {

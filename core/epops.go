@@ -48,9 +48,14 @@ func (e *EP) completed(op *Op, c Completion) {
 		rings = e.rings
 	}
 	withdrawn := final && op.withdrawn && c.Err == fi.ECANCELED
+	// "Outstanding operations posted to the endpoint when fi_close is
+	// called will be discarded. Discarded operations will silently be
+	// dropped, with no completions reported" (fi_endpoint(3)), unless
+	// the application asked for them (cancel_on_close).
+	discarded := e.state == stateClosed && !e.cancelOnClose
 	to, av := e.sinkLocked(op.Kind.class()), e.av
 	e.mu.Unlock()
-	if !withdrawn {
+	if !withdrawn && !discarded {
 		to.deliver(CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Buf: op.offset + c.Offset, Data: c.Data,
 			Tag: c.Tag, Src: source(av, c.Src), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc},
 			op.Flags&fi.COMPLETION != 0)

@@ -1500,6 +1500,11 @@ int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 		if (a[0] && (ret = ffs_ctl(&ep->obj, "setname %s", a)))
 			goto fail;
 	}
+	/* The requests the daemon holds at close come back as FI_ECANCELED
+	 * completions (the tree drops them otherwise), so that their records
+	 * are reclaimed; none reaches the application (ep_close). */
+	if ((ret = ffs_set(&ep->obj, "attr/cancel_on_close", "true")))
+		goto fail;
 	pthread_mutex_init(&ep->lock, NULL);
 	ep->ep_fid.fid.fclass = FI_CLASS_EP;
 	ep->ep_fid.fid.context = context;

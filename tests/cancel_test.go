@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -89,5 +90,69 @@ func TestCancelOne(t *testing.T) {
 	}
 	if es := cqB.Poll(16); len(es) != 0 {
 		t.Errorf("cancelling nothing made completions: %+v", es)
+	}
+}
+
+// TestCloseDiscards: "Outstanding operations posted to the endpoint when
+// fi_close is called will be discarded. Discarded operations will silently
+// be dropped, with no completions reported" — on a CQ the closed endpoint
+// shared with another, nothing appears; with attr/cancel_on_close true,
+// the receives complete with FI_ECANCELED instead.
+func TestCloseDiscards(t *testing.T) {
+	d := mount(t)
+	dom := d.tree(t).Domain("tcp", "lo")
+	eq, err := dom.NewEQ()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eq.Close()
+	cq, err := dom.NewCQ(16) // shared by both endpoints
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cq.Close()
+	mr, err := dom.NewMR(4096, "FI_SEND,FI_RECV")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mr.Close()
+	for _, cancel := range []bool{false, true} {
+		a, _, pep, err := dom.Connect(eq, cq, cq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.SetAttr("cancel_on_close", strconv.FormatBool(cancel)); err != nil {
+			t.Fatalf("cancel_on_close %v: %v (%s)", cancel, err, a.Err())
+		}
+		for i := uint64(0); i < 3; i++ {
+			if err := a.PostRecv(mr, i*64, 64, 100+i, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(d.read(t, "tcp", "lo", "ep", a.ID(), "status"), " ops=3"); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the receives are not posted")
+			}
+		}
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		es := cq.Poll(16)
+		pep.Close()
+		if !cancel {
+			if len(es) != 0 {
+				t.Errorf("closing with three receives posted made completions: %+v", es)
+			}
+			continue
+		}
+		if len(es) != 3 {
+			t.Fatalf("cancel_on_close true: %d completions, want 3 FI_ECANCELED: %+v", len(es), es)
+		}
+		for _, e := range es {
+			if e.Err != -int32(fi.ECANCELED) || e.Context < 100 || e.Context > 102 {
+				t.Errorf("cancel_on_close true: %+v, want FI_ECANCELED of a receive", e)
+			}
+		}
 	}
 }
