@@ -235,6 +235,11 @@ func (e *EP) setType(in *fi.Info, s string) error {
 // direction their capabilities use (FI_ENOCQ). The rings are allocated
 // before the provider endpoint is enabled, so that an enable the memory
 // quota refuses leaves nothing enabled and can be retried.
+//
+// An endpoint is enabled once: one that was disabled, by a shutdown or a
+// critical error, is not re-enabled ("The ability to transition back into
+// an enabled state is provider specific"; neither provider can), and
+// fi_enable then fails with FI_EOPBADSTATE.
 func (e *EP) Enable() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -242,8 +247,13 @@ func (e *EP) Enable() error {
 		return gone(e.obj)
 	}
 	if e.state != stateIdle {
-		return Errorf(fi.EOPBADSTATE, "endpoint is %s; it was enabled already", stateText(e.state))
+		return Errorf(fi.EOPBADSTATE, "endpoint is %s; it was enabled already and is not enabled again", stateText(e.state))
 	}
+	return e.enableIdleLocked()
+}
+
+// enableIdleLocked enables the idle endpoint, after checking its bindings.
+func (e *EP) enableIdleLocked() error {
 	if e.info.EPAttr.Type == fi.EP_MSG && e.eq == nil {
 		return Errorf(fi.ENOEQ, "no eq bound; write 'bind eq ID' first")
 	}
@@ -314,8 +324,18 @@ func (e *EP) Connect(addr fi.Addr, data []byte) error {
 	if e.connectionlessLocked() {
 		return Errorf(fi.EOPBADSTATE, "connect is for FI_EP_MSG endpoints; a connectionless endpoint sends to the addresses of its av")
 	}
-	if e.state != stateEnabled || e.req != nil {
-		return Errorf(fi.EOPBADSTATE, "endpoint is %s; connect needs an enabled endpoint that was not made from a request", stateText(e.state))
+	if e.req != nil {
+		return Errorf(fi.EOPBADSTATE, "endpoint was made from a connection request; accept or reject it")
+	}
+	// "Calling connect or accept on an endpoint will implicitly enable an
+	// endpoint if it has not already been enabled."
+	if e.state == stateIdle {
+		if err := e.enableIdleLocked(); err != nil {
+			return err
+		}
+	}
+	if e.state != stateEnabled {
+		return Errorf(fi.EOPBADSTATE, "endpoint is %s; connect needs an endpoint not connected yet", stateText(e.state))
 	}
 	if err := e.prov.Connect(addr, data); err != nil {
 		return err
@@ -331,8 +351,13 @@ func (e *EP) Accept(data []byte) error {
 	if e.req == nil {
 		return Errorf(fi.EOPBADSTATE, "endpoint was not made from a connection request; read a pep's listen file for one")
 	}
+	if e.state == stateIdle {
+		if err := e.enableIdleLocked(); err != nil {
+			return err
+		}
+	}
 	if e.state != stateEnabled {
-		return Errorf(fi.EOPBADSTATE, "endpoint is %s; bind an eq and cq and enable it before accept", stateText(e.state))
+		return Errorf(fi.EOPBADSTATE, "endpoint is %s; only a pending request can be accepted", stateText(e.state))
 	}
 	if err := e.prov.Accept(data); err != nil {
 		return err
