@@ -81,7 +81,7 @@ func (p *provider) Infos() []*fi.Info {
 // As libfabric's rxm_info_to_rxm builds it, the memory registration
 // attributes (mr_mode, mr_key_size), cq_data_size (at most rxm's 8), the
 // ordering and max_msg_size are msg's, and so is the mode, but for
-// FI_RX_CQ_DATA, which rxm handles itself. FI_RMA_EVENT is offered when
+// FI_RX_CQ_DATA, which rxm handles itself; the contexts are rxm's. FI_RMA_EVENT is offered when
 // msg has it: peers' RMA reaches rxm only through the MSG endpoint's
 // events.
 func rdmInfo(msg *fi.Info) *fi.Info {
@@ -128,6 +128,10 @@ func rdmInfo(msg *fi.Info) *fi.Info {
 		TxCtxCnt:        1,
 		RxCtxCnt:        1,
 	}
+	// The domain's contexts are rxm's: one transmit and one receive
+	// context, per domain and per endpoint (rxm_domain_attr).
+	in.DomainAttr.TxCtxCnt, in.DomainAttr.RxCtxCnt = 1, 1
+	in.DomainAttr.MaxEPTxCtx, in.DomainAttr.MaxEPRxCtx = 1, 1
 	in.FabricAttr.ProvName = msg.FabricAttr.ProvName + ";" + UtilName
 	return in
 }

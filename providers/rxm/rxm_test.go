@@ -2,6 +2,7 @@ package rxm
 
 import (
 	"math"
+	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/providers/tcp"
 )
 
 // TestInfos checks the entries Wrap adds: one FI_EP_RDM entry per FI_EP_MSG
@@ -423,6 +425,69 @@ func TestCloseDuringPeerShutdown(t *testing.T) {
 			if r := a.wait(t); r.c.Err == 0 {
 				t.Fatalf("round %d: a send to a closed peer completed %+v", round, r.c)
 			}
+		}
+	}
+}
+
+// TestRDMDomainAttrsAreRxm compares the FI_EP_RDM entries' domain
+// attributes with those libfabric's tcp;ofi_rxm reports on this host
+// (`fi_info -v -p 'tcp;ofi_rxm'`): rxm's, not the MSG entry's, except
+// where fabricfs differs on purpose (see the map).
+func TestRDMDomainAttrsAreRxm(t *testing.T) {
+	out, err := exec.Command("fi_info", "-v", "-p", "tcp;ofi_rxm", "-d", "lo").Output()
+	if err != nil {
+		t.Skipf("fi_info (libfabric-bin) not usable: %v", err)
+	}
+	tp, err := tcp.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rdm *fi.Info
+	for _, in := range Wrap(tp).Infos() {
+		if in.EPAttr.Type == fi.EP_RDM && in.DomainAttr.Name == "lo" {
+			rdm = in
+			break
+		}
+	}
+	if rdm == nil {
+		t.Fatal("no FI_EP_RDM entry on lo")
+	}
+	var b strings.Builder
+	if err := fi.WriteInfos(&b, []*fi.Info{rdm}); err != nil {
+		t.Fatal(err)
+	}
+	// On purpose: the daemon progresses RDM endpoints itself (AUTO is
+	// true, and serves hints asking MANUAL); its CQs and endpoints are
+	// the tree's, bounded as the tcp domain's; shared receive contexts
+	// work on RDM endpoints.
+	differ := map[string]bool{"data_progress": true, "cq_cnt": true, "ep_cnt": true, "max_ep_srx_ctx": true}
+	domain := func(text string) map[string]string {
+		m := map[string]string{}
+		in := false
+		for _, l := range strings.Split(text, "\n") {
+			l = strings.TrimSpace(l)
+			switch {
+			case l == "fi_domain_attr:":
+				in = len(m) == 0 // the first entry's only
+			case strings.HasSuffix(l, ":") && !strings.Contains(l, " "):
+				in = false
+			case in:
+				k, v, _ := strings.Cut(l, ":")
+				m[k] = strings.TrimSpace(v)
+			}
+		}
+		return m
+	}
+	theirs, ours := domain(string(out)), domain(b.String())
+	if len(theirs) == 0 {
+		t.Fatalf("no fi_domain_attr in fi_info's output:\n%s", out)
+	}
+	for k, v := range theirs {
+		if k == "domain" || k == "name" || differ[k] {
+			continue
+		}
+		if ours[k] != v {
+			t.Errorf("domain attribute %s: libfabric's rxm %q, ours %q", k, v, ours[k])
 		}
 	}
 }

@@ -22,8 +22,11 @@ const (
 	// max_cq, but a device CQ here is one per QP (ep_cnt counts those);
 	// the application's CQs are core's, as in the tcp domain, so the
 	// domain reports what tcp does.
-	CQCnt      = 256
-	MaxErrData = 255 // domain_attr.max_err_data: MAX(sizeof(ibv_wc.vendor_err), UINT8_MAX)
+	CQCnt = 256
+	// MaxErrData is domain_attr.max_err_data: 0, where libfabric's verbs
+	// says 255 (its vendor_err): completions carry no error data here
+	// (the ring's completion entry has no room for it).
+	MaxErrData = 0
 	// MaxMsgSize bounds max_msg_size of FI_EP_MSG (the device's largest
 	// memory region otherwise): the size of the region a receive without
 	// a buffer gets and of each domain's discard region (mem.go).
@@ -128,12 +131,14 @@ func baseInfo(d *device, caps fi.Caps) *fi.Info {
 			EPCnt:           uint64(a.MaxQP),
 			TxCtxCnt:        min(CtxCnt, uint64(a.MaxQP)),
 			RxCtxCnt:        min(CtxCnt, uint64(a.MaxQP)),
-			MaxEPTxCtx:      min(CtxCnt, uint64(a.MaxQP)),
-			MaxEPRxCtx:      min(CtxCnt, uint64(a.MaxQP)),
-			MRIovLimit:      1,
-			Caps:            domainCaps,
-			MaxErrData:      MaxErrData,
-			MRCnt:           uint64(a.MaxMR),
+			// An endpoint has one transmit and one receive context
+			// (no scalable endpoints), where libfabric's verbs says 1024.
+			MaxEPTxCtx: 1,
+			MaxEPRxCtx: 1,
+			MRIovLimit: 1,
+			Caps:       domainCaps,
+			MaxErrData: MaxErrData,
+			MRCnt:      uint64(a.MaxMR),
 		},
 		FabricAttr: &fi.FabricAttr{
 			Name:        fabricName(d.dev.GID()),
