@@ -28,8 +28,12 @@ const (
 	CQDataSize    = 8     // domain_attr.cq_data_size
 	MRKeySize     = 8     // domain_attr.mr_key_size
 	CQCnt         = 256   // domain_attr.cq_cnt
-	EPCnt         = 8192  // domain_attr.ep_cnt: endpoints, active and passive, per domain
-	MaxHandshakes = 1024  // connections a passive endpoint reads connreqs from at once
+	// CntrCnt is domain_attr.cntr_cnt, "the optimal number of completion
+	// counters": the tree's counters cost what its CQs do, so as many;
+	// libfabric's tcp, whose counters are its util layer's, says 0.
+	CntrCnt       = CQCnt
+	EPCnt         = 8192 // domain_attr.ep_cnt: endpoints, active and passive, per domain
+	MaxHandshakes = 1024 // connections a passive endpoint reads connreqs from at once
 	// MaxListenerConns bounds the connections a passive endpoint's
 	// listener accepted that are open: handshakes, requests, and the
 	// endpoints made from them. Past it, new connections are closed.
@@ -199,6 +203,7 @@ func msgInfo(a ifAddr) *fi.Info {
 			MRKeySize:       MRKeySize,
 			CQDataSize:      CQDataSize,
 			CQCnt:           CQCnt,
+			CntrCnt:         CntrCnt,
 			EPCnt:           EPCnt,
 			TxCtxCnt:        EPCnt,
 			RxCtxCnt:        EPCnt,

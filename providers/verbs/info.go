@@ -128,6 +128,7 @@ func baseInfo(d *device, caps fi.Caps) *fi.Info {
 			MRKeySize:       MRKeySize,
 			CQDataSize:      CQDataSize,
 			CQCnt:           CQCnt,
+			CntrCnt:         CQCnt, // the tree's counters, as the tcp domain's
 			EPCnt:           uint64(a.MaxQP),
 			TxCtxCnt:        min(CtxCnt, uint64(a.MaxQP)),
 			RxCtxCnt:        min(CtxCnt, uint64(a.MaxQP)),
