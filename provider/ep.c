@@ -637,7 +637,7 @@ static ssize_t ep_recv(struct fid_ep *fid, void *buf, size_t len, void *desc, fi
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {buf, len};
 	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_RECV, .iov = &iov, .desc = &desc, .count = 1, .addr = src,
-				     .context = context, .flags = ep->rx_op_flags});
+					 .context = context, .flags = ep->rx_op_flags});
 }
 
 static ssize_t ep_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
@@ -645,14 +645,14 @@ static ssize_t ep_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc
 {
 	struct ffs_ep *ep = ep_of(fid);
 	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_RECV, .iov = iov, .desc = desc, .count = count, .addr = src,
-				     .context = context, .flags = ep->rx_op_flags});
+					 .context = context, .flags = ep->rx_op_flags});
 }
 
 static ssize_t ep_recvmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
 {
 	return post(ep_of(fid), &(struct ffs_op){.op = FABRICFS_OP_RECV, .iov = msg->msg_iov, .desc = msg->desc,
-					     .count = msg->iov_count, .addr = msg->addr, .context = msg->context,
-					     .flags = flags});
+						 .count = msg->iov_count, .addr = msg->addr, .context = msg->context,
+						 .flags = flags});
 }
 
 static ssize_t ep_send(struct fid_ep *fid, const void *buf, size_t len, void *desc, fi_addr_t dest, void *context)
@@ -660,7 +660,7 @@ static ssize_t ep_send(struct fid_ep *fid, const void *buf, size_t len, void *de
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {(void *)buf, len};
 	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_SEND, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
-				     .context = context, .flags = ep->tx_op_flags});
+					 .context = context, .flags = ep->tx_op_flags});
 }
 
 static ssize_t ep_sendv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
@@ -668,21 +668,21 @@ static ssize_t ep_sendv(struct fid_ep *fid, const struct iovec *iov, void **desc
 {
 	struct ffs_ep *ep = ep_of(fid);
 	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_SEND, .iov = iov, .desc = desc, .count = count, .addr = dest,
-				     .context = context, .flags = ep->tx_op_flags});
+					 .context = context, .flags = ep->tx_op_flags});
 }
 
 static ssize_t ep_sendmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
 {
 	return post(ep_of(fid), &(struct ffs_op){.op = FABRICFS_OP_SEND, .iov = msg->msg_iov, .desc = msg->desc,
-					     .count = msg->iov_count, .addr = msg->addr, .data = msg->data,
-					     .context = msg->context, .flags = flags});
+						 .count = msg->iov_count, .addr = msg->addr, .data = msg->data,
+						 .context = msg->context, .flags = flags});
 }
 
 static ssize_t ep_inject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest)
 {
 	struct iovec iov = {(void *)buf, len};
 	return post(ep_of(fid), &(struct ffs_op){.op = FABRICFS_OP_SEND, .iov = &iov, .count = 1, .addr = dest,
-					     .inject = true});
+						 .inject = true});
 }
 
 static ssize_t ep_senddata(struct fid_ep *fid, const void *buf, size_t len, void *desc, uint64_t data, fi_addr_t dest,
@@ -691,14 +691,15 @@ static ssize_t ep_senddata(struct fid_ep *fid, const void *buf, size_t len, void
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {(void *)buf, len};
 	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_SEND, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
-				     .data = data, .context = context, .flags = ep->tx_op_flags | FI_REMOTE_CQ_DATA});
+					 .data = data, .context = context,
+					 .flags = ep->tx_op_flags | FI_REMOTE_CQ_DATA});
 }
 
 static ssize_t ep_injectdata(struct fid_ep *fid, const void *buf, size_t len, uint64_t data, fi_addr_t dest)
 {
 	struct iovec iov = {(void *)buf, len};
 	return post(ep_of(fid), &(struct ffs_op){.op = FABRICFS_OP_SEND, .iov = &iov, .count = 1, .addr = dest,
-					     .data = data, .flags = FI_REMOTE_CQ_DATA, .inject = true});
+						 .data = data, .flags = FI_REMOTE_CQ_DATA, .inject = true});
 }
 
 /* Tagged messages. */
@@ -709,7 +710,7 @@ static ssize_t ep_trecv(struct fid_ep *fid, void *buf, size_t len, void *desc, f
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {buf, len};
 	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_TRECV, .iov = &iov, .desc = &desc, .count = 1, .addr = src,
-				     .tag = tag, .ignore = ignore, .context = context, .flags = ep->rx_op_flags});
+					 .tag = tag, .ignore = ignore, .context = context, .flags = ep->rx_op_flags});
 }
 
 static ssize_t ep_trecvv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
@@ -717,7 +718,7 @@ static ssize_t ep_trecvv(struct fid_ep *fid, const struct iovec *iov, void **des
 {
 	struct ffs_ep *ep = ep_of(fid);
 	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_TRECV, .iov = iov, .desc = desc, .count = count, .addr = src,
-				     .tag = tag, .ignore = ignore, .context = context, .flags = ep->rx_op_flags});
+					 .tag = tag, .ignore = ignore, .context = context, .flags = ep->rx_op_flags});
 }
 
 /* FI_PEEK, FI_CLAIM and FI_DISCARD go to the tree, which keeps the
@@ -730,9 +731,9 @@ static ssize_t ep_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, 
 	if ((flags & FI_DISCARD) && !(flags & (FI_PEEK | FI_CLAIM)))
 		return -FI_EINVAL;
 	return post(ep_of(fid), &(struct ffs_op){.op = FABRICFS_OP_TRECV, .iov = msg->msg_iov, .desc = msg->desc,
-					     .count = msg->iov_count, .addr = msg->addr, .tag = msg->tag,
-					     .ignore = msg->ignore, .context = msg->context, .flags = flags,
-					     .rma_key = (flags & FI_CLAIM) ? (uint64_t)(uintptr_t)msg->context : 0});
+						 .count = msg->iov_count, .addr = msg->addr, .tag = msg->tag,
+						 .ignore = msg->ignore, .context = msg->context, .flags = flags,
+						 .rma_key = (flags & FI_CLAIM) ? (uint64_t)(uintptr_t)msg->context : 0});
 }
 
 static ssize_t ep_tsend(struct fid_ep *fid, const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t tag,
@@ -741,29 +742,29 @@ static ssize_t ep_tsend(struct fid_ep *fid, const void *buf, size_t len, void *d
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {(void *)buf, len};
 	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_TSEND, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
-				     .tag = tag, .context = context, .flags = ep->tx_op_flags});
+					 .tag = tag, .context = context, .flags = ep->tx_op_flags});
 }
 
 static ssize_t ep_tsendv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
 			 uint64_t tag, void *context)
 {
 	struct ffs_ep *ep = ep_of(fid);
-	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_TSEND, .iov = iov, .desc = desc, .count = count, .addr = dest,
-				     .tag = tag, .context = context, .flags = ep->tx_op_flags});
+	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_TSEND, .iov = iov, .desc = desc, .count = count,
+					 .addr = dest, .tag = tag, .context = context, .flags = ep->tx_op_flags});
 }
 
 static ssize_t ep_tsendmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, uint64_t flags)
 {
 	return post(ep_of(fid), &(struct ffs_op){.op = FABRICFS_OP_TSEND, .iov = msg->msg_iov, .desc = msg->desc,
-					     .count = msg->iov_count, .addr = msg->addr, .tag = msg->tag,
-					     .data = msg->data, .context = msg->context, .flags = flags});
+						 .count = msg->iov_count, .addr = msg->addr, .tag = msg->tag,
+						 .data = msg->data, .context = msg->context, .flags = flags});
 }
 
 static ssize_t ep_tinject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest, uint64_t tag)
 {
 	struct iovec iov = {(void *)buf, len};
 	return post(ep_of(fid), &(struct ffs_op){.op = FABRICFS_OP_TSEND, .iov = &iov, .count = 1, .addr = dest,
-					     .tag = tag, .inject = true});
+						 .tag = tag, .inject = true});
 }
 
 static ssize_t ep_tsenddata(struct fid_ep *fid, const void *buf, size_t len, void *desc, uint64_t data,
@@ -772,8 +773,8 @@ static ssize_t ep_tsenddata(struct fid_ep *fid, const void *buf, size_t len, voi
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {(void *)buf, len};
 	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_TSEND, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
-				     .tag = tag, .data = data, .context = context,
-				     .flags = ep->tx_op_flags | FI_REMOTE_CQ_DATA});
+					 .tag = tag, .data = data, .context = context,
+					 .flags = ep->tx_op_flags | FI_REMOTE_CQ_DATA});
 }
 
 static ssize_t ep_tinjectdata(struct fid_ep *fid, const void *buf, size_t len, uint64_t data, fi_addr_t dest,
@@ -781,7 +782,7 @@ static ssize_t ep_tinjectdata(struct fid_ep *fid, const void *buf, size_t len, u
 {
 	struct iovec iov = {(void *)buf, len};
 	return post(ep_of(fid), &(struct ffs_op){.op = FABRICFS_OP_TSEND, .iov = &iov, .count = 1, .addr = dest,
-					     .tag = tag, .data = data, .flags = FI_REMOTE_CQ_DATA, .inject = true});
+						 .tag = tag, .data = data, .flags = FI_REMOTE_CQ_DATA, .inject = true});
 }
 
 /* RMA: the remote address (an offset into the peer's region, the domain's
@@ -794,7 +795,8 @@ static ssize_t ep_read(struct fid_ep *fid, void *buf, size_t len, void *desc, fi
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {buf, len};
 	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_READ, .iov = &iov, .desc = &desc, .count = 1, .addr = src,
-				     .rma_addr = addr, .rma_key = key, .context = context, .flags = ep->tx_op_flags});
+					 .rma_addr = addr, .rma_key = key, .context = context,
+					 .flags = ep->tx_op_flags});
 }
 
 static ssize_t ep_readv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
@@ -802,7 +804,8 @@ static ssize_t ep_readv(struct fid_ep *fid, const struct iovec *iov, void **desc
 {
 	struct ffs_ep *ep = ep_of(fid);
 	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_READ, .iov = iov, .desc = desc, .count = count, .addr = src,
-				     .rma_addr = addr, .rma_key = key, .context = context, .flags = ep->tx_op_flags});
+					 .rma_addr = addr, .rma_key = key, .context = context,
+					 .flags = ep->tx_op_flags});
 }
 
 /* rma_msg posts an fi_msg_rma: one remote range, as the tree's
@@ -811,10 +814,10 @@ static ssize_t rma_msg(struct fid_ep *fid, uint8_t op, const struct fi_msg_rma *
 {
 	if (!msg || msg->rma_iov_count != 1 || !msg->rma_iov)
 		return -FI_EINVAL;
-	return post(ep_of(fid), &(struct ffs_op){.op = op, .iov = msg->msg_iov, .desc = msg->desc, .count = msg->iov_count,
-					     .addr = msg->addr, .rma_addr = msg->rma_iov[0].addr,
-					     .rma_key = msg->rma_iov[0].key, .data = msg->data, .context = msg->context,
-					     .flags = flags});
+	return post(ep_of(fid), &(struct ffs_op){.op = op, .iov = msg->msg_iov, .desc = msg->desc,
+						 .count = msg->iov_count, .addr = msg->addr,
+						 .rma_addr = msg->rma_iov[0].addr, .rma_key = msg->rma_iov[0].key,
+						 .data = msg->data, .context = msg->context, .flags = flags});
 }
 
 static ssize_t ep_readmsg(struct fid_ep *fid, const struct fi_msg_rma *msg, uint64_t flags)
@@ -828,15 +831,17 @@ static ssize_t ep_write(struct fid_ep *fid, const void *buf, size_t len, void *d
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {(void *)buf, len};
 	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_WRITE, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
-				     .rma_addr = addr, .rma_key = key, .context = context, .flags = ep->tx_op_flags});
+					 .rma_addr = addr, .rma_key = key, .context = context,
+					 .flags = ep->tx_op_flags});
 }
 
 static ssize_t ep_writev(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
 			 uint64_t addr, uint64_t key, void *context)
 {
 	struct ffs_ep *ep = ep_of(fid);
-	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_WRITE, .iov = iov, .desc = desc, .count = count, .addr = dest,
-				     .rma_addr = addr, .rma_key = key, .context = context, .flags = ep->tx_op_flags});
+	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_WRITE, .iov = iov, .desc = desc, .count = count,
+					 .addr = dest, .rma_addr = addr, .rma_key = key, .context = context,
+					 .flags = ep->tx_op_flags});
 }
 
 static ssize_t ep_writemsg(struct fid_ep *fid, const struct fi_msg_rma *msg, uint64_t flags)
@@ -849,7 +854,7 @@ static ssize_t ep_inject_write(struct fid_ep *fid, const void *buf, size_t len, 
 {
 	struct iovec iov = {(void *)buf, len};
 	return post(ep_of(fid), &(struct ffs_op){.op = FABRICFS_OP_WRITE, .iov = &iov, .count = 1, .addr = dest,
-					     .rma_addr = addr, .rma_key = key, .inject = true});
+						 .rma_addr = addr, .rma_key = key, .inject = true});
 }
 
 static ssize_t ep_writedata(struct fid_ep *fid, const void *buf, size_t len, void *desc, uint64_t data,
@@ -858,8 +863,8 @@ static ssize_t ep_writedata(struct fid_ep *fid, const void *buf, size_t len, voi
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {(void *)buf, len};
 	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_WRITE, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
-				     .rma_addr = addr, .rma_key = key, .data = data, .context = context,
-				     .flags = ep->tx_op_flags | FI_REMOTE_CQ_DATA});
+					 .rma_addr = addr, .rma_key = key, .data = data, .context = context,
+					 .flags = ep->tx_op_flags | FI_REMOTE_CQ_DATA});
 }
 
 static ssize_t ep_inject_writedata(struct fid_ep *fid, const void *buf, size_t len, uint64_t data, fi_addr_t dest,
@@ -867,8 +872,8 @@ static ssize_t ep_inject_writedata(struct fid_ep *fid, const void *buf, size_t l
 {
 	struct iovec iov = {(void *)buf, len};
 	return post(ep_of(fid), &(struct ffs_op){.op = FABRICFS_OP_WRITE, .iov = &iov, .count = 1, .addr = dest,
-					     .rma_addr = addr, .rma_key = key, .data = data,
-					     .flags = FI_REMOTE_CQ_DATA, .inject = true});
+						 .rma_addr = addr, .rma_key = key, .data = data,
+						 .flags = FI_REMOTE_CQ_DATA, .inject = true});
 }
 
 /* ---- control ---- */
