@@ -337,8 +337,9 @@ static ssize_t atomic_inject(struct fid_ep *ep, const void *buf, size_t count, f
 static ssize_t atomic_readwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg, struct fi_ioc *resultv,
 				   void **result_desc, size_t result_count, uint64_t flags)
 {
-	return post_atomic(ep, &(struct call){.kind = FETCH, .msg = msg, .resultv = resultv, .result_desc = result_desc,
-					      .result_count = result_count, .flags = flags});
+	return post_atomic(ep, &(struct call){.kind = FETCH, .msg = msg, .resultv = resultv,
+					      .result_desc = result_desc, .result_count = result_count,
+					      .flags = flags});
 }
 
 static ssize_t atomic_readwritev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count,
@@ -348,8 +349,9 @@ static ssize_t atomic_readwritev(struct fid_ep *ep, const struct fi_ioc *iov, vo
 	struct fi_rma_ioc rma = {addr, result_count == 1 && resultv ? resultv[0].count : 0, key};
 	struct fi_msg_atomic msg = {.msg_iov = iov, .desc = desc, .iov_count = count, .addr = dest, .rma_iov = &rma,
 				    .rma_iov_count = 1, .datatype = dt, .op = op, .context = context};
-	return post_atomic(ep, &(struct call){.kind = FETCH, .msg = &msg, .resultv = resultv, .result_desc = result_desc,
-					      .result_count = result_count, .flags = tx_flags(ep)});
+	return post_atomic(ep, &(struct call){.kind = FETCH, .msg = &msg, .resultv = resultv,
+					      .result_desc = result_desc, .result_count = result_count,
+					      .flags = tx_flags(ep)});
 }
 
 static ssize_t atomic_readwrite(struct fid_ep *ep, const void *buf, size_t count, void *desc, void *result,

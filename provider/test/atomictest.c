@@ -383,8 +383,8 @@ static void ask(uint32_t what, uint32_t off, const void *bytes, uint32_t len)
 	cq_ok(txcq, &sctx, &e, "command");
 	cq_ok(rxcq, &rctx, &e, "answer");
 	if (answer->what != what || answer->off != off || answer->len != len)
-		fail("answer %u off %u len %u to command %u off %u len %u", answer->what, answer->off, answer->len, what,
-		     off, len);
+		fail("answer %u off %u len %u to command %u off %u len %u", answer->what, answer->off, answer->len,
+		     what, off, len);
 }
 
 enum kind { BASE, FETCH, COMPARE };
@@ -474,10 +474,11 @@ static void one(enum kind k, enum fi_op op, enum fi_datatype dt, size_t n, enum 
 	memset(guard, 0xa5, sizeof guard);
 
 	/* The buffers: operand at 0, compare values at SLOT, result at 2 SLOT. */
-	uint8_t *ob = (m == REGISTERED ? local_reg : local_plain), *cb = (m == UNREGISTERED ? local_plain : local_reg) + SLOT,
-		*rb = (m == UNREGISTERED ? local_plain : local_reg) + 2 * SLOT;
-	void *od = m == REGISTERED ? fi_mr_desc(local_mr) : NULL, *cd = m == UNREGISTERED ? NULL : fi_mr_desc(local_mr),
-	     *rd = cd;
+	uint8_t *ob = m == REGISTERED ? local_reg : local_plain;
+	uint8_t *cb = (m == UNREGISTERED ? local_plain : local_reg) + SLOT;
+	uint8_t *rb = (m == UNREGISTERED ? local_plain : local_reg) + 2 * SLOT;
+	void *od = m == REGISTERED ? fi_mr_desc(local_mr) : NULL;
+	void *cd = m == UNREGISTERED ? NULL : fi_mr_desc(local_mr), *rd = cd;
 	memcpy(ob, o, SLOT);
 	memcpy(cb, c, SLOT);
 	memcpy(rb, guard, SLOT);
