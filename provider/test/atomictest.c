@@ -201,6 +201,11 @@ static size_t dt_size(enum fi_datatype dt)
 	}
 }
 
+/* The names of an op and a datatype, each in a buffer of its own for the
+ * statement (fi_tostr's buffer is one for all its calls). */
+#define OP_NAME(op) fi_tostr_r((char[32]){0}, 32, &(op), FI_TYPE_ATOMIC_OP)
+#define DT_NAME(dt) fi_tostr_r((char[32]){0}, 32, &(dt), FI_TYPE_ATOMIC_TYPE)
+
 /* ---- the two processes ---- */
 
 static struct fi_info *info;
@@ -455,8 +460,8 @@ static ssize_t post(enum kind k, enum fi_op op, enum fi_datatype dt, size_t n, e
 static void one(enum kind k, enum fi_op op, enum fi_datatype dt, size_t n, enum mode m)
 {
 	char name[128];
-	snprintf(name, sizeof name, "%s %s %s x%zu %s", kind_names[k], fi_tostr(&op, FI_TYPE_ATOMIC_OP),
-		 fi_tostr(&dt, FI_TYPE_ATOMIC_TYPE), n, mode_names[m]);
+	snprintf(name, sizeof name, "%s %s %s x%zu %s", kind_names[k], OP_NAME(op),
+		 DT_NAME(dt), n, mode_names[m]);
 	size_t size = dt_size(dt);
 	uint8_t t[SLOT], o[SLOT], c[SLOT], want[SLOT], guard[SLOT];
 	memset(t, 0, sizeof t);
@@ -537,18 +542,18 @@ static int every_op(void)
 							: fi_compare_atomicvalid(ep, dt, op, &count);
 				if (vret != ret || (!ret && count != attr.count))
 					fail("%s %s %s: valid call %d count %zu, fi_query_atomic %d count %zu",
-					     kind_names[k], fi_tostr(&op, FI_TYPE_ATOMIC_OP),
-					     fi_tostr(&dt, FI_TYPE_ATOMIC_TYPE), vret, count, ret, attr.count);
+					     kind_names[k], OP_NAME(op),
+					     DT_NAME(dt), vret, count, ret, attr.count);
 				if (ret == -FI_EOPNOTSUPP)
 					continue;
 				if (ret)
 					fail("fi_query_atomic %s %s %s: %d (%s)", kind_names[k],
-					     fi_tostr(&op, FI_TYPE_ATOMIC_OP), fi_tostr(&dt, FI_TYPE_ATOMIC_TYPE), ret,
+					     OP_NAME(op), DT_NAME(dt), ret,
 					     fi_strerror(-ret));
 				if (attr.size != dt_size(dt) || attr.count == 0)
 					fail("fi_query_atomic %s %s %s: count %zu size %zu, want size %zu",
-					     kind_names[k], fi_tostr(&op, FI_TYPE_ATOMIC_OP),
-					     fi_tostr(&dt, FI_TYPE_ATOMIC_TYPE), attr.count, attr.size, dt_size(dt));
+					     kind_names[k], OP_NAME(op),
+					     DT_NAME(dt), attr.count, attr.size, dt_size(dt));
 				size_t n = attr.count < MAXN ? attr.count : MAXN;
 				for (enum mode m = REGISTERED; m < NMODE; m++)
 					one(k, op, dt, n, m);
@@ -621,10 +626,10 @@ static void inject(struct fid_cntr *w)
 	ask(GET, TARGET_OFF, NULL, (uint32_t)((n + 1) * size));
 	for (size_t i = 0; i <= n; i++)
 		if (!same(dt, answer->bytes, want, i))
-			fail("fi_inject_atomic %s %s: target element %zu wrong", fi_tostr(&op, FI_TYPE_ATOMIC_OP),
-			     fi_tostr(&dt, FI_TYPE_ATOMIC_TYPE), i);
+			fail("fi_inject_atomic %s %s: target element %zu wrong", OP_NAME(op),
+			     DT_NAME(dt), i);
 	printf("ok fi_inject_atomic %s %s: no completion, the buffer reusable at once, counted\n",
-	       fi_tostr(&op, FI_TYPE_ATOMIC_OP), fi_tostr(&dt, FI_TYPE_ATOMIC_TYPE));
+	       OP_NAME(op), DT_NAME(dt));
 }
 
 /* call_errors: what the calls refuse before posting. */
