@@ -22,11 +22,13 @@ func TestProviderAtomicCalls(t *testing.T) {
 }
 
 // TestProviderAtomic runs provider/test/atomictest.c on FI_EP_RDM in the
-// tree's tcp domain: a target process and an initiator process, every
-// operation and datatype fi_query_atomic allows with registered,
-// unregistered and mixed buffers (results and target values checked
-// against the program's own arithmetic), fi_inject_atomic, the counters,
-// the calls' errors and a bad key's -FI_EACCES.
+// tree's tcp and verbs domains and on verbs' FI_EP_MSG: a target process
+// and an initiator process, every operation and datatype fi_query_atomic
+// allows with registered, unregistered and mixed buffers (results and
+// target values checked against the program's own arithmetic),
+// fi_inject_atomic, the counters, the calls' errors and a bad key's error
+// completion.
 func TestProviderAtomic(t *testing.T) {
-	runProviderC(t, "atomictest", []string{"tcp/lo"})
+	runProviderC(t, "atomictest", []string{"tcp/lo", "rdm"}, []string{"verbs/" + verbsDevice, "rdm"},
+		[]string{"verbs/" + verbsDevice, "msg"})
 }

@@ -1,7 +1,7 @@
 /*
  * atomictest: checks the fabricfs provider's atomics (fi_atomic(3))
- * between two processes of FI_EP_RDM endpoints, through the libfabric API
- * alone. The program forks: the child is the target, whose registered
+ * between two processes of FI_EP_RDM (or FI_EP_MSG) endpoints, through
+ * the libfabric API alone. The program forks: the child is the target, whose registered
  * region takes the atomics; the parent the initiator, which for every
  * operation and datatype fi_query_atomic says the domain takes, with its
  * buffers registered, unregistered and mixed (staged by the provider):
@@ -12,9 +12,10 @@
  * counters, the errors a call returns at once, and a bad key's error
  * completion.
  *
- *	FI_PROVIDER_PATH=bin FI_FABRICFS_ROOT=/fabric atomictest [DOMAIN]
+ *	FI_PROVIDER_PATH=bin FI_FABRICFS_ROOT=/fabric atomictest [DOMAIN [rdm|msg]]
  *
- * Prints one "ok NAME" line per check and "PASS" at the end, and exits 0;
+ * With msg the endpoints are FI_EP_MSG, the target's accepting the
+ * initiator's connection. Prints one "ok NAME" line per check and "PASS" at the end, and exits 0;
  * on a failure it prints "FAIL: ..." and exits 1. tests/provider_test.go
  * runs it.
  */
@@ -256,10 +257,16 @@ static void cq_ok(struct fid_cq *cq, void *ctx, struct fi_cq_data_entry *e, cons
 		fail("%s: completion for context %p, want %p", what, e->op_context, ctx);
 }
 
+static bool msg; /* FI_EP_MSG: connected endpoints; else FI_EP_RDM */
+static struct fid_eq *eq;
+
+/* open_all opens what the endpoint needs of a domain of the provider
+ * with FI_ATOMIC for its type: fabric, domain, CQs, and an AV (RDM) or an
+ * EQ (MSG). */
 static void open_all(const char *dom)
 {
 	struct fi_info *hints = fi_allocinfo();
-	hints->ep_attr->type = FI_EP_RDM;
+	hints->ep_attr->type = msg ? FI_EP_MSG : FI_EP_RDM;
 	hints->caps = FI_MSG | FI_ATOMIC;
 	hints->mode = FI_RX_CQ_DATA | FI_CONTEXT;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
@@ -267,19 +274,40 @@ static void open_all(const char *dom)
 	hints->domain_attr->name = strdup(dom);
 	int ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
 	if (ret)
-		fail("fi_getinfo of an FI_EP_RDM entry with FI_ATOMIC in %s: %d (%s)", dom, ret, fi_strerror(-ret));
+		fail("fi_getinfo of an %s entry with FI_ATOMIC in %s: %d (%s)", msg ? "FI_EP_MSG" : "FI_EP_RDM", dom,
+		     ret, fi_strerror(-ret));
 	fi_freeinfo(hints);
 	CHECK(fi_fabric(info->fabric_attr, &fabric, NULL));
 	CHECK(fi_domain(fabric, info, &domain, NULL));
-	struct fi_av_attr ava = {.type = FI_AV_TABLE};
-	CHECK(fi_av_open(domain, &ava, &av, NULL));
+	if (msg) {
+		struct fi_eq_attr eqa = {.size = 16, .wait_obj = FI_WAIT_UNSPEC};
+		CHECK(fi_eq_open(fabric, &eqa, &eq, NULL));
+	} else {
+		struct fi_av_attr ava = {.type = FI_AV_TABLE};
+		CHECK(fi_av_open(domain, &ava, &av, NULL));
+	}
 	struct fi_cq_attr ca = {.size = 64, .format = FI_CQ_FORMAT_DATA};
 	CHECK(fi_cq_open(domain, &ca, &txcq, NULL));
 	CHECK(fi_cq_open(domain, &ca, &rxcq, NULL));
-	CHECK(fi_endpoint(domain, info, &ep, NULL));
-	CHECK(fi_ep_bind(ep, &av->fid, 0));
+}
+
+/* open_ep opens the endpoint of fi_info i, bound to the AV or EQ and the
+ * CQs. */
+static void open_ep(struct fi_info *i)
+{
+	CHECK(fi_endpoint(domain, i, &ep, NULL));
+	CHECK(fi_ep_bind(ep, msg ? &eq->fid : &av->fid, 0));
 	CHECK(fi_ep_bind(ep, &txcq->fid, FI_TRANSMIT));
 	CHECK(fi_ep_bind(ep, &rxcq->fid, FI_RECV));
+}
+
+/* eq_wait waits 5 s for an event of type want (MSG). */
+static void eq_wait(uint32_t want, struct fi_eq_cm_entry *e, const char *who)
+{
+	uint32_t event;
+	ssize_t n = fi_eq_sread(eq, &event, e, sizeof *e, 5000, 0);
+	if (n < 0 || event != want)
+		fail("%s: want event %u, got %zd event %u", who, want, n, event);
 }
 
 static void close_all(void)
@@ -288,7 +316,7 @@ static void close_all(void)
 		CHECK(fi_close(&ep->fid));
 	CHECK(fi_close(&txcq->fid));
 	CHECK(fi_close(&rxcq->fid));
-	CHECK(fi_close(&av->fid));
+	CHECK(fi_close(msg ? &eq->fid : &av->fid));
 	CHECK(fi_close(&domain->fid));
 	CHECK(fi_close(&fabric->fid));
 	fi_freeinfo(info);
@@ -306,11 +334,14 @@ struct cmd {
 #define REGION 65536
 #define TARGET_OFF 128 /* where the atomics act in the target's region */
 
-/* target serves commands until DONE; its region takes the atomics. */
+/* target serves commands until DONE, then waits for the initiator to
+ * close the pipe (its last check, a bad key, needs a live target); its
+ * region takes the atomics. An FI_EP_RDM target gives the initiator its
+ * endpoint's name, an FI_EP_MSG one its passive endpoint's, and accepts
+ * the connection. */
 static void target(const char *dom, int to_parent, int from_parent)
 {
 	open_all(dom);
-	CHECK(fi_enable(ep));
 	uint8_t *region = aligned_alloc(4096, REGION);
 	if (!region)
 		fail("target: malloc");
@@ -318,18 +349,37 @@ static void target(const char *dom, int to_parent, int from_parent)
 	struct fid_mr *mr;
 	CHECK(fi_mr_reg(domain, region, REGION, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0x5151, 0, &mr, NULL));
 	uint64_t key = fi_mr_key(mr);
+	struct fid_pep *pep = NULL;
 	char name[128];
 	size_t len = sizeof name;
-	CHECK(fi_getname(&ep->fid, name, &len));
+	if (msg) {
+		CHECK(fi_passive_ep(fabric, info, &pep, NULL));
+		CHECK(fi_pep_bind(pep, &eq->fid, 0));
+		CHECK(fi_listen(pep));
+		CHECK(fi_getname(&pep->fid, name, &len));
+	} else {
+		open_ep(info);
+		CHECK(fi_enable(ep));
+		CHECK(fi_getname(&ep->fid, name, &len));
+	}
 	if (write(to_parent, &key, sizeof key) != sizeof key || write(to_parent, &len, sizeof len) != sizeof len ||
 	    write(to_parent, name, len) != (ssize_t)len)
 		fail("target: write to the pipe");
-	if (read(from_parent, &len, sizeof len) != sizeof len || len > sizeof name ||
-	    read(from_parent, name, len) != (ssize_t)len)
-		fail("target: read from the pipe");
-	fi_addr_t parent;
-	if (fi_av_insert(av, name, 1, &parent, 0, NULL) != 1)
-		fail("target: fi_av_insert");
+	fi_addr_t parent = FI_ADDR_UNSPEC;
+	if (msg) {
+		struct fi_eq_cm_entry e;
+		eq_wait(FI_CONNREQ, &e, "target");
+		open_ep(e.info);
+		fi_freeinfo(e.info);
+		CHECK(fi_accept(ep, NULL, 0));
+		eq_wait(FI_CONNECTED, &e, "target");
+	} else {
+		if (read(from_parent, &len, sizeof len) != sizeof len || len > sizeof name ||
+		    read(from_parent, name, len) != (ssize_t)len)
+			fail("target: read from the pipe");
+		if (fi_av_insert(av, name, 1, &parent, 0, NULL) != 1)
+			fail("target: fi_av_insert");
+	}
 	struct cmd *c = malloc(sizeof *c), *answer = malloc(sizeof *answer);
 	struct fid_mr *cmr, *amr;
 	if (!c || !answer)
@@ -357,9 +407,14 @@ static void target(const char *dom, int to_parent, int from_parent)
 		if (c->what == DONE)
 			break;
 	}
+	char byte;
+	if (read(from_parent, &byte, 1) != 0)
+		fail("target: the pipe from the initiator did not close");
 	CHECK(fi_close(&cmr->fid));
 	CHECK(fi_close(&amr->fid));
 	CHECK(fi_close(&mr->fid));
+	if (pep)
+		CHECK(fi_close(&pep->fid));
 	close_all();
 	free(c);
 	free(answer);
@@ -687,7 +742,9 @@ static void call_errors(void)
 }
 
 /* bad_key: an atomic on a key the target has no region for completes
- * in error, -FI_EACCES, as libfabric's rxm reports it. */
+ * in error: -FI_EACCES on FI_EP_RDM, as libfabric's rxm reports it;
+ * FI_EIO on verbs' FI_EP_MSG, as libfabric's verbs reports every failed
+ * work completion but a flushed one (the device's remote access error). */
 static void bad_key(void)
 {
 	enum fi_op op;
@@ -698,17 +755,18 @@ static void bad_key(void)
 	int ctx;
 	CHECK(fi_atomic(ep, buf, 1, NULL, peer, TARGET_OFF, key + 0x1000, dt, op, &ctx));
 	struct fi_cq_data_entry e;
-	int err = cq_wait(txcq, &e, "fi_atomic with a bad key");
-	if (err != FI_EACCES || e.op_context != &ctx)
-		fail("fi_atomic with a bad key: completion %d (%s) for context %p, want FI_EACCES", err,
-		     fi_strerror(err), e.op_context);
-	printf("ok a bad key: an error completion, FI_EACCES\n");
+	int err = cq_wait(txcq, &e, "fi_atomic with a bad key"), want = msg ? FI_EIO : FI_EACCES;
+	if (err != want || e.op_context != &ctx)
+		fail("fi_atomic with a bad key: completion %d (%s) for context %p, want %s", err, fi_strerror(err),
+		     e.op_context, msg ? "FI_EIO" : "FI_EACCES");
+	printf("ok a bad key: an error completion, %s\n", msg ? "FI_EIO" : "FI_EACCES");
 }
 
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	const char *dom = argc > 1 ? argv[1] : "tcp/lo";
+	msg = argc > 2 && !strcmp(argv[2], "msg");
 	int up[2], down[2];
 	if (pipe(up) || pipe(down))
 		fail("pipe");
@@ -718,27 +776,38 @@ int main(int argc, char **argv)
 		fail("fork");
 	if (child == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(up[0]);
+		close(down[1]);
 		target(dom, up[1], down[0]);
 	}
+	close(up[1]);
+	close(down[0]);
 	open_all(dom);
 	struct fi_cntr_attr cnta = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_UNSPEC};
 	struct fid_cntr *wcntr, *rcntr;
 	CHECK(fi_cntr_open(domain, &cnta, &wcntr, NULL));
 	CHECK(fi_cntr_open(domain, &cnta, &rcntr, NULL));
+	open_ep(info);
 	CHECK(fi_ep_bind(ep, &wcntr->fid, FI_WRITE));
 	CHECK(fi_ep_bind(ep, &rcntr->fid, FI_READ));
-	CHECK(fi_enable(ep));
 	char name[128];
 	size_t len;
 	if (read(up[0], &key, sizeof key) != sizeof key || read(up[0], &len, sizeof len) != sizeof len ||
 	    len > sizeof name || read(up[0], name, len) != (ssize_t)len)
 		fail("the target did not start");
-	if (fi_av_insert(av, name, 1, &peer, 0, NULL) != 1)
-		fail("fi_av_insert");
-	len = sizeof name;
-	CHECK(fi_getname(&ep->fid, name, &len));
-	if (write(down[1], &len, sizeof len) != sizeof len || write(down[1], name, len) != (ssize_t)len)
-		fail("write to the pipe");
+	if (msg) {
+		CHECK(fi_connect(ep, name, NULL, 0));
+		struct fi_eq_cm_entry e;
+		eq_wait(FI_CONNECTED, &e, "initiator");
+	} else {
+		CHECK(fi_enable(ep));
+		if (fi_av_insert(av, name, 1, &peer, 0, NULL) != 1)
+			fail("fi_av_insert");
+		len = sizeof name;
+		CHECK(fi_getname(&ep->fid, name, &len));
+		if (write(down[1], &len, sizeof len) != sizeof len || write(down[1], name, len) != (ssize_t)len)
+			fail("write to the pipe");
+	}
 	cmd = malloc(sizeof *cmd);
 	answer = malloc(sizeof *answer);
 	local_reg = aligned_alloc(4096, 4096);
@@ -759,11 +828,14 @@ int main(int argc, char **argv)
 	counters(wcntr, rcntr, ops_done[BASE], ops_done[FETCH] + ops_done[COMPARE], 0);
 	inject(wcntr);
 	call_errors();
+	/* Last, as a bad key may end a connection (verbs' RC: the QP goes to
+	 * its error state). */
+	ask(DONE, 0, NULL, 0);
 	bad_key();
 	counters(wcntr, rcntr, ops_done[BASE] + 1, ops_done[FETCH] + ops_done[COMPARE], 1);
 	printf("ok counters: FI_WRITE counts base atomics (an error too), FI_READ fetch and compare atomics\n");
 
-	ask(DONE, 0, NULL, 0);
+	close(down[1]);
 	int status;
 	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		fail("the target process ended with status %#x", status);
