@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -386,16 +387,28 @@ func (e *EP) Shutdown() error {
 
 // SetOpt is fi_setopt at level FI_OPT_ENDPOINT.
 func (e *EP) SetOpt(name string, value uint64) error {
-	n := strings.ToLower(strings.TrimPrefix(strings.ToUpper(name), "FI_OPT_"))
-	switch n {
-	case "min_multi_recv", "buffered_min", "buffered_limit":
-	case "cm_data_size":
-		return Errorf(fi.ENOPROTOOPT, "option %s is read-only (fi_getopt only)", name)
-	default:
-		return Errorf(fi.ENOPROTOOPT, "unknown option %q; options: min_multi_recv, buffered_min, buffered_limit", name)
-	}
+	n := optName(name)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	o, ok := FindOption(e.optionsLocked(), n)
+	switch {
+	case !ok:
+		return Errorf(fi.ENOPROTOOPT, "%s endpoints of %s have no option %q", e.info.EPAttr.Type, e.obj.Dom.Name, name)
+	case o.Max == 0:
+		return Errorf(fi.ENOPROTOOPT, "option %s is read-only (fi_getopt only)", n)
+	case o.BeforeEnable && e.state != stateIdle:
+		return Errorf(fi.EOPBADSTATE, "option %s is set before enable; the endpoint is %s", n, stateText(e.state))
+	case value == math.MaxUint64:
+		value = o.Max // "SIZE_MAX will set the threshold to the maximum supported by the provider"
+	case value > o.Max:
+		return Errorf(fi.EMSGSIZE, "option %s: %d is more than the provider supports (%d)", n, value, o.Max)
+	}
+	// FI_OPT_BUFFERED_MIN is at most FI_OPT_BUFFERED_LIMIT: the smallest
+	// buffered message reported cannot exceed the largest.
+	if lo, hi := e.optLocked("buffered_min"), e.optLocked("buffered_limit"); n == "buffered_min" && value > hi ||
+		n == "buffered_limit" && value < lo {
+		return Errorf(fi.EINVAL, "option %s %d: buffered_min (%d) must not exceed buffered_limit (%d)", n, value, lo, hi)
+	}
 	if o, ok := e.prov.(Options); ok {
 		if err := o.SetOpt(n, value); err != nil {
 			return err
@@ -403,6 +416,48 @@ func (e *EP) SetOpt(name string, value uint64) error {
 	}
 	e.opts[n] = value
 	return nil
+}
+
+// optName is an option's name as Option has it: "FI_OPT_CM_DATA_SIZE" and
+// "cm_data_size" are "cm_data_size".
+func optName(s string) string {
+	return strings.ToLower(strings.TrimPrefix(strings.ToUpper(s), "FI_OPT_"))
+}
+
+// optionsLocked lists the endpoint's options for its type now.
+func (e *EP) optionsLocked() []Option {
+	if d, ok := e.obj.Dom.prov.(EndpointOptions); ok {
+		return d.EndpointOptions(e.info.EPAttr.Type, false)
+	}
+	return nil
+}
+
+// optLocked is fi_getopt of option n: its value as set, else the
+// provider's, else 0 for an option the endpoint does not have.
+func (e *EP) optLocked(n string) uint64 {
+	if v, ok := e.opts[n]; ok {
+		return v
+	}
+	o, _ := FindOption(e.optionsLocked(), n)
+	return o.Value
+}
+
+// optAttrs are the attr/opt_NAME files of an endpoint's (or passive
+// endpoint's) options called names: each one's value, or "-" where the
+// endpoint does not have it (fi_getopt fails with FI_ENOPROTOOPT).
+func optAttrs(mu *sync.Mutex, get func(n string) (uint64, bool), names ...string) []Attr {
+	var attrs []Attr
+	for _, n := range names {
+		attrs = append(attrs, Attr{Name: "opt_" + n, Get: func() string {
+			mu.Lock()
+			defer mu.Unlock()
+			if v, ok := get(n); ok {
+				return strconv.FormatUint(v, 10)
+			}
+			return "-"
+		}})
+	}
+	return attrs
 }
 
 // Name is fi_getname.
@@ -515,14 +570,12 @@ func (e *EP) Attrs() []Attr {
 	attrs = append(attrs, Attr{Name: "mapping", Get: func() string { return e.obj.Dom.fab.Shm.Mode }},
 		guarded(&e.mu, "engine_cpu", func() error { return e.idleLocked("setting engine_cpu") },
 			func() string { return strconv.Itoa(e.engineCPU) }, e.setEngineCPU))
-	for _, name := range []string{"min_multi_recv", "buffered_min", "buffered_limit"} {
-		attrs = append(attrs, Attr{Name: "opt_" + name, Get: func() string {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			return strconv.FormatUint(e.opts[name], 10)
-		}})
-	}
-	return attrs
+	return append(attrs, optAttrs(&e.mu, func(n string) (uint64, bool) {
+		if _, ok := FindOption(e.optionsLocked(), n); !ok {
+			return 0, false
+		}
+		return e.optLocked(n), true
+	}, "min_multi_recv", "cm_data_size", "buffered_min", "buffered_limit")...)
 }
 
 // setEngineCPU is a write of attr/engine_cpu before enable: -1, or a CPU

@@ -138,12 +138,23 @@ func (p *PEP) Status() string {
 }
 
 func (p *PEP) Attrs() []Attr {
-	return infoAttrs(&p.mu, func() *fi.Info { return p.info }, func() error {
+	attrs := infoAttrs(&p.mu, func() *fi.Info { return p.info }, func() error {
 		if p.state != stateIdle {
 			return Errorf(fi.EOPBADSTATE, "passive endpoint is %s; set attributes before listen", stateText(p.state))
 		}
 		return nil
 	})
+	// A passive endpoint's one option is read-only: FI_OPT_CM_DATA_SIZE is
+	// "the maximum size of the data that may be present as part of a
+	// connection request event".
+	return append(attrs, optAttrs(&p.mu, func(n string) (uint64, bool) {
+		d, ok := p.obj.Dom.prov.(EndpointOptions)
+		if !ok {
+			return 0, false
+		}
+		o, ok := FindOption(d.EndpointOptions(p.info.EPAttr.Type, true), n)
+		return o.Value, ok
+	}, "cm_data_size")...)
 }
 
 // Links shows the bound EQ.

@@ -226,13 +226,48 @@ type EndpointEvents interface {
 	Remote(c Completion)
 }
 
+// EndpointOptions is an optional interface of a ProviderDomain whose
+// endpoints have endpoint options (fi_getopt and fi_setopt at level
+// FI_OPT_ENDPOINT, fi_endpoint(3)). An endpoint of a domain without it has
+// none: both calls fail with FI_ENOPROTOOPT, as for an option not listed.
+type EndpointOptions interface {
+	// EndpointOptions lists the options of the domain's endpoints of type
+	// t, or of its passive endpoints if passive.
+	EndpointOptions(t fi.EPType, passive bool) []Option
+}
+
+// Option is one endpoint option, by its name without FI_OPT_ in lower
+// case ("min_multi_recv"). core keeps the values applications set and
+// checks them as fi_endpoint(3) says; the provider's endpoint learns them
+// through Options.
+type Option struct {
+	Name  string
+	Value uint64 // what fi_getopt reads until fi_setopt sets it
+	// Max is the largest value fi_setopt takes (a larger one fails with
+	// FI_EMSGSIZE; SIZE_MAX sets Max, "the maximum supported by the
+	// provider"); 0 for a read-only option such as cm_data_size.
+	Max uint64
+	// BeforeEnable says the option may be set only before fi_enable
+	// (FI_EOPBADSTATE after).
+	BeforeEnable bool
+}
+
 // Options is an optional interface of an Endpoint with endpoint options
-// (fi_setopt at level FI_OPT_ENDPOINT): core passes it every option the
-// application sets, by its name without FI_OPT_ ("min_multi_recv"), those
-// set before enable as soon as the endpoint exists. An Endpoint without it
-// ignores them.
+// (EndpointOptions): core passes it every option the application sets,
+// those set before enable as soon as the endpoint exists. An Endpoint
+// without it ignores them.
 type Options interface {
 	SetOpt(name string, value uint64) error
+}
+
+// FindOption returns the option called name in opts.
+func FindOption(opts []Option, name string) (Option, bool) {
+	for _, o := range opts {
+		if o.Name == name {
+			return o, true
+		}
+	}
+	return Option{}, false
 }
 
 // AsyncErrors is implemented by the EndpointEvents core gives providers.

@@ -900,63 +900,68 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 	return ffs_ctl(&ep->obj, "cancel 0x%llx", (unsigned long long)(uintptr_t)r);
 }
 
-static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+/* opt_name is the tree's name of an endpoint option (attr/opt_NAME, ctl
+ * setopt NAME), or NULL for one the tree does not know. */
+static const char *opt_name(int optname)
 {
-	struct ffs_ep *ep = container_of(fid, struct ffs_ep, ep_fid.fid);
-	if (level != FI_OPT_ENDPOINT)
+	switch (optname) {
+	case FI_OPT_MIN_MULTI_RECV:
+		return "min_multi_recv";
+	case FI_OPT_CM_DATA_SIZE:
+		return "cm_data_size";
+	case FI_OPT_BUFFERED_MIN:
+		return "buffered_min";
+	case FI_OPT_BUFFERED_LIMIT:
+		return "buffered_limit";
+	}
+	return NULL;
+}
+
+int ffs_getopt(struct ffs_obj *o, int level, int optname, void *optval, size_t *optlen)
+{
+	const char *name = opt_name(optname);
+	if (level != FI_OPT_ENDPOINT || !name)
 		return -FI_ENOPROTOOPT;
 	if (!optval || !optlen || *optlen < sizeof(size_t))
 		return -FI_ETOOSMALL;
-	uint64_t v;
-	int ret;
-	switch (optname) {
-	case FI_OPT_MIN_MULTI_RECV:
-		if ((ret = ffs_get_u64(&ep->obj, "attr/opt_min_multi_recv", &v)))
-			return ret;
-		if (v == 0)
-			v = 16384; /* the tree's default until set (docs/tree.md) */
-		break;
-	case FI_OPT_BUFFERED_MIN:
-		if ((ret = ffs_get_u64(&ep->obj, "attr/opt_buffered_min", &v)))
-			return ret;
-		break;
-	case FI_OPT_BUFFERED_LIMIT:
-		if ((ret = ffs_get_u64(&ep->obj, "attr/opt_buffered_limit", &v)))
-			return ret;
-		break;
-	case FI_OPT_CM_DATA_SIZE:
-		v = FFS_CM_DATA_SIZE;
-		break;
-	default:
+	/* attr/opt_NAME holds the value the provider uses now (the default
+	 * until set), or "-" where this endpoint has no such option. */
+	char file[64], buf[64];
+	snprintf(file, sizeof file, "attr/opt_%s", name);
+	ssize_t n = ffs_get(o, file, buf, sizeof buf);
+	if (n < 0)
+		return (int)n;
+	if (buf[0] == '-')
 		return -FI_ENOPROTOOPT;
-	}
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(buf, &end, 10);
+	if (end == buf || errno)
+		return -FI_EIO;
 	*(size_t *)optval = (size_t)v;
 	*optlen = sizeof(size_t);
 	return 0;
 }
 
+static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+	struct ffs_ep *ep = container_of(fid, struct ffs_ep, ep_fid.fid);
+	return ffs_getopt(&ep->obj, level, optname, optval, optlen);
+}
+
 static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
 {
 	struct ffs_ep *ep = container_of(fid, struct ffs_ep, ep_fid.fid);
-	if (level != FI_OPT_ENDPOINT)
+	const char *name = opt_name(optname);
+	if (level != FI_OPT_ENDPOINT || !name)
 		return -FI_ENOPROTOOPT;
-	const char *name;
-	switch (optname) {
-	case FI_OPT_MIN_MULTI_RECV:
-		name = "min_multi_recv";
-		break;
-	case FI_OPT_BUFFERED_MIN:
-		name = "buffered_min";
-		break;
-	case FI_OPT_BUFFERED_LIMIT:
-		name = "buffered_limit";
-		break;
-	default:
-		return -FI_ENOPROTOOPT;
-	}
 	if (!optval || optlen != sizeof(size_t))
 		return -FI_EINVAL;
-	return ffs_ctl(&ep->obj, "setopt %s %zu", name, *(const size_t *)optval);
+	int ret = ffs_ctl(&ep->obj, "setopt %s %zu", name, *(const size_t *)optval);
+	/* The tree refuses a threshold past the provider's with EMSGSIZE,
+	 * which is FI_EMSGSIZE here ("it will fail the fi_setopt() call with
+	 * FI_EMSGSIZE"), not a truncation. */
+	return ret == -FI_ETRUNC ? -FI_EMSGSIZE : ret;
 }
 
 static ssize_t ep_tx_size_left(struct fid_ep *fid)

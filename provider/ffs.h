@@ -318,6 +318,9 @@ int ffs_no_listen(struct fid_pep *pep);
 int ffs_no_reject(struct fid_pep *pep, fid_t handle, const void *param, size_t paramlen);
 ssize_t ffs_no_cancel(fid_t fid, void *context);
 int ffs_no_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen);
+/* ffs_getopt is fi_getopt of an endpoint or passive endpoint o: its
+ * attr/opt_NAME file, -FI_ENOPROTOOPT where o has no such option. */
+int ffs_getopt(struct ffs_obj *o, int level, int optname, void *optval, size_t *optlen);
 int ffs_no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr, struct fid_ep **ep, void *context);
 int ffs_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr, struct fid_ep **ep, void *context);
 ssize_t ffs_no_size_left(struct fid_ep *ep);

@@ -140,16 +140,8 @@ static int pep_reject(struct fid_pep *fid, fid_t handle, const void *param, size
 
 static int pep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
 {
-	if (level != FI_OPT_ENDPOINT)
-		return -FI_ENOPROTOOPT;
-	if (optname == FI_OPT_CM_DATA_SIZE) {
-		if (!optval || !optlen || *optlen < sizeof(size_t))
-			return -FI_ETOOSMALL;
-		*(size_t *)optval = FFS_CM_DATA_SIZE;
-		*optlen = sizeof(size_t);
-		return 0;
-	}
-	return -FI_ENOPROTOOPT;
+	struct ffs_pep *pep = container_of(fid, struct ffs_pep, pep_fid.fid);
+	return ffs_getopt(&pep->obj, level, optname, optval, optlen);
 }
 
 int ffs_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)

@@ -11,7 +11,8 @@
 #
 # Environment: FABTESTS_SRC, the fabtests tarball (default
 # ../shared/fabtests-1.17.1.tar.gz beside the repository; absent: skip);
-# FABTESTS_TIMEOUT, seconds a test may take (default 60); FI_FABRICFS_ROOT,
+# FABTESTS_TIMEOUT, seconds a test may take (default 60); FABTESTS_ONLY, a
+# regular expression choosing the tests to run; FI_FABRICFS_ROOT,
 # a mounted tree for -p fabricfs (default: a fresh mount of bin/fabricfs).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -149,6 +150,17 @@ for set in "${sets[@]}"; do
 		done <<<"$list"
 	done
 done
+
+# FABTESTS_ONLY, a bash regular expression, keeps only the tests it
+# matches (fi_rdm_atomic, "^fi_shared_ctx -e msg"), to run a few alone.
+if [ -n "${FABTESTS_ONLY:-}" ]; then
+	only=()
+	for t in "${tests[@]}"; do
+		[[ $t =~ $FABTESTS_ONLY ]] && only+=("$t")
+	done
+	[ ${#only[@]} -gt 0 ] || { echo "fabtests: FABTESTS_ONLY=$FABTESTS_ONLY matches no test of ${sets[*]}" >&2; exit 2; }
+	tests=("${only[@]}")
+fi
 
 # --- Known failures: "LABEL | TEST | REASON" lines (see the file's top).
 knownfile=$repo/scripts/fabtests.known

@@ -4,6 +4,7 @@ import (
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/providers/rxm/wire"
+	"math"
 	"net/netip"
 )
 
@@ -186,6 +187,28 @@ func (d *domain) NewPassiveEndpoint(info *fi.Info, ev core.PassiveEvents) (core.
 }
 
 // Close closes the wrapped domain.
+// EndpointOptions is core.EndpointOptions: an FI_EP_RDM endpoint's are
+// rxm's, FI_OPT_MIN_MULTI_RECV and the thresholds of FI_BUFFERED_RECV
+// (buffered_min 0 and buffered_limit one rxm buffer, as rxm sets them for
+// a tcp connection, whose inject size is too small for its default
+// buffered_min); the other types' are the wrapped domain's.
+func (d *domain) EndpointOptions(t fi.EPType, passive bool) []core.Option {
+	if t == fi.EP_RDM {
+		if passive {
+			return nil
+		}
+		return []core.Option{
+			{Name: "min_multi_recv", Value: DefaultMinMultiRecv, Max: math.MaxUint64},
+			{Name: "buffered_min", Value: 0, Max: EagerLimit, BeforeEnable: true},
+			{Name: "buffered_limit", Value: EagerLimit, Max: math.MaxUint64, BeforeEnable: true},
+		}
+	}
+	if o, ok := d.inner.(core.EndpointOptions); ok {
+		return o.EndpointOptions(t, passive)
+	}
+	return nil
+}
+
 func (d *domain) Close() error { return d.inner.Close() }
 
 // msgInfo is the fi_info of the MSG endpoints under an RDM endpoint of

@@ -416,6 +416,16 @@ func (d *domain) NewPassiveEndpoint(info *fi.Info, ev core.PassiveEvents) (core.
 }
 
 // Close releases the domain. Every endpoint must have been closed.
+// EndpointOptions is core.EndpointOptions: an endpoint's and a passive
+// endpoint's FI_OPT_CM_DATA_SIZE, the private data a connection message
+// carries (TCPX_MAX_CM_DATA_SIZE).
+func (d *domain) EndpointOptions(t fi.EPType, passive bool) []core.Option {
+	if t != fi.EP_MSG {
+		return nil
+	}
+	return []core.Option{{Name: "cm_data_size", Value: wire.MaxCMData}}
+}
+
 func (d *domain) Close() error {
 	if n := d.eps.Open(); n > 0 {
 		return core.Errorf(fi.EBUSY, "tcp: domain %s has %d endpoints open", d.name, n)

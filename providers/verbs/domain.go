@@ -73,6 +73,16 @@ func (d *domain) owner(uid uint32) (*owned, error) {
 
 // NewEndpoint makes an FI_EP_MSG endpoint (from req, to accept or reject
 // it) in a device's domain, or an FI_EP_DGRAM one in its -dgram domain.
+// EndpointOptions is core.EndpointOptions: FI_EP_MSG endpoints and
+// passive endpoints have FI_OPT_CM_DATA_SIZE, the private data the
+// connection manager carries; FI_EP_DGRAM endpoints have no options.
+func (d *domain) EndpointOptions(t fi.EPType, passive bool) []core.Option {
+	if t != fi.EP_MSG {
+		return nil
+	}
+	return []core.Option{{Name: "cm_data_size", Value: MaxPrivateData}}
+}
+
 func (d *domain) NewEndpoint(info *fi.Info, req core.ConnReq, ev core.EndpointEvents) (core.Endpoint, error) {
 	if err := d.checkInfo(info); err != nil {
 		return nil, err
