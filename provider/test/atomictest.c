@@ -39,6 +39,7 @@ static const int tv[MAXN] = {5, -3, 0, 0}, ti[MAXN] = {1, 0, 2, 0};
 static const int ov[MAXN] = {2, 0, -3, 0}, oi[MAXN] = {0, 4, -1, 0};
 static const int cv[MAXN] = {5, 1, -1, 0}, ci[MAXN] = {1, 0, 0, 0};
 #define GUARD 99 /* the value of the element after the operated ones */
+#define SLOT ((MAXN + 1) * MAXSIZE) /* bytes of MAXN elements and the guard */
 
 /* The operations fi_atomic(3) defines for an integer type. The sums and
  * products wrap, computed unsigned. */
@@ -328,10 +329,14 @@ static void close_all(void)
 enum { SET = 1, GET, DONE };
 struct cmd {
 	uint32_t what, off, len;
-	uint8_t bytes[(MAXN + 1) * MAXSIZE];
+	_Alignas(16) uint8_t bytes[SLOT]; /* elements of every type: aligned for the largest */
 };
 
-#define REGION 65536
+/* Registered buffers are whole pages of their own (docs/provider.md: a
+ * registration takes its pages whole), the target's region 16 of them. */
+#define PAGE 4096
+#define REGION (16 * PAGE)
+_Static_assert(sizeof(struct cmd) <= PAGE && 3 * SLOT <= PAGE, "a command or the local buffers exceed a page");
 #define TARGET_OFF 128 /* where the atomics act in the target's region */
 
 /* target serves commands until DONE, then waits for the initiator to
@@ -342,7 +347,7 @@ struct cmd {
 static void target(const char *dom, int to_parent, int from_parent)
 {
 	open_all(dom);
-	uint8_t *region = aligned_alloc(4096, REGION);
+	uint8_t *region = aligned_alloc(PAGE, REGION);
 	if (!region)
 		fail("target: malloc");
 	memset(region, 0, REGION);
@@ -380,12 +385,12 @@ static void target(const char *dom, int to_parent, int from_parent)
 		if (fi_av_insert(av, name, 1, &parent, 0, NULL) != 1)
 			fail("target: fi_av_insert");
 	}
-	struct cmd *c = malloc(sizeof *c), *answer = malloc(sizeof *answer);
+	struct cmd *c = aligned_alloc(PAGE, PAGE), *answer = aligned_alloc(PAGE, PAGE);
 	struct fid_mr *cmr, *amr;
 	if (!c || !answer)
 		fail("target: malloc");
-	CHECK(fi_mr_reg(domain, c, sizeof *c, FI_RECV, 0, 0, 0, &cmr, NULL));
-	CHECK(fi_mr_reg(domain, answer, sizeof *answer, FI_SEND, 0, 0, 0, &amr, NULL));
+	CHECK(fi_mr_reg(domain, c, PAGE, FI_RECV, 0, 0, 0, &cmr, NULL));
+	CHECK(fi_mr_reg(domain, answer, PAGE, FI_SEND, 0, 0, 0, &amr, NULL));
 	for (;;) {
 		int rctx, sctx;
 		struct fi_cq_data_entry e;
@@ -463,7 +468,6 @@ static const char *const mode_names[] = {"registered", "unregistered", "mixed"};
  * room for an operand, compare values and a result of MAXN+1 elements. */
 static uint8_t *local_reg, *local_plain;
 static struct fid_mr *local_mr;
-#define SLOT ((MAXN + 1) * MAXSIZE)
 
 static int ops_done[3]; /* successful atomics of each kind, for the counters */
 
@@ -518,7 +522,7 @@ static void one(enum kind k, enum fi_op op, enum fi_datatype dt, size_t n, enum 
 	snprintf(name, sizeof name, "%s %s %s x%zu %s", kind_names[k], OP_NAME(op),
 		 DT_NAME(dt), n, mode_names[m]);
 	size_t size = dt_size(dt);
-	uint8_t t[SLOT], o[SLOT], c[SLOT], want[SLOT], guard[SLOT];
+	_Alignas(16) uint8_t t[SLOT], o[SLOT], c[SLOT], want[SLOT], guard[SLOT];
 	memset(t, 0, sizeof t);
 	memset(o, 0, sizeof o);
 	memset(c, 0, sizeof c);
@@ -661,7 +665,7 @@ static void inject(struct fid_cntr *w)
 	size_t count;
 	first_base(&op, &dt, &count);
 	size_t n = count < MAXN ? count : MAXN, size = dt_size(dt);
-	uint8_t t[SLOT] = {0}, o[SLOT] = {0}, want[SLOT], buf[SLOT];
+	_Alignas(16) uint8_t t[SLOT] = {0}, o[SLOT] = {0}, want[SLOT], buf[SLOT];
 	for (size_t i = 0; i < n; i++) {
 		put(dt, t, i, tv[i], ti[i]);
 		put(dt, o, i, ov[i], oi[i]);
@@ -751,7 +755,7 @@ static void bad_key(void)
 	enum fi_datatype dt;
 	size_t count;
 	first_base(&op, &dt, &count);
-	uint8_t buf[MAXSIZE] = {0};
+	_Alignas(16) uint8_t buf[MAXSIZE] = {0};
 	int ctx;
 	CHECK(fi_atomic(ep, buf, 1, NULL, peer, TARGET_OFF, key + 0x1000, dt, op, &ctx));
 	struct fi_cq_data_entry e;
@@ -808,15 +812,15 @@ int main(int argc, char **argv)
 		if (write(down[1], &len, sizeof len) != sizeof len || write(down[1], name, len) != (ssize_t)len)
 			fail("write to the pipe");
 	}
-	cmd = malloc(sizeof *cmd);
-	answer = malloc(sizeof *answer);
-	local_reg = aligned_alloc(4096, 4096);
+	cmd = aligned_alloc(PAGE, PAGE);
+	answer = aligned_alloc(PAGE, PAGE);
+	local_reg = aligned_alloc(PAGE, PAGE);
 	local_plain = malloc(3 * SLOT);
 	if (!cmd || !answer || !local_reg || !local_plain)
 		fail("malloc");
-	CHECK(fi_mr_reg(domain, cmd, sizeof *cmd, FI_SEND, 0, 0, 0, &cmd_mr, NULL));
-	CHECK(fi_mr_reg(domain, answer, sizeof *answer, FI_RECV, 0, 0, 0, &answer_mr, NULL));
-	CHECK(fi_mr_reg(domain, local_reg, 4096, FI_READ | FI_WRITE, 0, 0, 0, &local_mr, NULL));
+	CHECK(fi_mr_reg(domain, cmd, PAGE, FI_SEND, 0, 0, 0, &cmd_mr, NULL));
+	CHECK(fi_mr_reg(domain, answer, PAGE, FI_RECV, 0, 0, 0, &answer_mr, NULL));
+	CHECK(fi_mr_reg(domain, local_reg, PAGE, FI_READ | FI_WRITE, 0, 0, 0, &local_mr, NULL));
 
 	int pairs = every_op();
 	if (pairs == 0)
