@@ -100,7 +100,7 @@ static void queries(struct ffs_domain *lo, struct ffs_domain *none)
 static void calls(void)
 {
 	struct fid_ep ep = {.atomic = &ffs_atomic_ops};
-	uint64_t buf[16], cmp[16], res[16];
+	uint64_t buf[16] = {0}, cmp[16] = {0}, res[16] = {0};
 	int d1, d2, d3, ctx;
 	size_t count;
 
