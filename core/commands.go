@@ -140,6 +140,11 @@ var commands = []command{
 	}},
 	{KindEP, ctl.Cmd{Verb: "write", Args: "MRID OFFSET LEN RADDR KEY [DATA]", Min: 5, Max: 6}, rmaCmd(OpWrite)},
 	{KindEP, ctl.Cmd{Verb: "read", Args: "MRID OFFSET LEN RADDR KEY", Min: 5, Max: 5}, rmaCmd(OpRead)},
+	{KindEP, ctl.Cmd{Verb: "atomic", Args: "OP DATATYPE MRID OFFSET LEN RADDR KEY", Min: 7, Max: 7}, atomicCmd(OpAtomic)},
+	{KindEP, ctl.Cmd{Verb: "fetch_atomic", Args: "OP DATATYPE MRID OFFSET LEN RESULT_MRID RESULT_OFFSET RADDR KEY", Min: 9, Max: 9},
+		atomicCmd(OpFetchAtomic)},
+	{KindEP, ctl.Cmd{Verb: "compare_atomic", Args: "OP DATATYPE MRID OFFSET LEN COMPARE_OFFSET RESULT_MRID RESULT_OFFSET RADDR KEY",
+		Min: 10, Max: 10}, atomicCmd(OpCompareAtomic)},
 	{KindEP, ctl.Cmd{Verb: "dest", Args: "FIADDR", Min: 1, Max: 1}, func(c *call) error {
 		v, err := c.num(0)
 		if err != nil {
@@ -288,6 +293,60 @@ func rmaCmd(kind OpKind) func(c *call) error {
 			data = &v[4]
 		}
 		return c.ep().RMA(c.ctx, kind, mr, v[0], v[1], v[2], v[3], data)
+	}
+}
+
+// atomicCmd runs the ctl verbs atomic, fetch_atomic and compare_atomic:
+// OP DATATYPE (libfabric's names, with or without FI_, any case), the
+// operand MRID OFFSET LEN, compare_atomic's COMPARE_OFFSET in the same
+// region, fetch_atomic's and compare_atomic's RESULT_MRID RESULT_OFFSET,
+// then RADDR KEY, as the ring's work requests have them (docs/abi.md). A
+// fetch_atomic with FI_ATOMIC_READ reads no operand: its MRID and OFFSET
+// are not looked at.
+func atomicCmd(kind OpKind) func(c *call) error {
+	return func(c *call) error {
+		a := atomicArgs{kind: kind}
+		var err error
+		if a.op, err = fi.Parse[fi.AtomicOp](c.args[0]); err != nil {
+			return &Error{Code: fi.EINVAL, Err: err}
+		}
+		if a.datatype, err = fi.Parse[fi.AtomicType](c.args[1]); err != nil {
+			return &Error{Code: fi.EINVAL, Err: err}
+		}
+		// Each argument in turn; the first error stops the rest.
+		i := 2
+		num := func(v *uint64) {
+			if err == nil {
+				*v, err = c.num(i)
+			}
+			i++
+		}
+		mr := func(o **Object) {
+			if err == nil {
+				*o, err = c.ref(i, KindMR)
+			}
+			i++
+		}
+		if usesOperand(kind, a.op) {
+			mr(&a.mr)
+			num(&a.off)
+		} else {
+			i += 2
+		}
+		num(&a.n)
+		if kind == OpCompareAtomic {
+			num(&a.cmpOff)
+		}
+		if kind != OpAtomic {
+			mr(&a.result)
+			num(&a.roff)
+		}
+		num(&a.raddr)
+		num(&a.key)
+		if err != nil {
+			return err
+		}
+		return c.ep().atomic(c.ctx, a)
 	}
 }
 

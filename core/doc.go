@@ -63,6 +63,11 @@
 //     futex_waitv when idle.
 //   - rma.go: the ctl verbs write and read (EP.RMA), and the target side of
 //     peers' RMA into this daemon's memory regions.
+//   - atomics.go: atomic operations (fi_atomic(3)): a domain's
+//     fi_query_atomic (QueryAtomic, the query_atomic file), the checks and
+//     buffers of atomics from the rings and the ctl verbs atomic,
+//     fetch_atomic and compare_atomic, and FI_ATOMIC offered only where a
+//     domain takes atomics.
 //   - pep.go: PEP, a passive endpoint: Listen, and connection requests
 //     turned into endpoints (Next, the listen file).
 //   - cq.go: CQ, a completion queue: its ring cq/N/data (Region), the

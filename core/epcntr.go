@@ -13,10 +13,10 @@ type opClass int
 const (
 	classSend        opClass = iota // messages the endpoint sends
 	classRecv                       // messages it receives
-	classRead                       // RMA reads and fetching atomics it initiates
-	classWrite                      // RMA writes and atomics it initiates
-	classRemoteRead                 // RMA reads other endpoints make of its memory
-	classRemoteWrite                // RMA writes other endpoints make to it
+	classRead                       // RMA reads, fetch and compare atomics it initiates
+	classWrite                      // RMA writes and base atomics it initiates
+	classRemoteRead                 // RMA reads, fetch and compare atomics other endpoints make of its memory
+	classRemoteWrite                // RMA writes and base atomics other endpoints make to it
 	numClasses
 )
 
@@ -39,14 +39,17 @@ var classes = [numClasses]struct {
 // cntrBindFlags are the flags `bind cntr` takes.
 const cntrBindFlags = fi.SEND | fi.RECV | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.REMOTE_WRITE
 
-// class is the class of an operation of kind k.
+// class is the class of an operation of kind k. The atomics count as
+// fi_ep_bind(3) says: FI_WRITE counts "an RMA write or base atomic
+// operation", FI_READ "an RMA read, atomic fetch, or atomic compare
+// operation" initiated from the endpoint.
 func (k OpKind) class() opClass {
 	switch k {
 	case OpRecv, OpTRecv:
 		return classRecv
-	case OpRead:
+	case OpRead, OpFetchAtomic, OpCompareAtomic:
 		return classRead
-	case OpWrite:
+	case OpWrite, OpAtomic:
 		return classWrite
 	}
 	return classSend

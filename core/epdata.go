@@ -192,18 +192,24 @@ func (e *EP) do(ctx context.Context, op *Op, what string, release func()) error 
 }
 
 // defaultFlags are the flags of the shell's operations of kind k (the
-// data file, the ctl verbs write and read): the endpoint's tx_op_flags,
-// or rx_op_flags for a receive. Like fi_send, fi_recv, fi_write and
-// fi_read, which take no flags of their own, they use "the default
-// operation flags" of their context (fi_endpoint(3)): FI_COMPLETION under
-// a selective binding, FI_INJECT, FI_DELIVERY_COMPLETE. Ring requests
-// carry their own flags, as fi_sendmsg's. FI_MULTI_RECV is left out: a
-// read of the data file takes one message into a buffer of its own.
+// data file, the ctl verbs write, read and the atomics): the endpoint's
+// tx_op_flags, or rx_op_flags for a receive. Like fi_send, fi_recv,
+// fi_write and fi_read, which take no flags of their own, they use "the
+// default operation flags" of their context (fi_endpoint(3)):
+// FI_COMPLETION under a selective binding, FI_INJECT,
+// FI_DELIVERY_COMPLETE. Ring requests carry their own flags, as
+// fi_sendmsg's. FI_MULTI_RECV is left out: a read of the data file takes
+// one message into a buffer of its own; and FI_INJECT from fetch_atomic
+// and compare_atomic, which fi_atomic(3) offers no inject form of (only
+// fi_inject_atomic, a base atomic).
 func (e *EP) defaultFlags(k OpKind) fi.OpFlags {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if k.IsRecv() {
+	switch {
+	case k.IsRecv():
 		return e.info.RxAttr.OpFlags &^ fi.OpFlags(fi.MULTI_RECV)
+	case k == OpFetchAtomic || k == OpCompareAtomic:
+		return e.info.TxAttr.OpFlags &^ fi.INJECT
 	}
 	return e.info.TxAttr.OpFlags
 }

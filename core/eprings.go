@@ -190,6 +190,8 @@ var wrKinds = [...]struct {
 }{
 	ring.OpSend: {OpSend, true}, ring.OpRecv: {OpRecv, true}, ring.OpTSend: {OpTSend, true},
 	ring.OpTRecv: {OpTRecv, true}, ring.OpWrite: {OpWrite, true}, ring.OpRead: {OpRead, true},
+	ring.OpAtomic: {OpAtomic, true}, ring.OpFetchAtomic: {OpFetchAtomic, true},
+	ring.OpCompareAtomic: {OpCompareAtomic, true},
 }
 
 // wrKind is the kind of Op a work-request operation becomes, if the
@@ -202,15 +204,20 @@ func wrKind(op uint8) (OpKind, bool) {
 }
 
 // kindCaps is the capability each kind needs.
-var kindCaps = [...]fi.Caps{OpSend: fi.MSG, OpRecv: fi.MSG, OpTSend: fi.TAGGED, OpTRecv: fi.TAGGED, OpWrite: fi.RMA, OpRead: fi.RMA}
+var kindCaps = [...]fi.Caps{OpSend: fi.MSG, OpRecv: fi.MSG, OpTSend: fi.TAGGED, OpTRecv: fi.TAGGED, OpWrite: fi.RMA, OpRead: fi.RMA,
+	OpAtomic: fi.ATOMIC, OpFetchAtomic: fi.ATOMIC, OpCompareAtomic: fi.ATOMIC}
+
+// injectable reports whether operations of kind k take FI_INJECT: those
+// that only send bytes the poster gives (sends, writes, fi_inject_atomic).
+func (k OpKind) injectable() bool {
+	return k == OpSend || k == OpTSend || k == OpWrite || k == OpAtomic
+}
 
 // opFromWR checks a work request taken from the ring q serves and makes
 // the operation for it.
 func (e *EP) opFromWR(w *ring.WR, q *workQueue) (*Op, error) {
 	kind, ok := wrKind(w.Op)
 	switch {
-	case w.Op >= ring.OpAtomic && w.Op <= ring.OpCompareAtomic:
-		return nil, Errorf(fi.EOPNOTSUPP, "operation %d: atomics are not supported", w.Op)
 	case !ok:
 		return nil, Errorf(fi.EINVAL, "unknown operation %d", w.Op)
 	case kind.IsRecv() != q.kind.IsRecv():
@@ -219,31 +226,57 @@ func (e *EP) opFromWR(w *ring.WR, q *workQueue) (*Op, error) {
 		return nil, Errorf(fi.EOPNOTSUPP, "operation %d needs %v, which the endpoint does not have", w.Op, kindCaps[kind])
 	}
 	flags := fi.OpFlags(w.Flags)
-	if flags&fi.INJECT != 0 && (kind.IsRecv() || kind == OpRead || w.Len > e.rings.injectSize) {
+	if flags&fi.INJECT != 0 && (!kind.injectable() || w.Len > e.rings.injectSize) {
 		return nil, Errorf(fi.EINVAL, "FI_INJECT of %d bytes (inject_size %d)", w.Len, e.rings.injectSize)
 	}
-	m, err := e.regionFor(w.Desc)
-	if err != nil {
-		return nil, err
-	}
-	buf, mem, memOff, err := m.sliceMem(w.Offset, w.Len)
-	if err != nil {
+	op := newOp()
+	op.Kind, op.Flags, op.Context, op.Data, op.Tag, op.Ignore = kind, flags, w.Context, w.Data, w.Tag, w.Ignore
+	op.Addr, op.Key, op.desc, op.offset = w.RMAAddr, w.RMAKey, w.Desc, w.Offset
+	if err := e.wrBufs(op, w); err != nil {
+		freeOp(op)
 		return nil, err
 	}
 	// A connectionless endpoint's sends go to addr; its receives take it
 	// as the only sender they accept, with FI_DIRECTED_RECV only.
-	var peer fi.Addr
 	directed := !kind.IsRecv() || e.info.Caps&fi.DIRECTED_RECV != 0
 	if e.info.EPAttr.Type != fi.EP_MSG && w.Addr != fi.ADDR_UNSPEC && directed {
-		if peer, err = e.peer(w.Addr); err != nil {
+		var err error
+		if op.Peer, err = e.peer(w.Addr); err != nil {
+			freeOp(op)
 			return nil, err
 		}
 	}
-	op := newOp()
-	op.Kind, op.Flags, op.Context, op.Buf, op.Data, op.Tag, op.Ignore = kind, flags, w.Context, buf, w.Data, w.Tag, w.Ignore
-	op.Peer, op.Addr, op.Key, op.desc, op.offset = peer, w.RMAAddr, w.RMAKey, w.Desc, w.Offset
-	op.Mem, op.MemOff = mem, memOff
 	return op, nil
+}
+
+// wrBufs sets the buffers of op, made from the request w, from the
+// memory regions w names.
+func (e *EP) wrBufs(op *Op, w *ring.WR) error {
+	if !op.Kind.isAtomic() {
+		m, err := e.regionFor(w.Desc)
+		if err != nil {
+			return err
+		}
+		op.Buf, op.Mem, op.MemOff, err = m.sliceMem(w.Offset, w.Len)
+		return err
+	}
+	op.Datatype, op.AtomicOp = fi.AtomicType(w.Datatype), fi.AtomicOp(w.AtomicOp)
+	if err := e.checkAtomic(e.info.EPAttr.Type, op.Kind, op.Datatype, op.AtomicOp, w.Len); err != nil {
+		return err
+	}
+	var m, rm *MR
+	var err error
+	if usesOperand(op.Kind, op.AtomicOp) {
+		if m, err = e.regionFor(w.Desc); err != nil {
+			return err
+		}
+	}
+	if op.Kind != OpAtomic {
+		if rm, err = e.regionFor(w.ResultDesc); err != nil {
+			return err
+		}
+	}
+	return atomicBufs(op, w.Len, m, w.Offset, w.CompareOffset, rm, w.ResultOffset)
 }
 
 // peer resolves an fi_addr through the endpoint's AV.

@@ -79,9 +79,12 @@ func (f *Fabric) openDomains(p Provider) error {
 		if err != nil {
 			return WithOp("fi_domain "+p.Name()+"/"+name, err)
 		}
-		d := &Domain{Prov: p, Name: name, prov: pd, fab: f, bySerial: map[uint64]*Object{}}
+		d := &Domain{Prov: p, Name: name, prov: pd, fab: f, bySerial: map[uint64]*Object{}, atomicTypes: map[fi.EPType]bool{}}
 		for k := range d.objs {
 			d.objs[k] = map[string]*Object{}
+		}
+		for _, t := range atomicEPTypes {
+			d.atomicTypes[t] = d.answersAtomics(t)
 		}
 		f.mu.Lock()
 		f.domains[p.Name()] = append(f.domains[p.Name()], d)
@@ -208,11 +211,31 @@ func (f *Fabric) Domain(prov, name string) (*Domain, bool) {
 	return nil, false
 }
 
-// Infos returns every fi_info entry of every provider, best first.
+// Infos returns every fi_info entry of every provider, best first, as
+// the tree offers them (ProviderInfos).
 func (f *Fabric) Infos() []*fi.Info {
 	var out []*fi.Info
 	for _, p := range f.provs {
-		out = append(out, p.Infos()...)
+		out = append(out, f.ProviderInfos(p)...)
+	}
+	return out
+}
+
+// ProviderInfos returns provider p's entries, best first, as the tree
+// offers them: FI_ATOMIC only where the entry's domain takes atomics on
+// its endpoint type (Domain.offer).
+func (f *Fabric) ProviderInfos(p Provider) []*fi.Info {
+	doms := f.Domains(p.Name())
+	var out []*fi.Info
+	for _, in := range p.Infos() {
+		var d *Domain
+		for _, x := range doms {
+			if in.DomainAttr != nil && x.Name == in.DomainAttr.Name {
+				d = x
+				break
+			}
+		}
+		out = append(out, d.offer(in))
 	}
 	return out
 }

@@ -357,6 +357,10 @@ type Domain struct {
 	next     [NumKinds]uint64
 	bySerial map[uint64]*Object
 	mrKeys   map[uint64]*Object // registered memory regions by key
+
+	// atomicTypes are the endpoint types the provider domain takes
+	// atomics on (answersAtomics), found when the domain opened.
+	atomicTypes map[fi.EPType]bool
 }
 
 // lookupSerial finds a live object of kind k by its serial (an MR's desc).
@@ -370,12 +374,13 @@ func (d *Domain) lookupSerial(k Kind, serial uint64) (*Object, bool) {
 	return o, true
 }
 
-// Infos returns the fi_info entries of this domain, best first.
+// Infos returns the fi_info entries of this domain, best first, as the
+// tree offers them (offer).
 func (d *Domain) Infos() []*fi.Info {
 	var out []*fi.Info
 	for _, in := range d.Prov.Infos() {
 		if in.DomainAttr != nil && in.DomainAttr.Name == d.Name {
-			out = append(out, in)
+			out = append(out, d.offer(in))
 		}
 	}
 	return out

@@ -53,8 +53,9 @@ type ProviderDomain interface {
 // domain's key index (fi_mr_key): peers name the region by that key, and
 // the provider resolves their operations itself, so EndpointEvents.Region
 // is not asked for them. Close deregisters. Operations posted from rings
-// (and the ctl verbs read and write) carry the registration of the region
-// their buffer lies in: Op.Mem and Op.MemOff. A domain without it gets no
+// (and the ctl verbs read, write and the atomics) carry the registration
+// of the region their buffer lies in: Op.Mem and Op.MemOff (an atomic's
+// result: Op.ResultMem and Op.ResultMemOff). A domain without it gets no
 // registrations, and remote operations are resolved by core through
 // EndpointEvents.Region.
 type MemoryRegistrar interface {
@@ -375,8 +376,8 @@ type Op struct {
 	// Mem is the registration (MemoryRegistrar) of the memory Buf lies
 	// in, MemOff the offset of Buf's first byte in it: the desc of
 	// libfabric's data calls, which an FI_MR_LOCAL provider needs. core
-	// sets them for operations from rings and the ctl verbs read and
-	// write on a domain that registers memory; Mem is nil for a buffer
+	// sets them for operations from rings and the ctl verbs read, write
+	// and the atomics on a domain that registers memory; Mem is nil for a buffer
 	// core made itself (the data file's), which such a provider then
 	// registers on its own, and for every operation of a domain that
 	// does not register memory.

@@ -80,8 +80,11 @@ func (ev epEvents) Region(key, addr, n uint64, access fi.Caps) ([]byte, func(), 
 }
 
 // Remote reports a peer's write into (c.Flags has fi.REMOTE_WRITE) or read
-// from (fi.REMOTE_READ) this endpoint's memory, once done. The counter
-// bound for remote_write or remote_read counts it (FI_RMA_EVENT). Only a
+// from (fi.REMOTE_READ) this endpoint's memory, once done: an RMA
+// operation, or an atomic (fi.ATOMIC; a base atomic with fi.REMOTE_WRITE,
+// a fetch or compare atomic with fi.REMOTE_READ, as fi_ep_bind(3) counts
+// them). The counter bound for remote_write or remote_read counts it
+// (FI_RMA_EVENT). Only a
 // write that carried remote CQ data makes an entry on the receive CQ,
 // without consuming a posted receive, with the flags libfabric 1.17's tcp
 // gives it: FI_REMOTE_WRITE|FI_REMOTE_CQ_DATA (0x22000, seen from a C peer

@@ -208,17 +208,19 @@ func (h *dataHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 }
 
 // Write sends data as one message. The kernel hands FUSE at most maxWrite
-// bytes at a time and splits a longer write(2) into several: so that no
-// message goes out split, a write of maxWrite bytes (which may be the
-// first piece of a longer one) is refused with EMSGSIZE, and a message
-// through data is at most maxWrite-1 bytes (larger ones go through the tx
-// ring).
+// bytes, and at most maxWrite/pageSize pages of the writer's buffer, at a
+// time, and splits a longer write(2) into several. So that no message goes
+// out split, a message through data is at most maxDataMsg bytes: a write
+// of up to that size spans at most maxWrite/pageSize pages however its
+// buffer is aligned, so it always arrives whole, and every piece but the
+// last of a split write is longer, so it is refused with EMSGSIZE
+// (larger messages go through the tx ring).
 func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	if errno := h.live(); errno != 0 {
 		return 0, errno
 	}
-	if len(data) >= maxWrite {
-		return 0, h.fail("write "+h.name, core.Errorf(fi.EMSGSIZE, "a message through data is at most %d bytes (FUSE hands the daemon %d at a time and would split a longer write); use the tx ring for larger ones", maxWrite-1, maxWrite))
+	if len(data) > maxDataMsg {
+		return 0, h.fail("write "+h.name, core.Errorf(fi.EMSGSIZE, "a message through data is at most %d bytes (FUSE hands the daemon at most %d bytes or %d pages at a time and would split a longer write); use the tx ring for larger ones", maxDataMsg, maxWrite, maxWrite/pageSize))
 	}
 	if err := h.ep.WriteData(ctx, data); err != nil {
 		return 0, h.fail("write "+h.name, err)

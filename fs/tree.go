@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"fmt"
+	"os"
 	pathpkg "path"
 	"strconv"
 	"strings"
@@ -30,6 +31,14 @@ type Options struct {
 // maxWrite is the largest write the kernel hands the daemon at once
 // (FUSE's max_write); a longer write(2) arrives as several.
 const maxWrite = 1 << 20
+
+// pageSize is the kernel's page size, in which FUSE counts the pages of a
+// request (max_pages, maxWrite/pageSize here).
+var pageSize = os.Getpagesize()
+
+// maxDataMsg is the largest message one write to ep/N/data sends: one
+// page less than maxWrite (dataHandle.Write says why).
+var maxDataMsg = maxWrite - pageSize
 
 // Mount serves fab at dir until the returned server is unmounted.
 func Mount(fab *core.Fabric, dir string, o Options) (*fuse.Server, error) {
@@ -187,7 +196,7 @@ func infoText(infos []*fi.Info) string {
 func (t *tree) providerDir(p core.Provider) *dir {
 	base := "/" + p.Name()
 	return &dir{meta: dirRO, rescan: t.fab.Rescan, entries: func() []entry {
-		es := []entry{fileEntry("info", t.ino(base+"/info"), fileRO, nil, rendered(func() string { t.fab.Rescan(); return infoText(p.Infos()) }, nil))}
+		es := []entry{fileEntry("info", t.ino(base+"/info"), fileRO, nil, rendered(func() string { t.fab.Rescan(); return infoText(t.fab.ProviderInfos(p)) }, nil))}
 		for _, d := range t.fab.Domains(p.Name()) {
 			d := d
 			es = append(es, t.dirEntry(base+"/"+d.Name, d.Name, dirRO, func() *dir { return t.domainDir(d, base+"/"+d.Name) }))
@@ -200,6 +209,7 @@ func (t *tree) domainDir(d *core.Domain, base string) *dir {
 	return &dir{meta: dirRO, entries: func() []entry {
 		es := []entry{
 			fileEntry("info", t.ino(base+"/info"), fileRO, nil, rendered(func() string { return infoText(d.Infos()) }, nil)),
+			fileEntry("query_atomic", t.ino(base+"/query_atomic"), meta{mode: syscall.S_IFREG | 0o666}, nil, openQueryAtomic(d)),
 			t.dirEntry(base+"/attr", "attr", dirRO, func() *dir {
 				return &dir{meta: dirRO, entries: func() []entry { return t.attrEntries(nil, d.Attrs(), base+"/attr") }}
 			}),

@@ -32,8 +32,9 @@ func postRaw(t *testing.T, r *ring.Ring, w ring.WR, mutate func([]byte)) {
 
 // TestMalformedRequests posts each kind of request the daemon rejects
 // before it reaches the provider, on a connected FI_EP_MSG endpoint of
-// tcp (no FI_TAGGED; tx_inject_size 128), and checks the completion's
-// context, flags and error code, and the endpoint's err file.
+// tcp (no FI_TAGGED, no FI_ATOMIC; tx_inject_size 128), and checks the
+// completion's context, flags and error code, and the endpoint's err
+// file.
 func TestMalformedRequests(t *testing.T) {
 	d := mount(t)
 	p := newRingPair(t, d, 4096)
@@ -66,7 +67,8 @@ func TestMalformedRequests(t *testing.T) {
 		{"FI_INJECT past inject_size", tx, ring.WR{Op: ring.OpSend, Flags: inject, Desc: desc, Len: 129}, nil, einval, 0x802},
 		{"unknown desc", tx, ring.WR{Op: ring.OpSend, Desc: desc + 1000, Len: 8}, nil, einval, 0x802},
 		{"past the region", tx, ring.WR{Op: ring.OpSend, Desc: desc, Offset: 4090, Len: 8}, nil, einval, 0x802},
-		{"atomic", tx, ring.WR{Op: ring.OpAtomic, Desc: desc, Len: 8}, nil, eopnotsupp, 0x802},
+		{"atomic without FI_ATOMIC", tx, ring.WR{Op: ring.OpAtomic, Desc: desc, Len: 8}, nil, eopnotsupp, 0x210},
+		{"fetch atomic without FI_ATOMIC", tx, ring.WR{Op: ring.OpFetchAtomic, Desc: desc, Len: 8}, nil, eopnotsupp, 0x110},
 		{"tagged send without FI_TAGGED", tx, ring.WR{Op: ring.OpTSend, Desc: desc, Len: 8}, nil, eopnotsupp, 0x808},
 	}
 	for i, c := range cases {

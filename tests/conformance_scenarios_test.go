@@ -272,8 +272,7 @@ var confScenarios = []confScenario{
 			transfer(t, a, b, pattern(50, 40)) // the released buffer takes no more
 		}},
 	{name: "rma_write", caps: fi.RMA | fi.WRITE | fi.REMOTE_WRITE, run: func(t *testing.T, x *confEnv) {
-		// The target counts the write if it has FI_RMA_EVENT (tcp);
-		// verbs's target sees nothing of it.
+		// The target counts the write if it has FI_RMA_EVENT.
 		a, b, _ := x.confPair(t, confCfg{a: confSide{cntr: "write"}, b: x.rmaEvents("remote_write")})
 		data := pattern(3000, 19)
 		a.io.fill(t, confRMAOff, data)

@@ -63,7 +63,10 @@
 #define FABRICFS_FEAT_FUTEX 1ull     /* the wake word works with futexes */
 #define FABRICFS_FEAT_WAIT_FILE 2ull /* cq/N/wait exists */
 
-/* Work request operations (op). The atomics are answered with -FI_EOPNOTSUPP. */
+/*
+ * Work request operations (op). The atomics need an endpoint with FI_ATOMIC
+ * and an operation its domain's query_atomic file lists (docs/abi.md).
+ */
 #define FABRICFS_OP_SEND 1
 #define FABRICFS_OP_RECV 2
 #define FABRICFS_OP_TSEND 3
@@ -86,6 +89,9 @@
 #endif
 #ifndef FI_TAGGED
 #define FI_TAGGED (1ull << 3)
+#endif
+#ifndef FI_ATOMIC
+#define FI_ATOMIC (1ull << 4)
 #endif
 #ifndef FI_READ
 #define FI_READ (1ull << 8)
@@ -137,6 +143,12 @@
 #endif
 #ifndef FI_EINVAL
 #define FI_EINVAL 22
+#endif
+#ifndef FI_ENOSYS
+#define FI_ENOSYS 38
+#endif
+#ifndef FI_EMSGSIZE
+#define FI_EMSGSIZE 90
 #endif
 #ifndef FI_EOPNOTSUPP
 #define FI_EOPNOTSUPP 95

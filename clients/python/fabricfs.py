@@ -63,19 +63,20 @@ HEAD_OFF, TAIL_OFF, FLAGS_OFF, WAKE_OFF = 64, 128, 192, 256  # read them from th
 RING_NEED_WAKEUP, RING_OVERFLOW, RING_DEAD = 1 << 0, 1 << 1, 1 << 2
 FEAT_FUTEX, FEAT_WAIT_FILE = 1 << 0, 1 << 1
 
-# Work request operations. The atomics are answered with -FI_EOPNOTSUPP.
+# Work request operations. The atomics need an endpoint with FI_ATOMIC and an
+# operation its domain's query_atomic file lists (docs/abi.md).
 OP_SEND, OP_RECV, OP_TSEND, OP_TRECV, OP_WRITE, OP_READ = 1, 2, 3, 4, 5, 6
 OP_ATOMIC, OP_FETCH_ATOMIC, OP_COMPARE_ATOMIC = 7, 8, 9
 
 # libfabric's values of the flags and error codes the ABI carries.
-FI_MSG, FI_RMA, FI_TAGGED = 1 << 1, 1 << 2, 1 << 3
+FI_MSG, FI_RMA, FI_TAGGED, FI_ATOMIC = 1 << 1, 1 << 2, 1 << 3, 1 << 4
 FI_READ, FI_WRITE, FI_RECV, FI_SEND = 1 << 8, 1 << 9, 1 << 10, 1 << 11
 FI_REMOTE_READ, FI_REMOTE_WRITE = 1 << 12, 1 << 13
 FI_MULTI_RECV, FI_REMOTE_CQ_DATA = 1 << 16, 1 << 17
 FI_COMPLETION, FI_INJECT = 1 << 24, 1 << 25
 FI_TRANSMIT_COMPLETE, FI_DELIVERY_COMPLETE = 1 << 27, 1 << 28
 FI_ADDR_UNSPEC = FI_ADDR_NOTAVAIL = (1 << 64) - 1
-FI_EIO, FI_EACCES, FI_EINVAL, FI_EOPNOTSUPP = 5, 13, 22, 95
+FI_EIO, FI_EACCES, FI_EINVAL, FI_ENOSYS, FI_EMSGSIZE, FI_EOPNOTSUPP = 5, 13, 22, 38, 90, 95
 FI_ENOTCONN, FI_ECANCELED, FI_ETRUNC, FI_ENOAV, FI_EOVERRUN = 107, 125, 265, 267, 268
 
 # The header's fields, in order: magic u32, abi_version u16, ring_type u16,

@@ -77,6 +77,8 @@ type conn struct {
 	sends       int           // sends posted on it whose completion has not come (sendItem.conn)
 	msg         message       // the message being received: decode
 	ctrl        int           // rendezvous reads and read-dones posted, at most ctrlSends
+	replying    int           // responses to atomics posted, at most replySends
+	waiting     int           // responses to atomics waiting in endpoint.replies
 	reads       []lentRead    // regions given to the peer's read requests, until their responses are written
 	watched     bool          // its socket is in the endpoint's epoll set; used by PollReady only
 }
@@ -322,10 +324,16 @@ func (e *endpoint) closeIdle(now time.Time) {
 // a send posted on it and not completed; a rendezvous request of ours sent
 // on it whose data the peer has not finished reading; a rendezvous request
 // of the peer's on it, waiting for a receive, being read or answered; a
-// read of our memory by the peer.
+// read of our memory by the peer; an atomic of ours not answered, or a
+// response to the peer's not sent.
 func (e *endpoint) busyLocked(c *conn) bool {
-	if c.sends > 0 || c.ctrl > 0 || len(c.reads) > 0 {
+	if c.sends > 0 || c.ctrl > 0 || c.replying > 0 || c.waiting > 0 || len(c.reads) > 0 {
 		return true
+	}
+	for _, it := range e.atomics {
+		if it.atomic.conn == c {
+			return true
+		}
 	}
 	for _, it := range e.rndvSends {
 		if it.rndv.conn == c {

@@ -37,9 +37,13 @@
 // messages (kept, up to UnexpectedLimit bytes per endpoint, then the
 // connections wait), FI_DIRECTED_RECV (Op.Peer of a receive), FI_SOURCE
 // (Completion.Src: the sender's listening address as its connect request
-// announced it), FI_MULTI_RECV, and FI_RMA: writes and reads go unchanged
+// announced it), FI_MULTI_RECV, FI_RMA: writes and reads go unchanged
 // to the peer's MSG connection, and peers' RMA on the endpoint's memory
-// is resolved and reported through its events (rma.go).
+// is resolved and reported through its events (rma.go), and FI_ATOMIC:
+// fi_atomic, fi_fetch_atomic and fi_compare_atomic as rxm's request and
+// response messages, both ways, for every op/datatype pair libfabric's rxm
+// takes, applied at the target by package core/atomic (atomic.go); the
+// domain answers fi_query_atomic (core.Atomics).
 //
 // Sends always carry the rxm header, also tagged ones (op tagged), which
 // every 1.17 peer accepts; received tagged messages come in either form.

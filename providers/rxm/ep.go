@@ -29,7 +29,8 @@ const (
 	// with FI_BUFFERED_RECV data.
 	bufSize = 64 + 104 + EagerLimit
 	// ctrlSends are room in each connection's send queue beyond the
-	// endpoint's tx_size, for messages of the protocol's own (read-done).
+	// endpoint's tx_size and replySends, for messages of the protocol's
+	// own (rendezvous reads, read-dones).
 	ctrlSends = 64
 	// MaxPeers bounds the peer table: addresses sent to, and peers that
 	// connected, while they have a connection or sends waiting for one.
@@ -112,6 +113,9 @@ type endpoint struct {
 
 	rndvSends map[uint64]*sendItem       // rendezvous sends in progress, by msg_id
 	rndvNext  uint64                     // the next msg_id to try
+	atomics   map[uint64]*sendItem       // atomics sent and not answered, by msg_id (atomic.go)
+	atomNext  uint64                     // the next msg_id to try for them
+	replies   []*reply                   // responses to peers' atomics waiting for room, in order
 	rndvRead  []*rndvRecv                // rendezvous receives read, for the worker to answer
 	pollers   atomic.Pointer[[]pollable] // the connections with an endpoint, for Poll
 
@@ -152,8 +156,8 @@ func newEndpoint(d *domain, info *fi.Info, ev core.EndpointEvents) (*endpoint, e
 	if info.RxAttr != nil && info.RxAttr.Size != 0 {
 		rxSize = info.RxAttr.Size
 	}
-	if txSize > core.MaxQueueSize-ctrlSends || rxSize > core.MaxQueueSize {
-		return nil, core.Errorf(fi.EINVAL, "rxm: tx_size %d, rx_size %d: at most %d and %d", txSize, rxSize, core.MaxQueueSize-ctrlSends, core.MaxQueueSize)
+	if txSize > core.MaxQueueSize-ctrlSends-replySends || rxSize > core.MaxQueueSize {
+		return nil, core.Errorf(fi.EINVAL, "rxm: tx_size %d, rx_size %d: at most %d and %d", txSize, rxSize, core.MaxQueueSize-ctrlSends-replySends, core.MaxQueueSize)
 	}
 	info = info.Clone()
 	if info.TxAttr == nil {
@@ -174,7 +178,8 @@ func newEndpoint(d *domain, info *fi.Info, ev core.EndpointEvents) (*endpoint, e
 		dom: d, info: info, msg: msg, ev: ev, pid: rand.Uint32() | 1, txSize: int(txSize), rxSize: int(rxSize),
 		inject: int(info.TxAttr.InjectSize),
 		peers:  map[uint32]*peer{}, byAddr: map[netip.AddrPort]*peer{}, byHost: map[core.HostKey]int{}, conns: map[*conn]struct{}{}, rndvSends: map[uint64]*sendItem{},
-		kick: make(chan struct{}, 1), done: make(chan struct{}),
+		atomics: map[uint64]*sendItem{},
+		kick:    make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	e.rx.directed, e.rx.limit = info.Caps&fi.DIRECTED_RECV != 0, UnexpectedLimit
 	e.rx.multi, e.rx.minMulti = map[*core.Op]*multiRecv{}, DefaultMinMultiRecv
@@ -258,7 +263,8 @@ func errConnectionless(what string) error {
 }
 
 // Post starts a send (OpSend, OpTSend), an RMA operation (OpWrite,
-// OpRead) or a receive (OpRecv, OpTRecv).
+// OpRead), an atomic (OpAtomic, OpFetchAtomic, OpCompareAtomic) or a
+// receive (OpRecv, OpTRecv).
 func (e *endpoint) Post(op *core.Op) error {
 	if op == nil {
 		return core.Errorf(fi.EINVAL, "rxm: post: no operation")
@@ -268,6 +274,8 @@ func (e *endpoint) Post(op *core.Op) error {
 		return e.postSend(op)
 	case core.OpWrite, core.OpRead:
 		return e.postRMA(op)
+	case core.OpAtomic, core.OpFetchAtomic, core.OpCompareAtomic:
+		return e.postAtomic(op)
 	case core.OpRecv, core.OpTRecv:
 		return e.postRecv(op)
 	}
@@ -384,6 +392,7 @@ func (e *endpoint) PollReady(ready bool) bool {
 	if e.pending.Swap(false) {
 		e.repost()
 		e.startRndv()
+		e.sendReplies()
 		any = true
 	}
 	ps := e.pollers.Load()
@@ -500,6 +509,7 @@ func (e *endpoint) worker() {
 		e.pending.Store(false)
 		e.repost()
 		e.startRndv()
+		e.sendReplies()
 	}
 }
 

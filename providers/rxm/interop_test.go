@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/atomic"
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/internal/cbuild"
 )
@@ -28,47 +29,9 @@ func TestInteropRMA(t *testing.T) {
 	mem := make([]byte, 16384)
 	copy(mem[4000:], pattern(6, 1000))
 	g.ev.Expose(key, mem, fi.REMOTE_READ|fi.REMOTE_WRITE)
-
-	cmd := exec.Command(bin, fmt.Sprint(g.addr.IP.Port()), fmt.Sprint(key))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := false
-	t.Cleanup(func() {
-		if !exited {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	out := bufio.NewReader(stdout)
-	line := func(what string) string {
-		t.Helper()
-		l, err := out.ReadString('\n')
-		if err != nil {
-			io.Copy(io.Discard, out)
-			cmd.Wait()
-			exited = true
-			t.Fatalf("%s: %v; C side: %s (async errors: %v)", what, err, stderr.String(), g.ev.errors())
-		}
-		return strings.TrimSpace(l)
-	}
-
-	var port uint16
-	var ckey, base uint64
-	if l := line("C address"); func() bool { _, err := fmt.Sscanf(l, "port %d key %d base %d", &port, &ckey, &base); return err != nil }() {
-		t.Fatalf("C side printed %q", l)
-	}
-	peer := fi.Addr{Format: fi.SOCKADDR_IN, IP: netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), port)}
+	cp := startC(t, g, bin, fmt.Sprint(g.addr.IP.Port()), fmt.Sprint(key))
+	line := cp.line
+	peer, ckey, base := cp.address()
 
 	// The C side's operations on our region.
 	if l := line("C's operations"); l != "c2go ok" {
@@ -96,7 +59,7 @@ func TestInteropRMA(t *testing.T) {
 	done := func(op *core.Op) {
 		t.Helper()
 		if c := g.waitFor(t, op); c.Err != 0 || c.Len != uint64(len(op.Buf)) || c.Flags != op.Kind.CQFlags() {
-			t.Fatalf("completion %+v of kind %d (C side: %s)", c, op.Kind, stderr.String())
+			t.Fatalf("completion %+v of kind %d (C side: %s)", c, op.Kind, cp.stderr.String())
 		}
 	}
 	done(g.rma(t, core.OpWrite, peer, pattern(7, 1000), base, ckey, 0, 0))
@@ -112,16 +75,200 @@ func TestInteropRMA(t *testing.T) {
 	} else {
 		t.Logf("C side: %s", l)
 	}
-	stdin.Close()
-	err = cmd.Wait()
-	exited = true
-	if err != nil {
-		t.Fatalf("C side: %v: %s", err, stderr.String())
+	cp.finish()
+}
+
+// cPeer is a C program of testdata run against an RDM endpoint: its
+// stdout is read line by line, its stdin closed to end it.
+type cPeer struct {
+	t      *testing.T
+	g      *rdm
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	out    *bufio.Reader
+	stderr bytes.Buffer
+	exited bool
+}
+
+// startC runs bin with args; it is killed at cleanup if still running.
+func startC(t *testing.T, g *rdm, bin string, args ...string) *cPeer {
+	t.Helper()
+	cp := &cPeer{t: t, g: g, cmd: exec.Command(bin, args...)}
+	cp.cmd.Stderr = &cp.stderr
+	var err error
+	if cp.stdin, err = cp.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
 	}
-	if errs := g.ev.errors(); len(errs) > 0 {
-		t.Errorf("async errors: %v", errs)
+	stdout, err := cp.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !cp.exited {
+			cp.cmd.Process.Kill()
+			cp.cmd.Wait()
+		}
+	})
+	cp.out = bufio.NewReader(stdout)
+	return cp
+}
+
+// line reads the program's next line; its end fails the test.
+func (cp *cPeer) line(what string) string {
+	cp.t.Helper()
+	l, err := cp.out.ReadString('\n')
+	if err != nil {
+		io.Copy(io.Discard, cp.out)
+		cp.cmd.Wait()
+		cp.exited = true
+		cp.t.Fatalf("%s: %v; C side: %s (async errors: %v)", what, err, cp.stderr.String(), cp.g.ev.errors())
+	}
+	return strings.TrimSpace(l)
+}
+
+// address reads the line "port P key K base B": the C endpoint's address
+// and its region's key and base.
+func (cp *cPeer) address() (fi.Addr, uint64, uint64) {
+	cp.t.Helper()
+	var port uint16
+	var key, base uint64
+	if l := cp.line("C address"); func() bool { _, err := fmt.Sscanf(l, "port %d key %d base %d", &port, &key, &base); return err != nil }() {
+		cp.t.Fatalf("C side printed %q", l)
+	}
+	return fi.Addr{Format: fi.SOCKADDR_IN, IP: netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), port)}, key, base
+}
+
+// finish closes the program's stdin and checks that it exits well, and
+// that the endpoint had no asynchronous errors.
+func (cp *cPeer) finish() {
+	cp.t.Helper()
+	cp.stdin.Close()
+	err := cp.cmd.Wait()
+	cp.exited = true
+	if err != nil {
+		cp.t.Fatalf("C side: %v: %s", err, cp.stderr.String())
+	}
+	if errs := cp.g.ev.errors(); len(errs) > 0 {
+		cp.t.Errorf("async errors: %v", errs)
 	}
 }
 
 // cqFlagsRW is FI_RMA with a remote access flag, as completion flags.
 func cqFlagsRW(access fi.Caps) fi.CQFlags { return fi.CQFlags(fi.RMA | access) }
+
+// TestInteropAtomics does every atomic pair rxm supports both ways between
+// a fabricfs RDM endpoint and real libfabric's (tcp;ofi_rxm,
+// testdata/rdm_atomic.c, which describes the sequence and computes the
+// values with C's arithmetic), checking results and target memory, and a
+// bad key each way: the initiator gets FI_EACCES, as libfabric's target
+// answers it. It also checks that the domain answers fi_query_atomic as
+// the library does, for every call, op and datatype.
+func TestInteropAtomics(t *testing.T) {
+	bin := cbuild.Libfabric(t, "testdata/rdm_atomic.c")
+	p, d := testDomain(t)
+	g := newRDM(t, p, d)
+	const key, region, slot, elems = 0xa7, 16384, 32, 3
+	mem := pattern(11, region)
+	g.ev.Expose(key, mem, fi.REMOTE_READ|fi.REMOTE_WRITE)
+	cp := startC(t, g, bin, fmt.Sprint(g.addr.IP.Port()), fmt.Sprint(key))
+
+	// fi_query_atomic, ours against the library's.
+	q := d.(core.Atomics)
+	type pair struct {
+		kind core.OpKind
+		aop  fi.AtomicOp
+		dt   fi.AtomicType
+	}
+	var pairs []pair
+	for {
+		l := cp.line("query")
+		if l == "query end" {
+			break
+		}
+		var call, aop, dt, ret int
+		var count, size uint64
+		if _, err := fmt.Sscanf(l, "query %d %d %d %d %d %d", &call, &aop, &dt, &ret, &count, &size); err != nil {
+			t.Fatalf("C side printed %q", l)
+		}
+		kind := atomicOpKinds[call]
+		gc, gs, err := q.QueryAtomic(fi.EP_RDM, kind, fi.AtomicType(dt), fi.AtomicOp(aop))
+		switch {
+		case ret == 0 && (err != nil || gc != count || gs != size):
+			t.Errorf("query call %d op %d datatype %d: libfabric %d x %d bytes, ours %d x %d, %v", call, aop, dt, count, size, gc, gs, err)
+		case ret != 0 && core.Code(err) != fi.Errno(-ret):
+			t.Errorf("query call %d op %d datatype %d: libfabric %d, ours %v", call, aop, dt, ret, err)
+		}
+		if ret == 0 {
+			pairs = append(pairs, pair{kind, fi.AtomicOp(aop), fi.AtomicType(dt)})
+		}
+	}
+	peer, ckey, base := cp.address()
+
+	// The C side's atomics on our region, then its read of it and a bad key.
+	if l, want := cp.line("C's atomics"), fmt.Sprintf("c2go ok %d", len(pairs)); l != want {
+		t.Fatalf("C side printed %q, want %q", l, want)
+	}
+	if l := cp.line("C's bad key"); l != "c2go eacces ok" {
+		t.Fatalf("C side printed %q", l)
+	}
+	writes, reads := 0, 0
+	for _, pr := range pairs {
+		if pr.kind == core.OpAtomic {
+			writes++
+		} else {
+			reads++
+		}
+	}
+	counted := map[fi.CQFlags]int{}
+	for i := range len(pairs) + 1 {
+		counted[g.remote(t, i).Flags]++
+	}
+	if counted[fi.CQFlags(fi.ATOMIC|fi.REMOTE_WRITE)] != writes || counted[fi.CQFlags(fi.ATOMIC|fi.REMOTE_READ)] != reads ||
+		counted[cqFlagsRW(fi.REMOTE_READ)] != 1 || g.numRemotes() != len(pairs)+1 {
+		t.Errorf("remote events %v (%d), want %d atomic writes, %d atomic reads and the RMA read", counted, g.numRemotes(), writes, reads)
+	}
+
+	// Ours on the C side's region: every pair, then a bad key.
+	cmem := pattern(12, region)
+	for i, pr := range pairs {
+		ak, _ := atomicKinds(pr.kind)
+		size := atomic.Size(pr.dt)
+		n := elems * size
+		target := cmem[i*slot : i*slot+n]
+		operand, cmp := pattern(100+i, n), []byte(nil)
+		if pr.kind == core.OpCompareAtomic {
+			cmp = pattern(200+i, n)
+			copy(cmp[size:2*size], target[size:2*size])
+		}
+		if pr.aop == fi.ATOMIC_READ {
+			operand = nil
+		}
+		op := g.atomicOp(pr.kind, peer, pr.dt, pr.aop, operand, cmp, n, base+uint64(i*slot), ckey)
+		if err := g.ep.Post(op); err != nil {
+			t.Fatalf("%v %v on %v: %v", ak, pr.aop, pr.dt, err)
+		}
+		if c := g.waitFor(t, op); c.Err != 0 || c.Flags != pr.kind.CQFlags() {
+			t.Fatalf("%v %v on %v: completion %+v (C side: %s)", ak, pr.aop, pr.dt, c, cp.stderr.String())
+		}
+		if pr.kind != core.OpAtomic && !bytes.Equal(op.Result, target) {
+			t.Errorf("%v %v on %v: result %x, want the C side's %x", ak, pr.aop, pr.dt, op.Result, target)
+		}
+	}
+	if _, err := io.WriteString(cp.stdin, "check\n"); err != nil {
+		t.Fatal(err)
+	}
+	if l, want := cp.line("our atomics"), fmt.Sprintf("go2c ok %d", len(pairs)); l != want {
+		t.Fatalf("C side printed %q, want %q", l, want)
+	}
+	op := g.atomicOp(core.OpAtomic, peer, fi.UINT64, fi.SUM, make([]byte, 8), nil, 0, base, ckey+0x1000)
+	if err := g.ep.Post(op); err != nil {
+		t.Fatal(err)
+	}
+	if c := g.waitFor(t, op); c.Err != fi.EACCES {
+		t.Errorf("fi_atomic with a key the C side does not have: completion %+v, want FI_EACCES", c)
+	}
+	cp.finish()
+}

@@ -191,9 +191,14 @@ func TestMalformedPeers(t *testing.T) {
 		{"too-long", "more than an eager message", func(idx uint64) []byte {
 			return append(rxmMsg(t, wire.Eager(idx, wire.OpMsg, EagerLimit, 0, 0, 0), make([]byte, EagerLimit)), make([]byte, 200)...)
 		}},
-		{"atomic", "not implemented", func(idx uint64) []byte {
+		{"unsolicited-atomic-response", "not an atomic in flight", func(idx uint64) []byte {
 			h := wire.Header{Type: wire.CtrlAtomicResp, ConnID: idx, Op: wire.OpAtomic, Size: 8}
 			return rxmMsg(t, h, make([]byte, 8))
+		}},
+		{"atomic-bad-datatype", "atomic request with datatype 200", func(idx uint64) []byte {
+			h := wire.Header{Type: wire.CtrlAtomic, ConnID: idx, Op: wire.OpAtomic, Size: wire.AtomicHeaderSize,
+				Tag: wire.AtomicTag(200, fi.SUM, 1)}
+			return rxmMsg(t, h, make([]byte, wire.AtomicHeaderSize))
 		}},
 	}
 	for i, tc := range bad {

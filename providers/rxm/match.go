@@ -34,6 +34,11 @@ type message struct {
 	conn *conn
 
 	readDone bool // not a message: the read-done of our rendezvous id
+
+	// Not a message either: an atomic request or response (atomic.go),
+	// with its body in payload.
+	atomic bool
+	hdr    wire.Header
 }
 
 // rndvCost is what an unexpected rendezvous request counts against the

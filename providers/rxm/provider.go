@@ -29,13 +29,14 @@ const (
 // and primary receive modifiers; fi_getinfo returns FI_SOURCE only when asked.
 // RMA goes straight to the peer's tcp connection (rma.go); peers' RMA on
 // the endpoint's memory reaches its counters (FI_RMA_EVENT, which
-// libfabric's rxm does not offer).
+// libfabric's rxm does not offer). Atomics are rxm's messages (atomic.go),
+// over any MSG provider.
 const (
 	rdmCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV |
-		fi.RMA | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT
-	txCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RMA | fi.READ | fi.WRITE
+		fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT
+	txCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE
 	rxCaps = fi.MSG | fi.TAGGED | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV |
-		fi.RMA | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT
+		fi.RMA | fi.ATOMIC | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT
 )
 
 // provider layers FI_EP_RDM over a provider of FI_EP_MSG endpoints.
@@ -238,7 +239,7 @@ func (d *domain) msgInfo(rdm *fi.Info) (*fi.Info, error) {
 		src.IP = netip.AddrPortFrom(src.IP.Addr(), 0)
 		in.SrcAddr = &src
 	}
-	in.TxAttr.Size = rdm.TxAttr.Size + ctrlSends
+	in.TxAttr.Size = rdm.TxAttr.Size + ctrlSends + replySends
 	in.RxAttr.Size = bufsPerConn
 	return in, nil
 }

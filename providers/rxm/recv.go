@@ -17,6 +17,8 @@ import (
 // then reposted by the endpoint's worker, repostBatch at a time (a
 // completion must not call back into the endpoint that completes it).
 //
+// Atomic requests and responses (atomic.go) are handled as they arrive.
+//
 // A message longer than bufSize (the tcp layer truncates it), a header
 // that does not decode, a conn_id other than the index we announced to
 // that peer, or a type fabricfs does not implement ends that connection,
@@ -60,6 +62,13 @@ func (c *conn) received(op *core.Op, comp core.Completion) {
 	m, err := c.decode(op.Buf[:comp.Len], comp)
 	if err == nil && m != nil && m.readDone {
 		err, m = e.readDoneArrived(c, m.id), nil
+	}
+	if err == nil && m != nil && m.atomic {
+		if m.hdr.Type == wire.CtrlAtomicResp {
+			err, m = e.atomicAnswered(c, &m.hdr, m.payload), nil
+		} else if err = e.serveAtomic(c, &m.hdr, m.payload, op); err == nil {
+			return // the response gives the buffer back
+		}
 	}
 	if err != nil {
 		e.protocolError(c, err)
@@ -147,6 +156,9 @@ func (c *conn) decode(b []byte, comp core.Completion) (*message, error) {
 		}
 	case wire.CtrlRndvRdDone:
 		*m = message{readDone: true, id: h.MsgID}
+		return m, nil
+	case wire.CtrlAtomic, wire.CtrlAtomicResp:
+		*m = message{atomic: true, hdr: h, payload: b[wire.HeaderSize:][:body]}
 		return m, nil
 	default:
 		return nil, fmt.Errorf("%s messages are not implemented", h.Type)

@@ -119,18 +119,6 @@ func (rs *rndvSend) unexpose() {
 	}
 }
 
-// newRndvIDLocked picks the msg_id of a new rendezvous: the next value of
-// a counter below bit 31, skipping ids still in use.
-func (e *endpoint) newRndvIDLocked() uint64 {
-	for {
-		id := e.rndvNext % wire.KeyProvSpecific
-		e.rndvNext++
-		if _, used := e.rndvSends[id]; !used {
-			return id
-		}
-	}
-}
-
 // lend answers a read request of c for key, if key is one of the
 // endpoint's rendezvous keys (ok): the bytes [addr, addr+n) of the
 // message, held until release, or an error that ends c.
@@ -220,9 +208,9 @@ func (e *endpoint) readDoneArrived(c *conn, id uint64) error {
 
 // connGoneLocked fails what depends on c, which has ended: rendezvous
 // sends whose request went out on it (they complete once their buffer is
-// released), and unexpected rendezvous requests that came on it (their
-// data cannot be read any more). It returns the completions to call
-// without mu.
+// released), unexpected rendezvous requests that came on it (their data
+// cannot be read any more), and what atomics depend on it
+// (atomicsGoneLocked). It returns the completions to call without mu.
 func (e *endpoint) connGoneLocked(c *conn, code fi.Errno) []func() {
 	var fins []func()
 	for _, it := range e.rndvSends {
@@ -232,7 +220,7 @@ func (e *endpoint) connGoneLocked(c *conn, code fi.Errno) []func() {
 		}
 	}
 	e.rx.dropConn(c)
-	return fins
+	return append(fins, e.atomicsGoneLocked(c, code)...)
 }
 
 // startRndv posts the reads of the matched rendezvous receives whose

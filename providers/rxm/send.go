@@ -23,21 +23,23 @@ import (
 // header and rendezvous header) and the operation of the wrapped provider
 // that carries it; or one application RMA operation (rma.go).
 type sendItem struct {
-	op   *core.Op // the application's
-	hdr  wire.Header
-	buf  *[]byte // pooled: the header's room, then the payload or rendezvous header
-	msg  core.Op // posted to the connection
-	rndv *rndvSend
-	rma  bool  // an fi_write or fi_read: msg is the operation itself, without rxm header
-	conn *conn // the connection msg was posted on, until it completes: counted in its sends
+	op     *core.Op // the application's
+	hdr    wire.Header
+	buf    *[]byte // pooled: the header's room, then the payload or rendezvous header
+	msg    core.Op // posted to the connection
+	rndv   *rndvSend
+	atomic *atomicSend // an atomic: msg is its request (atomic.go)
+	rma    bool        // an fi_write or fi_read: msg is the operation itself, without rxm header
+	conn   *conn       // the connection msg was posted on, until it completes: counted in its sends
 
 	ep   *endpoint
 	done func(*core.Op, core.Completion) // msg's: sendDone of the item, made once per item
 }
 
 // itemPool holds the items of eager sends and RMA operations that
-// completed, so that a send allocates nothing. (A rendezvous send's item
-// is finished by rndvSent and not reused.)
+// completed, so that a send allocates nothing. (The items of rendezvous
+// sends and atomics are finished by rndvSent and atomicSent and not
+// reused.)
 var itemPool = sync.Pool{New: func() any { return new(sendItem) }}
 
 var bufPool = sync.Pool{New: func() any {
@@ -119,12 +121,17 @@ func (e *endpoint) enqueue(it *sendItem, what string) error {
 	}
 	e.txOut++
 	if it.rndv != nil {
-		it.rndv.id = e.newRndvIDLocked()
+		it.rndv.id = newIDLocked(e.rndvSends, &e.rndvNext)
 		it.hdr.MsgID = it.rndv.id
 		rh := wire.RndvHeader{Count: 1}
 		rh.Iov[0] = wire.RMAIov{Addr: 0, Len: uint64(n), Key: it.rndv.key()}
 		rh.Encode((*it.buf)[wire.HeaderSize:])
 		e.rndvSends[it.rndv.id] = it
+	}
+	if it.atomic != nil {
+		it.atomic.id = newIDLocked(e.atomics, &e.atomNext)
+		it.hdr.MsgID = it.atomic.id
+		e.atomics[it.atomic.id] = it
 	}
 	p.queue = append(p.queue, it)
 	if p.state == pIdle {
@@ -136,6 +143,19 @@ func (e *endpoint) enqueue(it *sendItem, what string) error {
 		e.flush(p)
 	}
 	return nil
+}
+
+// newIDLocked picks a msg_id for an operation that waits for the peer's
+// answer (a rendezvous send, an atomic): the next value of the counter
+// next below bit 31 that is not a key of used.
+func newIDLocked[V any](used map[uint64]V, next *uint64) uint64 {
+	for {
+		id := *next % wire.KeyProvSpecific
+		*next++
+		if _, ok := used[id]; !ok {
+			return id
+		}
+	}
 }
 
 // flush posts p's queued sends to its connection, in order. One goroutine
@@ -158,6 +178,9 @@ func (e *endpoint) flush(p *peer) {
 			it.conn = c
 			if it.rndv != nil {
 				it.rndv.conn = c
+			}
+			if it.atomic != nil {
+				it.atomic.conn = c
 			}
 		}
 		e.mu.Unlock()
@@ -194,12 +217,16 @@ func (e *endpoint) flush(p *peer) {
 func (e *endpoint) sendDone(it *sendItem, c core.Completion) {
 	e.mu.Lock()
 	it.conn.sends--
-	if it.rndv == nil {
+	if it.rndv == nil && it.atomic == nil {
 		e.txOut--
 	}
 	e.mu.Unlock()
 	if it.rndv != nil {
 		e.rndvSent(it, c)
+		return
+	}
+	if it.atomic != nil {
+		e.atomicSent(it, c)
 		return
 	}
 	it.free()
@@ -221,6 +248,9 @@ func (e *endpoint) sendFailed(it *sendItem, code fi.Errno) {
 	e.txOut--
 	if it.rndv != nil {
 		delete(e.rndvSends, it.rndv.id)
+	}
+	if it.atomic != nil {
+		delete(e.atomics, it.atomic.id)
 	}
 	e.mu.Unlock()
 	it.rndv.unexpose()

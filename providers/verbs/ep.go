@@ -20,7 +20,7 @@ const (
 	rcRetryCount  = 7
 	rcRNRRetry    = 7  // forever: a send waits for the peer's receive (FI_RM_ENABLED: "retried")
 	rcMinRNRTimer = 12 // libfabric verbs's VERBS_DEFAULT_MIN_RNR_TIMER: 0.64 ms
-	rcAccess      = ibv.AccessLocalWrite | ibv.AccessRemoteWrite | ibv.AccessRemoteRead
+	rcAccess      = ibv.AccessLocalWrite | ibv.AccessRemoteWrite | ibv.AccessRemoteRead | ibv.AccessRemoteAtomic
 )
 
 // keepaliveInterval: a connected endpoint whose QP took no packet from
@@ -473,8 +473,8 @@ func (e *rcEndpoint) qpFailed(wc *ibv.WC) {
 	e.later(func() { e.ev.Failed(err, nil) })
 }
 
-// Post starts a send, RMA write or read (on a connected endpoint) or a
-// receive.
+// Post starts a send, RMA write or read, or atomic (atomic.go) on a
+// connected endpoint, or a receive.
 func (e *rcEndpoint) Post(op *core.Op) error {
 	if op == nil {
 		return core.Errorf(fi.EINVAL, "verbs: post: no operation")
@@ -514,6 +514,8 @@ func (e *rcEndpoint) Post(op *core.Op) error {
 		case withData:
 			wr.Opcode = ibv.WRRDMAWriteWithImm
 		}
+	case core.OpAtomic, core.OpFetchAtomic, core.OpCompareAtomic:
+		return e.postAtomic(op)
 	default:
 		return core.Errorf(fi.EOPNOTSUPP, "verbs: operation kind %d is not supported", op.Kind)
 	}

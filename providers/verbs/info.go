@@ -36,12 +36,13 @@ const (
 
 var provVersion = fi.MakeVersion(1, 0)
 
-// Capabilities: VERBS_MSG_CAPS and VERBS_DGRAM_CAPS without FI_ATOMIC
-// (core has no atomic operations yet).
+// Capabilities: VERBS_MSG_CAPS (atomics: atomic.go) with FI_RMA_EVENT
+// (the peers' RMA and atomics reach the target's counters:
+// qpBase.executed), and VERBS_DGRAM_CAPS.
 const (
 	domainCaps  = fi.LOCAL_COMM | fi.REMOTE_COMM
-	msgTxCaps   = fi.MSG | fi.SEND | fi.RMA | fi.READ | fi.WRITE
-	msgRxCaps   = fi.MSG | fi.RECV | fi.RMA | fi.REMOTE_READ | fi.REMOTE_WRITE
+	msgTxCaps   = fi.MSG | fi.SEND | fi.RMA | fi.READ | fi.WRITE | fi.ATOMIC
+	msgRxCaps   = fi.MSG | fi.RECV | fi.RMA | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.ATOMIC | fi.RMA_EVENT
 	msgCaps     = msgTxCaps | msgRxCaps | domainCaps
 	dgramTxCaps = fi.MSG | fi.SEND
 	dgramRxCaps = fi.MSG | fi.RECV

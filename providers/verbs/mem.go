@@ -63,8 +63,9 @@ func (m *mem) Close() error {
 // RegisterMemory registers buf with the owner's protection domain,
 // addresses being offsets from its start (iova 0). Local write is always
 // allowed (receives, reads, and remote writes need it); remote access as
-// fi_mr_reg's access says. The requested key is ignored: the domain's
-// mr_mode has FI_MR_PROV_KEY, and the device makes keys.
+// fi_mr_reg's access says (remote atomics with remote write). The
+// requested key is ignored: the domain's mr_mode has FI_MR_PROV_KEY, and
+// the device makes keys.
 func (d *domain) RegisterMemory(owner uint32, buf []byte, access fi.Caps, _ uint64) (core.Memory, error) {
 	if len(buf) == 0 {
 		return nil, core.Errorf(fi.EINVAL, "verbs: registering no memory")
@@ -78,7 +79,9 @@ func (d *domain) RegisterMemory(owner uint32, buf []byte, access fi.Caps, _ uint
 		acc |= ibv.AccessRemoteRead
 	}
 	if access&fi.REMOTE_WRITE != 0 {
-		acc |= ibv.AccessRemoteWrite
+		// Atomics write the region too: they come with remote write,
+		// as libfabric's verbs registers FI_REMOTE_WRITE.
+		acc |= ibv.AccessRemoteWrite | ibv.AccessRemoteAtomic
 	}
 	mr, err := o.pd.RegMR(buf, 0, acc)
 	if err != nil {
@@ -137,18 +140,25 @@ func (o *owned) opMemory(op *core.Op, max int) (opMem, error) {
 		}
 		return opMem{sge: m.sge(0, max), has: true, mapping: m}, nil
 	}
-	if len(op.Buf) == 0 {
+	return o.bufMemory(op.Buf, op.Mem, op.MemOff)
+}
+
+// bufMemory resolves buf, which lies at off in the registration reg (if
+// any), for the device: reg when it is a registration of this protection
+// domain, a registration for the operation otherwise.
+func (o *owned) bufMemory(buf []byte, reg core.Memory, off uint64) (opMem, error) {
+	if len(buf) == 0 {
 		return opMem{}, nil
 	}
-	if m, ok := op.Mem.(*mem); ok && m.o == o {
+	if m, ok := reg.(*mem); ok && m.o == o {
 		mr := m.mr
-		return opMem{sge: ibv.SGE{Addr: mr.IOVA + op.MemOff, Length: uint32(len(op.Buf)), LKey: mr.LKey}, has: true}, nil
+		return opMem{sge: ibv.SGE{Addr: mr.IOVA + off, Length: uint32(len(buf)), LKey: mr.LKey}, has: true}, nil
 	}
-	mr, err := o.pd.RegMR(op.Buf, 0, ibv.AccessLocalWrite)
+	mr, err := o.pd.RegMR(buf, 0, ibv.AccessLocalWrite)
 	if err != nil {
 		return opMem{}, ibvError("registering a buffer", err)
 	}
-	return opMem{sge: ibv.SGE{Addr: mr.IOVA, Length: uint32(len(op.Buf)), LKey: mr.LKey}, has: true, mr: mr}, nil
+	return opMem{sge: ibv.SGE{Addr: mr.IOVA, Length: uint32(len(buf)), LKey: mr.LKey}, has: true, mr: mr}, nil
 }
 
 // release undoes what opMemory made. For a receive that had no buffer,

@@ -81,9 +81,13 @@ func (b *qpBase) createQPLocked(t ibv.QPType) error {
 	if b.ud {
 		sges = 3 // the GRH area first
 	}
-	qp, err := b.o.pd.CreateQP(ibv.QPInitAttr{Type: t, SendCQ: cq, RecvCQ: cq, Cap: ibv.QPCap{
+	a := ibv.QPInitAttr{Type: t, SendCQ: cq, RecvCQ: cq, Cap: ibv.QPCap{
 		MaxSendWR: uint32(b.txSize), MaxRecvWR: uint32(b.rxSize), MaxSendSGE: 1, MaxRecvSGE: sges,
-		MaxInlineData: uint32(b.inject)}})
+		MaxInlineData: uint32(b.inject)}}
+	if t == ibv.QPTRC {
+		a.Executed = b.executed
+	}
+	qp, err := b.o.pd.CreateQP(a)
 	if err != nil {
 		cq.Destroy()
 		return ibvError("creating a QP", err)
@@ -193,14 +197,20 @@ func (b *qpBase) postRecv(op *core.Op) error {
 // device at post. wr is a copy, so that its scatter list can be an array
 // on the stack.
 func (b *qpBase) postSend(op *core.Op, wr ibv.SendWR) error {
-	inject := op.Flags&fi.INJECT != 0
-	if inject && len(op.Buf) > b.inject {
+	if op.Flags&fi.INJECT != 0 && len(op.Buf) > b.inject {
 		return core.Errorf(fi.EINVAL, "verbs: inject of %d bytes; inject_size is %d", len(op.Buf), b.inject)
 	}
 	m, err := b.o.opMemory(op, 0)
 	if err != nil {
 		return err
 	}
+	return b.postSendMem(op, wr, m)
+}
+
+// postSendMem posts wr for op with m as its one entry: op's buffer
+// (postSend), or an atomic's result buffer. m is released if the post
+// fails.
+func (b *qpBase) postSendMem(op *core.Op, wr ibv.SendWR, m opMem) error {
 	p := &pending{op: op, mem: m}
 	wrid, qp, err := b.add(p)
 	if err != nil {
@@ -214,7 +224,7 @@ func (b *qpBase) postSend(op *core.Op, wr ibv.SendWR) error {
 		wr.SGList = sge[:]
 	}
 	wr.Flags |= ibv.SendSignaled
-	if inject {
+	if op.Flags&fi.INJECT != 0 {
 		wr.Flags |= ibv.SendInline
 	}
 	if err := qp.PostSend(&wr); err != nil {
@@ -223,6 +233,39 @@ func (b *qpBase) postSend(op *core.Op, wr ibv.SendWR) error {
 		return ibvError("posting a send", err)
 	}
 	return nil
+}
+
+// executed reports a peer's request that the QP executed on the
+// endpoint's memory to its events (FI_RMA_EVENT: the counters bound for
+// remote_write and remote_read count it), classed as fi_endpoint(3)'s
+// counter bindings class them: an RDMA write (an RMA write, or
+// FI_ATOMIC_WRITE) as FI_RMA|FI_REMOTE_WRITE, an RDMA read as
+// FI_RMA|FI_REMOTE_READ, an atomic (fetch-and-add or compare-and-swap:
+// the fetching atomics) as FI_ATOMIC|FI_REMOTE_READ. A write with remote
+// CQ data is not among them: it completes a receive (complete), which
+// reports it. A zero-length write is not reported: the peer endpoint's
+// keepalive is one (ep.go), which the application did not write.
+func (b *qpBase) executed(access ibv.Access, n uint32) {
+	var flags fi.Caps
+	switch access {
+	case ibv.AccessRemoteWrite:
+		if n == 0 {
+			return
+		}
+		flags = fi.RMA | fi.REMOTE_WRITE
+	case ibv.AccessRemoteRead:
+		flags = fi.RMA | fi.REMOTE_READ
+	case ibv.AccessRemoteAtomic:
+		flags = fi.ATOMIC | fi.REMOTE_READ
+	default:
+		return
+	}
+	b.mu.Lock()
+	dead := b.dead
+	b.mu.Unlock()
+	if !dead {
+		b.ev.Remote(core.Completion{Flags: fi.CQFlags(flags), Len: uint64(n)})
+	}
 }
 
 // notify is the CQ's notification.

@@ -55,7 +55,8 @@ func rdmEndpoint(t *testing.T, w core.Provider, name string, owner uint32) (core
 
 // TestRDMInfo: the FI_EP_RDM entries over verbs are "verbs;ofi_rxm" with
 // verbs's memory registration and CQ data attributes, rxm's eager size as
-// inject_size (FI_MR_LOCAL), and no FI_RMA_EVENT.
+// inject_size (FI_MR_LOCAL), and FI_RMA_EVENT, which verbs's FI_EP_MSG
+// entry has.
 func TestRDMInfo(t *testing.T) {
 	p := testProvider(t, nil, "127.0.0.1")
 	var n int
@@ -66,7 +67,7 @@ func TestRDMInfo(t *testing.T) {
 		n++
 		d := in.DomainAttr
 		if in.FabricAttr.ProvName != "verbs;ofi_rxm" || d.Name != "rxe_127_0_0_1" || d.MRMode&fi.MR_LOCAL == 0 || d.MRKeySize != 4 ||
-			d.CQDataSize != 4 || in.TxAttr.InjectSize != rxm.EagerLimit || in.Caps&fi.RMA_EVENT != 0 || in.EPAttr.MaxMsgSize != MaxMsgSize ||
+			d.CQDataSize != 4 || in.TxAttr.InjectSize != rxm.EagerLimit || in.Caps&fi.RMA_EVENT == 0 || in.EPAttr.MaxMsgSize != MaxMsgSize ||
 			in.RxAttr.Mode&fi.RX_CQ_DATA != 0 {
 			t.Errorf("RDM entry: prov_name %q domain %s mr_mode %v key size %d cq_data_size %d inject %d caps %v max_msg %d rx mode %v",
 				in.FabricAttr.ProvName, d.Name, d.MRMode, d.MRKeySize, d.CQDataSize, in.TxAttr.InjectSize, in.Caps, in.EPAttr.MaxMsgSize, in.RxAttr.Mode)
@@ -79,8 +80,9 @@ func TestRDMInfo(t *testing.T) {
 
 // TestRDM: rxm over verbs carries eager messages, rendezvous messages
 // (read by the receiver from a registration of the send buffer), RMA with
-// the keys of memory registered through the RDM domain, and remote CQ
-// data of writes, which take one of rxm's receive buffers.
+// the keys of memory registered through the RDM domain (a write reported
+// to the target's events), and remote CQ data of writes, which take one
+// of rxm's receive buffers.
 func TestRDM(t *testing.T) {
 	a, b, nameA, nameB, _, db := rdmPair(t)
 	for i, n := range []int{10, rxm.EagerLimit, rxm.EagerLimit + 1, 300000} {
@@ -119,6 +121,14 @@ func TestRDM(t *testing.T) {
 	}
 	if !bytes.Equal(target[10:3010], data) {
 		t.Error("the target does not hold the written bytes")
+	}
+	select {
+	case c := <-b.ev.RemoteCh:
+		if c.Flags != fi.CQFlags(fi.RMA|fi.REMOTE_WRITE) || c.Len != 3000 {
+			t.Errorf("remote write event %+v", c)
+		}
+	case <-time.After(waitTime):
+		t.Fatal("no remote write event for the write")
 	}
 	got := make([]byte, 3000)
 	a.post(t, &core.Op{Kind: core.OpRead, Buf: got, Addr: 10, Key: m.Key(), Peer: nameB})

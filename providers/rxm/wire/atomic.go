@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 
+	"github.com/fabricfs/fabricfs/core/atomic"
 	"github.com/fabricfs/fabricfs/core/fi"
 )
 
@@ -65,26 +66,6 @@ type AtomicResponse struct {
 	Result []byte
 }
 
-// DatatypeSize returns the size in bytes of one element of t on x86-64 and
-// arm64 Linux (ofi_datatype_size), or 0 for a datatype rxm does not take.
-func DatatypeSize(t fi.AtomicType) int {
-	switch t {
-	case fi.INT8, fi.UINT8:
-		return 1
-	case fi.INT16, fi.UINT16:
-		return 2
-	case fi.INT32, fi.UINT32, fi.FLOAT:
-		return 4
-	case fi.INT64, fi.UINT64, fi.DOUBLE, fi.FLOAT_COMPLEX:
-		return 8
-	case fi.DOUBLE_COMPLEX, fi.LONG_DOUBLE, fi.INT128, fi.UINT128:
-		return 16
-	case fi.LONG_DOUBLE_COMPLEX:
-		return 32
-	}
-	return 0
-}
-
 // atomicOpValid says whether libfabric allows atomic op a with rxm op o
 // (ofi_atomic_iswrite_op, ofi_atomic_isreadwrite_op, ofi_atomic_isswap_op).
 func atomicOpValid(o Op, a fi.AtomicOp) bool {
@@ -127,7 +108,7 @@ func (r *AtomicRequest) operandLen(o Op) (uint64, bool) {
 	if o == OpAtomicFetch && r.AtomicOp == fi.ATOMIC_READ {
 		return 0, true
 	}
-	return elems * uint64(DatatypeSize(r.Datatype)), true
+	return elems * uint64(atomic.Size(r.Datatype)), true
 }
 
 // Validate checks r for rxm op o: a datatype rxm takes, an atomic op that
@@ -137,7 +118,7 @@ func (r *AtomicRequest) Validate(o Op) error {
 	if !o.isAtomic() {
 		return errorf("atomic request with op %s", o)
 	}
-	if DatatypeSize(r.Datatype) == 0 {
+	if atomic.Size(r.Datatype) == 0 {
 		return errorf("atomic request with datatype %d", uint32(r.Datatype))
 	}
 	if !atomicOpValid(o, r.AtomicOp) {
@@ -248,7 +229,7 @@ func (r *AtomicResponse) Validate(o Op, t fi.AtomicType) error {
 	if !o.isAtomic() {
 		return errorf("atomic response with op %s", o)
 	}
-	size := DatatypeSize(t)
+	size := atomic.Size(t)
 	if size == 0 {
 		return errorf("atomic response with datatype %d", uint32(t))
 	}

@@ -261,6 +261,15 @@ type QPInitAttr struct {
 	SRQ            *SRQ // receives come from the SRQ; MaxRecvWR is ignored
 	Cap            QPCap
 	SigAll         bool // every send work request completes, IBV_SEND_SIGNALED or not
+	// Executed, if not nil, is called for each request of the peer that
+	// an RC responder executed on the QP's memory and that makes no
+	// completion there: an RDMA write without immediate (at its last
+	// packet), an RDMA read, or an atomic, with the remote access it took
+	// (AccessRemoteWrite, AccessRemoteRead, AccessRemoteAtomic) and its
+	// length in bytes (8 for an atomic). Once per request, in order, never
+	// for a duplicate; after the QP's lock is released, on the device's
+	// receive goroutine. An extension of ibverbs, which has no such event.
+	Executed func(access Access, n uint32)
 }
 
 // AHAttr names a destination: the Go equivalent of ibv_ah_attr with a

@@ -28,6 +28,11 @@ type QP struct {
 	// notifySend and notifyRecv say that completions were added to the
 	// send or receive CQ under mu; unlock calls their notify callbacks.
 	notifySend, notifyRecv bool
+	// executed is the access of a peer's request executed under mu (0:
+	// none), executedLen its length: unlock reports it
+	// (QPInitAttr.Executed). A packet executes at most one request.
+	executed    Access
+	executedLen uint32
 
 	rq recvQueue // receives, unless the QP uses an SRQ
 
@@ -209,11 +214,17 @@ func (qp *QP) shutdown() bool {
 }
 
 // unlock releases the QP's lock and then notifies the CQs that received
-// completions while it was held.
+// completions while it was held, and reports a request of the peer it
+// executed.
 func (qp *QP) unlock() {
 	s, r := qp.notifySend, qp.notifyRecv
 	qp.notifySend, qp.notifyRecv = false, false
+	x, xn := qp.executed, qp.executedLen
+	qp.executed, qp.executedLen = 0, 0
 	qp.mu.Unlock()
+	if x != 0 && qp.init.Executed != nil {
+		qp.init.Executed(x, xn)
+	}
 	if s {
 		qp.init.SendCQ.signal()
 	}

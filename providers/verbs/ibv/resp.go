@@ -232,6 +232,9 @@ func (qp *QP) execWrite(p *roce.Packet) {
 	r.wresid -= n
 	r.inWrite = !last
 	qp.accepted(p, last)
+	if last && !imm {
+		qp.executed, qp.executedLen = AccessRemoteWrite, r.wlen
+	}
 	if imm {
 		r.inRecv = false
 		qp.completeRecv(&WC{WRID: r.wqe.wrid, Opcode: WCRecvRDMAWithImm, ByteLen: r.wlen, Flags: WCWithImm, Imm: p.ImmDt})
@@ -307,6 +310,7 @@ func (qp *QP) execRead(p *roce.Packet) {
 	*qp.newRes(p.PSN, last) = respRes{valid: true, first: p.PSN, last: last, va: reth.VA, rkey: reth.RKey, length: reth.DMALen}
 	r.msn = (r.msn + 1) & roce.MSNMask
 	r.epsn = roce.PSNAdd(last, 1)
+	qp.executed, qp.executedLen = AccessRemoteRead, reth.DMALen
 	qp.sendReadResponses(reth.VA, reth.RKey, reth.DMALen, p.PSN)
 }
 
@@ -385,6 +389,7 @@ func (qp *QP) execAtomic(p *roce.Packet) {
 	*qp.newRes(p.PSN, p.PSN) = respRes{valid: true, atomic: true, first: p.PSN, last: p.PSN, orig: orig}
 	r.msn = (r.msn + 1) & roce.MSNMask
 	r.epsn = roce.PSNAdd(p.PSN, 1)
+	qp.executed, qp.executedLen = AccessRemoteAtomic, 8
 	qp.sendAtomicAck(p.PSN, orig)
 }
 
