@@ -366,7 +366,8 @@ func (e *endpoint) completeRndv(r *rndvRecv, c core.Completion) {
 // read the rendezvous messages sent on it; other keys are the RDM
 // endpoint's. The reads of rendezvous messages are rxm's own, so their
 // remote read events are not passed on; the application's remote reads
-// and remote writes are (FI_RMA_EVENT; rma.go).
+// and remote writes are (FI_RMA_EVENT; rma.go). Over a provider that
+// registers memory, the event names the registration read (Key).
 
 func (ev connEvents) Region(key, addr, n uint64, access fi.Caps) ([]byte, func(), error) {
 	buf, release, ok, err := ev.c.ep.lend(ev.c, key, addr, n, access)
@@ -380,7 +381,31 @@ func (ev connEvents) Region(key, addr, n uint64, access fi.Caps) ([]byte, func()
 }
 
 func (ev connEvents) Remote(c core.Completion) {
-	if c.Flags&fi.CQFlags(fi.REMOTE_READ) == 0 || ev.c.ep.readReported(ev.c, c.Len) {
-		ev.EndpointEvents.Remote(c)
+	e := ev.c.ep
+	switch {
+	case c.Flags&fi.CQFlags(fi.REMOTE_READ) == 0:
+	case e.dom.reg != nil:
+		// A provider that registers memory serves reads without asking
+		// Region, and names the registration read: rxm's own are those of
+		// its rendezvous sends.
+		if e.rndvKey(c.Key) {
+			return
+		}
+	case !e.readReported(ev.c, c.Len):
+		return
 	}
+	ev.EndpointEvents.Remote(c)
+}
+
+// rndvKey reports whether key is the registration of one of the
+// endpoint's rendezvous sends (exposeRndv).
+func (e *endpoint) rndvKey(key uint64) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, it := range e.rndvSends {
+		if m := it.rndv.mem; m != nil && m.Key() == key {
+			return true
+		}
+	}
+	return false
 }

@@ -245,7 +245,7 @@ func (b *qpBase) postSendMem(op *core.Op, wr ibv.SendWR, m opMem) error {
 // CQ data is not among them: it completes a receive (complete), which
 // reports it. A zero-length write is not reported: the peer endpoint's
 // keepalive is one (ep.go), which the application did not write.
-func (b *qpBase) executed(access ibv.Access, n uint32) {
+func (b *qpBase) executed(access ibv.Access, n, rkey uint32) {
 	var flags fi.Caps
 	switch access {
 	case ibv.AccessRemoteWrite:
@@ -264,7 +264,7 @@ func (b *qpBase) executed(access ibv.Access, n uint32) {
 	dead := b.dead
 	b.mu.Unlock()
 	if !dead {
-		b.ev.Remote(core.Completion{Flags: fi.CQFlags(flags), Len: uint64(n)})
+		b.ev.Remote(core.Completion{Flags: fi.CQFlags(flags), Len: uint64(n), Key: uint64(rkey)})
 	}
 }
 

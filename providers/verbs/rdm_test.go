@@ -135,6 +135,16 @@ func TestRDM(t *testing.T) {
 	if d := a.wait(t); d.c.Err != 0 || !bytes.Equal(got, data) {
 		t.Errorf("read: %+v", d.c)
 	}
+	// The application's remote read is reported (FI_RMA_EVENT), naming
+	// the registration it read; rxm's own rendezvous reads are not.
+	select {
+	case c := <-b.ev.RemoteCh:
+		if c.Flags != fi.CQFlags(fi.RMA|fi.REMOTE_READ) || c.Len != 3000 || c.Key != m.Key() {
+			t.Errorf("remote read event %+v, want %d bytes of key %#x", c, 3000, m.Key())
+		}
+	case <-time.After(waitTime):
+		t.Fatal("no remote read event for the read")
+	}
 	a.post(t, &core.Op{Kind: core.OpWrite, Buf: data[:100], Addr: 5000, Key: m.Key(), Peer: nameB,
 		Flags: fi.OpFlags(fi.REMOTE_CQ_DATA), Data: 0x1234})
 	a.wait(t)

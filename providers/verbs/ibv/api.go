@@ -265,11 +265,12 @@ type QPInitAttr struct {
 	// an RC responder executed on the QP's memory and that makes no
 	// completion there: an RDMA write without immediate (at its last
 	// packet), an RDMA read, or an atomic, with the remote access it took
-	// (AccessRemoteWrite, AccessRemoteRead, AccessRemoteAtomic) and its
-	// length in bytes (8 for an atomic). Once per request, in order, never
-	// for a duplicate; after the QP's lock is released, on the device's
-	// receive goroutine. An extension of ibverbs, which has no such event.
-	Executed func(access Access, n uint32)
+	// (AccessRemoteWrite, AccessRemoteRead, AccessRemoteAtomic), its
+	// length in bytes (8 for an atomic) and the rkey it named. Once per
+	// request, in order, never for a duplicate; after the QP's lock is
+	// released, on the device's receive goroutine. An extension of
+	// ibverbs, which has no such event.
+	Executed func(access Access, n, rkey uint32)
 }
 
 // AHAttr names a destination: the Go equivalent of ibv_ah_attr with a

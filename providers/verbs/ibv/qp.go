@@ -29,10 +29,12 @@ type QP struct {
 	// send or receive CQ under mu; unlock calls their notify callbacks.
 	notifySend, notifyRecv bool
 	// executed is the access of a peer's request executed under mu (0:
-	// none), executedLen its length: unlock reports it
-	// (QPInitAttr.Executed). A packet executes at most one request.
+	// none), executedLen its length and executedKey the rkey it named:
+	// unlock reports it (QPInitAttr.Executed). A packet executes at most
+	// one request.
 	executed    Access
 	executedLen uint32
+	executedKey uint32
 
 	rq recvQueue // receives, unless the QP uses an SRQ
 
@@ -219,11 +221,11 @@ func (qp *QP) shutdown() bool {
 func (qp *QP) unlock() {
 	s, r := qp.notifySend, qp.notifyRecv
 	qp.notifySend, qp.notifyRecv = false, false
-	x, xn := qp.executed, qp.executedLen
-	qp.executed, qp.executedLen = 0, 0
+	x, xn, xk := qp.executed, qp.executedLen, qp.executedKey
+	qp.executed, qp.executedLen, qp.executedKey = 0, 0, 0
 	qp.mu.Unlock()
 	if x != 0 && qp.init.Executed != nil {
-		qp.init.Executed(x, xn)
+		qp.init.Executed(x, xn, xk)
 	}
 	if s {
 		qp.init.SendCQ.signal()

@@ -233,7 +233,7 @@ func (qp *QP) execWrite(p *roce.Packet) {
 	r.inWrite = !last
 	qp.accepted(p, last)
 	if last && !imm {
-		qp.executed, qp.executedLen = AccessRemoteWrite, r.wlen
+		qp.executed, qp.executedLen, qp.executedKey = AccessRemoteWrite, r.wlen, r.wkey
 	}
 	if imm {
 		r.inRecv = false
@@ -310,7 +310,7 @@ func (qp *QP) execRead(p *roce.Packet) {
 	*qp.newRes(p.PSN, last) = respRes{valid: true, first: p.PSN, last: last, va: reth.VA, rkey: reth.RKey, length: reth.DMALen}
 	r.msn = (r.msn + 1) & roce.MSNMask
 	r.epsn = roce.PSNAdd(last, 1)
-	qp.executed, qp.executedLen = AccessRemoteRead, reth.DMALen
+	qp.executed, qp.executedLen, qp.executedKey = AccessRemoteRead, reth.DMALen, reth.RKey
 	qp.sendReadResponses(reth.VA, reth.RKey, reth.DMALen, p.PSN)
 }
 
@@ -389,7 +389,7 @@ func (qp *QP) execAtomic(p *roce.Packet) {
 	*qp.newRes(p.PSN, p.PSN) = respRes{valid: true, atomic: true, first: p.PSN, last: p.PSN, orig: orig}
 	r.msn = (r.msn + 1) & roce.MSNMask
 	r.epsn = roce.PSNAdd(p.PSN, 1)
-	qp.executed, qp.executedLen = AccessRemoteAtomic, 8
+	qp.executed, qp.executedLen, qp.executedKey = AccessRemoteAtomic, 8, a.RKey
 	qp.sendAtomicAck(p.PSN, orig)
 }
 
