@@ -250,6 +250,9 @@ static ssize_t post_atomic(struct fid_ep *ep, const struct call *c)
 	if ((c->kind != BASE && c->resultv[0].count != count) ||
 	    (c->kind == COMPARE && c->comparev[0].count != count) || m->rma_iov[0].count != count || count == 0)
 		return -FI_EINVAL;
+	if ((!no_operand && !m->msg_iov[0].addr) || (c->kind != BASE && !c->resultv[0].addr) ||
+	    (c->kind == COMPARE && !c->comparev[0].addr))
+		return -FI_EINVAL;
 	enum fi_ep_type type;
 	uint64_t op_flags;
 	struct ffs_domain *dom = ffs_ep_attrs(ep, &type, &op_flags);

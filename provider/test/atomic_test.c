@@ -190,6 +190,17 @@ static void calls(void)
 	CHECK(ret == -FI_EINVAL, "fi_compare_atomicv with compare values of fewer elements: %zd", ret);
 	ret = fi_compare_atomic(&ep, buf, 5, NULL, cmp, NULL, res, NULL, 7, 64, 0x99, FI_UINT64, FI_CSWAP, &ctx);
 	CHECK(ret == -FI_EMSGSIZE, "fi_compare_atomic of 5 elements (count 4): %zd", ret);
+	/* Buffers the operation needs, missing. */
+	n = posts;
+	ret = fi_compare_atomic(&ep, buf, 1, NULL, NULL, NULL, res, NULL, 7, 64, 0x99, FI_UINT64, FI_CSWAP, &ctx);
+	CHECK(ret == -FI_EINVAL, "fi_compare_atomic without compare values: %zd", ret);
+	ret = fi_compare_atomic(&ep, buf, 1, NULL, cmp, NULL, NULL, NULL, 7, 64, 0x99, FI_UINT64, FI_CSWAP, &ctx);
+	CHECK(ret == -FI_EINVAL, "fi_compare_atomic without a result buffer: %zd", ret);
+	ret = fi_fetch_atomic(&ep, NULL, 1, NULL, res, NULL, 7, 64, 0x99, FI_UINT64, FI_SUM, &ctx);
+	CHECK(ret == -FI_EINVAL, "fi_fetch_atomic FI_SUM without an operand: %zd", ret);
+	ret = fi_atomic(&ep, NULL, 1, NULL, 7, 64, 0x99, FI_UINT64, FI_SUM, &ctx);
+	CHECK(ret == -FI_EINVAL, "fi_atomic without an operand: %zd", ret);
+	CHECK(posts == n, "a call without its buffers posted");
 
 	/* The valid calls: the answers for the endpoint's type. */
 	CHECK(fi_atomicvalid(&ep, FI_UINT64, FI_SUM, &count) == 0 && count == 8, "fi_atomicvalid: count %zu", count);
