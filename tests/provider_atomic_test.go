@@ -7,7 +7,8 @@ import (
 
 // The provider's atomics (fi_atomic(3), provider/atomic.c): the calls and
 // fi_query_atomic over a tree directory of the test's own making, and
-// every operation the tree's tcp domain takes between two processes.
+// every operation the tree's domains take between two processes, of the
+// provider or one of them libfabric's tcp.
 
 // TestProviderAtomicCalls runs provider/test/atomic_test.c, atomic.c alone
 // with ep.c stood in for: fi_query_atomic and the valid calls answer from
@@ -27,8 +28,10 @@ func TestProviderAtomicCalls(t *testing.T) {
 // allows with registered, unregistered and mixed buffers (results and
 // target values checked against the program's own arithmetic),
 // fi_inject_atomic, the counters, the calls' errors and a bad key's error
-// completion.
+// completion. And against libfabric's own tcp;ofi_rxm on lo, as the
+// target and as the initiator: the operations and the bad key.
 func TestProviderAtomic(t *testing.T) {
 	runProviderC(t, "atomictest", []string{"tcp/lo", "rdm"}, []string{"verbs/" + verbsDevice, "rdm"},
-		[]string{"verbs/" + verbsDevice, "msg"})
+		[]string{"verbs/" + verbsDevice, "msg"}, []string{"tcp/lo", "rdm", "tcp-target"},
+		[]string{"tcp/lo", "rdm", "tcp-initiator"})
 }
