@@ -390,6 +390,7 @@ ssize_t ffs_ep_post(struct fid_ep *ep, const struct ffs_op *o);
 /* ffs_ep_attrs gives what atomic.c needs of an endpoint: its domain, type
  * and transmit op flags (fi_control FI_SETOPSFLAG). */
 struct ffs_domain *ffs_ep_attrs(struct fid_ep *ep, enum fi_ep_type *type, uint64_t *tx_op_flags);
+
 int ffs_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep, void *context);
 int ffs_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq, void *context);
 int ffs_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq, void *context);

@@ -1,11 +1,11 @@
 /*
  * stubs.c: weak stand-ins for the entry points prov.c hands out and other
  * files of the provider implement (domain.c, pep.c, eq.c; av.c, mr.c,
- * cntr.c), so that a branch with only some of the files links into a
- * provider: prov.c, info.c and tree.c alone give fi_getinfo and fi_fabric;
- * with domain.c and the endpoint files, messages go through staging (no
- * registered regions), AVs, counters and fi_query_atomic are -FI_ENOSYS. A build with
- * the real files uses theirs.
+ * cntr.c, atomic.c), so that a branch with only some of the files links
+ * into a provider: prov.c, info.c and tree.c alone give fi_getinfo and
+ * fi_fabric; with domain.c and the endpoint files, messages go through
+ * staging (no registered regions), and AVs, counters and fi_query_atomic
+ * are -FI_ENOSYS. A build with the real files uses theirs.
  */
 #include "../ffs.h"
 
