@@ -181,7 +181,7 @@ func TestCtlErrorSentences(t *testing.T) {
 		{"bind", fi.EINVAL, "wrong number of arguments; usage: bind cq ID FLAGS | bind cntr ID FLAGS | bind eq ID | bind av ID"},
 		{"bind mr 1", fi.EINVAL, "unknown command; usage: bind cq ID FLAGS | bind cntr ID FLAGS"},
 		{"frob", fi.EINVAL, "unknown command; commands: bind, enable, connect"},
-		{"connect 127.0.0.1:1", fi.EOPBADSTATE, "endpoint is idle; connect needs an enabled endpoint"},
+		{"connect 127.0.0.1:1", fi.ENOEQ, "no eq bound"}, // connect enables: an EQ is needed first
 		{"enable", fi.ENOEQ, "no eq bound"},
 		{"accept", fi.EOPBADSTATE, "endpoint was not made from a connection request"},
 		{"cancel 010x", fi.EINVAL, `bad number "010x": want decimal or 0x hex digits`},
@@ -199,7 +199,7 @@ func TestCtlErrorSentences(t *testing.T) {
 	// The endpoint states read as words.
 	a, _, _, _, _ := pair(t, d, "bind cq c send,recv")
 	err := a.Ctl(context.Background(), 0, "enable")
-	if wantCode(t, "enable twice", err, fi.EOPBADSTATE); err == nil || err.Error() != "endpoint is connected; it was enabled already" {
+	if wantCode(t, "enable twice", err, fi.EOPBADSTATE); err == nil || err.Error() != "endpoint is connected; it was enabled already and is not enabled again" {
 		t.Errorf("enable twice: %v", err)
 	}
 }
@@ -208,6 +208,13 @@ func TestCtlErrorSentences(t *testing.T) {
 // with the shared EQ and CQ. Each endpoint gets "bind eq e", then binds (at
 // least a bind of cq c), then enable.
 func pair(t testing.TB, d *core.Domain, binds ...string) (a, b, pep *core.Object, eq *core.EQ, cq *core.CQ) {
+	t.Helper()
+	return pairEnabled(t, d, true, binds...)
+}
+
+// pairEnabled is pair, with enable before connect and accept or, if not
+// enable, without.
+func pairEnabled(t testing.TB, d *core.Domain, enable bool, binds ...string) (a, b, pep *core.Object, eq *core.EQ, cq *core.CQ) {
 	t.Helper()
 	eqo := create(t, d, core.KindEQ, "e")
 	cqo := create(t, d, core.KindCQ, "c")
@@ -219,7 +226,10 @@ func pair(t testing.TB, d *core.Domain, binds ...string) (a, b, pep *core.Object
 		t.Fatal(err)
 	}
 	a = create(t, d, core.KindEP, "a")
-	setup := append(append([]string{"bind eq e"}, binds...), "enable")
+	setup := append([]string{"bind eq e"}, binds...)
+	if enable {
+		setup = append(setup, "enable")
+	}
 	for _, c := range append(setup, "connect "+addr.String()+" 'hello there'") {
 		run(t, a, c)
 	}
@@ -525,4 +535,24 @@ func TestMRDefaultAccess(t *testing.T) {
 			t.Fatalf("the region with FI_REMOTE_WRITE holds %q 5 s after the write", ym[:8])
 		}
 	}
+}
+
+// TestConnectAcceptEnable: "Calling connect or accept on an endpoint will
+// implicitly enable an endpoint if it has not already been enabled"; and
+// an endpoint disabled by a shutdown is not enabled again ("The ability to
+// transition back into an enabled state is provider specific").
+func TestConnectAcceptEnable(t *testing.T) {
+	d := lo(t)
+	a, b, _, _, _ := pairEnabled(t, d, false, "bind cq c send,recv")
+	for _, o := range []*core.Object{a, b} {
+		if st := o.Impl.Status(); !strings.Contains(st, " connected ") {
+			t.Errorf("%s after connect/accept without enable: %s", o.ID, st)
+		}
+	}
+	run(t, b, "shutdown")
+	if st := b.Impl.Status(); !strings.Contains(st, " shutdown ") {
+		t.Fatalf("after shutdown: %s", st)
+	}
+	err := b.Ctl(context.Background(), 0, "enable")
+	wantCode(t, "enable after shutdown", err, fi.EOPBADSTATE)
 }

@@ -42,6 +42,10 @@ type EP struct {
 	av    *AV
 	cntrs [numClasses]*Cntr // bound counters, by class
 	opts  map[string]uint64
+	// cancelOnClose is attr/cancel_on_close: the operations outstanding
+	// at close complete with FI_ECANCELED on the bound CQs and counters,
+	// where fi_close(3) drops them silently.
+	cancelOnClose bool
 	// engineCPU is attr/engine_cpu: the CPU whose engine group serves the
 	// rings (a group of the endpoints placed there, pinned to it); -1: a
 	// shared group, on the engine's CPUs.
@@ -231,6 +235,11 @@ func (e *EP) setType(in *fi.Info, s string) error {
 // direction their capabilities use (FI_ENOCQ). The rings are allocated
 // before the provider endpoint is enabled, so that an enable the memory
 // quota refuses leaves nothing enabled and can be retried.
+//
+// An endpoint is enabled once: one that was disabled, by a shutdown or a
+// critical error, is not re-enabled ("The ability to transition back into
+// an enabled state is provider specific"; neither provider can), and
+// fi_enable then fails with FI_EOPBADSTATE.
 func (e *EP) Enable() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -238,8 +247,13 @@ func (e *EP) Enable() error {
 		return gone(e.obj)
 	}
 	if e.state != stateIdle {
-		return Errorf(fi.EOPBADSTATE, "endpoint is %s; it was enabled already", stateText(e.state))
+		return Errorf(fi.EOPBADSTATE, "endpoint is %s; it was enabled already and is not enabled again", stateText(e.state))
 	}
+	return e.enableIdleLocked()
+}
+
+// enableIdleLocked enables the idle endpoint, after checking its bindings.
+func (e *EP) enableIdleLocked() error {
 	if e.info.EPAttr.Type == fi.EP_MSG && e.eq == nil {
 		return Errorf(fi.ENOEQ, "no eq bound; write 'bind eq ID' first")
 	}
@@ -310,8 +324,18 @@ func (e *EP) Connect(addr fi.Addr, data []byte) error {
 	if e.connectionlessLocked() {
 		return Errorf(fi.EOPBADSTATE, "connect is for FI_EP_MSG endpoints; a connectionless endpoint sends to the addresses of its av")
 	}
-	if e.state != stateEnabled || e.req != nil {
-		return Errorf(fi.EOPBADSTATE, "endpoint is %s; connect needs an enabled endpoint that was not made from a request", stateText(e.state))
+	if e.req != nil {
+		return Errorf(fi.EOPBADSTATE, "endpoint was made from a connection request; accept or reject it")
+	}
+	// "Calling connect or accept on an endpoint will implicitly enable an
+	// endpoint if it has not already been enabled."
+	if e.state == stateIdle {
+		if err := e.enableIdleLocked(); err != nil {
+			return err
+		}
+	}
+	if e.state != stateEnabled {
+		return Errorf(fi.EOPBADSTATE, "endpoint is %s; connect needs an endpoint not connected yet", stateText(e.state))
 	}
 	if err := e.prov.Connect(addr, data); err != nil {
 		return err
@@ -327,8 +351,13 @@ func (e *EP) Accept(data []byte) error {
 	if e.req == nil {
 		return Errorf(fi.EOPBADSTATE, "endpoint was not made from a connection request; read a pep's listen file for one")
 	}
+	if e.state == stateIdle {
+		if err := e.enableIdleLocked(); err != nil {
+			return err
+		}
+	}
 	if e.state != stateEnabled {
-		return Errorf(fi.EOPBADSTATE, "endpoint is %s; bind an eq and cq and enable it before accept", stateText(e.state))
+		return Errorf(fi.EOPBADSTATE, "endpoint is %s; only a pending request can be accepted", stateText(e.state))
 	}
 	if err := e.prov.Accept(data); err != nil {
 		return err
@@ -501,8 +530,8 @@ func (e *EP) Status() string {
 	if e.connectionlessLocked() && e.dest != uint64(fi.ADDR_UNSPEC) {
 		remote = fmt.Sprintf("fi_addr:%d", e.dest)
 	}
-	return fmt.Sprintf("%s %s cq=%s/%s eq=%s av=%s cntr=%s local=%s remote=%s%s", typ, state,
-		objID(e.txcq), objID(e.rxcq), objID(e.eq), objID(e.av), e.cntrStatusLocked(), local, remote, e.shell)
+	return fmt.Sprintf("%s %s cq=%s/%s eq=%s av=%s cntr=%s local=%s remote=%s ops=%d%s", typ, state,
+		objID(e.txcq), objID(e.rxcq), objID(e.eq), objID(e.av), e.cntrStatusLocked(), local, remote, e.inflight.n, e.shell)
 }
 
 // objID is the id of a bound object, or "-".
@@ -568,6 +597,15 @@ func (e *EP) Attrs() []Attr {
 		}
 	}
 	attrs = append(attrs, Attr{Name: "mapping", Get: func() string { return e.obj.Dom.fab.Shm.Mode }},
+		guarded(&e.mu, "cancel_on_close", func() error { return nil },
+			func() string { return strconv.FormatBool(e.cancelOnClose) }, func(s string) error {
+				v, err := strconv.ParseBool(strings.TrimSpace(s))
+				if err != nil {
+					return Errorf(fi.EINVAL, "bad cancel_on_close %q: want true or false", strings.TrimSpace(s))
+				}
+				e.cancelOnClose = v
+				return nil
+			}),
 		guarded(&e.mu, "engine_cpu", func() error { return e.idleLocked("setting engine_cpu") },
 			func() string { return strconv.Itoa(e.engineCPU) }, e.setEngineCPU))
 	return append(attrs, optAttrs(&e.mu, func(n string) (uint64, bool) {

@@ -48,9 +48,14 @@ func (e *EP) completed(op *Op, c Completion) {
 		rings = e.rings
 	}
 	withdrawn := final && op.withdrawn && c.Err == fi.ECANCELED
+	// "Outstanding operations posted to the endpoint when fi_close is
+	// called will be discarded. Discarded operations will silently be
+	// dropped, with no completions reported" (fi_endpoint(3)), unless
+	// the application asked for them (cancel_on_close).
+	discarded := e.state == stateClosed && !e.cancelOnClose
 	to, av := e.sinkLocked(op.Kind.class()), e.av
 	e.mu.Unlock()
-	if !withdrawn {
+	if !withdrawn && !discarded {
 		to.deliver(CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Buf: op.offset + c.Offset, Data: c.Data,
 			Tag: c.Tag, Src: source(av, c.Src), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc},
 			op.Flags&fi.COMPLETION != 0)
@@ -72,7 +77,10 @@ func (e *EP) completed(op *Op, c Completion) {
 
 // opList is an endpoint's posted operations, linked through the Ops
 // themselves: adding and removing one costs no hashing and no allocation.
-type opList struct{ head *Op }
+type opList struct {
+	head *Op
+	n    int // how many
+}
 
 func (l *opList) add(op *Op) {
 	if op.list != nil {
@@ -83,6 +91,7 @@ func (l *opList) add(op *Op) {
 		l.head.prev = op
 	}
 	l.head = op
+	l.n++
 }
 
 // remove takes op out of the list; an Op not in it (in none, or in
@@ -100,6 +109,7 @@ func (l *opList) remove(op *Op) {
 		op.next.prev = op.prev
 	}
 	op.list, op.prev, op.next = nil, nil, nil
+	l.n--
 }
 
 // opPool holds the Ops of work requests that completed: the rings post
@@ -187,7 +197,12 @@ func (e *EP) count(cl opClass, failed bool) {
 	}
 }
 
-// Cancel is fi_cancel of the posted operations with this context.
+// Cancel is fi_cancel: it cancels one posted operation with op_context
+// context that has not started, the oldest such ("If multiple
+// outstanding operations match the context parameter, only one will be
+// canceled"), which completes with FI_ECANCELED. Finding none (the
+// operation completed, is under way, or never was) is no error, as
+// libfabric's providers return 0 then.
 func (e *EP) Cancel(context uint64) error {
 	e.mu.Lock()
 	// The Ops found here are used without the lock: none goes back to
@@ -195,7 +210,7 @@ func (e *EP) Cancel(context uint64) error {
 	// operation in the same Op.
 	e.cancelling.Add(1)
 	defer e.cancelling.Add(-1)
-	var ops []*Op
+	var ops []*Op // newest first: the list adds at its head
 	for op := e.inflight.head; op != nil; op = op.next {
 		if op.Context == context {
 			ops = append(ops, op)
@@ -203,14 +218,10 @@ func (e *EP) Cancel(context uint64) error {
 	}
 	prov := e.prov
 	e.mu.Unlock()
-	n := 0
-	for _, op := range ops {
-		if prov.Cancel(op) {
-			n++
+	for i := len(ops) - 1; i >= 0; i-- {
+		if prov.Cancel(ops[i]) {
+			return nil
 		}
-	}
-	if n == 0 {
-		return Errorf(fi.ENOENT, "no cancelable operation with context %#x", context)
 	}
 	return nil
 }

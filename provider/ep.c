@@ -889,14 +889,18 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 	struct fabricfs_ring *ring = r ? r->ring : NULL;
 	uint32_t idx = r ? r->idx : 0;
 	pthread_mutex_unlock(&ep->lock);
+	/* Nothing pending with this context (it completed, or never was):
+	 * its completion, if any, is on the CQ, and fi_cancel has nothing to
+	 * do, which is not an error. */
 	if (!r)
-		return -FI_ENOENT;
+		return 0;
 	/* The tree cancels what it took: wait (briefly; it takes requests as
 	 * they come) until the ring's head has passed the request. */
 	for (int i = 0; i < 100000 && (int32_t)(fabricfs_load_acquire(ring->head) - idx) <= 0; i++)
 		sched_yield();
-	/* By our context, the request record. -FI_ENOENT: it completed
-	 * meanwhile, or the tree cannot cancel it (a receive verbs posted). */
+	/* By our context, the request record: the tree cancels it if it has
+	 * not started, and succeeds as well if it completed meanwhile or
+	 * cannot be cancelled (a receive verbs posted). */
 	return ffs_ctl(&ep->obj, "cancel 0x%llx", (unsigned long long)(uintptr_t)r);
 }
 
@@ -1472,6 +1476,11 @@ int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 		if (a[0] && (ret = ffs_ctl(&ep->obj, "setname %s", a)))
 			goto fail;
 	}
+	/* The requests the daemon holds at close come back as FI_ECANCELED
+	 * completions (the tree drops them otherwise), so that their records
+	 * are reclaimed; none reaches the application (ep_close). */
+	if ((ret = ffs_set(&ep->obj, "attr/cancel_on_close", "true")))
+		goto fail;
 	pthread_mutex_init(&ep->lock, NULL);
 	ep->ep_fid.fid.fclass = FI_CLASS_EP;
 	ep->ep_fid.fid.context = context;
