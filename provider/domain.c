@@ -49,12 +49,6 @@ static int no_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr, struct
 	return -FI_ENOSYS;
 }
 
-static int no_query_atomic(struct fid_domain *domain, enum fi_datatype datatype, enum fi_op op,
-			   struct fi_atomic_attr *attr, uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
 static int no_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
 			       struct fi_collective_attr *attr, uint64_t flags)
 {
@@ -84,6 +78,7 @@ static int domain_close(struct fid *fid)
 	 * their requests (ep.c): nothing reaps them any more. */
 	while (dom->cqs)
 		ffs_cq_free(dom->cqs);
+	ffs_atomics_free(dom);
 	pthread_mutex_destroy(&dom->lock);
 	pthread_mutex_destroy(&dom->cq_lock);
 	fi_freeinfo(dom->info);
@@ -111,7 +106,7 @@ static struct fi_ops_domain domain_ops = {
 	.poll_open = ffs_poll_open,
 	.stx_ctx = no_stx_ctx,
 	.srx_ctx = no_srx_ctx,
-	.query_atomic = no_query_atomic,
+	.query_atomic = ffs_query_atomic,
 	.query_collective = no_query_collective,
 	.endpoint2 = no_endpoint2,
 };

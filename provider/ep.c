@@ -14,7 +14,9 @@
  * tree CQs being bound `selective`), because the provider has its part to
  * do at the end of each; whether the application sees the entry is the
  * request's own flag. A work request's context is the provider's request
- * record, mapped back in ffs_ep_complete.
+ * record, mapped back in ffs_ep_complete. Atomics (atomic.c) are posted
+ * here too: the operand and compare values go out like a send's bytes,
+ * in one region; a fetch's result comes back like a read's.
  */
 #include "ffs.h"
 
@@ -25,8 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-
-#include <rdma/fi_atomic.h>
 
 #define STAGE_SIZE (4u << 20)
 #define CHUNK 256 /* the staging allocator's unit */
@@ -73,6 +73,11 @@ struct ffs_req {
 	struct temp *tmp; /* IN_TEMP */
 	struct fabricfs_ring *ring; /* the ring it went on, at index idx */
 	uint32_t idx;
+	/* A fetch or compare atomic whose result buffer is staged: its
+	 * len bytes come back in chunks [rchunk, rchunk+rnchunk) of srx and
+	 * are copied to result at completion. NULL otherwise. */
+	void *result;
+	size_t rchunk, rnchunk;
 	struct ffs_req *next_free;
 };
 
@@ -345,6 +350,9 @@ static void release(struct ffs_ep *ep, struct ffs_req *r)
 		mark(r->st, r->chunk, r->nchunk, false);
 	else if (r->where == IN_TEMP)
 		r->tmp->busy = false;
+	if (r->result)
+		mark(&ep->srx, r->rchunk, r->rnchunk, false);
+	r->result = NULL;
 	r->in_use = false;
 	r->next_free = ep->free;
 	ep->free = r;
@@ -404,6 +412,12 @@ bool ffs_ep_complete(const struct fabricfs_cqe *c, struct ffs_cq_entry *e)
 		if (r->iov_count > 0 && rel < r->iov[0].iov_len)
 			e->buf = (uint8_t *)r->iov[0].iov_base + rel;
 	}
+	/* A staged atomic result: the target's values from before the
+	 * operation, in the application's buffer before it sees the entry
+	 * (fi_atomic(3): "Any results returned to the initiator as part of an
+	 * atomic operation will be available prior to a completion event"). */
+	if (r->result && !c->err && !ep->closing)
+		memcpy(r->result, ep->srx.r.map + r->rchunk * CHUNK, r->len);
 	/* err_data: the tree's sentence (the endpoint's err, which keeps the
 	 * last) for a failure it explains; none for a cancelled or truncated
 	 * operation, as libfabric's providers give none: an application may
@@ -419,26 +433,21 @@ bool ffs_ep_complete(const struct fabricfs_cqe *c, struct ffs_cq_entry *e)
 
 /* ---- posting ---- */
 
-/* One data operation, as the libfabric calls give it. */
-struct op {
-	uint8_t op; /* FABRICFS_OP_* */
-	const struct iovec *iov;
-	void **desc;
-	size_t count;
-	fi_addr_t addr; /* destination, or a receive's source */
-	uint64_t tag, ignore, data, rma_addr, rma_key;
-	void *context;
-	uint64_t flags; /* libfabric's op flags */
-	bool inject;    /* fi_inject and kin: no completion, no context */
-};
-
 /* post is every data operation. */
-static ssize_t post(struct ffs_ep *ep, const struct op *o)
+static ssize_t post(struct ffs_ep *ep, const struct ffs_op *o)
 {
 	bool on_rx = o->op == FABRICFS_OP_RECV || o->op == FABRICFS_OP_TRECV;
 	/* Bytes that arrive into the buffer: copied out of staging at the end. */
 	bool incoming = on_rx || o->op == FABRICFS_OP_READ;
-	if (o->count > MAX_IOV || (o->count && !o->iov))
+	/* Atomics: a fetch or compare atomic's result comes back like a
+	 * read's bytes; the compare values go in the operand's region (a
+	 * work request has one desc for both); FI_ATOMIC_READ has no operand,
+	 * and the work request names the result's bytes for it. */
+	bool atomic = o->op >= FABRICFS_OP_ATOMIC;
+	bool fetch = o->op == FABRICFS_OP_FETCH_ATOMIC || o->op == FABRICFS_OP_COMPARE_ATOMIC;
+	bool compare = o->op == FABRICFS_OP_COMPARE_ATOMIC;
+	bool no_operand = o->op == FABRICFS_OP_FETCH_ATOMIC && o->atomic_op == FI_ATOMIC_READ;
+	if (o->count > MAX_IOV || (o->count && !o->iov) || (atomic && o->count != 1))
 		return -FI_EINVAL;
 	size_t len = 0;
 	for (size_t i = 0; i < o->count; i++) {
@@ -452,11 +461,21 @@ static ssize_t post(struct ffs_ep *ep, const struct op *o)
 		return -FI_EINVAL;
 	if ((o->flags & FI_MULTI_RECV) && !on_rx)
 		return -FI_EINVAL;
+	/* An atomic's staged bytes (operand and compare values, or result)
+	 * take one staging region each, never a temporary one. */
+	size_t stage_len = compare ? 2 * len : len;
+	if (atomic && stage_len > STAGE_SIZE)
+		return -FI_EMSGSIZE;
 	/* Zero copy when the bytes are in a registered region (and the
 	 * application may reuse them at once only if it asked to inject). */
-	uint64_t tdesc = 0, toff = 0;
-	bool zc = !o->inject && !(o->flags & FI_INJECT) && o->count == 1 &&
+	uint64_t tdesc = 0, toff = 0, coff = 0, rdesc = 0, roff = 0;
+	bool zc = !o->inject && !(o->flags & FI_INJECT) && o->count == 1 && !no_operand &&
 		  ffs_mr_lookup(ep->dom, o->desc ? o->desc[0] : NULL, o->iov[0].iov_base, len, &tdesc, &toff) == 0;
+	if (zc && compare) {
+		uint64_t cdesc;
+		zc = ffs_mr_lookup(ep->dom, o->compare_desc, o->compare, len, &cdesc, &coff) == 0 && cdesc == tdesc;
+	}
+	bool result_zc = fetch && ffs_mr_lookup(ep->dom, o->result_desc, o->result, len, &rdesc, &roff) == 0;
 
 	struct fabricfs_wr wr;
 	memset(&wr, 0, sizeof wr);
@@ -469,6 +488,8 @@ static ssize_t post(struct ffs_ep *ep, const struct op *o)
 	wr.ignore = o->ignore;
 	wr.rma_addr = o->rma_addr;
 	wr.rma_key = o->rma_key;
+	wr.datatype = o->datatype;
+	wr.atomic_op = o->atomic_op;
 	/* An fi_addr of the application's AV is the tree AV's (av.c). A
 	 * receive names a source only with FI_DIRECTED_RECV in the caps the
 	 * application asked for: the tree's FI_EP_RDM has it by default. */
@@ -520,34 +541,56 @@ static ssize_t post(struct ffs_ep *ep, const struct op *o)
 	memcpy(r->iov, o->iov, o->count * sizeof *o->iov);
 	r->iov_count = o->count;
 	r->len = len;
+	if (fetch && !result_zc) {
+		long c = stage_alloc(&ep->srx, len, &r->rnchunk);
+		if (c < 0) {
+			ret = -FI_EAGAIN;
+			goto out;
+		}
+		r->result = o->result;
+		r->rchunk = (size_t)c;
+		rdesc = ep->srx.r.desc;
+		roff = (uint64_t)c * CHUNK;
+	}
+	wr.result_desc = rdesc;
+	wr.result_offset = roff;
 	if (zc) {
 		r->where = IN_APP;
 		r->off = toff;
 		wr.desc = tdesc;
+		wr.compare_offset = coff;
+	} else if (no_operand) {
+		r->where = IN_APP;
+		r->off = roff;
+		wr.desc = rdesc;
 	} else {
 		struct stage *st = incoming ? &ep->srx : &ep->stx;
 		long c = -1;
-		if (len <= st->r.len && (c = stage_alloc(st, len, &r->nchunk)) >= 0) {
+		if (stage_len <= st->r.len && (c = stage_alloc(st, stage_len, &r->nchunk)) >= 0) {
 			r->where = IN_STAGE;
 			r->st = st;
 			r->chunk = (size_t)c;
 			r->off = (uint64_t)c * CHUNK;
 			wr.desc = st->r.desc;
-		} else if (len > st->r.len) {
+		} else if (stage_len > st->r.len) {
 			int err;
 			if (!(r->tmp = get_temp(ep, len, &err))) {
 				ret = err;
-				goto out;
+				goto unstage;
 			}
 			r->where = IN_TEMP;
 			r->off = 0;
 			wr.desc = r->tmp->r.desc;
 		} else {
 			ret = -FI_EAGAIN; /* staging full until completions free it */
-			goto out;
+			goto unstage;
 		}
 		if (!incoming)
 			gather(o->iov, o->count, region_of(r) + r->off);
+		if (compare) {
+			memcpy(region_of(r) + r->off + len, o->compare, len);
+			wr.compare_offset = r->off + len;
+		}
 	}
 	wr.offset = r->off;
 	wr.context = (uint64_t)(uintptr_t)r;
@@ -559,9 +602,27 @@ static ssize_t post(struct ffs_ep *ep, const struct op *o)
 	r->ring = ring;
 	r->idx = fabricfs_load_relaxed(ring->tail);
 	fabricfs_post(ring, &wr); /* room was checked above, under the lock */
+	goto out;
+unstage:
+	if (r->result)
+		mark(&ep->srx, r->rchunk, r->rnchunk, false);
+	r->result = NULL;
 out:
 	pthread_mutex_unlock(&ep->lock);
 	return ret;
+}
+
+ssize_t ffs_ep_post(struct fid_ep *fid, const struct ffs_op *o)
+{
+	return post(container_of(fid, struct ffs_ep, ep_fid), o);
+}
+
+struct ffs_domain *ffs_ep_attrs(struct fid_ep *fid, enum fi_ep_type *type, uint64_t *tx_op_flags)
+{
+	struct ffs_ep *ep = container_of(fid, struct ffs_ep, ep_fid);
+	*type = ep->type;
+	*tx_op_flags = ep->tx_op_flags;
+	return ep->dom;
 }
 
 static struct ffs_ep *ep_of(struct fid_ep *fid)
@@ -575,53 +636,53 @@ static ssize_t ep_recv(struct fid_ep *fid, void *buf, size_t len, void *desc, fi
 {
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {buf, len};
-	return post(ep, &(struct op){.op = FABRICFS_OP_RECV, .iov = &iov, .desc = &desc, .count = 1, .addr = src,
-				     .context = context, .flags = ep->rx_op_flags});
+	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_RECV, .iov = &iov, .desc = &desc, .count = 1, .addr = src,
+					 .context = context, .flags = ep->rx_op_flags});
 }
 
 static ssize_t ep_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
 			void *context)
 {
 	struct ffs_ep *ep = ep_of(fid);
-	return post(ep, &(struct op){.op = FABRICFS_OP_RECV, .iov = iov, .desc = desc, .count = count, .addr = src,
-				     .context = context, .flags = ep->rx_op_flags});
+	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_RECV, .iov = iov, .desc = desc, .count = count, .addr = src,
+					 .context = context, .flags = ep->rx_op_flags});
 }
 
 static ssize_t ep_recvmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
 {
-	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_RECV, .iov = msg->msg_iov, .desc = msg->desc,
-					     .count = msg->iov_count, .addr = msg->addr, .context = msg->context,
-					     .flags = flags});
+	return post(ep_of(fid), &(struct ffs_op){.op = FABRICFS_OP_RECV, .iov = msg->msg_iov, .desc = msg->desc,
+						 .count = msg->iov_count, .addr = msg->addr, .context = msg->context,
+						 .flags = flags});
 }
 
 static ssize_t ep_send(struct fid_ep *fid, const void *buf, size_t len, void *desc, fi_addr_t dest, void *context)
 {
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {(void *)buf, len};
-	return post(ep, &(struct op){.op = FABRICFS_OP_SEND, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
-				     .context = context, .flags = ep->tx_op_flags});
+	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_SEND, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
+					 .context = context, .flags = ep->tx_op_flags});
 }
 
 static ssize_t ep_sendv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
 			void *context)
 {
 	struct ffs_ep *ep = ep_of(fid);
-	return post(ep, &(struct op){.op = FABRICFS_OP_SEND, .iov = iov, .desc = desc, .count = count, .addr = dest,
-				     .context = context, .flags = ep->tx_op_flags});
+	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_SEND, .iov = iov, .desc = desc, .count = count, .addr = dest,
+					 .context = context, .flags = ep->tx_op_flags});
 }
 
 static ssize_t ep_sendmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
 {
-	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_SEND, .iov = msg->msg_iov, .desc = msg->desc,
-					     .count = msg->iov_count, .addr = msg->addr, .data = msg->data,
-					     .context = msg->context, .flags = flags});
+	return post(ep_of(fid), &(struct ffs_op){.op = FABRICFS_OP_SEND, .iov = msg->msg_iov, .desc = msg->desc,
+						 .count = msg->iov_count, .addr = msg->addr, .data = msg->data,
+						 .context = msg->context, .flags = flags});
 }
 
 static ssize_t ep_inject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest)
 {
 	struct iovec iov = {(void *)buf, len};
-	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_SEND, .iov = &iov, .count = 1, .addr = dest,
-					     .inject = true});
+	return post(ep_of(fid), &(struct ffs_op){.op = FABRICFS_OP_SEND, .iov = &iov, .count = 1, .addr = dest,
+						 .inject = true});
 }
 
 static ssize_t ep_senddata(struct fid_ep *fid, const void *buf, size_t len, void *desc, uint64_t data, fi_addr_t dest,
@@ -629,15 +690,16 @@ static ssize_t ep_senddata(struct fid_ep *fid, const void *buf, size_t len, void
 {
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {(void *)buf, len};
-	return post(ep, &(struct op){.op = FABRICFS_OP_SEND, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
-				     .data = data, .context = context, .flags = ep->tx_op_flags | FI_REMOTE_CQ_DATA});
+	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_SEND, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
+					 .data = data, .context = context,
+					 .flags = ep->tx_op_flags | FI_REMOTE_CQ_DATA});
 }
 
 static ssize_t ep_injectdata(struct fid_ep *fid, const void *buf, size_t len, uint64_t data, fi_addr_t dest)
 {
 	struct iovec iov = {(void *)buf, len};
-	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_SEND, .iov = &iov, .count = 1, .addr = dest,
-					     .data = data, .flags = FI_REMOTE_CQ_DATA, .inject = true});
+	return post(ep_of(fid), &(struct ffs_op){.op = FABRICFS_OP_SEND, .iov = &iov, .count = 1, .addr = dest,
+						 .data = data, .flags = FI_REMOTE_CQ_DATA, .inject = true});
 }
 
 /* Tagged messages. */
@@ -647,16 +709,16 @@ static ssize_t ep_trecv(struct fid_ep *fid, void *buf, size_t len, void *desc, f
 {
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {buf, len};
-	return post(ep, &(struct op){.op = FABRICFS_OP_TRECV, .iov = &iov, .desc = &desc, .count = 1, .addr = src,
-				     .tag = tag, .ignore = ignore, .context = context, .flags = ep->rx_op_flags});
+	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_TRECV, .iov = &iov, .desc = &desc, .count = 1, .addr = src,
+					 .tag = tag, .ignore = ignore, .context = context, .flags = ep->rx_op_flags});
 }
 
 static ssize_t ep_trecvv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
 			 uint64_t tag, uint64_t ignore, void *context)
 {
 	struct ffs_ep *ep = ep_of(fid);
-	return post(ep, &(struct op){.op = FABRICFS_OP_TRECV, .iov = iov, .desc = desc, .count = count, .addr = src,
-				     .tag = tag, .ignore = ignore, .context = context, .flags = ep->rx_op_flags});
+	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_TRECV, .iov = iov, .desc = desc, .count = count, .addr = src,
+					 .tag = tag, .ignore = ignore, .context = context, .flags = ep->rx_op_flags});
 }
 
 /* FI_PEEK, FI_CLAIM and FI_DISCARD go to the tree, which keeps the
@@ -668,10 +730,10 @@ static ssize_t ep_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, 
 {
 	if ((flags & FI_DISCARD) && !(flags & (FI_PEEK | FI_CLAIM)))
 		return -FI_EINVAL;
-	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_TRECV, .iov = msg->msg_iov, .desc = msg->desc,
-					     .count = msg->iov_count, .addr = msg->addr, .tag = msg->tag,
-					     .ignore = msg->ignore, .context = msg->context, .flags = flags,
-					     .rma_key = (flags & FI_CLAIM) ? (uint64_t)(uintptr_t)msg->context : 0});
+	return post(ep_of(fid), &(struct ffs_op){.op = FABRICFS_OP_TRECV, .iov = msg->msg_iov, .desc = msg->desc,
+						 .count = msg->iov_count, .addr = msg->addr, .tag = msg->tag,
+						 .ignore = msg->ignore, .context = msg->context, .flags = flags,
+						 .rma_key = (flags & FI_CLAIM) ? (uint64_t)(uintptr_t)msg->context : 0});
 }
 
 static ssize_t ep_tsend(struct fid_ep *fid, const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t tag,
@@ -679,30 +741,30 @@ static ssize_t ep_tsend(struct fid_ep *fid, const void *buf, size_t len, void *d
 {
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {(void *)buf, len};
-	return post(ep, &(struct op){.op = FABRICFS_OP_TSEND, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
-				     .tag = tag, .context = context, .flags = ep->tx_op_flags});
+	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_TSEND, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
+					 .tag = tag, .context = context, .flags = ep->tx_op_flags});
 }
 
 static ssize_t ep_tsendv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
 			 uint64_t tag, void *context)
 {
 	struct ffs_ep *ep = ep_of(fid);
-	return post(ep, &(struct op){.op = FABRICFS_OP_TSEND, .iov = iov, .desc = desc, .count = count, .addr = dest,
-				     .tag = tag, .context = context, .flags = ep->tx_op_flags});
+	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_TSEND, .iov = iov, .desc = desc, .count = count,
+					 .addr = dest, .tag = tag, .context = context, .flags = ep->tx_op_flags});
 }
 
 static ssize_t ep_tsendmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, uint64_t flags)
 {
-	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_TSEND, .iov = msg->msg_iov, .desc = msg->desc,
-					     .count = msg->iov_count, .addr = msg->addr, .tag = msg->tag,
-					     .data = msg->data, .context = msg->context, .flags = flags});
+	return post(ep_of(fid), &(struct ffs_op){.op = FABRICFS_OP_TSEND, .iov = msg->msg_iov, .desc = msg->desc,
+						 .count = msg->iov_count, .addr = msg->addr, .tag = msg->tag,
+						 .data = msg->data, .context = msg->context, .flags = flags});
 }
 
 static ssize_t ep_tinject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest, uint64_t tag)
 {
 	struct iovec iov = {(void *)buf, len};
-	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_TSEND, .iov = &iov, .count = 1, .addr = dest,
-					     .tag = tag, .inject = true});
+	return post(ep_of(fid), &(struct ffs_op){.op = FABRICFS_OP_TSEND, .iov = &iov, .count = 1, .addr = dest,
+						 .tag = tag, .inject = true});
 }
 
 static ssize_t ep_tsenddata(struct fid_ep *fid, const void *buf, size_t len, void *desc, uint64_t data,
@@ -710,17 +772,17 @@ static ssize_t ep_tsenddata(struct fid_ep *fid, const void *buf, size_t len, voi
 {
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {(void *)buf, len};
-	return post(ep, &(struct op){.op = FABRICFS_OP_TSEND, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
-				     .tag = tag, .data = data, .context = context,
-				     .flags = ep->tx_op_flags | FI_REMOTE_CQ_DATA});
+	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_TSEND, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
+					 .tag = tag, .data = data, .context = context,
+					 .flags = ep->tx_op_flags | FI_REMOTE_CQ_DATA});
 }
 
 static ssize_t ep_tinjectdata(struct fid_ep *fid, const void *buf, size_t len, uint64_t data, fi_addr_t dest,
 			      uint64_t tag)
 {
 	struct iovec iov = {(void *)buf, len};
-	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_TSEND, .iov = &iov, .count = 1, .addr = dest,
-					     .tag = tag, .data = data, .flags = FI_REMOTE_CQ_DATA, .inject = true});
+	return post(ep_of(fid), &(struct ffs_op){.op = FABRICFS_OP_TSEND, .iov = &iov, .count = 1, .addr = dest,
+						 .tag = tag, .data = data, .flags = FI_REMOTE_CQ_DATA, .inject = true});
 }
 
 /* RMA: the remote address (an offset into the peer's region, the domain's
@@ -732,16 +794,18 @@ static ssize_t ep_read(struct fid_ep *fid, void *buf, size_t len, void *desc, fi
 {
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {buf, len};
-	return post(ep, &(struct op){.op = FABRICFS_OP_READ, .iov = &iov, .desc = &desc, .count = 1, .addr = src,
-				     .rma_addr = addr, .rma_key = key, .context = context, .flags = ep->tx_op_flags});
+	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_READ, .iov = &iov, .desc = &desc, .count = 1, .addr = src,
+					 .rma_addr = addr, .rma_key = key, .context = context,
+					 .flags = ep->tx_op_flags});
 }
 
 static ssize_t ep_readv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
 			uint64_t addr, uint64_t key, void *context)
 {
 	struct ffs_ep *ep = ep_of(fid);
-	return post(ep, &(struct op){.op = FABRICFS_OP_READ, .iov = iov, .desc = desc, .count = count, .addr = src,
-				     .rma_addr = addr, .rma_key = key, .context = context, .flags = ep->tx_op_flags});
+	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_READ, .iov = iov, .desc = desc, .count = count, .addr = src,
+					 .rma_addr = addr, .rma_key = key, .context = context,
+					 .flags = ep->tx_op_flags});
 }
 
 /* rma_msg posts an fi_msg_rma: one remote range, as the tree's
@@ -750,10 +814,10 @@ static ssize_t rma_msg(struct fid_ep *fid, uint8_t op, const struct fi_msg_rma *
 {
 	if (!msg || msg->rma_iov_count != 1 || !msg->rma_iov)
 		return -FI_EINVAL;
-	return post(ep_of(fid), &(struct op){.op = op, .iov = msg->msg_iov, .desc = msg->desc, .count = msg->iov_count,
-					     .addr = msg->addr, .rma_addr = msg->rma_iov[0].addr,
-					     .rma_key = msg->rma_iov[0].key, .data = msg->data, .context = msg->context,
-					     .flags = flags});
+	return post(ep_of(fid), &(struct ffs_op){.op = op, .iov = msg->msg_iov, .desc = msg->desc,
+						 .count = msg->iov_count, .addr = msg->addr,
+						 .rma_addr = msg->rma_iov[0].addr, .rma_key = msg->rma_iov[0].key,
+						 .data = msg->data, .context = msg->context, .flags = flags});
 }
 
 static ssize_t ep_readmsg(struct fid_ep *fid, const struct fi_msg_rma *msg, uint64_t flags)
@@ -766,16 +830,18 @@ static ssize_t ep_write(struct fid_ep *fid, const void *buf, size_t len, void *d
 {
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {(void *)buf, len};
-	return post(ep, &(struct op){.op = FABRICFS_OP_WRITE, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
-				     .rma_addr = addr, .rma_key = key, .context = context, .flags = ep->tx_op_flags});
+	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_WRITE, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
+					 .rma_addr = addr, .rma_key = key, .context = context,
+					 .flags = ep->tx_op_flags});
 }
 
 static ssize_t ep_writev(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
 			 uint64_t addr, uint64_t key, void *context)
 {
 	struct ffs_ep *ep = ep_of(fid);
-	return post(ep, &(struct op){.op = FABRICFS_OP_WRITE, .iov = iov, .desc = desc, .count = count, .addr = dest,
-				     .rma_addr = addr, .rma_key = key, .context = context, .flags = ep->tx_op_flags});
+	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_WRITE, .iov = iov, .desc = desc, .count = count,
+					 .addr = dest, .rma_addr = addr, .rma_key = key, .context = context,
+					 .flags = ep->tx_op_flags});
 }
 
 static ssize_t ep_writemsg(struct fid_ep *fid, const struct fi_msg_rma *msg, uint64_t flags)
@@ -787,8 +853,8 @@ static ssize_t ep_inject_write(struct fid_ep *fid, const void *buf, size_t len, 
 			       uint64_t key)
 {
 	struct iovec iov = {(void *)buf, len};
-	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_WRITE, .iov = &iov, .count = 1, .addr = dest,
-					     .rma_addr = addr, .rma_key = key, .inject = true});
+	return post(ep_of(fid), &(struct ffs_op){.op = FABRICFS_OP_WRITE, .iov = &iov, .count = 1, .addr = dest,
+						 .rma_addr = addr, .rma_key = key, .inject = true});
 }
 
 static ssize_t ep_writedata(struct fid_ep *fid, const void *buf, size_t len, void *desc, uint64_t data,
@@ -796,18 +862,18 @@ static ssize_t ep_writedata(struct fid_ep *fid, const void *buf, size_t len, voi
 {
 	struct ffs_ep *ep = ep_of(fid);
 	struct iovec iov = {(void *)buf, len};
-	return post(ep, &(struct op){.op = FABRICFS_OP_WRITE, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
-				     .rma_addr = addr, .rma_key = key, .data = data, .context = context,
-				     .flags = ep->tx_op_flags | FI_REMOTE_CQ_DATA});
+	return post(ep, &(struct ffs_op){.op = FABRICFS_OP_WRITE, .iov = &iov, .desc = &desc, .count = 1, .addr = dest,
+					 .rma_addr = addr, .rma_key = key, .data = data, .context = context,
+					 .flags = ep->tx_op_flags | FI_REMOTE_CQ_DATA});
 }
 
 static ssize_t ep_inject_writedata(struct fid_ep *fid, const void *buf, size_t len, uint64_t data, fi_addr_t dest,
 				   uint64_t addr, uint64_t key)
 {
 	struct iovec iov = {(void *)buf, len};
-	return post(ep_of(fid), &(struct op){.op = FABRICFS_OP_WRITE, .iov = &iov, .count = 1, .addr = dest,
-					     .rma_addr = addr, .rma_key = key, .data = data,
-					     .flags = FI_REMOTE_CQ_DATA, .inject = true});
+	return post(ep_of(fid), &(struct ffs_op){.op = FABRICFS_OP_WRITE, .iov = &iov, .count = 1, .addr = dest,
+						 .rma_addr = addr, .rma_key = key, .data = data,
+						 .flags = FI_REMOTE_CQ_DATA, .inject = true});
 }
 
 /* ---- control ---- */
@@ -1322,96 +1388,6 @@ static struct fi_ops_rma ep_rma_ops = {
 	.injectdata = ep_inject_writedata,
 };
 
-/* Atomics: the tree answers them -FI_EOPNOTSUPP (docs/abi.md) and offers no
- * FI_ATOMIC; the table is here so that a call fails instead of crashing. */
-
-static ssize_t no_atomic(struct fid_ep *ep, const void *buf, size_t count, void *desc, fi_addr_t dest, uint64_t addr,
-			 uint64_t key, enum fi_datatype dt, enum fi_op op, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t no_atomicv(struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count, fi_addr_t dest,
-			  uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t no_atomicmsg(struct fid_ep *ep, const struct fi_msg_atomic *msg, uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t no_inject_atomic(struct fid_ep *ep, const void *buf, size_t count, fi_addr_t dest, uint64_t addr,
-				uint64_t key, enum fi_datatype dt, enum fi_op op)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t no_fetch_atomic(struct fid_ep *ep, const void *buf, size_t count, void *desc, void *result,
-			       void *result_desc, fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype dt,
-			       enum fi_op op, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t no_fetch_atomicv(struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count,
-				struct fi_ioc *resultv, void **result_desc, size_t result_count, fi_addr_t dest,
-				uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t no_fetch_atomicmsg(struct fid_ep *ep, const struct fi_msg_atomic *msg, struct fi_ioc *resultv,
-				  void **result_desc, size_t result_count, uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t no_compare_atomic(struct fid_ep *ep, const void *buf, size_t count, void *desc, const void *compare,
-				 void *compare_desc, void *result, void *result_desc, fi_addr_t dest, uint64_t addr,
-				 uint64_t key, enum fi_datatype dt, enum fi_op op, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t no_compare_atomicv(struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count,
-				  const struct fi_ioc *comparev, void **compare_desc, size_t compare_count,
-				  struct fi_ioc *resultv, void **result_desc, size_t result_count, fi_addr_t dest,
-				  uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t no_compare_atomicmsg(struct fid_ep *ep, const struct fi_msg_atomic *msg, const struct fi_ioc *comparev,
-				    void **compare_desc, size_t compare_count, struct fi_ioc *resultv,
-				    void **result_desc, size_t result_count, uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
-static int no_atomic_valid(struct fid_ep *ep, enum fi_datatype dt, enum fi_op op, size_t *count)
-{
-	return -FI_ENOSYS;
-}
-
-static struct fi_ops_atomic ep_atomic_ops = {
-	.size = sizeof(struct fi_ops_atomic),
-	.write = no_atomic,
-	.writev = no_atomicv,
-	.writemsg = no_atomicmsg,
-	.inject = no_inject_atomic,
-	.readwrite = no_fetch_atomic,
-	.readwritev = no_fetch_atomicv,
-	.readwritemsg = no_fetch_atomicmsg,
-	.compwrite = no_compare_atomic,
-	.compwritev = no_compare_atomicv,
-	.compwritemsg = no_compare_atomicmsg,
-	.writevalid = no_atomic_valid,
-	.readwritevalid = no_atomic_valid,
-	.compwritevalid = no_atomic_valid,
-};
-
 static struct fi_ops_tagged ep_tagged_ops = {
 	.size = sizeof(struct fi_ops_tagged),
 	.recv = ep_trecv,
@@ -1515,7 +1491,7 @@ int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 	ep->ep_fid.tagged = &ep_tagged_ops;
 	__atomic_fetch_add(&dom->eps, 1, __ATOMIC_SEQ_CST);
 	ep->ep_fid.rma = &ep_rma_ops;
-	ep->ep_fid.atomic = &ep_atomic_ops;
+	ep->ep_fid.atomic = &ffs_atomic_ops;
 	*out = &ep->ep_fid;
 	return 0;
 fail:

@@ -22,6 +22,7 @@
  *	mr.c		memory regions
  *	cntr.c		counters
  *	wait.c		wait objects: FI_WAIT_FD, fi_trywait, wait sets, poll sets
+ *	atomic.c	atomic operations (fi_atomic(3)) and fi_query_atomic
  */
 #ifndef FFS_H
 #define FFS_H
@@ -38,6 +39,7 @@
 #include <stdint.h>
 
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
@@ -169,6 +171,7 @@ struct ffs_domain {
 	pthread_mutex_t cq_lock; /* the CQ list; taken before a CQ's lock */
 	struct ffs_cq *cqs;      /* every CQ of the domain, hidden ones too */
 	int eps;                 /* endpoints open (atomic): fi_close is -FI_EBUSY until 0 */
+	struct ffs_atomics *atomics; /* the tree's fi_query_atomic answers (atomic.c), read once, under lock */
 };
 
 int ffs_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **domain, void *context);
@@ -356,6 +359,38 @@ int ffs_addr_format(const void *addr, size_t addrlen, char *buf, size_t size);
 int ffs_hex_data(const void *data, size_t len, char *buf, size_t size);
 
 int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
+
+/* One data operation of an endpoint, as the libfabric calls give it. */
+struct ffs_op {
+	uint8_t op; /* FABRICFS_OP_* */
+	const struct iovec *iov;
+	void **desc;
+	size_t count;
+	fi_addr_t addr; /* destination, or a receive's source */
+	uint64_t tag, ignore, data, rma_addr, rma_key;
+	void *context;
+	uint64_t flags; /* libfabric's op flags */
+	bool inject;    /* fi_inject and kin: no completion, no context */
+	/* Atomics (FABRICFS_OP_ATOMIC, FETCH_ATOMIC, COMPARE_ATOMIC): iov
+	 * is the operand, one iovec (its base unused for FI_ATOMIC_READ);
+	 * the compare values (COMPARE_ATOMIC) and the result buffer (FETCH
+	 * and COMPARE) have as many bytes. */
+	uint8_t datatype, atomic_op; /* enum fi_datatype, enum fi_op */
+	const void *compare;
+	void *compare_desc;
+	void *result;
+	void *result_desc;
+};
+
+/* ffs_ep_post posts an operation on an endpoint of this provider (ep.c):
+ * its buffers go to the daemon in place when registered, else through
+ * the endpoint's staging; an atomic's result comes back into the
+ * application's buffer before its completion is reported. */
+ssize_t ffs_ep_post(struct fid_ep *ep, const struct ffs_op *o);
+/* ffs_ep_attrs gives what atomic.c needs of an endpoint: its domain, type
+ * and transmit op flags (fi_control FI_SETOPSFLAG). */
+struct ffs_domain *ffs_ep_attrs(struct fid_ep *ep, enum fi_ep_type *type, uint64_t *tx_op_flags);
+
 int ffs_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep, void *context);
 int ffs_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq, void *context);
 int ffs_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq, void *context);
@@ -443,5 +478,18 @@ void ffs_cntr_counts(struct ffs_cntr *c, uint64_t *value, uint64_t *errors);
 void ffs_cntr_polled(struct ffs_cntr *c);
 
 int ffs_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr, void *context);
+
+/* ---- atomic.c ---- */
+
+/* The endpoints' atomic operations (fi_atomic(3)). */
+extern struct fi_ops_atomic ffs_atomic_ops;
+
+/* ffs_query_atomic is the domain's fi_query_atomic: the tree's answer for
+ * endpoints of the domain's type (its info's ep_attr->type). */
+int ffs_query_atomic(struct fid_domain *domain, enum fi_datatype datatype, enum fi_op op,
+		     struct fi_atomic_attr *attr, uint64_t flags);
+
+/* ffs_atomics_free frees what ffs_query_atomic read for a domain. */
+void ffs_atomics_free(struct ffs_domain *dom);
 
 #endif /* FFS_H */

@@ -16,7 +16,7 @@ import (
 // prov.c and info.c. Where one is missing (a branch that has only some of
 // them), the provider is built with provider/test/stubs.c, whose weak
 // stand-ins let fi_getinfo and fi_fabric work.
-var providerFiles = []string{"domain.c", "ep.c", "pep.c", "eq.c", "cq.c", "av.c", "mr.c", "cntr.c", "wait.c"}
+var providerFiles = []string{"domain.c", "ep.c", "pep.c", "eq.c", "cq.c", "av.c", "mr.c", "cntr.c", "wait.c", "atomic.c"}
 
 // buildProvider builds bin/libfabricfs-fi.so with scripts/provider.sh and
 // returns the directory for FI_PROVIDER_PATH.

@@ -145,13 +145,13 @@ func TestProviderPingpongTCP(t *testing.T) {
 }
 
 // runProviderC builds provider/test/NAME.c and runs it once per argument
-// list in runs (the first argument, a domain of d's tree, names the
-// subtest); each run must exit 0 and end with PASS.
+// list in runs (the first argument a domain of d's tree; the arguments
+// name the subtest); each run must exit 0 and end with PASS.
 func runProviderC(t *testing.T, name string, runs ...[]string) {
 	d := mount(t)
 	bin := buildProviderC(t, name)
 	for _, args := range runs {
-		t.Run(args[0], func(t *testing.T) {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			p := startProc(t, provEnv(t, d), bin, args...)
 			if code := p.wait(t, ppLimit); code != 0 || !strings.HasSuffix(p.out.String(), "PASS\n") {
 				t.Fatalf("%v", p)

@@ -1,11 +1,11 @@
 /*
  * stubs.c: weak stand-ins for the entry points prov.c hands out and other
  * files of the provider implement (domain.c, pep.c, eq.c; av.c, mr.c,
- * cntr.c), so that a branch with only some of the files links into a
- * provider: prov.c, info.c and tree.c alone give fi_getinfo and fi_fabric;
- * with domain.c and the endpoint files, messages go through staging (no
- * registered regions) and AVs and counters are -FI_ENOSYS. A build with
- * the real files uses theirs.
+ * cntr.c, atomic.c), so that a branch with only some of the files links
+ * into a provider: prov.c, info.c and tree.c alone give fi_getinfo and
+ * fi_fabric; with domain.c and the endpoint files, messages go through
+ * staging (no registered regions), and AVs, counters and fi_query_atomic
+ * are -FI_ENOSYS. A build with the real files uses theirs.
  */
 #include "../ffs.h"
 
@@ -71,4 +71,16 @@ __attribute__((weak)) struct ffs_wait *ffs_eq_wait(struct fid *fid)
 __attribute__((weak)) void ffs_cntr_counts(struct ffs_cntr *c, uint64_t *value, uint64_t *errors)
 {
 	*value = *errors = 0;
+}
+
+__attribute__((weak)) struct fi_ops_atomic ffs_atomic_ops;
+
+__attribute__((weak)) int ffs_query_atomic(struct fid_domain *domain, enum fi_datatype datatype, enum fi_op op,
+					   struct fi_atomic_attr *attr, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+__attribute__((weak)) void ffs_atomics_free(struct ffs_domain *dom)
+{
 }
