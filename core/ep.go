@@ -39,6 +39,8 @@ type EP struct {
 	rxSel bool
 	eq    *EQ
 	av    *AV
+	srx   *SRX              // the shared receive context it takes receives from, if any
+	stx   *STX              // its shared transmit context, if any
 	cntrs [numClasses]*Cntr // bound counters, by class
 	opts  map[string]uint64
 	// engineCPU is attr/engine_cpu: the CPU whose engine group serves the
@@ -229,10 +231,45 @@ func (e *EP) setType(in *fi.Info, s string) error {
 // connectionless one an AV (FI_ENOEQ, FI_ENOAV); both a CQ for each
 // direction their capabilities use (FI_ENOCQ). The rings are allocated
 // before the provider endpoint is enabled, so that an enable the memory
-// quota refuses leaves nothing enabled and can be retried.
+// quota refuses leaves nothing enabled and can be retried. A shared
+// receive context bound to the endpoint is enabled with it, and gets
+// core's receives on it (SRX) once it is.
 func (e *EP) Enable() error {
+	srx, err := e.enable()
+	if err == nil && srx != nil {
+		srx.attach(e)
+	}
+	return err
+}
+
+func (e *EP) enable() (*SRX, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if err := e.checkEnableLocked(); err != nil {
+		return nil, err
+	}
+	if e.srx != nil {
+		e.srx.mu.Lock()
+		err := e.srx.enableLocked()
+		e.srx.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := e.obj.charge(); err != nil { // an endpoint made from a request
+		return nil, err
+	}
+	if err := e.enableLocked(); err != nil {
+		e.obj.uncharge()
+		return nil, err
+	}
+	e.state = stateEnabled
+	return e.srx, nil
+}
+
+// checkEnableLocked checks what Enable needs: an idle endpoint with its
+// bindings.
+func (e *EP) checkEnableLocked() error {
 	if e.state == stateClosed {
 		return gone(e.obj)
 	}
@@ -252,14 +289,6 @@ func (e *EP) Enable() error {
 	if caps&(fi.MSG|fi.TAGGED) != 0 && caps&fi.SEND != 0 && e.txcq == nil {
 		return Errorf(fi.ENOCQ, "no cq bound for send; write 'bind cq ID send' first")
 	}
-	if err := e.obj.charge(); err != nil { // an endpoint made from a request
-		return err
-	}
-	if err := e.enableLocked(); err != nil {
-		e.obj.uncharge()
-		return err
-	}
-	e.state = stateEnabled
 	return nil
 }
 
@@ -496,6 +525,12 @@ func (e *EP) Links() []Link {
 	if e.av != nil {
 		l = append(l, Link{"av", e.av.obj})
 	}
+	if e.srx != nil {
+		l = append(l, Link{"srx", e.srx.obj})
+	}
+	if e.stx != nil {
+		l = append(l, Link{"stx", e.stx.obj})
+	}
 	for i, c := range e.cntrs {
 		if c != nil {
 			l = append(l, Link{"cntr_" + classes[i].name, c.obj})
@@ -566,9 +601,15 @@ func (e *EP) Close() error {
 	}
 	e.releaseRegions(rs)
 	e.mu.Lock()
-	txcq, rxcq, eq, av, cntrs := e.txcq, e.rxcq, e.eq, e.av, e.cntrs
-	e.txcq, e.rxcq, e.eq, e.av, e.cntrs = nil, nil, nil, nil, [numClasses]*Cntr{}
+	txcq, rxcq, eq, av, srx, stx, cntrs := e.txcq, e.rxcq, e.eq, e.av, e.srx, e.stx, e.cntrs
+	e.txcq, e.rxcq, e.eq, e.av, e.srx, e.stx, e.cntrs = nil, nil, nil, nil, nil, nil, [numClasses]*Cntr{}
 	e.mu.Unlock()
+	if srx != nil {
+		srx.detach(e)
+	}
+	if stx != nil {
+		stx.unbind()
+	}
 	for _, c := range cntrs {
 		if c != nil {
 			c.unbind()

@@ -362,6 +362,8 @@ func (t *tree) kindFiles(o *core.Object, f fileMaker, rw, ro meta) []entry {
 			t.shmEntry(o, "tx", slotTx, func() (*ring.Region, error) { return impl.Ring("tx") }),
 			t.shmEntry(o, "rx", slotRx, func() (*ring.Region, error) { return impl.Ring("rx") }),
 		}
+	case *core.SRX:
+		return []entry{t.shmEntry(o, "rx", slotRx, impl.Ring)}
 	case *core.PEP:
 		return []entry{
 			f("local", slotLocal, ro, rendered(addr(impl.Name), nil)),

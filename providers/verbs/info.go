@@ -3,6 +3,7 @@ package verbs
 import (
 	"fmt"
 
+	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/providers/verbs/cm"
 	"github.com/fabricfs/fabricfs/providers/verbs/ibv"
@@ -129,6 +130,8 @@ func baseInfo(d *device, caps fi.Caps) *fi.Info {
 			RxCtxCnt:        min(CtxCnt, uint64(a.MaxQP)),
 			MaxEPTxCtx:      min(CtxCnt, uint64(a.MaxQP)),
 			MaxEPRxCtx:      min(CtxCnt, uint64(a.MaxQP)),
+			MaxEPStxCtx:     min(core.SharedCtxEPs, uint64(a.MaxQP)),
+			MaxEPSrxCtx:     min(core.SharedCtxEPs, uint64(a.MaxQP)),
 			MRIovLimit:      1,
 			Caps:            domainCaps,
 			MaxErrData:      MaxErrData,

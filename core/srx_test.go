@@ -1,0 +1,262 @@
+package core_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/ring"
+)
+
+// sharedPair is the setup of the shared receive context tests: n
+// connections from client endpoints a[i] to server endpoints b[i] of
+// domain d, every b[i] bound to shared receive context "s" and to a receive
+// CQ of its own, cqs[i] ("c0", "c1", ...); the clients send through the data
+// file. rx is the context's ring as a client sees it, over registered
+// region mr (4 KiB), whose bytes are mem.
+type sharedPair struct {
+	a, b []*core.Object
+	cqs  []*core.CQ
+	srx  *core.Object
+	rx   *ring.Ring
+	mr   *core.Object
+	mem  []byte
+}
+
+func newSharedPair(t *testing.T, d *core.Domain, n int) *sharedPair {
+	t.Helper()
+	eq := create(t, d, core.KindEQ, "e").Impl.(*core.EQ)
+	create(t, d, core.KindCQ, "tx")
+	p := &sharedPair{srx: create(t, d, core.KindSRX, "s")}
+	pep := create(t, d, core.KindPEP, "l")
+	run(t, pep, "bind eq e")
+	run(t, pep, "listen 127.0.0.1:0")
+	addr, err := pep.Impl.(*core.PEP).Name()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range n {
+		c := create(t, d, core.KindCQ, "c"+string(rune('0'+i)))
+		p.cqs = append(p.cqs, c.Impl.(*core.CQ))
+		a := create(t, d, core.KindEP, "a"+string(rune('0'+i)))
+		for _, cmd := range []string{"bind eq e", "bind cq tx send,recv", "enable", "connect " + addr.String()} {
+			run(t, a, cmd)
+		}
+		b, err := pep.Impl.(*core.PEP).Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cmd := range []string{"bind eq e", "bind cq tx send", "bind cq " + c.ID + " recv", "bind srx s", "enable", "accept"} {
+			run(t, b, cmd)
+		}
+		p.a, p.b = append(p.a, a), append(p.b, b)
+	}
+	events(t, eq, 3*n) // connreq, and connected on both sides
+	p.mr = create(t, d, core.KindMR, "m")
+	setAttr(t, p.mr, "len", "4096")
+	run(t, p.mr, "reg")
+	reg, err := p.mr.Impl.(*core.MR).Region()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mem = reg.Mem
+	rreg, err := p.srx.Impl.(*core.SRX).Ring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.rx, err = ring.Open(rreg.Mem); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// post publishes a receive of 64 bytes at off of the region on the
+// context's ring.
+func (p *sharedPair) post(t *testing.T, context, off uint64) {
+	t.Helper()
+	slot, ok := p.rx.Reserve()
+	if !ok {
+		t.Fatal("srx ring full")
+	}
+	(&ring.WR{Op: ring.OpRecv, Flags: uint64(fi.COMPLETION), Context: context, Desc: p.mr.Serial, Offset: off,
+		Len: 64, Addr: fi.ADDR_UNSPEC}).Encode(slot)
+	p.rx.Publish(1)
+}
+
+// await waits until the context's status line has want.
+func (p *sharedPair) await(t *testing.T, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.srx.Status(), want); {
+		if time.Now().After(deadline) {
+			t.Fatalf("status %q, want %q", p.srx.Status(), want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// send sends msg from client i.
+func (p *sharedPair) send(t *testing.T, i int, msg string) {
+	t.Helper()
+	if err := p.a[i].Impl.(*core.EP).WriteData(context.Background(), []byte(msg)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// next waits for the next completion on cq.
+func next(t *testing.T, cq *core.CQ) core.CQEntry {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	es, err := cq.Read(ctx, 1, true)
+	if err != nil || len(es) != 1 {
+		t.Fatalf("cq read: %v, %v", es, err)
+	}
+	return es[0]
+}
+
+// pending takes the completions cq holds and counts them.
+func pending(cq *core.CQ) int {
+	es, _ := cq.Read(context.Background(), 100, false)
+	return len(es)
+}
+
+func setAttr(t *testing.T, o *core.Object, name, v string) {
+	t.Helper()
+	for _, a := range o.Attrs() {
+		if a.Name == name {
+			if err := a.Set(v); err != nil {
+				t.Fatalf("%s attr/%s = %s: %v", o, name, v, err)
+			}
+			return
+		}
+	}
+	t.Fatalf("%s has no attr/%s", o, name)
+}
+
+// TestSharedReceiveContext: fi_endpoint(3), "Users post receive buffers
+// directly to a shared receive context, with the buffers usable by any
+// endpoint bound to the shared receive context. [...] Completed receive
+// operations are posted to the CQs bound to the endpoint."
+func TestSharedReceiveContext(t *testing.T) {
+	d := lo(t)
+	p := newSharedPair(t, d, 2)
+	// Two receives posted once, on the context; a message to the second
+	// endpoint takes the first, a message to the first the second.
+	p.post(t, 11, 0)
+	p.post(t, 12, 512)
+	p.send(t, 1, "to b1")
+	c := next(t, p.cqs[1])
+	if c.Context != 11 || c.Err != 0 || c.Len != 5 || c.Buf != 0 || c.Flags != fi.CQFlags(fi.MSG|fi.RECV) {
+		t.Errorf("b1's completion %+v, want context 11, 5 bytes at 0", c)
+	}
+	if got := string(p.mem[:5]); got != "to b1" {
+		t.Errorf("receive 11 holds %q", got)
+	}
+	p.send(t, 0, "to b0")
+	c = next(t, p.cqs[0])
+	if c.Context != 12 || c.Err != 0 || c.Len != 5 || c.Buf != 512 {
+		t.Errorf("b0's completion %+v, want context 12, 5 bytes at 512", c)
+	}
+	if got := string(p.mem[512:517]); got != "to b0" {
+		t.Errorf("receive 12 holds %q", got)
+	}
+	// A message that comes before any receive waits in the context; a
+	// longer one than the receive is truncated.
+	p.send(t, 1, "early "+strings.Repeat("x", 100))
+	p.await(t, "held=1")
+	p.post(t, 13, 1024)
+	c = next(t, p.cqs[1])
+	if c.Context != 13 || c.Err != fi.ETRUNC || c.Len != 64 || c.OLen != 42 {
+		t.Errorf("held message's completion %+v, want context 13 truncated to 64 bytes, 42 over", c)
+	}
+	if got := string(p.mem[1024:1030]); got != "early " {
+		t.Errorf("receive 13 holds %q", got)
+	}
+	if n := pending(p.cqs[0]) + pending(p.cqs[1]); n != 0 {
+		t.Errorf("%d completions more than the three receives", n)
+	}
+}
+
+// TestSharedContextBinds: "CQs, counters, AV, and shared contexts must be
+// bound to endpoints before they are enabled", and an endpoint bound to a
+// shared receive context takes its receives from it only.
+func TestSharedContextBinds(t *testing.T) {
+	d := lo(t)
+	p := newSharedPair(t, d, 1)
+	create(t, d, core.KindSTX, "t")
+	create(t, d, core.KindSRX, "s2")
+	b := p.b[0]
+	for _, cmd := range []string{"bind srx s2", "bind stx t"} {
+		wantCode(t, cmd+" after enable", b.Ctl(context.Background(), 0, cmd), fi.EOPBADSTATE)
+	}
+	// Its own receives: the data file and its rx ring refuse them.
+	_, err := b.Impl.(*core.EP).ReadData(context.Background(), make([]byte, 8), 0)
+	wantCode(t, "data file read", err, fi.EOPNOTSUPP)
+	_, rx := ringsOf(t, b)
+	slot, _ := rx.Reserve()
+	(&ring.WR{Op: ring.OpRecv, Context: 5, Desc: p.mr.Serial, Len: 8, Addr: fi.ADDR_UNSPEC}).Encode(slot)
+	rx.Publish(1)
+	if c := next(t, p.cqs[0]); c.Context != 5 || c.Err != fi.EOPNOTSUPP {
+		t.Errorf("receive on the endpoint's own ring: %+v, want FI_EOPNOTSUPP", c)
+	}
+	// An enabled context's attributes are fixed.
+	for _, a := range p.srx.Attrs() {
+		if a.Name == "size" {
+			wantCode(t, "attr/size after enable", a.Set("64"), fi.EOPBADSTATE)
+		}
+	}
+	// An endpoint takes one shared context of each kind.
+	e := create(t, d, core.KindEP, "x")
+	run(t, e, "bind stx t")
+	run(t, e, "bind srx s2")
+	wantCode(t, "a second bind srx", e.Ctl(context.Background(), 0, "bind srx s"), fi.EINVAL)
+	wantCode(t, "a second bind stx", e.Ctl(context.Background(), 0, "bind stx t"), fi.EINVAL)
+	links := map[string]string{}
+	for _, l := range e.Impl.(core.Linker).Links() {
+		links[l.Name] = l.Target.Path()
+	}
+	if links["srx"] != "srx/s2" || links["stx"] != "stx/t" {
+		t.Errorf("links %v, want srx -> srx/s2, stx -> stx/t", links)
+	}
+}
+
+// TestSharedContextClose: a bound context cannot be closed ("removing a
+// bound object fails with EBUSY", fi_close(3)); once its endpoints are
+// closed it can, and its posted receives are "silently dropped".
+// fi_cancel of a posted receive completes it with FI_ECANCELED.
+func TestSharedContextClose(t *testing.T) {
+	d := lo(t)
+	p := newSharedPair(t, d, 1)
+	stx := create(t, d, core.KindSTX, "t")
+	e := create(t, d, core.KindEP, "x")
+	run(t, e, "bind stx t")
+	p.post(t, 21, 0)
+	p.post(t, 22, 64)
+	p.await(t, "posted=2") // cancel finds receives the context has taken
+	run(t, p.srx, "cancel 21")
+	if c := next(t, p.cqs[0]); c.Context != 21 || c.Err != fi.ECANCELED {
+		t.Errorf("cancelled receive: %+v, want FI_ECANCELED", c)
+	}
+	wantCode(t, "cancel of no receive", p.srx.Ctl(context.Background(), 0, "cancel 21"), fi.ENOENT)
+	wantCode(t, "rmdir of a bound srx", p.srx.Remove(), fi.EBUSY)
+	wantCode(t, "rmdir of a bound stx", stx.Remove(), fi.EBUSY)
+	for _, o := range []*core.Object{p.b[0], e} {
+		if err := o.Remove(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.srx.Remove(); err != nil {
+		t.Errorf("rmdir of the srx after its endpoints: %v", err)
+	}
+	if err := stx.Remove(); err != nil {
+		t.Errorf("rmdir of the stx after its endpoint: %v", err)
+	}
+	if n := pending(p.cqs[0]); n != 0 {
+		t.Errorf("%d completions after close; the posted receive is dropped silently", n)
+	}
+}
