@@ -431,7 +431,10 @@ func (s *SRX) arrived(m *srxMsg) {
 
 // complete places message m in receive r and reports it on the receive
 // CQ and counter of the endpoint it arrived at; that endpoint gets a
-// receive of core's in place of the one m came in.
+// receive of core's in place of the one m came in. That receive is posted
+// from a goroutine of its own: complete runs inside the completion of the
+// receive m came in, and a provider may hold there the lock its Post
+// takes (rxm's matcher does).
 func (s *SRX) complete(r *srxRecv, m *srxMsg) {
 	e := m.ep
 	n := copy(r.buf, m.data)
@@ -447,9 +450,11 @@ func (s *SRX) complete(r *srxRecv, m *srxMsg) {
 	ent.Src = source(e.av, m.c.Src)
 	e.mu.Unlock()
 	e.deliver(classRecv, ent, r.flags&fi.COMPLETION != 0)
-	if err := e.postShared(m.kind); err != nil {
-		e.obj.SetErr(WithOp("posting a receive for "+s.obj.String(), err))
-	}
+	go func() {
+		if err := e.postShared(m.kind); err != nil {
+			e.obj.SetErr(WithOp("posting a receive for "+s.obj.String(), err))
+		}
+	}()
 }
 
 // Close is fi_close: "Outstanding operations posted to the endpoint when
