@@ -7,6 +7,7 @@ package core
 // endpoint type has them.
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -34,11 +35,12 @@ const srxCredits = 16
 
 // ctxAttrs are the attribute files of a shared context: the fields of
 // infoFields of its direction (prefix tx_ or rx_), without the prefix, as
-// fi_tx_attr and fi_rx_attr name them.
+// fi_tx_attr and fi_rx_attr name them (tx_ctx_cnt and rx_ctx_cnt are
+// fi_ep_attr's).
 func ctxAttrs(mu *sync.Mutex, info func() *fi.Info, frozen func() error, prefix string) []Attr {
 	var out []Attr
 	for _, a := range infoAttrs(mu, info, frozen) {
-		if name, ok := strings.CutPrefix(a.Name, prefix); ok {
+		if name, ok := strings.CutPrefix(a.Name, prefix); ok && name != "ctx_cnt" {
 			a.Name = name
 			out = append(out, a)
 		}
@@ -137,6 +139,9 @@ type SRX struct {
 	held   []*srxMsg
 	rings  *epRings   // the rx ring, after enable
 	ringMu sync.Mutex // serialises the engine's consume with closing the ring
+
+	dataMu  sync.Mutex // serialises readers of the data file
+	pending []byte     // the rest of a message a data-file read did not take
 }
 
 // srxRecv is a receive posted to a shared receive context.
@@ -148,6 +153,9 @@ type srxRecv struct {
 	desc, offset uint64
 	tag, ignore  uint64
 	src          fi.Addr // FI_DIRECTED_RECV: the only sender it takes; zero: any
+	// shell, for a receive of the data file (buf nil: the whole
+	// message), gets the message.
+	shell chan []byte
 }
 
 // srxMsg is a message an endpoint bound to the context received.
@@ -278,7 +286,21 @@ func (s *SRX) take(w *ring.WR, q *workQueue) error {
 			return err
 		}
 	}
+	return s.post(r)
+}
+
+// post gives receive r the oldest message held that it takes, or holds
+// it, as one of at most attr/size; fi.EAGAIN beyond.
+func (s *SRX) post(r *srxRecv) error {
 	s.mu.Lock()
+	switch s.state {
+	case stateClosed:
+		s.mu.Unlock()
+		return gone(s.obj)
+	case stateIdle:
+		s.mu.Unlock()
+		return Errorf(fi.EOPBADSTATE, "%s is idle; enable it first", s.obj)
+	}
 	for i, m := range s.held {
 		if r.takes(m) {
 			s.held = slices.Delete(s.held, i, i+1)
@@ -287,7 +309,7 @@ func (s *SRX) take(w *ring.WR, q *workQueue) error {
 			return nil
 		}
 	}
-	if len(s.posted) >= int(q.r.Entries()) {
+	if len(s.posted) >= int(s.rings.rx.r.Entries()) {
 		s.mu.Unlock()
 		return fi.EAGAIN
 	}
@@ -338,24 +360,64 @@ func (s *SRX) toFirst(ent CQEntry) {
 // Cancel is fi_cancel on the context: its posted receive with this
 // context completes with FI_ECANCELED.
 func (s *SRX) Cancel(context uint64) error {
-	s.mu.Lock()
-	var r *srxRecv
-	for i, p := range s.posted {
-		if p.context == context {
-			r = p
-			s.posted = slices.Delete(s.posted, i, i+1)
-			break
-		}
-	}
-	rings := s.rings
-	s.mu.Unlock()
+	r := s.withdraw(func(r *srxRecv) bool { return r.shell == nil && r.context == context })
 	if r == nil {
 		return Errorf(fi.ENOENT, "no cancelable receive with context %#x", context)
 	}
 	s.toFirst(CQEntry{Context: r.context, Flags: r.kind.CQFlags(), Err: fi.ECANCELED, Src: uint64(fi.ADDR_NOTAVAIL),
 		Desc: r.desc, Buf: r.offset})
-	rings.rx.unblock()
 	return nil
+}
+
+// withdraw takes the first posted receive that f chooses back, if there
+// is one.
+func (s *SRX) withdraw(f func(*srxRecv) bool) *srxRecv {
+	s.mu.Lock()
+	i := slices.IndexFunc(s.posted, f)
+	if i < 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	r := s.posted[i]
+	s.posted = slices.Delete(s.posted, i, i+1)
+	rings := s.rings
+	s.mu.Unlock()
+	rings.rx.unblock()
+	return r
+}
+
+// ReadData is a read of srx/N/data, the shell's receive: at offset 0 it
+// posts a receive of the next message, of any size, untagged, from any
+// sender, and waits for it (its completion goes to the receive CQ of the
+// endpoint that got it, as every receive's); further reads return the
+// rest of the message, then 0 (end of file). A read interrupted before a
+// message came takes its receive back (fi.EINTR).
+func (s *SRX) ReadData(ctx context.Context, p []byte, off int64) (int, error) {
+	s.dataMu.Lock()
+	defer s.dataMu.Unlock()
+	if len(s.pending) == 0 {
+		if off != 0 {
+			return 0, nil
+		}
+		s.mu.Lock()
+		flags := s.info.RxAttr.OpFlags &^ fi.OpFlags(fi.MULTI_RECV)
+		s.mu.Unlock()
+		r := &srxRecv{kind: OpRecv, flags: flags, shell: make(chan []byte, 1)}
+		if err := s.post(r); err != nil {
+			return 0, err
+		}
+		select {
+		case s.pending = <-r.shell:
+		case <-ctx.Done():
+			if s.withdraw(func(x *srxRecv) bool { return x == r }) != nil {
+				return 0, Errorf(fi.EINTR, "interrupted")
+			}
+			s.pending = <-r.shell // it completed meanwhile
+		}
+	}
+	n := copy(p, s.pending)
+	s.pending = s.pending[n:]
+	return n, nil
 }
 
 // bind attaches an idle endpoint to the context. Called with e.mu held.
@@ -437,6 +499,9 @@ func (s *SRX) arrived(m *srxMsg) {
 // takes (rxm's matcher does).
 func (s *SRX) complete(r *srxRecv, m *srxMsg) {
 	e := m.ep
+	if r.shell != nil && r.buf == nil {
+		r.buf = m.data
+	}
 	n := copy(r.buf, m.data)
 	ent := CQEntry{Context: r.context, Flags: m.c.Flags | r.kind.CQFlags(), Len: uint64(n), Buf: r.offset,
 		Data: m.c.Data, Tag: m.c.Tag, Desc: r.desc}
@@ -450,6 +515,9 @@ func (s *SRX) complete(r *srxRecv, m *srxMsg) {
 	ent.Src = source(e.av, m.c.Src)
 	e.mu.Unlock()
 	e.deliver(classRecv, ent, r.flags&fi.COMPLETION != 0)
+	if r.shell != nil {
+		r.shell <- r.buf[:n]
+	}
 	go func() {
 		if err := e.postShared(m.kind); err != nil {
 			e.obj.SetErr(WithOp("posting a receive for "+s.obj.String(), err))
