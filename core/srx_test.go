@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/core/ring"
+	"github.com/fabricfs/fabricfs/providers/rxm"
+	"github.com/fabricfs/fabricfs/providers/tcp"
 )
 
 // sharedPair is the setup of the shared receive context tests: n
@@ -259,4 +262,96 @@ func TestSharedContextClose(t *testing.T) {
 	if n := pending(p.cqs[0]); n != 0 {
 		t.Errorf("%d completions after close; the posted receive is dropped silently", n)
 	}
+}
+
+// TestSharedReceiveContextTagged: FI_EP_RDM endpoints (rxm over tcp) take
+// tagged receives from one context: "the buffers usable by any endpoint
+// bound to the shared receive context", each message matched with the
+// oldest receive that takes it, by tag under the receive's ignore bits,
+// and a message that none takes waits for a later one.
+func TestSharedReceiveContextTagged(t *testing.T) {
+	p, _ := tcp.New()
+	_, d := fabricOf(t, rxm.Wrap(p))
+	av := create(t, d, core.KindAV, "v").Impl.(*core.AV)
+	create(t, d, core.KindCQ, "tx")
+	srx := create(t, d, core.KindSRX, "s")
+	var cqs []*core.CQ
+	var addrs []fi.Addr
+	for _, e := range []string{"a", "b", "x"} {
+		ep := create(t, d, core.KindEP, e)
+		setAttr(t, ep, "type", "FI_EP_RDM")
+		run(t, ep, "bind av v")
+		if e == "x" {
+			run(t, ep, "bind cq tx send,recv")
+		} else {
+			cqs = append(cqs, create(t, d, core.KindCQ, "c"+e).Impl.(*core.CQ))
+			for _, cmd := range []string{"bind cq tx send", "bind cq c" + e + " recv", "bind srx s"} {
+				run(t, ep, cmd)
+			}
+		}
+		run(t, ep, "enable")
+		a, err := ep.Impl.(*core.EP).Name()
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, a)
+	}
+	if _, err := av.Insert(addrs[:2]); err != nil { // a is fi_addr 0, b 1
+		t.Fatal(err)
+	}
+	mr := create(t, d, core.KindMR, "m")
+	setAttr(t, mr, "len", "4096")
+	run(t, mr, "reg")
+	reg, _ := mr.Impl.(*core.MR).Region()
+	rreg, err := srx.Impl.(*core.SRX).Ring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rx, err := ring.Open(rreg.Mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2 := &sharedPair{srx: srx, rx: rx, mr: mr, mem: reg.Mem}
+	post := func(context uint64, op uint8, tag, ignore uint64) {
+		slot, ok := rx.Reserve()
+		if !ok {
+			t.Fatal("srx ring full")
+		}
+		(&ring.WR{Op: op, Flags: uint64(fi.COMPLETION), Context: context, Desc: mr.Serial, Offset: context * 64,
+			Len: 64, Tag: tag, Ignore: ignore, Addr: fi.ADDR_UNSPEC}).Encode(slot)
+		rx.Publish(1)
+	}
+	xo, _ := d.Lookup(core.KindEP, "x")
+	x := xo.Impl.(*core.EP)
+	send := func(dest uint64, tag uint64, msg string) {
+		t.Helper()
+		run(t, xo, "dest "+strconv.FormatUint(dest, 10))
+		if tag == 0 {
+			x.ClearTag()
+		} else if err := x.SetTag(tag, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.WriteData(context.Background(), []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	post(1, ring.OpTRecv, 0x100, 0xff)
+	post(2, ring.OpTRecv, 0x200, 0)
+	post(3, ring.OpRecv, 0, 0)
+	p2.await(t, "posted=3")
+	send(1, 0x201, "to b, 0x201") // no receive takes it
+	p2.await(t, "held=1")
+	send(0, 0x1ab, "to a, 0x1ab") // receive 1, under its ignore bits
+	if c := next(t, cqs[0]); c.Context != 1 || c.Tag != 0x1ab || c.Flags != fi.CQFlags(fi.TAGGED|fi.RECV) || string(reg.Mem[64:64+c.Len]) != "to a, 0x1ab" {
+		t.Errorf("a's completion %+v, %q; want receive 1 with tag 0x1ab", c, reg.Mem[64:64+c.Len])
+	}
+	send(1, 0, "to b") // the untagged receive
+	if c := next(t, cqs[1]); c.Context != 3 || c.Flags != fi.CQFlags(fi.MSG|fi.RECV) || string(reg.Mem[192:192+c.Len]) != "to b" {
+		t.Errorf("b's completion %+v; want receive 3", c)
+	}
+	post(4, ring.OpTRecv, 0x201, 0) // takes the held message
+	if c := next(t, cqs[1]); c.Context != 4 || c.Tag != 0x201 || string(reg.Mem[256:256+c.Len]) != "to b, 0x201" {
+		t.Errorf("b's completion %+v; want receive 4 with the held message", c)
+	}
+	p2.await(t, "posted=1 held=0") // receive 2 is still there
 }
