@@ -154,7 +154,7 @@ type srxRecv struct {
 	tag, ignore  uint64
 	src          fi.Addr // FI_DIRECTED_RECV: the only sender it takes; zero: any
 	// shell, for a receive of the data file (buf nil: the whole
-	// message), gets the message.
+	// message), gets the message; closing the context closes it.
 	shell chan []byte
 }
 
@@ -278,12 +278,14 @@ func (s *SRX) take(w *ring.WR, q *workQueue) error {
 		return err
 	}
 	r := &srxRecv{kind: kind, flags: flags, context: w.Context, buf: buf, desc: w.Desc, offset: w.Offset, tag: w.Tag, ignore: w.Ignore}
-	s.mu.Lock()
-	directed, eps := s.info.RxAttr.Caps&fi.DIRECTED_RECV != 0, slices.Clone(s.eps)
-	s.mu.Unlock()
-	if w.Addr != fi.ADDR_UNSPEC && directed {
-		if r.src, err = s.source(eps, w.Addr); err != nil {
-			return err
+	if w.Addr != fi.ADDR_UNSPEC {
+		s.mu.Lock()
+		directed, eps := s.info.RxAttr.Caps&fi.DIRECTED_RECV != 0, slices.Clone(s.eps)
+		s.mu.Unlock()
+		if directed {
+			if r.src, err = s.source(eps, w.Addr); err != nil {
+				return err
+			}
 		}
 	}
 	return s.post(r)
@@ -406,14 +408,20 @@ func (s *SRX) ReadData(ctx context.Context, p []byte, off int64) (int, error) {
 		if err := s.post(r); err != nil {
 			return 0, err
 		}
+		var msg []byte
+		ok := true
 		select {
-		case s.pending = <-r.shell:
+		case msg, ok = <-r.shell:
 		case <-ctx.Done():
 			if s.withdraw(func(x *srxRecv) bool { return x == r }) != nil {
 				return 0, Errorf(fi.EINTR, "interrupted")
 			}
-			s.pending = <-r.shell // it completed meanwhile
+			msg, ok = <-r.shell // it completed meanwhile, or the context closed
 		}
+		if !ok {
+			return 0, gone(s.obj)
+		}
+		s.pending = msg
 	}
 	n := copy(p, s.pending)
 	s.pending = s.pending[n:]
@@ -533,6 +541,11 @@ func (s *SRX) Close() error {
 	s.mu.Lock()
 	s.state = stateClosed
 	rs := s.rings
+	for _, r := range s.posted {
+		if r.shell != nil {
+			close(r.shell) // a blocked read of the data file fails
+		}
+	}
 	s.posted, s.held = nil, nil
 	s.mu.Unlock()
 	if rs != nil {

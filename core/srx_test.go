@@ -355,3 +355,34 @@ func TestSharedReceiveContextTagged(t *testing.T) {
 	}
 	p2.await(t, "posted=1 held=0") // receive 2 is still there
 }
+
+// TestSharedDataReadEndsWithContext: a read of srx/N/data blocked for a
+// message fails with FI_ENOENT when the context is removed, rather than
+// block for ever; an interrupted one takes its receive back (FI_EINTR).
+func TestSharedDataReadEndsWithContext(t *testing.T) {
+	d := lo(t)
+	o := create(t, d, core.KindSRX, "s")
+	s := o.Impl.(*core.SRX)
+	_, err := s.ReadData(context.Background(), make([]byte, 8), 0)
+	wantCode(t, "read before enable", err, fi.EOPBADSTATE)
+	run(t, o, "enable")
+	p := &sharedPair{srx: o}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := s.ReadData(ctx, make([]byte, 8), 0); done <- err }()
+	p.await(t, "posted=1")
+	cancel()
+	wantCode(t, "interrupted read", <-done, fi.EINTR)
+	p.await(t, "posted=0")
+	go func() { _, err := s.ReadData(context.Background(), make([]byte, 8), 0); done <- err }()
+	p.await(t, "posted=1")
+	if err := o.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		wantCode(t, "read when the context closed", err, fi.ENOENT)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a read of data still blocks after the context closed")
+	}
+}
