@@ -102,6 +102,7 @@ struct ffs_ep {
 	bool tx_sel, rx_sel, hidden_bound;
 	struct ffs_eq *eq;
 	bool is_srx;            /* a shared receive context, not an endpoint */
+	int srx_bound;          /* is_srx: endpoints bound to it (atomic); fi_close is -FI_EBUSY until 0 */
 	struct ffs_ep *srx_ctx; /* the shared receive context bound, if any */
 	bool enabled, closing;
 	struct fabricfs_ring tx, rx;
@@ -1019,8 +1020,10 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		struct ffs_ep *srx = container_of(bfid, struct ffs_ep, ep_fid.fid);
 		if (ep->is_srx || !srx->is_srx || srx->dom != ep->dom || ep->srx_ctx)
 			ret = -FI_EINVAL;
-		else if (!(ret = ffs_ctl(&ep->obj, "bind srx %u", srx->obj.id)))
+		else if (!(ret = ffs_ctl(&ep->obj, "bind srx %u", srx->obj.id))) {
 			ep->srx_ctx = srx;
+			__atomic_fetch_add(&srx->srx_bound, 1, __ATOMIC_SEQ_CST);
+		}
 		break;
 	}
 	case FI_CLASS_STX_CTX:
@@ -1232,6 +1235,8 @@ static void free_ep(struct ffs_ep *ep)
 static int ep_close(struct fid *fid)
 {
 	struct ffs_ep *ep = container_of(fid, struct ffs_ep, ep_fid.fid);
+	if (ep->is_srx && __atomic_load_n(&ep->srx_bound, __ATOMIC_SEQ_CST) > 0)
+		return -FI_EBUSY; /* its endpoints first: they use it */
 	if (ep->eq)
 		ffs_eq_unbind(ep->eq, fid);
 	pthread_mutex_lock(&ep->lock);
@@ -1281,6 +1286,8 @@ static int ep_close(struct fid *fid)
 	for (int i = 0; i < 2; i++)
 		if (cqs[i])
 			__atomic_fetch_sub(&cqs[i]->bound, 1, __ATOMIC_SEQ_CST);
+	if (ep->srx_ctx)
+		__atomic_fetch_sub(&ep->srx_ctx->srx_bound, 1, __ATOMIC_SEQ_CST);
 	__atomic_fetch_sub(&ep->dom->eps, 1, __ATOMIC_SEQ_CST);
 	if (left) {
 		/* The records stay (with the hidden CQ) for completions that

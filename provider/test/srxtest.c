@@ -180,6 +180,8 @@ int main(int argc, char **argv)
 	printf("ok fi_cancel on the context\n");
 
 	/* Endpoints first: they hold the contexts. */
+	if ((ret = fi_close(&srx->fid)) != -FI_EBUSY)
+		fail("fi_close of a receive context bound to endpoints: %zd, want -FI_EBUSY", ret);
 	struct node *nodes[] = {&a, &b, &x};
 	for (int i = 0; i < 3; i++)
 		CHECK(fi_close(&nodes[i]->ep->fid));
