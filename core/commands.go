@@ -97,6 +97,20 @@ var commands = []command{
 		}
 		return c.ep().BindAV(o.Impl.(*AV))
 	}},
+	{KindEP, ctl.Cmd{Verb: "bind srx", Args: "ID", Min: 1, Max: 1}, func(c *call) error {
+		o, err := c.ref(0, KindSRX)
+		if err != nil {
+			return err
+		}
+		return c.ep().BindSRX(o.Impl.(*SRX))
+	}},
+	{KindEP, ctl.Cmd{Verb: "bind stx", Args: "ID", Min: 1, Max: 1}, func(c *call) error {
+		o, err := c.ref(0, KindSTX)
+		if err != nil {
+			return err
+		}
+		return c.ep().BindSTX(o.Impl.(*STX))
+	}},
 	{KindEP, ctl.Cmd{Verb: "enable"}, func(c *call) error { return c.ep().Enable() }},
 	{KindEP, ctl.Cmd{Verb: "connect", Args: "ADDR [DATA]", Min: 1, Max: 2}, func(c *call) error {
 		a, err := ParseAddr(c.ctx, c.args[0])
@@ -223,6 +237,14 @@ var commands = []command{
 			return err
 		}
 		return c.pep().Listen(c.ctx, c.uid, &a)
+	}},
+	{KindSRX, ctl.Cmd{Verb: "enable"}, func(c *call) error { return c.obj.Impl.(*SRX).Enable() }},
+	{KindSRX, ctl.Cmd{Verb: "cancel", Args: "CONTEXT", Min: 1, Max: 1}, func(c *call) error {
+		v, err := c.num(0)
+		if err != nil {
+			return err
+		}
+		return c.obj.Impl.(*SRX).Cancel(v)
 	}},
 	{KindCQ, ctl.Cmd{Verb: "signal"}, func(c *call) error {
 		c.obj.Impl.(*CQ).Signal()

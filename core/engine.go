@@ -46,9 +46,9 @@ const (
 	reschedEvery = 5 * time.Millisecond
 )
 
-// workQueue is one work ring of one endpoint.
+// workQueue is one work ring of one endpoint or shared receive context.
 type workQueue struct {
-	ep      *EP
+	to      wrTaker
 	rs      *epRings
 	r       *ring.Ring
 	kind    OpKind // OpSend for tx, OpRecv for rx
@@ -57,6 +57,22 @@ type workQueue struct {
 	// Used by the group's worker only:
 	broken bool   // the producer broke the indices (consume)
 	head   uint32 // the ring's head: stored into the ring, never loaded from it, so a client writing head cannot replay requests
+}
+
+// wrTaker is what a work queue's requests go to: an endpoint (EP), or a
+// shared receive context (SRX).
+type wrTaker interface {
+	// lockRing takes the lock that serialises taking requests with
+	// closing the ring, and reports whether the ring is still served;
+	// unlockRing lets it go.
+	lockRing() bool
+	unlockRing()
+	// take starts the request w from the queue q; fi.EAGAIN: no room
+	// until a completion (the queue is blocked until unblock).
+	take(w *ring.WR, q *workQueue) error
+	// requestFailed reports a request that could not be taken, as an
+	// error completion of an operation of kind.
+	requestFailed(w *ring.WR, kind OpKind, err error)
 }
 
 // ready reports whether the queue has requests the provider can take.
@@ -112,9 +128,10 @@ type group struct {
 	iter sync.Mutex
 }
 
-// add starts serving an endpoint's tx and rx queues, in one group: with
-// cpu -1 a shared group on the engine's CPUs, else the group of the
-// endpoints placed on that CPU, pinned to it.
+// add starts serving an endpoint's tx and rx queues (a shared receive
+// context's rx alone), in one group: with cpu -1 a shared group on the
+// engine's CPUs, else the group of the endpoints placed on that CPU,
+// pinned to it.
 func (e *engine) add(rs *epRings, cpu int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -140,8 +157,14 @@ func (e *engine) add(rs *epRings, cpu int) {
 		go g.run()
 	}
 	g.mu.Lock()
-	rs.tx.g, rs.rx.g = g, g
-	g.queues = append(g.queues[:len(g.queues):len(g.queues)], rs.tx, rs.rx)
+	qs := g.queues[:len(g.queues):len(g.queues)]
+	for _, q := range []*workQueue{rs.tx, rs.rx} {
+		if q != nil {
+			q.g = g
+			qs = append(qs, q)
+		}
+	}
+	g.queues = qs
 	g.mu.Unlock()
 	g.kick()
 }
@@ -150,7 +173,7 @@ func (e *engine) add(rs *epRings, cpu int) {
 func (e *engine) remove(rs *epRings) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	g := rs.tx.g
+	g := rs.rx.g
 	g.mu.Lock()
 	qs := make([]*workQueue, 0, len(g.queues))
 	for _, x := range g.queues {
@@ -273,7 +296,7 @@ func (g *group) run() {
 func (g *group) take(qs []*workQueue, kind OpKind) bool {
 	took := false
 	for _, q := range qs {
-		if q.kind != kind || !q.ready() || q.ep.consume(q) == 0 {
+		if q.kind != kind || !q.ready() || q.consume() == 0 {
 			continue
 		}
 		took = true

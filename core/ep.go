@@ -40,6 +40,8 @@ type EP struct {
 	rxSel bool
 	eq    *EQ
 	av    *AV
+	srx   *SRX              // the shared receive context it takes receives from, if any
+	stx   *STX              // its shared transmit context, if any
 	cntrs [numClasses]*Cntr // bound counters, by class
 	opts  map[string]uint64
 	// cancelOnClose is attr/cancel_on_close: the operations outstanding
@@ -234,7 +236,9 @@ func (e *EP) setType(in *fi.Info, s string) error {
 // connectionless one an AV (FI_ENOEQ, FI_ENOAV); both a CQ for each
 // direction their capabilities use (FI_ENOCQ). The rings are allocated
 // before the provider endpoint is enabled, so that an enable the memory
-// quota refuses leaves nothing enabled and can be retried.
+// quota refuses leaves nothing enabled and can be retried. A shared
+// receive context bound to the endpoint is enabled with it, and gets
+// core's receives on it (SRX) once it is.
 //
 // An endpoint is enabled once: one that was disabled, by a shutdown or a
 // critical error, is not re-enabled ("The ability to transition back into
@@ -242,40 +246,61 @@ func (e *EP) setType(in *fi.Info, s string) error {
 // fi_enable then fails with FI_EOPBADSTATE.
 func (e *EP) Enable() error {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.state == stateClosed {
-		return gone(e.obj)
+	var srx *SRX
+	err := gone(e.obj)
+	switch {
+	case e.state == stateClosed:
+	case e.state != stateIdle:
+		err = Errorf(fi.EOPBADSTATE, "endpoint is %s; it was enabled already and is not enabled again", stateText(e.state))
+	default:
+		srx, err = e.enableIdleLocked()
 	}
-	if e.state != stateIdle {
-		return Errorf(fi.EOPBADSTATE, "endpoint is %s; it was enabled already and is not enabled again", stateText(e.state))
-	}
-	return e.enableIdleLocked()
+	e.mu.Unlock()
+	e.attach(srx)
+	return err
 }
 
-// enableIdleLocked enables the idle endpoint, after checking its bindings.
-func (e *EP) enableIdleLocked() error {
+// attach gives the shared receive context an endpoint's enable returned
+// the endpoint's receives, without e.mu held.
+func (e *EP) attach(srx *SRX) {
+	if srx != nil {
+		srx.attach(e)
+	}
+}
+
+// enableIdleLocked enables the idle endpoint, after checking its
+// bindings, and returns its shared receive context, if any, for attach.
+func (e *EP) enableIdleLocked() (*SRX, error) {
 	if e.info.EPAttr.Type == fi.EP_MSG && e.eq == nil {
-		return Errorf(fi.ENOEQ, "no eq bound; write 'bind eq ID' first")
+		return nil, Errorf(fi.ENOEQ, "no eq bound; write 'bind eq ID' first")
 	}
 	if e.connectionlessLocked() && e.av == nil {
-		return Errorf(fi.ENOAV, "no av bound; write 'bind av ID' first")
+		return nil, Errorf(fi.ENOAV, "no av bound; write 'bind av ID' first")
 	}
 	caps := e.info.Caps
 	if caps&(fi.MSG|fi.TAGGED) != 0 && caps&fi.RECV != 0 && e.rxcq == nil {
-		return Errorf(fi.ENOCQ, "no cq bound for recv; write 'bind cq ID recv' first")
+		return nil, Errorf(fi.ENOCQ, "no cq bound for recv; write 'bind cq ID recv' first")
 	}
 	if caps&(fi.MSG|fi.TAGGED) != 0 && caps&fi.SEND != 0 && e.txcq == nil {
-		return Errorf(fi.ENOCQ, "no cq bound for send; write 'bind cq ID send' first")
+		return nil, Errorf(fi.ENOCQ, "no cq bound for send; write 'bind cq ID send' first")
+	}
+	if e.srx != nil {
+		e.srx.mu.Lock()
+		err := e.srx.enableLocked()
+		e.srx.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
 	}
 	if err := e.obj.charge(); err != nil { // an endpoint made from a request
-		return err
+		return nil, err
 	}
 	if err := e.enableLocked(); err != nil {
 		e.obj.uncharge()
-		return err
+		return nil, err
 	}
 	e.state = stateEnabled
-	return nil
+	return e.srx, nil
 }
 
 // enableLocked makes the rings first (the memory quota may refuse them),
@@ -319,51 +344,67 @@ func (e *EP) makeProvLocked() error {
 
 // Connect is fi_connect; FI_CONNECTED or an error event follows on the EQ.
 func (e *EP) Connect(addr fi.Addr, data []byte) error {
+	srx, err := e.connect(addr, data)
+	e.attach(srx)
+	return err
+}
+
+func (e *EP) connect(addr fi.Addr, data []byte) (srx *SRX, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.connectionlessLocked() {
-		return Errorf(fi.EOPBADSTATE, "connect is for FI_EP_MSG endpoints; a connectionless endpoint sends to the addresses of its av")
+		return nil, Errorf(fi.EOPBADSTATE, "connect is for FI_EP_MSG endpoints; a connectionless endpoint sends to the addresses of its av")
 	}
 	if e.req != nil {
-		return Errorf(fi.EOPBADSTATE, "endpoint was made from a connection request; accept or reject it")
+		return nil, Errorf(fi.EOPBADSTATE, "endpoint was made from a connection request; accept or reject it")
 	}
-	// "Calling connect or accept on an endpoint will implicitly enable an
-	// endpoint if it has not already been enabled."
-	if e.state == stateIdle {
-		if err := e.enableIdleLocked(); err != nil {
-			return err
-		}
+	if srx, err = e.implicitEnableLocked(); err != nil {
+		return srx, err
 	}
 	if e.state != stateEnabled {
-		return Errorf(fi.EOPBADSTATE, "endpoint is %s; connect needs an endpoint not connected yet", stateText(e.state))
+		return srx, Errorf(fi.EOPBADSTATE, "endpoint is %s; connect needs an endpoint not connected yet", stateText(e.state))
 	}
 	if err := e.prov.Connect(addr, data); err != nil {
-		return err
+		return srx, err
 	}
 	e.state = stateConnecting
-	return nil
+	return srx, nil
+}
+
+// implicitEnableLocked enables an idle endpoint for connect and accept:
+// "Calling connect or accept on an endpoint will implicitly enable an
+// endpoint if it has not already been enabled."
+func (e *EP) implicitEnableLocked() (*SRX, error) {
+	if e.state != stateIdle {
+		return nil, nil
+	}
+	return e.enableIdleLocked()
 }
 
 // Accept is fi_accept on an endpoint made from a connection request.
 func (e *EP) Accept(data []byte) error {
+	srx, err := e.accept(data)
+	e.attach(srx)
+	return err
+}
+
+func (e *EP) accept(data []byte) (srx *SRX, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.req == nil {
-		return Errorf(fi.EOPBADSTATE, "endpoint was not made from a connection request; read a pep's listen file for one")
+		return nil, Errorf(fi.EOPBADSTATE, "endpoint was not made from a connection request; read a pep's listen file for one")
 	}
-	if e.state == stateIdle {
-		if err := e.enableIdleLocked(); err != nil {
-			return err
-		}
+	if srx, err = e.implicitEnableLocked(); err != nil {
+		return srx, err
 	}
 	if e.state != stateEnabled {
-		return Errorf(fi.EOPBADSTATE, "endpoint is %s; only a pending request can be accepted", stateText(e.state))
+		return srx, Errorf(fi.EOPBADSTATE, "endpoint is %s; only a pending request can be accepted", stateText(e.state))
 	}
 	if err := e.prov.Accept(data); err != nil {
-		return err
+		return srx, err
 	}
 	e.state = stateConnecting
-	return nil
+	return srx, nil
 }
 
 // Reject is fi_reject of the connection request the endpoint was made from.
@@ -580,6 +621,12 @@ func (e *EP) Links() []Link {
 	if e.av != nil {
 		l = append(l, Link{"av", e.av.obj})
 	}
+	if e.srx != nil {
+		l = append(l, Link{"srx", e.srx.obj})
+	}
+	if e.stx != nil {
+		l = append(l, Link{"stx", e.stx.obj})
+	}
 	for i, c := range e.cntrs {
 		if c != nil {
 			l = append(l, Link{"cntr_" + classes[i].name, c.obj})
@@ -657,9 +704,15 @@ func (e *EP) Close() error {
 	}
 	e.releaseRegions(rs)
 	e.mu.Lock()
-	txcq, rxcq, eq, av, cntrs := e.txcq, e.rxcq, e.eq, e.av, e.cntrs
-	e.txcq, e.rxcq, e.eq, e.av, e.cntrs = nil, nil, nil, nil, [numClasses]*Cntr{}
+	txcq, rxcq, eq, av, srx, stx, cntrs := e.txcq, e.rxcq, e.eq, e.av, e.srx, e.stx, e.cntrs
+	e.txcq, e.rxcq, e.eq, e.av, e.srx, e.stx, e.cntrs = nil, nil, nil, nil, nil, nil, [numClasses]*Cntr{}
 	e.mu.Unlock()
+	if srx != nil {
+		srx.detach(e)
+	}
+	if stx != nil {
+		stx.unbind()
+	}
 	for _, c := range cntrs {
 		if c != nil {
 			c.unbind()

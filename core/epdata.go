@@ -316,8 +316,11 @@ type heldRecv struct {
 // parameters of the ctl verbs tag, src and rxbuf.
 func (e *EP) postRecvMessage() (*heldRecv, error) {
 	e.mu.Lock()
-	p := e.shell
+	p, srx := e.shell, e.srx
 	e.mu.Unlock()
+	if srx != nil {
+		return nil, Errorf(fi.EOPNOTSUPP, "the endpoint takes its receives from %s", srx.obj)
+	}
 	op := &Op{Kind: OpRecv, Flags: e.defaultFlags(OpRecv)}
 	if p.tagged {
 		op.Kind, op.Tag, op.Ignore = OpTRecv, p.tag, p.ignore

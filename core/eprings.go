@@ -1,6 +1,8 @@
 package core
 
 import (
+	"sync"
+
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/core/ring"
 )
@@ -23,28 +25,11 @@ type epRings struct {
 // newRingsLocked makes the endpoint's tx and rx rings. Called by Enable
 // with e.mu held.
 func (e *EP) newRingsLocked() (*epRings, error) {
-	fab := e.obj.Dom.fab
-	mk := func(name string, size uint64) (*ring.Region, *ring.Ring, error) {
-		n, err := ring.RoundUp(size)
-		if err != nil {
-			return nil, nil, Errorf(fi.EINVAL, "%s_size %d: %v", name, size, err)
-		}
-		reg, err := fab.alloc(e.obj, name, ring.Size(n))
-		if err != nil {
-			return nil, nil, err
-		}
-		r, err := ring.Init(reg.Mem, ring.TypeWork, n, ring.FeatFutex)
-		if err != nil {
-			reg.Close()
-			return nil, nil, Errorf(fi.EIO, "%s ring: %v", name, err)
-		}
-		return reg, r, nil
-	}
-	txShm, txr, err := mk("tx", e.info.TxAttr.Size)
+	txShm, txr, err := newWorkRing(e.obj, "tx", e.info.TxAttr.Size)
 	if err != nil {
 		return nil, err
 	}
-	rxShm, rxr, err := mk("rx", e.info.RxAttr.Size)
+	rxShm, rxr, err := newWorkRing(e.obj, "rx", e.info.RxAttr.Size)
 	if err != nil {
 		txShm.Close()
 		return nil, err
@@ -52,15 +37,47 @@ func (e *EP) newRingsLocked() (*epRings, error) {
 	rs := &epRings{
 		txShm: txShm, rxShm: rxShm, mrs: map[uint64]*MR{}, injectSize: e.info.TxAttr.InjectSize,
 	}
-	rs.tx = &workQueue{ep: e, rs: rs, r: txr, kind: OpSend}
-	rs.rx = &workQueue{ep: e, rs: rs, r: rxr, kind: OpRecv}
+	rs.tx = &workQueue{to: e, rs: rs, r: txr, kind: OpSend}
+	rs.rx = &workQueue{to: e, rs: rs, r: rxr, kind: OpRecv}
 	return rs, nil
 }
 
-// free gives back the memory of rings that were never started.
+// newWorkRing makes the work ring called name of o, of at least size
+// entries, in shared memory charged to o's owner.
+func newWorkRing(o *Object, name string, size uint64) (*ring.Region, *ring.Ring, error) {
+	n, err := ring.RoundUp(size)
+	if err != nil {
+		return nil, nil, Errorf(fi.EINVAL, "%s_size %d: %v", name, size, err)
+	}
+	reg, err := o.Dom.fab.alloc(o, name, ring.Size(n))
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := ring.Init(reg.Mem, ring.TypeWork, n, ring.FeatFutex)
+	if err != nil {
+		reg.Close()
+		return nil, nil, Errorf(fi.EIO, "%s ring: %v", name, err)
+	}
+	return reg, r, nil
+}
+
+// free gives back the memory of rings that were never started, or that
+// stop unmapped.
 func (rs *epRings) free() {
-	rs.txShm.Close()
-	rs.rxShm.Close()
+	for _, m := range []*ring.Region{rs.txShm, rs.rxShm} {
+		if m != nil {
+			m.Close()
+		}
+	}
+}
+
+// queues are the rings' work queues: tx and rx, or a shared receive
+// context's rx alone.
+func (rs *epRings) queues() []*workQueue {
+	if rs.tx == nil {
+		return []*workQueue{rs.rx}
+	}
+	return []*workQueue{rs.tx, rs.rx}
 }
 
 // startRingsLocked hands the rings to the engine, over the enabled
@@ -75,14 +92,19 @@ func (e *EP) startRingsLocked(rs *epRings) {
 // stopRings stops the engine serving the endpoint's rings rs (nil: it had
 // none) and unmaps them.
 func (e *EP) stopRings(rs *epRings) {
-	if rs == nil {
-		return
+	if rs != nil {
+		rs.stop(&e.obj.Dom.fab.eng, &e.ringMu)
 	}
-	e.obj.Dom.fab.eng.remove(rs)
-	e.ringMu.Lock()
+}
+
+// stop has eng stop serving the rings, marks them dead, and unmaps them;
+// mu is their owner's lock of lockRing.
+func (rs *epRings) stop(eng *engine, mu *sync.Mutex) {
+	eng.remove(rs)
+	mu.Lock()
 	rs.closed = true
-	e.ringMu.Unlock()
-	for _, q := range []*workQueue{rs.tx, rs.rx} {
+	mu.Unlock()
+	for _, q := range rs.queues() {
 		q.r.SetFlags(ring.Dead)
 		q.r.Wake()
 	}
@@ -93,13 +115,18 @@ func (e *EP) stopRings(rs *epRings) {
 // used (through its rings rs, nil if it had none); the provider endpoint
 // is closed, so none is in use.
 func (e *EP) releaseRegions(rs *epRings) {
-	if rs == nil {
-		return
+	if rs != nil {
+		rs.release(&e.ringMu)
 	}
-	e.ringMu.Lock()
+}
+
+// release lets go of the memory regions the rings' requests used; mu is
+// their owner's lock of lockRing.
+func (rs *epRings) release(mu *sync.Mutex) {
+	mu.Lock()
 	mrs := rs.mrs
 	rs.mrs = nil
-	e.ringMu.Unlock()
+	mu.Unlock()
 	for _, m := range mrs {
 		m.obj.drop()
 	}
@@ -127,52 +154,46 @@ func (e *EP) Ring(name string) (*ring.Region, error) {
 // hold up the other queues of its group for long.
 const maxTake = 256
 
-// consume takes the requests published on q, at most maxTake, and posts
-// them. It returns how many it took. Called only by q's engine group.
-func (e *EP) consume(q *workQueue) int {
-	e.ringMu.Lock()
-	defer e.ringMu.Unlock()
-	if e.rings == nil || e.rings.closed {
+// consume takes the requests published on q, at most maxTake, and hands
+// them to the queue's taker. It returns how many it took. Called only by
+// q's engine group.
+func (q *workQueue) consume() int {
+	t := q.to
+	if !t.lockRing() {
+		t.unlockRing()
 		return 0
 	}
+	defer t.unlockRing()
 	r := q.r
 	head, tail := q.head, r.Tail()
 	if tail-head > r.Entries() {
 		// Not a queue any more: serving it would post (or fail) up to 2^32
 		// requests in one pass while the group's other queues wait.
 		q.broken = true
-		e.requestFailed(&ring.WR{}, q.kind, Errorf(fi.EIO,
+		t.requestFailed(&ring.WR{}, q.kind, Errorf(fi.EIO,
 			"%s ring: tail %d - head %d is more than its %d entries; the queue is no longer served", q.name(), tail, head, r.Entries()))
 		return 0
 	}
 	n := 0
 	for head != tail && n < maxTake {
 		w, err := ring.DecodeWR(r.Entry(head))
-		var op *Op
 		if err == nil {
-			op, err = e.opFromWR(&w, q)
-		} else {
-			err = Errorf(fi.EINVAL, "malformed work request: %w", err)
-		}
-		if err == nil {
-			err = e.post(op, nil)
+			err = t.take(&w, q)
 			if Code(err) == fi.EAGAIN {
-				// The provider's queue is full. Mark the queue blocked
+				// The taker's queue is full. Mark the queue blocked
 				// first, so that a completion from now on unblocks it,
 				// then try once more in case one came before.
 				q.blocked.Store(true)
-				if err = e.post(op, nil); Code(err) == fi.EAGAIN {
-					freeOp(op) // made again from the request next time
-					break
+				if err = t.take(&w, q); Code(err) == fi.EAGAIN {
+					break // taken again next time
 				}
 				q.blocked.Store(false)
 			}
-			if err != nil {
-				freeOp(op) // the provider did not take it
-			}
+		} else {
+			err = Errorf(fi.EINVAL, "malformed work request: %w", err)
 		}
 		if err != nil {
-			e.requestFailed(&w, q.kind, err)
+			t.requestFailed(&w, q.kind, err)
 		}
 		head++
 		n++
@@ -180,6 +201,34 @@ func (e *EP) consume(q *workQueue) int {
 	r.Release(head)
 	q.head = head
 	return n
+}
+
+// lockRing is the endpoint's wrTaker's: ringMu, and whether the rings are
+// still served.
+func (e *EP) lockRing() bool {
+	e.ringMu.Lock()
+	return e.rings != nil && !e.rings.closed
+}
+
+func (e *EP) unlockRing() { e.ringMu.Unlock() }
+
+// take posts the operation of the work request w from the ring q. A
+// receive on an endpoint bound to a shared receive context is refused:
+// receives are posted to the context (fi_endpoint(3): "Users post receive
+// buffers directly to a shared receive context").
+func (e *EP) take(w *ring.WR, q *workQueue) error {
+	if q.kind.IsRecv() && e.srx != nil {
+		return Errorf(fi.EOPNOTSUPP, "the endpoint takes its receives from %s; post them there", e.srx.obj)
+	}
+	op, err := e.opFromWR(w, q)
+	if err != nil {
+		return err
+	}
+	if err := e.post(op, nil); err != nil {
+		freeOp(op) // the provider did not take it
+		return err
+	}
+	return nil
 }
 
 // wrKinds are the work-request operations the endpoint serves, and the
@@ -297,21 +346,28 @@ func (e *EP) peer(fiAddr uint64) (fi.Addr, error) {
 // regionFor finds the memory region named by desc for this endpoint, and
 // holds it until the endpoint closes.
 func (e *EP) regionFor(desc uint64) (*MR, error) {
-	if m, ok := e.rings.mrs[desc]; ok {
+	return holdRegion(e.obj, e.rings.mrs, desc)
+}
+
+// holdRegion finds the memory region named by desc for the requests of
+// o's rings, in its domain and of its owner, and holds it in mrs, where
+// it stays until o closes.
+func holdRegion(o *Object, mrs map[uint64]*MR, desc uint64) (*MR, error) {
+	if m, ok := mrs[desc]; ok {
 		return m, nil
 	}
-	o, ok := e.obj.Dom.lookupSerial(KindMR, desc)
+	r, ok := o.Dom.lookupSerial(KindMR, desc)
 	if !ok {
-		return nil, Errorf(fi.EINVAL, "no memory region with desc %#x in domain %s", desc, e.obj.Dom.Name)
+		return nil, Errorf(fi.EINVAL, "no memory region with desc %#x in domain %s", desc, o.Dom.Name)
 	}
-	if o.Owner != e.obj.Owner {
-		return nil, Errorf(fi.EACCES, "memory region %s belongs to another user", o.ID)
+	if r.Owner != o.Owner {
+		return nil, Errorf(fi.EACCES, "memory region %s belongs to another user", r.ID)
 	}
-	if err := o.hold(); err != nil {
+	if err := r.hold(); err != nil {
 		return nil, err
 	}
-	m := o.Impl.(*MR)
-	e.rings.mrs[desc] = m
+	m := r.Impl.(*MR)
+	mrs[desc] = m
 	return m, nil
 }
 

@@ -22,10 +22,12 @@ const (
 	KindAV               // address vector
 	KindMR               // memory region
 	KindCntr             // counter
+	KindSTX              // shared transmit context (fi_stx_context)
+	KindSRX              // shared receive context (fi_srx_context)
 	NumKinds
 )
 
-var kindNames = [NumKinds]string{"ep", "pep", "cq", "eq", "av", "mr", "cntr"}
+var kindNames = [NumKinds]string{"ep", "pep", "cq", "eq", "av", "mr", "cntr", "stx", "srx"}
 
 func (k Kind) String() string {
 	if k < 0 || k >= NumKinds {
@@ -44,8 +46,8 @@ func ParseKind(s string) (Kind, bool) {
 	return 0, false
 }
 
-// Impl is the kind-specific part of an object: *EP, *PEP, *CQ, *EQ, *AV, *MR
-// or *Cntr.
+// Impl is the kind-specific part of an object: *EP, *PEP, *CQ, *EQ, *AV, *MR,
+// *Cntr, *STX or *SRX.
 type Impl interface {
 	// Status is the object's one-line summary after "kind id ".
 	Status() string
@@ -469,6 +471,8 @@ func init() {
 		KindAV:   newAV,
 		KindMR:   newMR,
 		KindCntr: newCntr,
+		KindSTX:  newSTX,
+		KindSRX:  newSRX,
 	}
 }
 

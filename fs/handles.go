@@ -184,10 +184,18 @@ func watch(pop func(ctx context.Context, max int, block bool) ([]string, error))
 	}
 }
 
-// dataHandle is ep/N/data: one write sends one message; reads receive.
+// dataHandle is ep/N/data (one write sends one message; reads receive)
+// and srx/N/data (reads receive).
 type dataHandle struct {
 	ref
-	ep *core.EP
+	msgs interface {
+		ReadData(ctx context.Context, p []byte, off int64) (int, error)
+	}
+}
+
+// dataWriter is the endpoint's side of a write to data.
+type dataWriter interface {
+	WriteData(ctx context.Context, b []byte) error
 }
 
 var (
@@ -200,7 +208,7 @@ func (h *dataHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 	if errno := h.live(); errno != 0 {
 		return nil, errno
 	}
-	n, err := h.ep.ReadData(ctx, dest, off)
+	n, err := h.msgs.ReadData(ctx, dest, off)
 	if err != nil {
 		return nil, h.fail("read "+h.name, err)
 	}
@@ -222,7 +230,11 @@ func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 	if len(data) > maxDataMsg {
 		return 0, h.fail("write "+h.name, core.Errorf(fi.EMSGSIZE, "a message through data is at most %d bytes (FUSE hands the daemon at most %d bytes or %d pages at a time and would split a longer write); use the tx ring for larger ones", maxDataMsg, maxWrite, maxWrite/pageSize))
 	}
-	if err := h.ep.WriteData(ctx, data); err != nil {
+	w, ok := h.msgs.(dataWriter)
+	if !ok {
+		return 0, syscall.EACCES // read-only: the kernel refuses to open it for writing
+	}
+	if err := w.WriteData(ctx, data); err != nil {
 		return 0, h.fail("write "+h.name, err)
 	}
 	return uint32(len(data)), 0

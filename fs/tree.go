@@ -367,10 +367,17 @@ func (t *tree) kindFiles(o *core.Object, f fileMaker, rw, ro meta) []entry {
 			f("local", slotLocal, ro, rendered(addr(impl.Name), nil)),
 			f("remote", slotRemote, ro, rendered(addr(impl.Peer), nil)),
 			f("data", slotData, rw, func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
-				return &dataHandle{ep: impl}, nil
+				return &dataHandle{msgs: impl}, nil
 			}),
 			t.shmEntry(o, "tx", slotTx, func() (*ring.Region, error) { return impl.Ring("tx") }),
 			t.shmEntry(o, "rx", slotRx, func() (*ring.Region, error) { return impl.Ring("rx") }),
+		}
+	case *core.SRX:
+		return []entry{
+			f("data", slotData, ro, func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
+				return &dataHandle{msgs: impl}, nil
+			}),
+			t.shmEntry(o, "rx", slotRx, impl.Ring),
 		}
 	case *core.PEP:
 		return []entry{

@@ -39,16 +39,6 @@ static int no_scalable_ep(struct fid_domain *domain, struct fi_info *info, struc
 	return -FI_ENOSYS;
 }
 
-static int no_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr, struct fid_stx **stx, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static int no_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr, struct fid_ep **rx_ep, void *context)
-{
-	return -FI_ENOSYS;
-}
-
 static int no_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
 			       struct fi_collective_attr *attr, uint64_t flags)
 {
@@ -104,8 +94,8 @@ static struct fi_ops_domain domain_ops = {
 	.scalable_ep = no_scalable_ep,
 	.cntr_open = ffs_cntr_open,
 	.poll_open = ffs_poll_open,
-	.stx_ctx = no_stx_ctx,
-	.srx_ctx = no_srx_ctx,
+	.stx_ctx = ffs_stx_open,
+	.srx_ctx = ffs_srx_open,
 	.query_atomic = ffs_query_atomic,
 	.query_collective = no_query_collective,
 	.endpoint2 = no_endpoint2,

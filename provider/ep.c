@@ -17,6 +17,13 @@
  * record, mapped back in ffs_ep_complete. Atomics (atomic.c) are posted
  * here too: the operand and compare values go out like a send's bytes,
  * in one region; a fetch's result comes back like a read's.
+ *
+ * A shared receive context (fi_srx_context, srx.c) is an ffs_ep too, of
+ * the tree kind srx: its receives go on the context's rx ring (srx/N/rx)
+ * with its own staging and request records, and complete on the CQ of the
+ * endpoint the message arrived at, where ffs_ep_complete maps them back to
+ * the context's records as any request. It has no tx ring: its send and
+ * RMA calls fail. An endpoint bound to one posts no receives of its own.
  */
 #include "ffs.h"
 
@@ -99,6 +106,9 @@ struct ffs_ep {
 	struct ffs_cq *txcq, *rxcq, *hidden;
 	bool tx_sel, rx_sel, hidden_bound;
 	struct ffs_eq *eq;
+	bool is_srx;            /* a shared receive context, not an endpoint */
+	int srx_bound;          /* is_srx: endpoints bound to it (atomic); fi_close is -FI_EBUSY until 0 */
+	struct ffs_ep *srx_ctx; /* the shared receive context bound, if any */
 	bool enabled, closing;
 	struct fabricfs_ring tx, rx;
 	struct stage stx, srx;
@@ -439,6 +449,10 @@ static ssize_t post(struct ffs_ep *ep, const struct ffs_op *o)
 	bool on_rx = o->op == FABRICFS_OP_RECV || o->op == FABRICFS_OP_TRECV;
 	/* Bytes that arrive into the buffer: copied out of staging at the end. */
 	bool incoming = on_rx || o->op == FABRICFS_OP_READ;
+	if (ep->is_srx && !on_rx)
+		return -FI_ENOSYS; /* a receive context only receives */
+	if (on_rx && ep->srx_ctx)
+		return -FI_EOPNOTSUPP; /* receives go to the shared context (fi_endpoint(3)) */
 	/* Atomics: a fetch or compare atomic's result comes back like a
 	 * read's bytes; the compare values go in the operand's region (a
 	 * work request has one desc for both); FI_ATOMIC_READ has no operand,
@@ -1077,6 +1091,19 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	case FI_CLASS_AV:
 		ret = ffs_ctl(&ep->obj, "bind av %u", container_of(bfid, struct ffs_av, av_fid.fid)->obj.id);
 		break;
+	case FI_CLASS_SRX_CTX: {
+		struct ffs_ep *srx = container_of(bfid, struct ffs_ep, ep_fid.fid);
+		if (ep->is_srx || !srx->is_srx || srx->dom != ep->dom || ep->srx_ctx)
+			ret = -FI_EINVAL;
+		else if (!(ret = ffs_ctl(&ep->obj, "bind srx %u", srx->obj.id))) {
+			ep->srx_ctx = srx;
+			__atomic_fetch_add(&srx->srx_bound, 1, __ATOMIC_SEQ_CST);
+		}
+		break;
+	}
+	case FI_CLASS_STX_CTX:
+		ret = ffs_ctl(&ep->obj, "bind stx %u", container_of(bfid, struct ffs_stx, stx_fid.fid)->obj.id);
+		break;
 	case FI_CLASS_CNTR:
 		ret = bind_cntr(ep, container_of(bfid, struct ffs_cntr, cntr_fid.fid), flags);
 		break;
@@ -1094,9 +1121,9 @@ static int enable(struct ffs_ep *ep)
 		return 0;
 	int ret;
 	/* The tree wants a CQ for each direction; the application may bind
-	 * none for one it does not use. */
+	 * none for one it does not use. A shared receive context has none. */
 	uint64_t missing = (ep->txcq ? 0 : FI_TRANSMIT) | (ep->rxcq ? 0 : FI_RECV);
-	if (missing && !ep->hidden_bound) {
+	if (missing && !ep->hidden_bound && !ep->is_srx) {
 		char d[16];
 		if (!ep->hidden)
 			return -FI_EOTHER; /* make_hidden runs first */
@@ -1104,28 +1131,38 @@ static int enable(struct ffs_ep *ep)
 			return ret;
 		ep->hidden_bound = true;
 	}
-	if (!ep->stx.r.map && (ret = region_make(ep->dom, STAGE_SIZE, &ep->stx.r)))
+	if (!ep->is_srx && !ep->stx.r.map && (ret = region_make(ep->dom, STAGE_SIZE, &ep->stx.r)))
 		return ret;
-	if (!ep->srx.r.map && (ret = region_make(ep->dom, STAGE_SIZE, &ep->srx.r)))
+	if (!ep->srx_ctx && !ep->srx.r.map && (ret = region_make(ep->dom, STAGE_SIZE, &ep->srx.r)))
 		return ret;
 	if ((ret = ffs_ctl(&ep->obj, "enable")))
 		return ret;
-	if ((ret = ffs_ring_map(&ep->obj, "tx", &ep->tx)) || (ret = ffs_ring_map(&ep->obj, "rx", &ep->rx)))
+	if ((!ep->is_srx && (ret = ffs_ring_map(&ep->obj, "tx", &ep->tx))) ||
+	    (ret = ffs_ring_map(&ep->obj, "rx", &ep->rx)))
 		return ret;
 	uint64_t v;
-	if ((ret = ffs_get_u64(&ep->obj, "attr/tx_inject_size", &v)))
-		return ret;
-	ep->inject_size = v;
-	if ((ret = ffs_get_u64(&ep->obj, "attr/max_msg_size", &v)))
-		return ret;
-	ep->max_msg_size = v;
+	if (!ep->is_srx) {
+		if ((ret = ffs_get_u64(&ep->obj, "attr/tx_inject_size", &v)))
+			return ret;
+		ep->inject_size = v;
+		if ((ret = ffs_get_u64(&ep->obj, "attr/max_msg_size", &v)))
+			return ret;
+		ep->max_msg_size = v;
+	}
+	if (ep->srx_ctx) {
+		/* Whether the context's receives are reported unasked: as the
+		 * receive CQ bindings of its endpoints are selective or not. */
+		pthread_mutex_lock(&ep->srx_ctx->lock);
+		ep->srx_ctx->rx_sel = ep->rx_sel;
+		pthread_mutex_unlock(&ep->srx_ctx->lock);
+	}
 	/* Operations outstanding per direction: at most the ring's entries
 	 * (attr/tx_size and rx_size rounded up), libfabric's tx_attr->size and
 	 * rx_attr->size, so that a CQ sized for them never overruns. */
 	ep->nreq = (size_t)ep->tx.count + ep->rx.count;
 	ep->reqs = calloc(ep->nreq, sizeof *ep->reqs);
-	ep->inj = calloc(ep->tx.count, sizeof *ep->inj);
-	if (!ep->reqs || !ep->inj)
+	ep->inj = ep->tx.count ? calloc(ep->tx.count, sizeof *ep->inj) : NULL;
+	if (!ep->reqs || (ep->tx.count && !ep->inj))
 		return -FI_ENOMEM;
 	for (size_t i = 0; i < ep->nreq; i++) {
 		ep->reqs[i].ep = ep;
@@ -1273,6 +1310,8 @@ static void free_ep(struct ffs_ep *ep)
 static int ep_close(struct fid *fid)
 {
 	struct ffs_ep *ep = container_of(fid, struct ffs_ep, ep_fid.fid);
+	if (ep->is_srx && __atomic_load_n(&ep->srx_bound, __ATOMIC_SEQ_CST) > 0)
+		return -FI_EBUSY; /* its endpoints first: they use it */
 	if (ep->eq)
 		ffs_eq_unbind(ep->eq, fid);
 	pthread_mutex_lock(&ep->lock);
@@ -1307,14 +1346,23 @@ static int ep_close(struct fid *fid)
 		pthread_mutex_unlock(&ep->lock);
 		if (there)
 			there = access(ep->obj.dir, F_OK) == 0 || errno != ENOENT;
-		if ((left == 0 && !there) || ms == CLOSE_DRAIN_MS)
+		/* A shared receive context's receives that no message took are
+		 * dropped with it, silently (fi_endpoint(3)): once it has left
+		 * the tree, no endpoint is bound to complete them. */
+		if (((left == 0 || ep->is_srx) && !there) || ms == CLOSE_DRAIN_MS)
 			break;
 		usleep(1000);
+	}
+	if (ep->is_srx && !there) {
+		ffs_domain_progress(ep->dom); /* what it completed before it left */
+		left = 0;
 	}
 	struct ffs_cq *cqs[2] = {ep->txcq, ep->rxcq};
 	for (int i = 0; i < 2; i++)
 		if (cqs[i])
 			__atomic_fetch_sub(&cqs[i]->bound, 1, __ATOMIC_SEQ_CST);
+	if (ep->srx_ctx)
+		__atomic_fetch_sub(&ep->srx_ctx->srx_bound, 1, __ATOMIC_SEQ_CST);
 	__atomic_fetch_sub(&ep->dom->eps, 1, __ATOMIC_SEQ_CST);
 	if (left) {
 		/* The records stay (with the hidden CQ) for completions that
@@ -1499,4 +1547,52 @@ fail:
 	fi_freeinfo(ep->info);
 	free(ep);
 	return ret;
+}
+
+/* ffs_srx_open is fi_srx_context: a tree srx with the attributes of attr
+ * (its size; the caps and op_flags are the provider's to apply), enabled
+ * at once, as libfabric's contexts take receives as soon as they exist. */
+int ffs_srx_open(struct fid_domain *domain, struct fi_rx_attr *attr, struct fid_ep **out, void *context)
+{
+	if (!out)
+		return -FI_EINVAL;
+	struct ffs_domain *dom = container_of(domain, struct ffs_domain, domain_fid);
+	struct ffs_ep *ep = calloc(1, sizeof *ep);
+	if (!ep)
+		return -FI_ENOMEM;
+	ep->dom = dom;
+	ep->obj.ctl = -1;
+	ep->is_srx = true;
+	/* Its receives name a source with FI_DIRECTED_RECV only, as those of
+	 * a connectionless endpoint. */
+	ep->type = FI_EP_RDM;
+	ep->caps = attr ? attr->caps : 0;
+	ep->rx_op_flags = attr ? attr->op_flags : 0;
+	ep->max_msg_size = dom->info->ep_attr ? dom->info->ep_attr->max_msg_size : SIZE_MAX;
+	int ret;
+	if (!(ep->info = fi_dupinfo(dom->info))) {
+		free(ep);
+		return -FI_ENOMEM;
+	}
+	pthread_mutex_init(&ep->lock, NULL);
+	if ((ret = ffs_obj_clone(&ep->obj, dom->dir, "srx")) ||
+	    (attr && attr->size && (ret = ffs_set(&ep->obj, "attr/size", "%zu", attr->size))) || (ret = enable(ep))) {
+		ffs_ring_unmap(&ep->rx);
+		ffs_obj_close(&ep->obj);
+		region_free(&ep->srx.r);
+		free_ep(ep);
+		return ret;
+	}
+	ep->ep_fid.fid.fclass = FI_CLASS_SRX_CTX;
+	ep->ep_fid.fid.context = context;
+	ep->ep_fid.fid.ops = &ep_fi_ops;
+	ep->ep_fid.ops = &ep_ops;
+	ep->ep_fid.cm = &ep_cm_ops;
+	ep->ep_fid.msg = &ep_msg_ops;
+	ep->ep_fid.tagged = &ep_tagged_ops;
+	ep->ep_fid.rma = &ep_rma_ops;
+	ep->ep_fid.atomic = &ffs_atomic_ops; /* post() refuses them: a receive context only receives */
+	__atomic_fetch_add(&dom->eps, 1, __ATOMIC_SEQ_CST);
+	*out = &ep->ep_fid;
+	return 0;
 }

@@ -15,6 +15,7 @@
  *	info.c		fi_info text (the tree's getinfo answers) to struct fi_info
  *	domain.c	the domain and its operations
  *	ep.c		active endpoints: data operations over the rings
+ *	srx.c		shared transmit and receive contexts
  *	pep.c		passive endpoints
  *	eq.c		event queues and connection management events
  *	cq.c		completion queues
@@ -391,6 +392,15 @@ ssize_t ffs_ep_post(struct fid_ep *ep, const struct ffs_op *o);
  * and transmit op flags (fi_control FI_SETOPSFLAG). */
 struct ffs_domain *ffs_ep_attrs(struct fid_ep *ep, enum fi_ep_type *type, uint64_t *tx_op_flags);
 
+/* Shared contexts. fi_srx_context makes an endpoint of ep.c of the tree
+ * kind srx (ep.c); fi_stx_context a tree stx, which endpoints bind (srx.c). */
+int ffs_srx_open(struct fid_domain *domain, struct fi_rx_attr *attr, struct fid_ep **rx_ep, void *context);
+struct ffs_stx {
+	struct fid_stx stx_fid;
+	struct ffs_domain *dom;
+	struct ffs_obj obj;
+};
+int ffs_stx_open(struct fid_domain *domain, struct fi_tx_attr *attr, struct fid_stx **stx, void *context);
 int ffs_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep, void *context);
 int ffs_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq, void *context);
 int ffs_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq, void *context);

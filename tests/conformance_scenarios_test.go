@@ -2,6 +2,8 @@ package tests
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,12 +56,65 @@ func transfer(t *testing.T, a, b *confNode, msg []byte) {
 	wantRecv(t, b.io.poll(t, 1)[0], cqRecv, msg)
 }
 
+// cqEvent waits for the next line of the CQ's events file.
+func cqEvent(t *testing.T, cq string) string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		b, err := readNonblock(filepath.Join(cq, "events"))
+		must(t, err)
+		if len(b) > 0 {
+			return strings.TrimSpace(string(b))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no completion after 10s", cq)
+		}
+	}
+}
+
 var confScenarios = []confScenario{
 	{name: "send_recv", caps: fi.MSG | fi.SEND | fi.RECV, run: func(t *testing.T, x *confEnv) {
 		a, b, _ := x.confPair(t, confCfg{})
 		for i, n := range []int{1, 100, 9000} {
 			transfer(t, a, b, pattern(n, i))
 			transfer(t, b, a, pattern(n, i+7))
+		}
+	}},
+	// fi_endpoint(3), "SHARED CONTEXTS": "Users post receive buffers
+	// directly to a shared receive context, with the buffers usable by any
+	// endpoint bound to the shared receive context. [...] Completed
+	// receive operations are posted to the CQs bound to the endpoint."
+	// Two pairs: the senders share a transmit context ("operations are
+	// posted directly to the endpoint"), the receivers a receive context,
+	// whose receives are posted through its data file (for both
+	// implementations: the Go client has no shared contexts); each
+	// receiver's CQ reports the receive its message took.
+	{name: "shared_contexts", caps: fi.MSG, run: func(t *testing.T, x *confEnv) {
+		srx, stx := x.impl.obj(t, x, "srx"), x.impl.obj(t, x, "stx")
+		a, b, _ := x.confPair(t, confCfg{a: confSide{stx: stx}, b: confSide{srx: srx}})
+		c, d, _ := x.confPair(t, confCfg{a: confSide{stx: stx}, b: confSide{srx: srx}})
+		for i, p := range []struct{ from, to *confNode }{{c, d}, {a, b}, {c, d}} {
+			msg := pattern(100+i, i)
+			got := make(chan []byte, 1)
+			go func() {
+				b, err := os.ReadFile(filepath.Join(srx, "data"))
+				if err != nil {
+					t.Errorf("read of %s/data: %v", srx, err)
+				}
+				got <- b
+			}()
+			p.from.io.send(t, msg, confSend{})
+			wantCQE(t, "send", p.from.io.poll(t, 1)[0], cqSend, len(msg), 0)
+			if ev := cqEvent(t, p.to.cq); !strings.Contains(ev, "flags=FI_RECV|FI_MSG len="+strconv.Itoa(len(msg))) {
+				t.Errorf("%s's CQ: %q, want the receive of %d bytes", p.to.name, ev, len(msg))
+			}
+			if r := <-got; !bytes.Equal(r, msg) {
+				t.Errorf("message %d: the context's receive got %d bytes %.16q..., want %.16q...", i, len(r), r, msg)
+			}
+		}
+		for _, n := range []*confNode{a, b, c, d} {
+			if !n.io.quiet(t, 10*time.Millisecond) {
+				t.Errorf("%s: completions beyond the receives", n.name)
+			}
 		}
 	}},
 	{name: "remote_cq_data", caps: fi.MSG, cqData: true, run: func(t *testing.T, x *confEnv) {

@@ -135,7 +135,7 @@ func (x *confEnv) lacks(s confScenario) string {
 func (x *confEnv) checkEmpty(t *testing.T) {
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		var left []string
-		for _, k := range []string{"ep", "pep", "cq", "eq", "av", "mr", "cntr"} {
+		for _, k := range []string{"ep", "pep", "cq", "eq", "av", "mr", "cntr", "stx", "srx"} {
 			es, err := os.ReadDir(filepath.Join(x.dom, k))
 			must(t, err)
 			for _, e := range es {
@@ -155,13 +155,20 @@ func (x *confEnv) checkEmpty(t *testing.T) {
 }
 
 // mkobj makes object kind/name in domain dir and returns its directory;
-// the test's cleanup removes it (registered first: removed last).
+// the test's cleanup removes it (registered first: removed last), once
+// the objects bound to it are gone (a clone object goes once the kernel
+// has released its files, which may take a moment: EBUSY until then).
 func mkobj(t *testing.T, dom, kind, name string) string {
 	t.Helper()
 	dir := filepath.Join(dom, kind, name)
 	must(t, os.Mkdir(dir, 0o700))
 	t.Cleanup(func() {
-		if err := os.Remove(dir); err != nil {
+		err := os.Remove(dir)
+		for deadline := time.Now().Add(5 * time.Second); errors.Is(err, syscall.EBUSY) && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+			err = os.Remove(dir)
+		}
+		if err != nil {
 			t.Errorf("rmdir %s: %v", dir, err)
 		}
 	})
@@ -190,6 +197,7 @@ type confSide struct {
 	txFlags   string // attr/tx_op_flags: the flags of the shell's sends; the rings' sends carry them too
 	selective bool   // the send binding is selective
 	cntr      string // bind cntr FLAGS, if not empty
+	srx, stx  string // the directories of the shared contexts to bind, if not empty
 }
 
 // confCfg sets up a pair; the data fields are FI_EP_MSG private data.
@@ -276,6 +284,11 @@ func (x *confEnv) confPair(t *testing.T, cfg confCfg) (a, b *confNode, events []
 		}
 		if s.cntr != "" {
 			cmds = append(cmds, "bind cntr "+filepath.Base(n.cntr)+" "+s.cntr)
+		}
+		for k, dir := range map[string]string{"srx": s.srx, "stx": s.stx} {
+			if dir != "" {
+				cmds = append(cmds, "bind "+k+" "+filepath.Base(dir))
+			}
 		}
 		for _, c := range append(cmds, "enable") {
 			ctlOK(t, n.ep, c)
@@ -444,12 +457,20 @@ const (
 )
 
 // ringsImpl drives endpoints through clients/go/fabricfs and the rings.
-type ringsImpl struct{ objs map[string]any }
+type ringsImpl struct {
+	objs map[string]any
+	seq  int // of the objects it makes with mkobj
+}
 
 func (*ringsImpl) name() string { return "rings" }
 
 func (r *ringsImpl) obj(t *testing.T, x *confEnv, kind string) string {
 	t.Helper()
+	if kind == "srx" || kind == "stx" {
+		// The Go client has none: the scenario uses their files.
+		r.seq++
+		return mkobj(t, x.dom, kind, fmt.Sprintf("conf%d", r.seq))
+	}
 	dom := x.d.tree(t).Domain(x.run.prov, x.run.dom)
 	var o interface{ Close() error }
 	var dir string

@@ -112,6 +112,8 @@ func TestTreeMatchesDocs(t *testing.T) {
 	d.mustCtl(t, "bind cq x send,recv", lo("ep", "x", "ctl")...)
 	d.mustCtl(t, "bind av x", lo("ep", "x", "ctl")...)
 	d.mustCtl(t, "bind cntr x send,recv,read,write,remote_read,remote_write", lo("ep", "x", "ctl")...)
+	d.mustCtl(t, "bind srx x", lo("ep", "x", "ctl")...)
+	d.mustCtl(t, "bind stx x", lo("ep", "x", "ctl")...)
 
 	seen := map[string]string{}
 	err := filepath.WalkDir(d.mnt, func(path string, e fs.DirEntry, err error) error {

@@ -179,6 +179,14 @@ func TestProviderRDM(t *testing.T) {
 		[]string{"verbs/" + verbsDevice + "-dgram", "dgram"})
 }
 
+// TestProviderSharedContexts runs provider/test/srxtest.c in the tree's
+// tcp and verbs domains: fi_srx_context and fi_stx_context shared by two
+// FI_EP_RDM endpoints, receives posted once on the receive context and
+// completed on the CQ of the endpoint each message came to.
+func TestProviderSharedContexts(t *testing.T) {
+	runProviderC(t, "srxtest", []string{"tcp/lo"}, []string{"verbs/" + verbsDevice})
+}
+
 // TestProviderWait runs provider/test/waittest.c in the tree's tcp and
 // verbs domains: a CQ's FI_WAIT_FD descriptor under epoll, fi_trywait, a
 // counter's and an EQ's descriptors, a poll set over two CQs and a

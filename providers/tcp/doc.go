@@ -23,11 +23,12 @@
 // fabricfs behaves the same way (sizes, ordering, progress, threading, CQ
 // data size...). Capabilities are only what is implemented: FI_MSG,
 // FI_SEND, FI_RECV, FI_LOCAL_COMM, FI_REMOTE_COMM. iov_limit is 1 because a
-// core.Op carries one buffer; rma_iov_limit and max_ep_srx_ctx are 0 until
-// RMA and shared receive contexts exist. The ordering bits are libfabric's
-// TCPX_MSG_ORDER: a connection is one TCP stream whose messages the
-// receiver handles in order, so they hold for every operation. prov_version
-// is fabricfs's own, 1.0.
+// core.Op carries one buffer; rma_iov_limit is 0 until RMA exists.
+// max_ep_stx_ctx and max_ep_srx_ctx count core's shared contexts
+// (core.SharedCtxEPs), which libfabric's tcp has for receives only. The
+// ordering bits are libfabric's TCPX_MSG_ORDER: a connection is one TCP
+// stream whose messages the receiver handles in order, so they hold for
+// every operation. prov_version is fabricfs's own, 1.0.
 //
 // # Wire format
 //

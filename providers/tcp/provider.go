@@ -209,6 +209,8 @@ func msgInfo(a ifAddr) *fi.Info {
 			RxCtxCnt:        EPCnt,
 			MaxEPTxCtx:      1,
 			MaxEPRxCtx:      1,
+			MaxEPStxCtx:     min(core.SharedCtxEPs, EPCnt),
+			MaxEPSrxCtx:     min(core.SharedCtxEPs, EPCnt),
 			MRIovLimit:      1,
 			Caps:            domainCaps,
 		},

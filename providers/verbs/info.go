@@ -3,6 +3,7 @@ package verbs
 import (
 	"fmt"
 
+	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/providers/verbs/cm"
 	"github.com/fabricfs/fabricfs/providers/verbs/ibv"
@@ -134,12 +135,14 @@ func baseInfo(d *device, caps fi.Caps) *fi.Info {
 			RxCtxCnt:        min(CtxCnt, uint64(a.MaxQP)),
 			// An endpoint has one transmit and one receive context
 			// (no scalable endpoints), where libfabric's verbs says 1024.
-			MaxEPTxCtx: 1,
-			MaxEPRxCtx: 1,
-			MRIovLimit: 1,
-			Caps:       domainCaps,
-			MaxErrData: MaxErrData,
-			MRCnt:      uint64(a.MaxMR),
+			MaxEPTxCtx:  1,
+			MaxEPRxCtx:  1,
+			MaxEPStxCtx: min(core.SharedCtxEPs, uint64(a.MaxQP)),
+			MaxEPSrxCtx: min(core.SharedCtxEPs, uint64(a.MaxQP)),
+			MRIovLimit:  1,
+			Caps:        domainCaps,
+			MaxErrData:  MaxErrData,
+			MRCnt:       uint64(a.MaxMR),
 		},
 		FabricAttr: &fi.FabricAttr{
 			Name:        fabricName(d.dev.GID()),
