@@ -638,9 +638,14 @@ func (e *EP) Links() []Link {
 func (e *EP) Attrs() []Attr {
 	attrs := infoAttrs(&e.mu, func() *fi.Info { return e.info }, func() error { return e.idleLocked("setting attributes") })
 	for i := range attrs {
-		if attrs[i].Name == "type" {
+		switch attrs[i].Name {
+		case "type":
 			attrs[i] = guarded(&e.mu, "type", func() error { return e.idleLocked("setting the type") },
 				func() string { return e.info.EPAttr.Type.String() }, func(s string) error { return e.setType(e.info, s) })
+		case "addr_format":
+			attrs[i] = e.choosableAttr(Attr{Name: "addr_format", Get: e.addrFormat})
+		default:
+			attrs[i] = e.choosableAttr(attrs[i])
 		}
 	}
 	attrs = append(attrs, Attr{Name: "mapping", Get: func() string { return e.obj.Dom.fab.Shm.Mode }},

@@ -312,6 +312,7 @@ const (
 	slotTx
 	slotRx
 	slotWait
+	slotInfo
 )
 
 func (t *tree) objectDir(o *core.Object) *dir {
@@ -366,6 +367,9 @@ func (t *tree) kindFiles(o *core.Object, f fileMaker, rw, ro meta) []entry {
 		return []entry{
 			f("local", slotLocal, ro, rendered(addr(impl.Name), nil)),
 			f("remote", slotRemote, ro, rendered(addr(impl.Peer), nil)),
+			f("info", slotInfo, rw, rendered(impl.InfoText, func(ctx context.Context, data []byte) error {
+				return impl.SetInfo(string(data))
+			})),
 			f("data", slotData, rw, func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
 				return &dataHandle{msgs: impl}, nil
 			}),

@@ -1449,23 +1449,12 @@ static struct fi_ops_tagged ep_tagged_ops = {
 	.injectdata = ep_tinjectdata,
 };
 
-static const char *type_name(enum fi_ep_type t)
-{
-	switch (t) {
-	case FI_EP_RDM:
-		return "FI_EP_RDM";
-	case FI_EP_DGRAM:
-		return "FI_EP_DGRAM";
-	default:
-		return "FI_EP_MSG";
-	}
-}
-
 int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **out, void *context)
 {
 	if (!info || !out)
 		return -FI_EINVAL;
 	struct ffs_domain *dom = container_of(domain, struct ffs_domain, domain_fid);
+	char buf[8192]; /* the fi_info block */
 	struct ffs_ep *ep = calloc(1, sizeof *ep);
 	if (!ep)
 		return -FI_ENOMEM;
@@ -1499,14 +1488,9 @@ int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 	} else {
 		if ((ret = ffs_obj_clone(&ep->obj, dom->dir, "ep")))
 			goto fail;
-		/* The type first: writing it resets every other attribute. */
-		if (ep->type != FI_EP_MSG && (ret = ffs_set(&ep->obj, "attr/type", "%s", type_name(ep->type))))
-			goto fail;
-		if (info->tx_attr && info->tx_attr->size &&
-		    (ret = ffs_set(&ep->obj, "attr/tx_size", "%zu", info->tx_attr->size)))
-			goto fail;
-		if (info->rx_attr && info->rx_attr->size &&
-		    (ret = ffs_set(&ep->obj, "attr/rx_size", "%zu", info->rx_attr->size)))
+		/* The endpoint is the one the application's fi_info describes:
+		 * the tree takes the whole entry (ep/N/info) and narrows to it. */
+		if ((ret = ffs_info_block(info, buf, sizeof buf)) || (ret = ffs_write(&ep->obj, "info", buf)))
 			goto fail;
 		/* The source address (`setname`): a passive endpoint's given as
 		 * the handle (its address goes to the new endpoint, as

@@ -92,6 +92,9 @@ int ffs_ctl(struct ffs_obj *o, const char *fmt, ...) __attribute__((format(print
 /* ffs_set writes one value to the object's file name (relative to dir,
  * e.g. "attr/len"). */
 int ffs_set(struct ffs_obj *o, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* ffs_write writes text to the object's file name in one write (a value
+ * or block longer than ffs_set takes); failures as ffs_set's. */
+int ffs_write(struct ffs_obj *o, const char *name, const char *text);
 /* ffs_get reads the object's file name into buf (NUL-terminated, the
  * trailing newline removed); it returns the length or a negative FI_E*. */
 ssize_t ffs_get(struct ffs_obj *o, const char *name, char *buf, size_t size);
@@ -319,6 +322,10 @@ int ffs_no_listen(struct fid_pep *pep);
 int ffs_no_reject(struct fid_pep *pep, fid_t handle, const void *param, size_t paramlen);
 ssize_t ffs_no_cancel(fid_t fid, void *context);
 int ffs_no_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen);
+/* ffs_info_block writes info as the tree reads an fi_info block (the
+ * hints of /getinfo, an endpoint's ep/N/info) into buf (prov.c); it fails
+ * with -FI_ENODATA for what no tree entry can have. */
+int ffs_info_block(const struct fi_info *info, char *buf, size_t size);
 /* ffs_getopt is fi_getopt of an endpoint or passive endpoint o: its
  * attr/opt_NAME file, -FI_ENOPROTOOPT where o has no such option. */
 int ffs_getopt(struct ffs_obj *o, int level, int optname, void *optval, size_t *optlen);

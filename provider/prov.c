@@ -154,8 +154,9 @@ static uint64_t comp_order_named(uint64_t order)
 }
 
 /*
- * add_hints appends the hints as the tree's hints block: fi_tostr of a
- * copy that says what the tree knows. What only this provider knows stays
+ * ffs_info_block writes an fi_info as the tree reads it in a hints block
+ * (and in ep/N/info) into buf: fi_tostr of a copy that says what the tree
+ * knows. What only this provider knows stays
  * out: the opened fabric, domain and passive endpoint (pointers of this
  * process), the nic, and the provider's own name and version (hints
  * prov_name is libfabric's "fabricfs" or a layering over it; the tree's
@@ -170,7 +171,7 @@ static uint64_t comp_order_named(uint64_t order)
  * has a name. A comp_order with some of FI_ORDER_STRICT's bits is sent as
  * FI_ORDER_STRICT (comp_order_named).
  */
-static int add_hints(struct query *q, const struct fi_info *hints)
+int ffs_info_block(const struct fi_info *hints, char *buf, size_t size)
 {
 	const struct fi_tx_attr *ht = hints->tx_attr;
 	const struct fi_rx_attr *hr = hints->rx_attr;
@@ -225,11 +226,19 @@ static int add_hints(struct query *q, const struct fi_info *hints)
 		h.fabric_attr = &f;
 	if (h.addr_format == FI_FORMAT_UNSPEC && (h.src_addr || h.dest_addr))
 		h.addr_format = FI_SOCKADDR;
-	char buf[8192];
-	if (!fi_tostr_r(buf, sizeof buf, &h, FI_TYPE_INFO))
+	if (!fi_tostr_r(buf, size, &h, FI_TYPE_INFO))
 		return -FI_EINVAL;
-	addf(q, "\n%s", buf);
 	return 0;
+}
+
+/* add_hints appends the hints block (ffs_info_block) to the query. */
+static int add_hints(struct query *q, const struct fi_info *hints)
+{
+	char buf[8192];
+	int ret = ffs_info_block(hints, buf, sizeof buf);
+	if (!ret)
+		addf(q, "\n%s", buf);
+	return ret;
 }
 
 /* ---- fi_getinfo ---- */

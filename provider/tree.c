@@ -158,11 +158,17 @@ int ffs_set(struct ffs_obj *o, const char *name, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0 || n >= (int)sizeof val)
 		return -FI_EINVAL;
+	return ffs_write(o, name, val);
+}
+
+int ffs_write(struct ffs_obj *o, const char *name, const char *text)
+{
 	int fd = open_at(o->dir, name, O_WRONLY);
 	if (fd < 0)
 		return -ffs_fi_errno(errno);
 	int ret = 0;
-	if (write(fd, val, n) != n) {
+	ssize_t n = (ssize_t)strlen(text);
+	if (write(fd, text, n) != n) {
 		int err = errno;
 		failed(o, name, err);
 		ret = -ffs_fi_errno(err);

@@ -144,6 +144,11 @@ func TestErrEveryWritableFile(t *testing.T) {
 				if !wantErrno(t, p, writeFile(p, "hello"), want) {
 					continue
 				}
+			case k == core.KindEP && name == "info":
+				op = "info hello" // not an fi_info block
+				if !wantErrno(t, p, writeFile(p, "hello"), want) {
+					continue
+				}
 			case ((k == core.KindEP || k == core.KindSRX) && (name == "tx" || name == "rx")) || ((k == core.KindCQ || k == core.KindMR) && name == "data"):
 				continue // shared memory: a write is a store into the pages, not a value
 			default:
@@ -155,7 +160,7 @@ func TestErrEveryWritableFile(t *testing.T) {
 	}
 
 	// A read-only file refuses to open for writing, root included.
-	for _, name := range []string{"attr/caps", "status", "err"} {
+	for _, name := range []string{"attr/protocol", "status", "err"} {
 		dir := obj(core.KindEP, "w")
 		err := writeFile(d.path(append(dir, name)...), "1")
 		if wantErrno(t, "writing read-only "+name+" as root", err, syscall.EACCES) {
