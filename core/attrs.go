@@ -61,11 +61,27 @@ func setSize(field func(*fi.Info) *uint64) func(*fi.Info, string) error {
 	}
 }
 
-func setOpFlags(field func(*fi.Info) *fi.OpFlags) func(*fi.Info, string) error {
+// setOpFlags returns a setter for tx_op_flags or, if rx, rx_op_flags.
+// The flags must be ones the endpoint honours, as fi_getinfo checks an
+// op_flags hint: transmit flags fi.TxOpFlags; receive flags fi.RxOpFlags,
+// and FI_MULTI_RECV where the receive capabilities have it. Anything else
+// (FI_MULTICAST, a capability bit, FI_COMMIT_COMPLETE without persistent
+// memory) is EINVAL rather than kept and ignored.
+func setOpFlags(field func(*fi.Info) *fi.OpFlags, rx bool) func(*fi.Info, string) error {
 	return func(in *fi.Info, s string) error {
 		v, err := fi.Parse[fi.OpFlags](s)
 		if err != nil {
 			return Errorf(fi.EINVAL, "%w", err)
+		}
+		ok := fi.TxOpFlags
+		if rx {
+			ok = fi.RxOpFlags
+			if in.RxAttr.Caps&fi.MULTI_RECV != 0 {
+				ok |= fi.OpFlags(fi.MULTI_RECV)
+			}
+		}
+		if bad := v &^ ok; bad != 0 {
+			return Errorf(fi.EINVAL, "op flags %#x are not flags this endpoint honours (%v)", uint64(bad), ok)
 		}
 		*field(in) = v
 		return nil
@@ -94,7 +110,7 @@ var infoFields = []infoField{
 	{"tx_caps", func(in *fi.Info) string { return in.TxAttr.Caps.String() }, nil},
 	{"tx_mode", func(in *fi.Info) string { return in.TxAttr.Mode.String() }, nil},
 	{"tx_op_flags", func(in *fi.Info) string { return in.TxAttr.OpFlags.String() },
-		setOpFlags(func(in *fi.Info) *fi.OpFlags { return &in.TxAttr.OpFlags })},
+		setOpFlags(func(in *fi.Info) *fi.OpFlags { return &in.TxAttr.OpFlags }, false)},
 	{"tx_msg_order", func(in *fi.Info) string { return in.TxAttr.MsgOrder.String() }, nil},
 	{"tx_comp_order", func(in *fi.Info) string { return in.TxAttr.CompOrder.String() }, nil},
 	{"tx_inject_size", func(in *fi.Info) string { return u64(in.TxAttr.InjectSize) }, nil},
@@ -106,7 +122,7 @@ var infoFields = []infoField{
 	{"rx_caps", func(in *fi.Info) string { return in.RxAttr.Caps.String() }, nil},
 	{"rx_mode", func(in *fi.Info) string { return in.RxAttr.Mode.String() }, nil},
 	{"rx_op_flags", func(in *fi.Info) string { return in.RxAttr.OpFlags.String() },
-		setOpFlags(func(in *fi.Info) *fi.OpFlags { return &in.RxAttr.OpFlags })},
+		setOpFlags(func(in *fi.Info) *fi.OpFlags { return &in.RxAttr.OpFlags }, true)},
 	{"rx_msg_order", func(in *fi.Info) string { return in.RxAttr.MsgOrder.String() }, nil},
 	{"rx_comp_order", func(in *fi.Info) string { return in.RxAttr.CompOrder.String() }, nil},
 	{"rx_total_buffered_recv", func(in *fi.Info) string { return u64(in.RxAttr.TotalBufferedRecv) }, nil},

@@ -90,6 +90,18 @@ func TestEndpointFromInfo(t *testing.T) {
 	if err := msg.SetAttr("caps", "FI_ATOMIC"); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("FI_ATOMIC on a tcp FI_EP_MSG endpoint: %v, want EINVAL", err)
 	}
+	// Operation flags the endpoint does not honour are refused, not kept
+	// and ignored: FI_MULTICAST (not offered), FI_COMMIT_COMPLETE (no
+	// persistent memory), FI_MULTI_RECV on tcp's FI_EP_MSG, a capability.
+	for _, f := range [][2]string{{"tx_op_flags", "FI_MULTICAST"}, {"tx_op_flags", "FI_COMMIT_COMPLETE"},
+		{"rx_op_flags", "FI_MULTI_RECV"}, {"tx_op_flags", "FI_MSG"}} {
+		if err := msg.SetAttr(f[0], f[1]); !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("%s = %s on a tcp FI_EP_MSG endpoint: %v, want EINVAL", f[0], f[1], err)
+		}
+	}
+	if err := msg.SetAttr("tx_op_flags", "FI_DELIVERY_COMPLETE|FI_COMPLETION"); err != nil {
+		t.Errorf("tx_op_flags FI_DELIVERY_COMPLETE|FI_COMPLETION: %v", err)
+	}
 	bad := strings.Replace(block, "type: FI_EP_RDM", "type: FI_EP_MSG", 1)
 	bad = strings.Replace(bad, "caps: [ FI_TAGGED", "caps: [ FI_ATOMIC, FI_TAGGED", 1)
 	if err := os.WriteFile(d.path("tcp", "lo", "ep", msg.ID(), "info"), []byte(bad), 0); !errors.Is(err, syscall.ENODATA) {
