@@ -220,13 +220,6 @@ static struct fid_av *av;
 static struct fid_ep *ep;
 static struct fid_cq *txcq, *rxcq;
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* cq_wait reads one entry within 5 s; an error entry is its positive
  * code (with e its err entry's context), a success 0. */
 static int cq_wait(struct fid_cq *cq, struct fi_cq_data_entry *e, const char *what)

@@ -1,7 +1,7 @@
 /*
  * fitest.h: what the provider's libfabric test programs share (msgtest,
  * rdmtest, waittest: programs that use only libfabric's API, with
- * FI_PROVIDER_PATH pointing at the provider): the headers, fail, and
+ * FI_PROVIDER_PATH pointing at the provider): the headers, fail, now and
  * CHECK, which fails the program with the call, its code and
  * fi_strerror's text when a call does not return 0.
  */
@@ -39,6 +39,14 @@ static void fail(const char *fmt, ...)
 	va_end(ap);
 	fflush(stdout);
 	exit(1);
+}
+
+/* now is the monotonic clock in seconds, for deadlines. */
+static inline double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 #define CHECK(call)                                                                                                    \

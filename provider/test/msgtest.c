@@ -30,13 +30,6 @@ struct side {
 	struct fid_cq *txcq, *rxcq;
 };
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* eq_wait reads the next event within 5 s: its type, and entry. */
 static ssize_t eq_wait(uint32_t *event, struct fi_eq_cm_entry *entry, size_t len)
 {

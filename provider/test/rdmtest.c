@@ -30,13 +30,6 @@ struct node {
 	fi_addr_t addr;
 };
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* cq_try reads one entry and its source within secs seconds (false if
  * none came); an error fails. */
 static bool cq_try(struct fid_cq *cq, struct fi_cq_tagged_entry *e, fi_addr_t *src, double secs, const char *what)

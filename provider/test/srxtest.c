@@ -26,13 +26,6 @@ struct node {
 	fi_addr_t addr;
 };
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* cq_wait reads one entry of cq within 5 s into e: 0, or the positive
  * error of an error entry (e then has its context and flags). */
 static int cq_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *e, const char *what)
