@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"slices"
@@ -342,6 +343,47 @@ var confScenarios = []confScenario{
 		}
 		if !b.io.quiet(t, 20*time.Millisecond) {
 			t.Error("a write without remote CQ data made an entry at the target")
+		}
+	}},
+	{name: "atomic", caps: fi.ATOMIC | fi.WRITE | fi.READ | fi.REMOTE_WRITE | fi.REMOTE_READ, run: func(t *testing.T, x *confEnv) {
+		// "The atomic operations ... perform the operation on the target
+		// buffer" (fi_atomic(3)); the fetch and compare kinds return "the
+		// initial value of the remote buffer" in the result. 64-bit
+		// unsigned integers and FI_SUM, FI_CSWAP and FI_ATOMIC_WRITE: what
+		// every provider with atomics takes (verbs FI_EP_MSG: the RC
+		// atomics).
+		a, b, _ := x.confPair(t, confCfg{})
+		key, le := x.num(t, b.mr, "attr/key"), binary.LittleEndian.AppendUint64
+		value := func(n *confNode, off int) uint64 { return binary.LittleEndian.Uint64(n.io.mem(t, off, 8)) }
+		const op, cmp, res = confRMAOff, confRMAOff + 8, confRMAOff + 64
+		b.io.fill(t, confRMAOff, le(nil, 1000))
+		steps := []struct {
+			kind, op         string
+			operand, compare uint64
+			flags            fi.CQFlags
+			result, target   uint64 // the result (fetch, compare) and the target's value after
+		}{
+			{"fetch_atomic", "FI_SUM", 7, 0, fi.CQFlags(fi.ATOMIC | fi.READ), 1000, 1007},
+			{"compare_atomic", "FI_CSWAP", 42, 1007, fi.CQFlags(fi.ATOMIC | fi.READ), 1007, 42},
+			{"compare_atomic", "FI_CSWAP", 5, 1, fi.CQFlags(fi.ATOMIC | fi.READ), 42, 42}, // no match: no swap
+			{"atomic", "FI_ATOMIC_WRITE", 99, 0, fi.CQFlags(fi.ATOMIC | fi.WRITE), 0, 99},
+		}
+		for _, s := range steps {
+			a.io.fill(t, op, le(le(nil, s.operand), s.compare))
+			a.io.fill(t, res, le(nil, 0xdead))
+			a.io.atomic(t, s.kind, s.op, "FI_UINT64", op, cmp, res, 8, confRMAOff, key)
+			what := s.kind + " " + s.op
+			if c := a.io.poll(t, 1)[0]; c.Flags != s.flags || c.Err != 0 {
+				t.Errorf("%s: completion %v, want flags %v", what, c, s.flags)
+			}
+			if s.kind != "atomic" {
+				if got := value(a, res); got != s.result {
+					t.Errorf("%s: result %d, want %d", what, got, s.result)
+				}
+			}
+			if got := value(b, confRMAOff); got != s.target {
+				t.Errorf("%s: target %d, want %d", what, got, s.target)
+			}
 		}
 	}},
 	{name: "rma_writedata", caps: fi.RMA | fi.WRITE | fi.REMOTE_WRITE, cqData: true, run: func(t *testing.T, x *confEnv) {

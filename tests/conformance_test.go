@@ -426,6 +426,11 @@ type confIO interface {
 	// rma is an RMA write (with data: writedata) or read between the
 	// node's region at off and the peer's region key at raddr.
 	rma(t *testing.T, write bool, off, n, raddr, key uint64, data *uint64)
+	// atomic is fi_atomic (kind "atomic"), fi_fetch_atomic or
+	// fi_compare_atomic of op on n bytes of datatype dt: the operand at
+	// off in the node's region, the compare values at cmp, the result
+	// into res, on the peer's region key at raddr.
+	atomic(t *testing.T, kind, op, dt string, off, cmp, res, n, raddr, key uint64)
 	mem(t *testing.T, off, n int) []byte
 	fill(t *testing.T, off int, b []byte)
 }
@@ -663,6 +668,18 @@ func (r *ringsIO) rma(t *testing.T, write bool, off, n, raddr, key uint64, data 
 	if data != nil {
 		w.Flags, w.Data = w.Flags|uint64(fi.REMOTE_CQ_DATA), *data
 	}
+	r.post(t, w)
+}
+
+func (r *ringsIO) atomic(t *testing.T, kind, op, dt string, off, cmp, res, n, raddr, key uint64) {
+	t.Helper()
+	o, err := fi.Parse[fi.AtomicOp](op)
+	must(t, err)
+	d, err := fi.Parse[fi.AtomicType](dt)
+	must(t, err)
+	w := ring.WR{Op: map[string]uint8{"atomic": ring.OpAtomic, "fetch_atomic": ring.OpFetchAtomic, "compare_atomic": ring.OpCompareAtomic}[kind],
+		Flags: r.flags, Offset: off, Len: n, RMAAddr: raddr, RMAKey: key, Addr: r.n.peer,
+		ResultDesc: r.mr.Desc(), ResultOffset: res, CompareOffset: cmp, Datatype: uint8(d), AtomicOp: uint8(o)}
 	r.post(t, w)
 }
 
@@ -935,6 +952,19 @@ func (s *shellIO) rma(t *testing.T, write bool, off, n, raddr, key uint64, data 
 		cmd += fmt.Sprintf(" %#x", *data)
 	}
 	ctlOK(t, s.n.ep, cmd)
+}
+
+func (s *shellIO) atomic(t *testing.T, kind, op, dt string, off, cmp, res, n, raddr, key uint64) {
+	t.Helper()
+	mr := filepath.Base(s.n.mr)
+	cmd := fmt.Sprintf("%s %s %s %s %d %d", kind, op, dt, mr, off, n)
+	switch kind {
+	case "fetch_atomic":
+		cmd += fmt.Sprintf(" %s %d", mr, res)
+	case "compare_atomic":
+		cmd += fmt.Sprintf(" %d %s %d", cmp, mr, res)
+	}
+	ctlOK(t, s.n.ep, cmd+fmt.Sprintf(" %d %#x", raddr, key))
 }
 
 func (s *shellIO) mem(t *testing.T, off, n int) []byte {
