@@ -2,6 +2,8 @@ package tests
 
 import (
 	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -34,4 +36,25 @@ func TestProviderAtomic(t *testing.T) {
 	runProviderC(t, "atomictest", []string{"tcp/lo", "rdm"}, []string{"verbs/" + verbsDevice, "rdm"},
 		[]string{"verbs/" + verbsDevice, "msg"}, []string{"tcp/lo", "rdm", "tcp-target"},
 		[]string{"tcp/lo", "rdm", "tcp-initiator"})
+}
+
+// TestProviderAtomicTwoDaemons runs atomictest between two daemons, as two
+// hosts of one RoCE fabric (devices on 127.0.0.2 and 127.0.0.3): the
+// initiator's tree is one, the target's the other, on verbs FI_EP_RDM
+// (rxm's protocol: every pair rxm takes) and FI_EP_MSG (the RC atomics).
+func TestProviderAtomicTwoDaemons(t *testing.T) {
+	port := strconv.Itoa(freeUDPPort(t))
+	d1 := mountWith(t, "-verbs-addrs", "127.0.0.2", "-roce-port", port)
+	d2 := mountWith(t, "-verbs-addrs", "127.0.0.3", "-roce-port", port)
+	bin := buildProviderC(t, "atomictest")
+	for _, typ := range []string{"rdm", "msg"} {
+		t.Run(typ, func(t *testing.T) {
+			env := append(provEnv(t, d1), "ATOMICTEST_TARGET_ROOT="+d2.mnt, "ATOMICTEST_TARGET_DOMAIN=verbs/rxe_127_0_0_3")
+			p := startProc(t, env, bin, "verbs/rxe_127_0_0_2", typ)
+			if code := p.wait(t, ppLimit); code != 0 || !strings.HasSuffix(p.out.String(), "PASS\n") {
+				t.Fatalf("%v", p)
+			}
+			t.Logf("%s", p.out.String())
+		})
+	}
 }

@@ -17,7 +17,10 @@
  * With msg the endpoints are FI_EP_MSG, the target's accepting the
  * initiator's connection. With tcp-target or tcp-initiator that side is
  * libfabric's own tcp (tcp;ofi_rxm) on lo (FI_TCP_IFACE=lo), and the
- * initiator checks only the operations and the bad key. Prints one "ok NAME" line per check and "PASS" at the end, and exits 0;
+ * initiator checks only the operations and the bad key. With
+ * ATOMICTEST_TARGET_ROOT (and ATOMICTEST_TARGET_DOMAIN) in the
+ * environment the target uses that tree (and domain): another daemon, as
+ * another host would be. Prints one "ok NAME" line per check and "PASS" at the end, and exits 0;
  * on a failure it prints "FAIL: ..." and exits 1. tests/provider_test.go
  * runs it.
  */
@@ -822,7 +825,11 @@ int main(int argc, char **argv)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(up[0]);
 		close(down[1]);
-		target(tprov, tdom, up[1], down[0]);
+		/* The target may be another daemon's tree: another host. */
+		const char *root = getenv("ATOMICTEST_TARGET_ROOT"), *d = getenv("ATOMICTEST_TARGET_DOMAIN");
+		if (root && setenv("FI_FABRICFS_ROOT", root, 1))
+			fail("setenv");
+		target(tprov, d ? d : tdom, up[1], down[0]);
 	}
 	close(up[1]);
 	close(down[0]);
