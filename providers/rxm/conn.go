@@ -63,25 +63,27 @@ func (p *peer) unqueue(op *core.Op) (*sendItem, bool) {
 type conn struct {
 	ep          *endpoint
 	peer        *peer
-	tcp         core.Endpoint       // nil until made
-	accepted    bool                // made from the peer's request
-	remoteIndex uint32              // the peer's index of us: conn_id of what we send
-	remotePID   uint32              // the pid in the peer's ConnID; 0: unknown
-	dead        bool                // abandoned: whoever set this closes tcp
-	free        []*core.Op          // receive buffers to repost
-	bufs        []*core.Op          // its receive buffers: at most bufsPerConn
-	upAt        time.Time           // when it was connected
-	carried     bool                // a message went over it, either way
-	recent      bool                // one did since closeIdle last looked
-	quietSince  time.Time           // closeIdle first saw it quiet (not recent) after its last message
-	sends       int                 // sends posted on it whose completion has not come (sendItem.conn)
-	msg         message             // the message being received: decode
-	sar         map[uint64]*sarRecv // segmented messages being received, by msg_id
-	ctrl        int                 // rendezvous reads and read-dones posted, at most ctrlSends
-	replying    int                 // responses to atomics posted, at most replySends
-	waiting     int                 // responses to atomics waiting in endpoint.replies
-	reads       []lentRead          // regions given to the peer's read requests, until their responses are written
-	watched     bool                // its socket is in the endpoint's epoll set; used by PollReady only
+	tcp         core.Endpoint // nil until made
+	accepted    bool          // made from the peer's request
+	remoteIndex uint32        // the peer's index of us: conn_id of what we send
+	remotePID   uint32        // the pid in the peer's ConnID; 0: unknown
+	dead        bool          // abandoned: whoever set this closes tcp
+	free        []*core.Op    // receive buffers to repost
+	bufs        []*core.Op    // its receive buffers: at most bufsPerConn
+	upAt        time.Time     // when it was connected
+	carried     bool          // a message went over it, either way
+	recent      bool          // one did since closeIdle last looked
+	quietSince  time.Time     // closeIdle first saw it quiet (not recent) after its last message
+	sends       int           // sends posted on it whose completion has not come (sendItem.conn)
+	msg         message       // the message being received: decode
+	ctrl        int           // rendezvous reads and read-dones posted, at most ctrlSends
+	replying    int           // responses to atomics posted, at most replySends
+	waiting     int           // responses to atomics waiting in endpoint.replies
+	reads       []lentRead    // regions given to the peer's read requests, until their responses are written
+	watched     bool          // its socket is in the endpoint's epoll set; used by PollReady only
+
+	// The segmented messages being received on it, by msg_id (sar.go).
+	sar map[uint64]*sarRecv
 }
 
 // connEvents are a connection's events. The RDM endpoint's own events
