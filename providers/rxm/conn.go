@@ -81,6 +81,9 @@ type conn struct {
 	waiting     int           // responses to atomics waiting in endpoint.replies
 	reads       []lentRead    // regions given to the peer's read requests, until their responses are written
 	watched     bool          // its socket is in the endpoint's epoll set; used by PollReady only
+
+	// The segmented messages being received on it, by msg_id (sar.go).
+	sar map[uint64]*sarRecv
 }
 
 // connEvents are a connection's events. The RDM endpoint's own events

@@ -33,7 +33,8 @@
 //
 // What is implemented: FI_MSG and FI_TAGGED sends and receives, eager up
 // to EagerLimit (16384) bytes and by the read rendezvous above it (rndv.go),
-// remote CQ data, inject, tag matching with ignore bits, unexpected
+// the segmented messages of peers without dynamic receive buffers
+// received (sar.go; fabricfs sends the rendezvous instead), remote CQ data, inject, tag matching with ignore bits, unexpected
 // messages (kept, up to UnexpectedLimit bytes per endpoint, then the
 // connections wait), FI_DIRECTED_RECV (Op.Peer of a receive), FI_SOURCE
 // (Completion.Src: the sender's listening address as its connect request

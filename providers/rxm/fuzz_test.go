@@ -29,6 +29,9 @@ func FuzzDecode(f *testing.F) {
 	done, _ := wire.AppendHeader(nil, &wire.Header{Type: wire.CtrlRndvRdDone, MsgID: 3})
 	f.Add(done, false, uint64(0), false)
 	f.Add(append(eager, "abc"...), false, uint64(0), true)
+	seg, _ := wire.AppendHeader(nil, &wire.Header{Type: wire.CtrlSeg, SegSize: 3, SegNo: 2, CtrlData: uint64(wire.SegLast),
+		Op: wire.OpTagged, Size: 2*EagerLimit + 3, Tag: 5})
+	f.Add(append(seg, "abc"...), false, uint64(0), false)
 	f.Add(rndv, false, uint64(0), true)
 	f.Fuzz(func(t *testing.T, b []byte, tagged bool, tag uint64, multi bool) {
 		c := &conn{peer: &peer{addr: netip.MustParseAddrPort("127.0.0.1:1")}}
@@ -169,6 +172,168 @@ func FuzzAtomic(f *testing.F) {
 		}
 		if r.Status == 0 && h.Op != wire.OpAtomic && len(r.Result) != n {
 			t.Fatalf("a result of %d bytes for %d", len(r.Result), n)
+		}
+	})
+}
+
+// sarByte is byte k of fuzzed segmented message id.
+func sarByte(id uint64, k int) byte { return byte(int(id)*31 + k*7 + k>>8) }
+
+// FuzzSAR feeds a connection a sequence of segments, each made from 6
+// bytes of script (msg_id 0..3, segment type, seg_no, the message's size
+// in 16384-byte units plus 6400 bytes, this segment's size in 64-byte
+// units: 0 means 16384, and the tag; a first byte with bit 7 posts a
+// receive instead) and decoded from the wire, with receives of room bytes
+// posted before (recvs of them), between and after: no panic; a segment is
+// refused or taken; what unexpected messages hold is what the matcher
+// counts; a receive completes once, within its buffer, with len + olen
+// the message's size and the message's bytes; when the connection ends
+// (at the first refused segment, or after the script) nothing of it is
+// left and every matched receive has completed.
+func FuzzSAR(f *testing.F) {
+	whole := func(id, size byte, tag byte) []byte { // a message of size units + 6400 bytes, as rxm sends it
+		var s []byte
+		for no := range int(size) + 1 {
+			typ, n := byte(wire.SegMiddle), byte(0)
+			switch {
+			case no == int(size):
+				typ, n = byte(wire.SegLast), 100
+			case no == 0:
+				typ = byte(wire.SegFirst)
+			}
+			s = append(s, id, typ, byte(no), size, n, tag)
+		}
+		return s
+	}
+	f.Add(whole(1, 2, 0), uint8(0), uint16(60000))
+	f.Add(whole(1, 3, 0), uint8(2), uint16(100))
+	f.Add(append(whole(1, 1, 5), whole(2, 4, 5)...), uint8(1), uint16(20000))
+	il := append(whole(1, 2, 0), whole(2, 2, 0)...)
+	il = append(append(append(il[:6:6], il[18:24]...), il[6:18]...), il[24:]...) // interleaved
+	f.Add(il, uint8(1), uint16(40000))
+	f.Add([]byte{1, 2, 1, 2, 0, 0}, uint8(0), uint16(0))
+	mid := whole(3, 3, 0)
+	f.Add(append(append(mid[:12:12], 0x80, 0, 0, 0, 0, 0), mid[12:]...), uint8(0), uint16(50000))
+	f.Fuzz(func(t *testing.T, script []byte, recvs uint8, room uint16) {
+		e := &endpoint{}
+		e.rx = matcher{limit: UnexpectedLimit, multi: map[*core.Op]*multiRecv{}, minMulti: DefaultMinMultiRecv}
+		c := &conn{ep: e, peer: &peer{addr: netip.MustParseAddrPort("127.0.0.1:1")}}
+		type result struct {
+			op    *core.Op
+			comps []core.Completion
+		}
+		var results []*result
+		post := func() {
+			r := &result{op: &core.Op{Kind: core.OpRecv, Buf: make([]byte, room)}}
+			r.op.OnComplete(func(_ *core.Op, c core.Completion) { r.comps = append(r.comps, c) })
+			results = append(results, r)
+			e.rx.post(r.op)
+		}
+		for range recvs % 5 {
+			post()
+		}
+		sent := map[[2]uint64]bool{} // msg_id and size of the segments taken
+		check := func() {
+			held := 0
+			for q := range e.rx.unexp {
+				for _, m := range e.rx.unexp[q] {
+					held += m.cost()
+					if m.sar != nil && uint64(len(m.payload)) != m.sar.got {
+						t.Fatalf("unexpected message holds %d bytes, %d came", len(m.payload), m.sar.got)
+					}
+				}
+			}
+			if held != e.rx.bytes {
+				t.Fatalf("unexpected messages hold %d bytes, the matcher counts %d", held, e.rx.bytes)
+			}
+			for _, s := range c.sar {
+				if s.got >= s.hdr.Size || s.hdr.Size <= EagerLimit {
+					t.Fatalf("message being received: %d of %d bytes", s.got, s.hdr.Size)
+				}
+			}
+		}
+		for ; len(script) >= 6; script = script[6:] {
+			if script[0]&0x80 != 0 { // a receive posted here instead
+				post()
+				continue
+			}
+			id, typ, no, units, segSize, tag := uint64(script[0]%4), script[1]%4, script[2], script[3]%9, uint16(script[4])*64, script[5]
+			if segSize == 0 {
+				segSize = EagerLimit
+			}
+			size := uint64(units)*EagerLimit + 6400
+			h := wire.Header{Type: wire.CtrlSeg, SegSize: segSize, SegNo: uint32(no), MsgID: id, CtrlData: uint64(typ),
+				Size: size, Tag: uint64(tag)}
+			b, err := wire.AppendHeader(nil, &h)
+			if err != nil {
+				break // the wire refuses to encode it: a peer could still send it, as Decode checks
+			}
+			var off uint64
+			if s := c.sar[id]; s != nil {
+				off = s.got
+			}
+			for k := range int(segSize) {
+				b = append(b, sarByte(id, int(off)+k))
+			}
+			m, err := c.decode(b, core.Completion{Len: uint64(len(b))})
+			if err != nil {
+				break
+			}
+			m.conn = c
+			e.mu.Lock()
+			fin, err := e.segmentArrived(c, m)
+			e.mu.Unlock()
+			if err != nil {
+				break
+			}
+			if fin != nil {
+				fin()
+			}
+			sent[[2]uint64{id, size}] = true
+			check()
+		}
+		// Receives for what is left, then the connection ends.
+		for range len(e.rx.unexp[0]) {
+			post()
+		}
+		e.mu.Lock()
+		fins := e.sarGoneLocked(c, fi.ECONNRESET)
+		e.rx.dropConn(c)
+		e.mu.Unlock()
+		for _, fin := range fins {
+			fin()
+		}
+		if len(c.sar) != 0 || e.rx.bytes != 0 || len(e.rx.unexp[0]) != 0 {
+			t.Fatalf("after the end: %d messages being received, %d bytes held", len(c.sar), e.rx.bytes)
+		}
+		check()
+		for i, r := range results {
+			switch {
+			case len(r.comps) > 1:
+				t.Fatalf("receive %d completed %d times", i, len(r.comps))
+			case len(r.comps) == 0:
+				continue // still posted
+			}
+			got := r.comps[0]
+			if got.Err == fi.ECONNRESET {
+				continue
+			}
+			if got.Err != 0 && got.Err != fi.ETRUNC || got.Len > uint64(room) {
+				t.Fatalf("receive %d: %+v into %d bytes", i, got, room)
+			}
+			// Which message: the one whose size and bytes fit.
+			ok := false
+			for m := range sent {
+				id, size := m[0], m[1]
+				match := got.Len+got.OLen == size
+				for k := range int(got.Len) {
+					match = match && r.op.Buf[k] == sarByte(id, k)
+				}
+				ok = ok || match
+			}
+			if !ok {
+				t.Fatalf("receive %d: %+v holds no message's bytes", i, got)
+			}
 		}
 	})
 }

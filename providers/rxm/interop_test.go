@@ -9,11 +9,13 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/atomic"
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/internal/cbuild"
+	"github.com/fabricfs/fabricfs/providers/rxm/wire"
 )
 
 // TestInteropRMA does RMA both ways between a fabricfs RDM endpoint and
@@ -269,6 +271,95 @@ func TestInteropAtomics(t *testing.T) {
 	}
 	if c := g.waitFor(t, op); c.Err != fi.EACCES {
 		t.Errorf("fi_atomic with a key the C side does not have: completion %+v, want FI_EACCES", c)
+	}
+	cp.finish()
+}
+
+// TestInteropSAR receives segmented messages from real libfabric's
+// tcp;ofi_rxm with its dynamic receive buffers off
+// (FI_OFI_RXM_ENABLE_DYN_RBUF=0; testdata/rdm_sar.c, which describes the
+// sequence): 16385, 65536 and 131072 bytes (rxm's SAR limit), untagged and
+// tagged, without and with remote CQ data. The C sends complete before any
+// receive is posted here, which a rendezvous could not do, so they came as
+// segments; each is then held whole as unexpected, and every receive gets
+// its bytes, tag, data and source (one, shorter, FI_ETRUNC). Above the SAR
+// limit (131073 bytes) the C side uses the rendezvous; the C side's
+// receive of our answer shows the connection is still up.
+func TestInteropSAR(t *testing.T) {
+	bin := cbuild.Libfabric(t, "testdata/rdm_sar.c")
+	p, d := testDomain(t)
+	g := newRDM(t, p, d)
+	cp := startC(t, g, bin, fmt.Sprint(g.addr.IP.Port()))
+	peer, _, _ := cp.address()
+	src := fi.SockAddr(peer.IP)
+
+	type sent struct {
+		m    sarMsg
+		kind core.OpKind
+	}
+	var msgs []sent
+	total := 0
+	for _, n := range []int{16385, 65536, 131072} {
+		for _, tagged := range []bool{false, true} {
+			for _, withData := range []bool{false, true} {
+				i := len(msgs) + 1
+				s := sent{m: sarMsg{body: pattern(i, n)}, kind: core.OpRecv}
+				if tagged {
+					s.m.op, s.m.tag, s.kind = wire.OpTagged, uint64(0x100+i), core.OpTRecv
+				}
+				if withData {
+					s.m.flags, s.m.data = wire.FlagRemoteCQData, uint64(0xda7a0000+i)
+				}
+				msgs = append(msgs, s)
+				total += n
+			}
+		}
+	}
+	if l, want := cp.line("C's segmented sends"), fmt.Sprintf("sent %d", len(msgs)); l != want {
+		t.Fatalf("C side printed %q, want %q", l, want)
+	}
+	deadline := time.Now().Add(waitTime)
+	for {
+		if rc, n := sarState(g); rc == 0 && n == total {
+			break
+		}
+		if time.Now().After(deadline) {
+			rc, n := sarState(g)
+			t.Fatalf("%d messages being received, %d unexpected bytes; want 0 and %d (async errors: %v)", rc, n, total, g.ev.errors())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i, s := range msgs {
+		room := len(s.m.body) + 10
+		if i == 2 { // 65536 bytes untagged, no data: a short receive
+			room = 1000
+		}
+		op := g.recv(t, s.kind, room, s.m.tag, 0)
+		c := g.waitFor(t, op)
+		if i == 2 {
+			if c.Err != fi.ETRUNC || c.Len != 1000 || c.OLen != uint64(len(s.m.body)-1000) || !bytes.Equal(op.Buf, s.m.body[:1000]) {
+				t.Errorf("short receive of message %d: %+v, want FI_ETRUNC, len 1000, olen %d", i+1, c, len(s.m.body)-1000)
+			}
+			continue
+		}
+		wantSAR(t, op, c, s.m, src)
+	}
+
+	// Above the SAR limit: rendezvous.
+	n := len(msgs)
+	big := []*core.Op{g.recv(t, core.OpRecv, 131073, 0, 0), g.recv(t, core.OpTRecv, 131073, uint64(0x100+n+2), 0)}
+	if _, err := io.WriteString(cp.stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	got := takeAll(t, g, big...)
+	wantSAR(t, big[0], got[big[0]], sarMsg{body: pattern(n+1, 131073)}, src)
+	wantSAR(t, big[1], got[big[1]], sarMsg{op: wire.OpTagged, tag: uint64(0x100 + n + 2), body: pattern(n+2, 131073)}, src)
+	ack := g.send(t, core.OpSend, peer, []byte(fmt.Sprintf("ack %d", n+2)), 0)
+	if c := g.waitFor(t, ack); c.Err != 0 {
+		t.Fatalf("ack: %+v", c)
+	}
+	if l := cp.line("C's ack"); l != "ok" {
+		t.Fatalf("C side printed %q", l)
 	}
 	cp.finish()
 }

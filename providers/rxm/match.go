@@ -33,6 +33,10 @@ type message struct {
 	id   uint64
 	conn *conn
 
+	// A segmented message (sar.go) whose later segments are still to
+	// come; size is its length, payload what came so far.
+	sar *sarRecv
+
 	readDone bool // not a message: the read-done of our rendezvous id
 
 	// Not a message either: an atomic request or response (atomic.go),
@@ -47,7 +51,7 @@ const rndvCost = wire.HeaderSize + wire.RndvHeaderSize
 
 // len is the message's length.
 func (msg *message) len() uint64 {
-	if msg.rndv != nil {
+	if msg.rndv != nil || msg.sar != nil {
 		return msg.size
 	}
 	return uint64(len(msg.payload))
@@ -109,6 +113,9 @@ func (m *matcher) arrived(msg *message) {
 	}
 	kept := *msg // msg is its connection's, for the next message
 	kept.payload = slices.Clone(msg.payload)
+	if kept.sar != nil {
+		kept.sar.msg = &kept // its later segments join the copy
+	}
 	m.unexp[q] = append(m.unexp[q], &kept)
 	m.bytes += kept.cost()
 }
@@ -199,6 +206,9 @@ func (m *matcher) peek(op *core.Op) bool {
 // sender completes.
 func (m *matcher) discard(op *core.Op, msg *message) {
 	c := core.Completion{Flags: op.Kind.CQFlags() | msg.flags, Data: msg.data, Tag: msg.tag, Src: fi.SockAddr(msg.src)}
+	if msg.sar != nil {
+		msg.sar.msg = nil // its later segments are dropped
+	}
 	if msg.rndv == nil {
 		op.Complete(c)
 		return
@@ -227,11 +237,11 @@ func (m *matcher) cancel(op *core.Op) bool {
 	return false
 }
 
-// dropConn forgets the unexpected rendezvous requests that came on c:
-// their data cannot be read any more.
+// dropConn forgets the unexpected rendezvous requests and segmented
+// messages that came on c: their data cannot come any more.
 func (m *matcher) dropConn(c *conn) {
 	maps.DeleteFunc(m.claimed, func(_ uint64, msg *message) bool {
-		if msg.rndv != nil && msg.conn == c {
+		if (msg.rndv != nil || msg.sar != nil) && msg.conn == c {
 			m.bytes -= msg.cost()
 			return true
 		}
@@ -239,7 +249,7 @@ func (m *matcher) dropConn(c *conn) {
 	})
 	for q := range m.unexp {
 		m.unexp[q] = slices.DeleteFunc(m.unexp[q], func(msg *message) bool {
-			if msg.rndv != nil && msg.conn == c {
+			if (msg.rndv != nil || msg.sar != nil) && msg.conn == c {
 				m.bytes -= msg.cost()
 				return true
 			}
@@ -277,7 +287,8 @@ func (m *matcher) cancelled(op *core.Op) {
 // deliver completes op with msg placed in buf, at off in op.Buf: the
 // payload copied, truncated with fi.ETRUNC if longer. A receive without a
 // buffer gets one of the message's size (at most MaxDynamicRecv). A
-// rendezvous request is read first: it joins started. mr is the state of
+// rendezvous request is read first: it joins started; a segmented message
+// still coming completes with its last segment (sar.go). mr is the state of
 // a receive with FI_MULTI_RECV, last says its buffer is released with msg.
 func (m *matcher) deliver(op *core.Op, msg *message, buf []byte, off int, mr *multiRecv, last bool) {
 	c := core.Completion{Flags: op.Kind.CQFlags() | msg.flags, Data: msg.data, Src: fi.SockAddr(msg.src), Offset: uint64(off)}
@@ -291,6 +302,10 @@ func (m *matcher) deliver(op *core.Op, msg *message, buf []byte, off int, mr *mu
 		op.Buf = make([]byte, min(msg.len(), MaxDynamicRecv))
 		buf = op.Buf
 	}
+	if msg.sar != nil {
+		msg.sar.matched(op, buf, msg, mr, c)
+		return
+	}
 	if msg.rndv != nil {
 		r := newRndvRecv(op, buf, msg, c)
 		if mr != nil {
@@ -300,11 +315,7 @@ func (m *matcher) deliver(op *core.Op, msg *message, buf []byte, off int, mr *mu
 		m.started = append(m.started, r)
 		return
 	}
-	n := copy(buf, msg.payload)
-	c.Len = uint64(n)
-	if rest := len(msg.payload) - n; rest > 0 {
-		c.Err, c.OLen = fi.ETRUNC, uint64(rest)
-	}
+	copy(buf, msg.payload[:fitTo(&c, len(buf), uint64(len(msg.payload)))])
 	if last {
 		mr.release(op, c)
 		return

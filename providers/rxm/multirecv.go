@@ -25,15 +25,16 @@ import (
 //   - min_multi_recv is FI_OPT_MIN_MULTI_RECV, 16384 (rxm's buffer size)
 //     unless set, read at each decision.
 //
-// A rendezvous message placed in the buffer completes when read, possibly
-// after messages that follow it; the release waits for every one of them
-// (libfabric does not wait: its release may come first).
+// A rendezvous message placed in the buffer completes when read, and a
+// segmented one when its last segment is in, possibly after messages that
+// follow it; the release waits for every one of them (libfabric does not
+// wait for a rendezvous: its release may come first).
 
 // multiRecv is the state of a receive with FI_MULTI_RECV. Guarded by
 // endpoint.mu.
 type multiRecv struct {
 	off     int              // bytes of the buffer given to messages
-	reading int              // rendezvous messages being read into it
+	reading int              // rendezvous or segmented messages being received into it
 	held    *core.Completion // the release, waiting for reading to reach 0
 }
 
@@ -48,6 +49,24 @@ func (mr *multiRecv) release(op *core.Op, c core.Completion) {
 		return
 	}
 	op.Complete(c)
+}
+
+// partDone is the completion c of a message whose bytes came after it was
+// placed in the buffer (a rendezvous read, a segmented message): it
+// returns the completions to give now, in order, holding the release
+// (c with FI_MULTI_RECV) until the last such message is in.
+func (mr *multiRecv) partDone(c core.Completion) []core.Completion {
+	mr.reading--
+	switch {
+	case c.Flags&fi.CQFlags(fi.MULTI_RECV) != 0 && mr.reading > 0:
+		mr.held = &c // the release waits for the others
+		return nil
+	case mr.reading == 0 && mr.held != nil:
+		now := []core.Completion{c, *mr.held}
+		mr.held = nil
+		return now
+	}
+	return []core.Completion{c}
 }
 
 // arrivedMulti places msg in op's buffer (op, matched, is off its queue).

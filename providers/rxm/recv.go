@@ -17,7 +17,8 @@ import (
 // then reposted by the endpoint's worker, repostBatch at a time (a
 // completion must not call back into the endpoint that completes it).
 //
-// Atomic requests and responses (atomic.go) are handled as they arrive.
+// Atomic requests and responses (atomic.go) are handled as they arrive;
+// segments (sar.go) join the message they belong to.
 //
 // A message longer than bufSize (the tcp layer truncates it), a header
 // that does not decode, a conn_id other than the index we announced to
@@ -74,13 +75,26 @@ func (c *conn) received(op *core.Op, comp core.Completion) {
 		e.protocolError(c, err)
 		return
 	}
+	var fin func()
 	e.mu.Lock()
 	if m != nil {
 		m.conn = c
-		e.rx.arrived(m)
+		if m.hdr.Type == wire.CtrlSeg {
+			fin, err = e.segmentArrived(c, m)
+		} else {
+			e.rx.arrived(m)
+		}
+	}
+	if err != nil {
+		e.mu.Unlock()
+		e.protocolError(c, err)
+		return
 	}
 	kick := c.reuseLocked(op)
 	e.mu.Unlock()
+	if fin != nil {
+		fin()
+	}
 	if kick {
 		e.wake()
 	}
@@ -154,6 +168,8 @@ func (c *conn) decode(b []byte, comp core.Completion) (*message, error) {
 		if err := m.rndv.CheckSize(h.Size); err != nil {
 			return nil, err
 		}
+	case wire.CtrlSeg:
+		m.hdr, m.payload, m.size = h, b[wire.HeaderSize:][:body], h.Size
 	case wire.CtrlRndvRdDone:
 		*m = message{readDone: true, id: h.MsgID}
 		return m, nil

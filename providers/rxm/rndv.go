@@ -66,11 +66,7 @@ type rndvRecv struct {
 // each remote entry in order, while bytes that fit remain. comp is the
 // receive's completion, without Len.
 func newRndvRecv(op *core.Op, buf []byte, msg *message, comp core.Completion) *rndvRecv {
-	n := min(uint64(len(buf)), msg.size)
-	comp.Len = n
-	if rest := msg.size - n; rest > 0 {
-		comp.Err, comp.OLen = fi.ETRUNC, rest
-	}
+	n := fitTo(&comp, len(buf), msg.size)
 	r := &rndvRecv{op: op, buf: buf, conn: msg.conn, id: msg.id, comp: comp}
 	left, off := n, 0
 	for _, v := range msg.rndv.Iov[:msg.rndv.Count] {
@@ -208,9 +204,9 @@ func (e *endpoint) readDoneArrived(c *conn, id uint64) error {
 
 // connGoneLocked fails what depends on c, which has ended: rendezvous
 // sends whose request went out on it (they complete once their buffer is
-// released), unexpected rendezvous requests that came on it (their data
-// cannot be read any more), and what atomics depend on it
-// (atomicsGoneLocked). It returns the completions to call without mu.
+// released), unexpected rendezvous requests and the segmented messages
+// that came on it (their data cannot come any more), and what atomics
+// depend on it (atomicsGoneLocked). It returns the completions to call without mu.
 func (e *endpoint) connGoneLocked(c *conn, code fi.Errno) []func() {
 	var fins []func()
 	for _, it := range e.rndvSends {
@@ -220,6 +216,7 @@ func (e *endpoint) connGoneLocked(c *conn, code fi.Errno) []func() {
 		}
 	}
 	e.rx.dropConn(c)
+	fins = append(fins, e.sarGoneLocked(c, code)...)
 	return append(fins, e.atomicsGoneLocked(c, code)...)
 }
 
@@ -337,25 +334,14 @@ func (e *endpoint) sendReadDone(r *rndvRecv) {
 
 // completeRndv completes r's receive with c; for a part of a buffer with
 // FI_MULTI_RECV, the buffer's release comes after every part read into it
-// (multiRecv.release).
+// (multiRecv.partDone).
 func (e *endpoint) completeRndv(r *rndvRecv, c core.Completion) {
 	if r.multi == nil {
 		r.op.Complete(c)
 		return
 	}
 	e.mu.Lock()
-	mr := r.multi
-	mr.reading--
-	var now []core.Completion
-	switch {
-	case c.Flags&fi.CQFlags(fi.MULTI_RECV) != 0 && mr.reading > 0:
-		mr.held = &c // the release waits for the others
-	case mr.reading == 0 && mr.held != nil:
-		now = append(now, c, *mr.held)
-		mr.held = nil
-	default:
-		now = append(now, c)
-	}
+	now := r.multi.partDone(c)
 	e.mu.Unlock()
 	for _, c := range now {
 		r.op.Complete(c)
