@@ -307,7 +307,7 @@ func exchange(t *testing.T, from, to string, msg []byte) {
 func TestNetnsTwoHosts(t *testing.T) {
 	_, _, da, db := twoHosts(t)
 	// The largest message the data file takes (docs/tree.md): rendezvous for RDM.
-	big := bytes.Repeat([]byte("0123456789abcdef"), 64<<10)[:1<<20-1]
+	big := bytes.Repeat([]byte("0123456789abcdef"), 64<<10)[:1<<20-os.Getpagesize()]
 	for _, c := range []struct {
 		name, domA, domB string
 		rdm              bool
