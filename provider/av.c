@@ -7,9 +7,19 @@
  * The tree gives each inserted address the next fi_addr, counting from 0
  * in insertion order and never reusing a removed one (FI_AV_TABLE order;
  * an FI_AV_MAP AV gets the same numbers, which are opaque to the
- * application). The AV is this process's own object (made through its
- * clone file), so the provider knows the next fi_addr without reading
+ * application). An unnamed AV is this process's own object (made through
+ * its clone file), so the provider knows the next fi_addr without reading
  * `addrs` back: it is the number of addresses inserted so far.
+ *
+ * A named AV (fi_av_attr.name, FI_SHARED_AV) is the tree's av/NAME,
+ * made with mkdir by the first process that opens the name without
+ * FI_READ and removed when that process closes it; others open it by name
+ * (FI_READ: read-only, and it must exist), bind it and send to its
+ * fi_addrs, which the daemon resolves. map_addr returns the fi_addrs of
+ * the entries it had at open, in order, as fi_addr_t values. Inserts into
+ * a named AV read the next fi_addr from `addrs` first, since another
+ * process may have inserted; two processes inserting at the same moment
+ * may be told wrong fi_addrs, so one process should fill a shared AV.
  */
 #include "ffs.h"
 
@@ -19,7 +29,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* The most addresses one insert takes: the tree's bound on an AV
  * (core.MaxAVEntries). */
@@ -88,6 +102,47 @@ static int insert_texts(struct ffs_av *av, char (*texts)[ADDR_TEXT], const bool 
 	return inserted;
 }
 
+/* read_addrs reads the AV's `addrs` ("FIADDR ADDR" lines) and gives
+ * each entry's fi_addr to each (a NULL each only counts); it returns how
+ * many, or a negative error. */
+static int read_addrs(struct ffs_av *av, void (*each)(struct ffs_av *, size_t, fi_addr_t))
+{
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof path, "%s/addrs", av->obj.dir) >= (int)sizeof path)
+		return -FI_EINVAL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ffs_fi_errno(errno);
+	char *text;
+	ssize_t n = ffs_read_all(fd, &text, (size_t)FFS_AV_MAX * (ADDR_TEXT + 24));
+	close(fd);
+	if (n < 0)
+		return (int)n;
+	size_t count = 0;
+	for (char *line = text, *end; *line; line = end) {
+		end = strchr(line, '\n');
+		end = end ? end + 1 : line + strlen(line);
+		char *stop;
+		unsigned long long a = strtoull(line, &stop, 10);
+		if (stop == line)
+			continue;
+		if (each)
+			each(av, count, a);
+		av->next = a + 1;
+		count++;
+	}
+	free(text);
+	return (int)count;
+}
+
+/* sync_next sets av->next from the tree, for a named AV another process
+ * may have inserted into. Under av->lock. */
+static int sync_next(struct ffs_av *av)
+{
+	int n = read_addrs(av, NULL);
+	return n < 0 ? n : 0;
+}
+
 static int av_insert(struct fid_av *fid, const void *addr, size_t count, fi_addr_t *fi_addr, uint64_t flags,
 		     void *context)
 {
@@ -107,7 +162,9 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count, fi_addr
 	for (size_t i = 0; i < count; i++)
 		valid[i] = addr_text(av, (const char *)addr + i * addr_size(av), texts[i], sizeof texts[i]);
 	pthread_mutex_lock(&av->lock);
-	int ret = insert_texts(av, texts, valid, count, fi_addr, errs);
+	int ret = av->readonly ? -FI_EACCES : av->named ? sync_next(av) : 0;
+	if (!ret)
+		ret = insert_texts(av, texts, valid, count, fi_addr, errs);
 	pthread_mutex_unlock(&av->lock);
 	free(texts);
 	free(valid);
@@ -194,9 +251,9 @@ static int av_remove(struct fid_av *fid, fi_addr_t *fi_addr, size_t count, uint6
 		return -FI_EBADFLAGS; /* "reserved for future use and must be 0" */
 	if (count && !fi_addr)
 		return -FI_EINVAL;
-	int ret = 0;
+	int ret = av->readonly ? -FI_EACCES : 0;
 	pthread_mutex_lock(&av->lock);
-	for (size_t i = 0; i < count; i++) {
+	for (size_t i = 0; i < count && !av->readonly; i++) {
 		int r = ffs_ctl(&av->obj, "remove %llu", (unsigned long long)fi_addr[i]);
 		if (!ret)
 			ret = r;
@@ -328,7 +385,13 @@ static int av_close(struct fid *fid)
 	struct ffs_av *av = container_of(fid, struct ffs_av, av_fid.fid);
 	/* The daemon keeps the AV while an endpoint is bound to it. */
 	ffs_obj_close(&av->obj);
+	/* The process that made a named AV removes it: made with mkdir, it
+	 * would outlive every process otherwise. EBUSY: an endpoint (of
+	 * another process) is still bound; it goes with the daemon then. */
+	if (av->created && rmdir(av->obj.dir) < 0)
+		ffs_debug("rmdir %s: %s", av->obj.dir, strerror(errno));
 	pthread_mutex_destroy(&av->lock);
+	free(av->map);
 	free(av);
 	return 0;
 }
@@ -344,15 +407,66 @@ static struct fi_ops av_fi_ops = {
 	.ops_set = ffs_no_ops_set,
 };
 
+/* set_map records entry i's fi_addr in the map map_addr returns. The map
+ * has room for the entries counted just before; one inserted since is left
+ * out. */
+static void set_map(struct ffs_av *av, size_t i, fi_addr_t a)
+{
+	if (av->map && i < av->map_len)
+		av->map[i] = a;
+}
+
+/* open_named opens the domain's AV called name (av/NAME), making it with
+ * mkdir unless readonly: "If the name field is non-NULL and the AV is not
+ * opened for read-only access, a named AV will be created, if it does not
+ * already exist"; read-only, "the AV must exist" (-FI_ENOENT). */
+static int open_named(struct ffs_av *av, struct ffs_domain *dom, const char *name, bool readonly)
+{
+	size_t len = strlen(name);
+	if (len == 0 || len > 64 || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != len ||
+	    strspn(name, "0123456789") == len || name[0] == '.' || !strcmp(name, "clone"))
+		return -FI_EINVAL; /* not a name the tree takes for an object */
+	if (snprintf(av->obj.dir, sizeof av->obj.dir, "%s/av/%s", dom->dir, name) >= (int)sizeof av->obj.dir)
+		return -FI_EINVAL;
+	if (!readonly) {
+		if (mkdir(av->obj.dir, 0700) == 0)
+			av->created = true;
+		else if (errno != EEXIST)
+			return -ffs_fi_errno(errno);
+	}
+	char ctl[PATH_MAX + 8];
+	snprintf(ctl, sizeof ctl, "%s/ctl", av->obj.dir);
+	av->obj.ctl = open(ctl, O_RDWR | O_CLOEXEC);
+	if (av->obj.ctl < 0) {
+		int err = errno;
+		if (av->created)
+			rmdir(av->obj.dir);
+		return -ffs_fi_errno(err);
+	}
+	av->named = true;
+	av->readonly = readonly;
+	return 0;
+}
+
+/* close_named undoes open_named. */
+static void close_named(struct ffs_av *av)
+{
+	ffs_obj_close(&av->obj);
+	if (av->created)
+		rmdir(av->obj.dir);
+}
+
 int ffs_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **out, void *context)
 {
 	if (!domain || !attr || !out)
 		return -FI_EINVAL;
 	struct ffs_domain *dom = container_of(domain, struct ffs_domain, domain_fid);
-	/* Asynchronous inserts (FI_EVENT) and shared, named AVs (name,
-	 * FI_READ) are not offered. */
-	if (attr->flags & (FI_EVENT | FI_READ) || attr->name)
+	/* Asynchronous inserts (FI_EVENT) are not offered. "An AV opened
+	 * for read-only access must be named". */
+	if (attr->flags & FI_EVENT)
 		return -FI_ENOSYS;
+	if (attr->flags & ~(FI_READ | FI_SYMMETRIC) || (attr->flags & FI_READ && !attr->name))
+		return -FI_EINVAL;
 	enum fi_av_type type = attr->type;
 	if (type == FI_AV_UNSPEC)
 		type = dom->info->domain_attr->av_type;
@@ -374,13 +488,31 @@ int ffs_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_a
 	av->dom = dom;
 	av->type = type;
 	av->addr_format = format;
-	int ret = ffs_obj_clone(&av->obj, dom->dir, "av");
-	if (!ret) {
+	int ret = attr->name ? open_named(av, dom, attr->name, attr->flags & FI_READ) : ffs_obj_clone(&av->obj, dom->dir, "av");
+	if (!ret && !av->named) {
 		ret = ffs_set(&av->obj, "attr/type", "%s", type == FI_AV_MAP ? "FI_AV_MAP" : "FI_AV_TABLE");
 		if (ret)
 			ffs_obj_close(&av->obj);
 	}
+	if (!ret && av->named) {
+		/* "If name is non-NULL and map_addr is 0, then the map_addr used
+		 * by the provider will be returned through the attribute
+		 * structure": the fi_addrs of the entries, in order. */
+		int n = read_addrs(av, NULL);
+		if (n >= 0 && !(av->map = calloc(n ? n : 1, sizeof *av->map)))
+			n = -FI_ENOMEM;
+		av->map_len = n > 0 ? (size_t)n : 0;
+		if (n >= 0)
+			n = read_addrs(av, set_map);
+		if (n < 0) {
+			ret = n;
+			close_named(av);
+		} else if (!attr->map_addr) {
+			attr->map_addr = av->map;
+		}
+	}
 	if (ret) {
+		free(av->map);
 		free(av);
 		return ret;
 	}

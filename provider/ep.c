@@ -1088,9 +1088,12 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 			ep->eq = eq;
 		break;
 	}
-	case FI_CLASS_AV:
-		ret = ffs_ctl(&ep->obj, "bind av %u", container_of(bfid, struct ffs_av, av_fid.fid)->obj.id);
+	case FI_CLASS_AV: {
+		/* By the AV's directory name: its id, or the name of a named AV. */
+		const char *dir = container_of(bfid, struct ffs_av, av_fid.fid)->obj.dir;
+		ret = ffs_ctl(&ep->obj, "bind av %s", strrchr(dir, '/') + 1);
 		break;
+	}
 	case FI_CLASS_SRX_CTX: {
 		struct ffs_ep *srx = container_of(bfid, struct ffs_ep, ep_fid.fid);
 		if (ep->is_srx || !srx->is_srx || srx->dom != ep->dom || ep->srx_ctx)

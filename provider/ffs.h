@@ -422,6 +422,13 @@ struct ffs_av {
 	uint32_t addr_format; /* of the domain's entries: FI_SOCKADDR_IN, FI_SOCKADDR_IN6 */
 	pthread_mutex_t lock;
 	uint64_t next; /* the fi_addr the tree gives the next address inserted (av.c), under lock */
+	/* A named AV (fi_av_attr.name): the tree's av/NAME, shared with the
+	 * other processes that open the name; created says this process made
+	 * it (and removes it at close), readonly that it was opened FI_READ;
+	 * map is the fi_addr_t array map_addr points to. */
+	bool named, created, readonly;
+	fi_addr_t *map;
+	size_t map_len;
 };
 
 int ffs_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av, void *context);

@@ -142,7 +142,42 @@ int main(void)
 	}
 	attr = (struct fi_av_attr){.type = FI_AV_TABLE, .flags = FI_EVENT};
 	CHECK(ffs_av_open(&dom->domain_fid, &attr, &fav, NULL) == -FI_ENOSYS, "FI_EVENT");
+
+	/* Named AVs (FI_SHARED_AV). "An AV opened for read-only access must be
+	 * named (name attribute specified), and the AV must exist." */
+	attr = (struct fi_av_attr){.type = FI_AV_TABLE, .flags = FI_READ};
+	CHECK(ffs_av_open(&dom->domain_fid, &attr, &fav, NULL) == -FI_EINVAL, "FI_READ without a name");
+	attr = (struct fi_av_attr){.type = FI_AV_TABLE, .name = "shared", .flags = FI_READ};
+	CHECK(ffs_av_open(&dom->domain_fid, &attr, &fav, NULL) == -FI_ENOENT, "FI_READ of a name that does not exist");
+	attr = (struct fi_av_attr){.type = FI_AV_TABLE, .name = "bad/name"};
+	CHECK(ffs_av_open(&dom->domain_fid, &attr, &fav, NULL) == -FI_EINVAL, "a name the tree cannot take");
+	/* "If the name field is non-NULL and the AV is not opened for
+	 * read-only access, a named AV will be created, if it does not already
+	 * exist." */
 	attr = (struct fi_av_attr){.type = FI_AV_TABLE, .name = "shared"};
-	CHECK(ffs_av_open(&dom->domain_fid, &attr, &fav, NULL) == -FI_ENOSYS, "a named AV");
+	CHECK(ffs_av_open(&dom->domain_fid, &attr, &fav, NULL) == 0, "a named AV");
+	av = container_of(fav, struct ffs_av, av_fid);
+	CHECK(strcmp(strrchr(av->obj.dir, '/'), "/shared") == 0, "the named AV is %s", av->obj.dir);
+	struct sockaddr_in two[2] = {sin4("127.0.0.1", 7001), sin4("127.0.0.1", 7002)};
+	fi_addr_t tf[2];
+	CHECK(fi_av_insert(fav, two, 2, tf, 0, NULL) == 2 && tf[0] == 0 && tf[1] == 1, "insert into the named AV");
+	/* Another opening, read-only: the same entries; "If name is non-NULL
+	 * and map_addr is 0, then the map_addr used by the provider will be
+	 * returned through the attribute structure." */
+	struct fi_av_attr rattr = {.type = FI_AV_TABLE, .name = "shared", .flags = FI_READ};
+	struct fid_av *rav;
+	CHECK(ffs_av_open(&dom->domain_fid, &rattr, &rav, NULL) == 0, "FI_READ of the named AV");
+	CHECK(rattr.map_addr && ((fi_addr_t *)rattr.map_addr)[0] == 0 && ((fi_addr_t *)rattr.map_addr)[1] == 1,
+	      "map_addr: the fi_addrs of the entries");
+	CHECK(fi_av_insert(rav, two, 1, tf, 0, NULL) == -FI_EACCES, "insert into a read-only AV");
+	struct sockaddr_in looked;
+	size_t glen = sizeof looked;
+	CHECK(fi_av_lookup(rav, 1, &looked, &glen) == 0 && ntohs(looked.sin_port) == 7002, "lookup in the read-only AV");
+	char named[PATH_MAX];
+	snprintf(named, sizeof named, "%s", av->obj.dir);
+	fi_close(&rav->fid);
+	fi_close(&fav->fid);
+	/* The process that made it removes it at close. */
+	CHECK(access(named, F_OK) < 0 && errno == ENOENT, "the named AV outlived its maker");
 	return done("av");
 }

@@ -32,8 +32,10 @@ const (
 // libfabric's rxm does not offer). Atomics are rxm's messages (atomic.go),
 // over any MSG provider.
 const (
+	// FI_SHARED_AV: an AV made with a name (av/NAME) is one object of the
+	// tree, which endpoints of other processes bind by that name.
 	rdmCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV |
-		fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT
+		fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT | fi.SHARED_AV
 	txCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE
 	rxCaps = fi.MSG | fi.TAGGED | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV |
 		fi.RMA | fi.ATOMIC | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT
@@ -128,8 +130,10 @@ func rdmInfo(msg *fi.Info) *fi.Info {
 		TxCtxCnt:        1,
 		RxCtxCnt:        1,
 	}
-	// The domain's contexts are rxm's: one transmit and one receive
-	// context, per domain and per endpoint (rxm_domain_attr).
+	// The domain shares AVs between processes (named AVs: FI_SHARED_AV),
+	// and its contexts are rxm's: one transmit and one receive context,
+	// per domain and per endpoint (rxm_domain_attr).
+	in.DomainAttr.Caps |= fi.SHARED_AV
 	in.DomainAttr.TxCtxCnt, in.DomainAttr.RxCtxCnt = 1, 1
 	in.DomainAttr.MaxEPTxCtx, in.DomainAttr.MaxEPRxCtx = 1, 1
 	in.FabricAttr.ProvName = msg.FabricAttr.ProvName + ";" + UtilName

@@ -33,6 +33,12 @@ func TestInfos(t *testing.T) {
 				t.Errorf("RDM entry: prov_name %q protocol %v inject_size %d max_msg_size %d mem_tag_format %#x",
 					in.FabricAttr.ProvName, in.EPAttr.Protocol, in.TxAttr.InjectSize, in.EPAttr.MaxMsgSize, in.EPAttr.MemTagFormat)
 			}
+			// fi_domain(3) FI_SHARED_AV: "Indicates that the domain supports
+			// the ability to share address vectors among multiple processes
+			// using the named address vector feature."
+			if in.Caps&fi.SHARED_AV == 0 || in.DomainAttr.Caps&fi.SHARED_AV == 0 {
+				t.Errorf("RDM entry without FI_SHARED_AV: caps %v, domain caps %v", in.Caps, in.DomainAttr.Caps)
+			}
 			all := fi.MSG | fi.TAGGED | fi.DIRECTED_RECV | fi.SOURCE | fi.MULTI_RECV | fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE |
 				fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT
 			// FI_ATOMIC in the entry and both directions, as real
@@ -460,9 +466,10 @@ func TestRDMDomainAttrsAreRxm(t *testing.T) {
 	// true, and serves hints asking MANUAL); its CQs and endpoints are
 	// the tree's, as are its counters (cntr_cnt as cq_cnt, where rxm says
 	// 0); shared receive and transmit contexts, which are core's, work on
-	// RDM endpoints.
+	// RDM endpoints; named AVs are shared between processes (caps
+	// FI_SHARED_AV).
 	differ := map[string]bool{"data_progress": true, "cq_cnt": true, "ep_cnt": true, "max_ep_srx_ctx": true,
-		"max_ep_stx_ctx": true, "cntr_cnt": true}
+		"max_ep_stx_ctx": true, "cntr_cnt": true, "caps": true}
 	domain := func(text string) map[string]string {
 		m := map[string]string{}
 		in := false
