@@ -132,6 +132,10 @@ var choosable = map[string]func(s string) (func(*fi.Info), bool, error){
 		v, err := ParseUint(s)
 		return func(in *fi.Info) { in.TxAttr.InjectSize = v }, true, err
 	},
+	"tx_tclass": func(s string) (func(*fi.Info), bool, error) {
+		v, err := parseTClass(s)
+		return func(in *fi.Info) { in.TxAttr.TClass = v }, true, err
+	},
 	"addr_format": func(s string) (func(*fi.Info), bool, error) {
 		v, err := fi.Parse[fi.AddrFormat](s)
 		return func(in *fi.Info) { in.AddrFormat = v }, true, err
@@ -172,4 +176,17 @@ func (e *EP) addrFormat() string {
 		}
 	}
 	return f.String()
+}
+
+// parseTClass reads a traffic class: a name (FI_TC_LOW_LATENCY, or
+// without FI_TC_) or a number (0x12e: fi_tc_dscp_set(46)).
+func parseTClass(s string) (fi.TClass, error) {
+	if v, err := fi.Parse[fi.TClass](s); err == nil {
+		return v, nil
+	}
+	v, err := ParseUint(s)
+	if err != nil || v > 0xffffffff {
+		return 0, Errorf(fi.EINVAL, "%q is not a traffic class (a FI_TC_ name or a number)", s)
+	}
+	return fi.TClass(v), nil
 }

@@ -438,6 +438,33 @@ const (
 	GATHER
 )
 
+// IPDSCP is the DSCP an IP packet of traffic class t carries: a DSCP
+// class's own value, and for the FI_TC_* labels the code points RFC 4594
+// recommends for such traffic (best effort CS0, low latency EF, dedicated
+// access AF41, bulk data AF11, scavenger CS1, network control CS6); false
+// for FI_TC_UNSPEC and values that are neither, which leave the packets
+// as the system sends them.
+func (t TClass) IPDSCP() (uint8, bool) {
+	if d, ok := t.DSCP(); ok {
+		return d & 0x3f, true
+	}
+	switch t {
+	case TC_BEST_EFFORT:
+		return 0, true
+	case TC_LOW_LATENCY:
+		return 46, true
+	case TC_DEDICATED_ACCESS:
+		return 34, true
+	case TC_BULK_DATA:
+		return 10, true
+	case TC_SCAVENGER:
+		return 8, true
+	case TC_NETWORK_CTRL:
+		return 48, true
+	}
+	return 0, false
+}
+
 // MakeDSCP is fi_tc_dscp_set: the traffic class for a DSCP value.
 func MakeDSCP(dscp uint8) TClass { return TClass(dscp) | TC_DSCP }
 

@@ -103,6 +103,7 @@ func rdmInfo(msg *fi.Info) *fi.Info {
 		inject = EagerLimit
 	}
 	in.TxAttr = &fi.TxAttr{
+		TClass:      msg.TxAttr.TClass, // the traffic classes its connections can carry
 		Caps:        txCaps,
 		MsgOrder:    msg.TxAttr.MsgOrder,
 		CompOrder:   fi.ORDER_NONE,
@@ -248,6 +249,7 @@ func (d *domain) msgInfo(rdm *fi.Info) (*fi.Info, error) {
 		in.SrcAddr = &src
 	}
 	in.TxAttr.Size = rdm.TxAttr.Size + ctrlSends + replySends
+	in.TxAttr.TClass = rdm.TxAttr.TClass // the connections carry the endpoint's traffic class
 	in.RxAttr.Size = bufsPerConn
 	return in, nil
 }

@@ -224,11 +224,15 @@ func (e *endpoint) bindAddr(raddr *net.TCPAddr) *net.TCPAddr {
 func (e *endpoint) dial(ctx context.Context, laddr, raddr *net.TCPAddr, msg []byte) ([]byte, error) {
 	// The socket is the owner's before it connects, so that the listener
 	// counts it under the owner (core.HostOf).
-	d := net.Dialer{LocalAddr: laddr, Control: func(_, _ string, rc syscall.RawConn) error {
+	d := net.Dialer{LocalAddr: laddr, Control: func(network, _ string, rc syscall.RawConn) error {
 		cookie, err := core.OwnSocket(rc, core.OwnerOf(e.ev))
 		e.mu.Lock()
 		e.cookie = cookie
 		e.mu.Unlock()
+		if err == nil {
+			// Before connect, so that the handshake carries it too.
+			err = e.applyTClass(rc, network == "tcp6")
+		}
 		return err
 	}}
 	c, err := d.DialContext(ctx, "tcp", raddr.String())
@@ -269,7 +273,15 @@ func (e *endpoint) Accept(data []byte) error {
 	e.state, e.enabled = stConnecting, true
 	conn := e.conn
 	e.wg.Add(1)
-	go e.run(func() ([]byte, error) { return nil, writeCM(conn, msg) })
+	go e.run(func() ([]byte, error) {
+		// The answer already goes with the endpoint's traffic class.
+		if raw, err := conn.SyscallConn(); err == nil {
+			if err := e.applyTClass(raw, conn.LocalAddr().(*net.TCPAddr).IP.To4() == nil); err != nil {
+				return nil, err
+			}
+		}
+		return nil, writeCM(conn, msg)
+	})
 	return nil
 }
 
@@ -604,6 +616,12 @@ func (e *endpoint) ownSocket(c *net.TCPConn) error {
 	if err != nil {
 		return netError("connection", err)
 	}
+	if a, ok := c.LocalAddr().(*net.TCPAddr); ok {
+		if err := e.applyTClass(raw, a.IP.To4() == nil); err != nil {
+			c.Close()
+			return err
+		}
+	}
 	fd, fdOut := -1, -1
 	cerr := raw.Control(func(s uintptr) {
 		if fd, err = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0); err == nil {
@@ -708,4 +726,36 @@ func kick(ch chan struct{}) {
 	case ch <- struct{}{}:
 	default:
 	}
+}
+
+// applyTClass gives the socket the endpoint's traffic class (tx_attr.tclass,
+// fi_endpoint(3)): the DSCP it maps to (fi.TClass.IPDSCP) in the IP
+// header's traffic class byte (IP_TOS, IPV6_TCLASS), and for
+// FI_TC_BULK_DATA Nagle's algorithm back on, as libfabric's tcp does
+// ("Do not enable nodelay for bulk data traffic class"). FI_TC_UNSPEC
+// leaves the socket as it is.
+func (e *endpoint) applyTClass(rc syscall.RawConn, ipv6 bool) error {
+	t := e.info.TxAttr.TClass
+	dscp, ok := t.IPDSCP()
+	if !ok {
+		return nil
+	}
+	var serr error
+	err := rc.Control(func(fd uintptr) {
+		if ipv6 {
+			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_TCLASS, int(dscp)<<2)
+		} else {
+			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_TOS, int(dscp)<<2)
+		}
+		if serr == nil && t == fi.TC_BULK_DATA {
+			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, 0)
+		}
+	})
+	if err == nil {
+		err = serr
+	}
+	if err != nil {
+		return core.Errorf(fi.EIO, "tcp: traffic class %v: %v", t, err)
+	}
+	return nil
 }
