@@ -34,151 +34,24 @@
  * target, step 3 fabricfs's against them. FI_CSWAP compares bytes, as
  * libfabric's compare-and-swap does.
  */
+#define PROG "rdm_atomic"
+#include "peer.h"
+
 #include <complex.h>
-#include <inttypes.h>
 #include <poll.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 #include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <rdma/fabric.h>
 #include <rdma/fi_atomic.h>
-#include <rdma/fi_cm.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
-#include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
-
-#define CHECK(x)                                                         \
-	do {                                                             \
-		ssize_t r_ = (x);                                        \
-		if (r_) {                                                \
-			fprintf(stderr, "rdm_atomic: line %d: %s: %s\n", \
-				__LINE__, #x, fi_strerror((int) -r_));   \
-			exit(1);                                         \
-		}                                                        \
-	} while (0)
-
-/* Retries while rxm answers -FI_EAGAIN (it connects meanwhile). */
-#define POST(x)                                                          \
-	do {                                                             \
-		ssize_t r_;                                              \
-		while ((r_ = (x)) == -FI_EAGAIN)                         \
-			progress();                                      \
-		CHECK(r_);                                               \
-	} while (0)
 
 enum { REGION = 16384, LOCAL = 16384, TOTAL = REGION + LOCAL, ELEMS = 3, SLOT = 32 };
 enum { CALLS = 3, OPS = FI_MSWAP + 1, TYPES = FI_UINT128 + 1 };
 
-static struct fid_fabric *fabric;
-static struct fid_domain *domain;
-static struct fid_ep *ep;
-static struct fid_cq *cq;
-static struct fid_av *av;
 static struct fid_mr *mr;
-static fi_addr_t peer;
 static unsigned char *buf;
 static void *desc;
 static uint64_t base;
 static int supported[CALLS][OPS][TYPES];
 static unsigned char gomem[REGION]; /* the fabricfs region before step 3 */
-
-static void fail(const char *what)
-{
-	fprintf(stderr, "rdm_atomic: %s\n", what);
-	exit(1);
-}
-
-/* The same bytes as pattern(seed, n) in the Go tests. */
-static void pattern(unsigned char *p, int seed, int n)
-{
-	int k;
-
-	for (k = 0; k < n; k++)
-		p[k] = (unsigned char) (seed * 31 + k * 7 + (k >> 8));
-}
-
-/*
- * Drives the endpoint (rxm makes progress in fi_cq_read). Error entries
- * without a context are taken off the queue: after an atomic's error,
- * libfabric 1.17's rxm writes more of them (docs/rxm.md, 7.), and an
- * error left at the head of the queue would stop the progress.
- */
-static void progress(void)
-{
-	struct fi_cq_data_entry e;
-	struct fi_cq_err_entry err;
-
-	if (fi_cq_read(cq, &e, 0) != -FI_EAVAIL)
-		return;
-	memset(&err, 0, sizeof err);
-	fi_cq_readerr(cq, &err, 0);
-	if (err.op_context) {
-		fprintf(stderr, "rdm_atomic: error %d (%s) of an operation\n",
-			err.err, fi_strerror(err.err));
-		exit(1);
-	}
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/*
- * Waits for the completion of the operation with context ctx, within 10
- * seconds: 0, or the error of its error entry. Error entries without a
- * context are skipped: after an atomic's error, libfabric 1.17's rxm
- * writes more of them (docs/rxm.md, 7.).
- */
-static int wait_op(void *ctx, uint64_t flags, const char *what)
-{
-	struct fi_cq_data_entry e;
-	struct fi_cq_err_entry err;
-	double end = now() + 10;
-	ssize_t r;
-
-	for (;;) {
-		r = fi_cq_read(cq, &e, 1);
-		if (r == 1) {
-			if (e.op_context != ctx || (e.flags & flags) != flags) {
-				fprintf(stderr, "rdm_atomic: %s: completion flags %#"
-					PRIx64 " context %p\n", what, e.flags,
-					e.op_context);
-				exit(1);
-			}
-			return 0;
-		}
-		if (r == -FI_EAVAIL) {
-			memset(&err, 0, sizeof err);
-			fi_cq_readerr(cq, &err, 0);
-			if (err.op_context == ctx)
-				return err.err;
-			if (err.op_context) {
-				fprintf(stderr, "rdm_atomic: %s: error %d of "
-					"another operation\n", what, err.err);
-				exit(1);
-			}
-			continue;
-		}
-		if (r != -FI_EAGAIN) {
-			fprintf(stderr, "rdm_atomic: %s: fi_cq_read: %s\n",
-				what, fi_strerror((int) -r));
-			exit(1);
-		}
-		if (now() > end) {
-			fprintf(stderr, "rdm_atomic: %s: no completion\n", what);
-			exit(1);
-		}
-	}
-}
 
 /* C's arithmetic, by element type: the operations each type takes. */
 #define COMMON_OPS(T)                                                    \
@@ -318,27 +191,9 @@ static void expect(int call, int op, int dt, int i, unsigned char *t)
 
 static void setup(int goport)
 {
-	struct fi_info *hints, *info;
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA };
-	struct fi_av_attr av_attr = { .type = FI_AV_MAP };
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-
-	hints = fi_allocinfo();
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_MSG | FI_RMA | FI_ATOMIC;
-	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_ALLOCATED |
-				      FI_MR_PROV_KEY | FI_MR_VIRT_ADDR;
-	hints->fabric_attr->prov_name = strdup("tcp;ofi_rxm");
-	CHECK(fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", NULL, FI_SOURCE,
-			 hints, &info));
-	CHECK(fi_fabric(info->fabric_attr, &fabric, NULL));
-	CHECK(fi_domain(fabric, info, &domain, NULL));
-	CHECK(fi_cq_open(domain, &cq_attr, &cq, NULL));
-	CHECK(fi_av_open(domain, &av_attr, &av, NULL));
-	CHECK(fi_endpoint(domain, info, &ep, NULL));
-	CHECK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
-	CHECK(fi_ep_bind(ep, &av->fid, 0));
-	CHECK(fi_enable(ep));
+	uint64_t mr_mode = open_peer(goport, FI_MSG | FI_RMA | FI_ATOMIC,
+				     FI_MR_LOCAL | FI_MR_ALLOCATED |
+				     FI_MR_PROV_KEY | FI_MR_VIRT_ADDR);
 
 	buf = calloc(1, TOTAL);
 	if (!buf)
@@ -347,15 +202,8 @@ static void setup(int goport)
 			FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE,
 			0, 0xc0ffee, 0, &mr, NULL));
 	desc = fi_mr_desc(mr);
-	if (info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
+	if (mr_mode & FI_MR_VIRT_ADDR)
 		base = (uintptr_t) buf;
-
-	sin.sin_port = htons(goport);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fi_av_insert(av, &sin, 1, &peer, 0, NULL) != 1)
-		fail("fi_av_insert failed");
-	fi_freeinfo(hints);
-	fi_freeinfo(info);
 }
 
 /* Step 1: fi_query_atomic for everything, into supported. */
@@ -421,7 +269,7 @@ static int c2go(uint64_t key)
 						peer, i * SLOT, key, dt, op,
 						&ctx));
 				}
-				if (wait_op(&ctx, cq_flags[call], "atomic")) {
+				if (wait_op(&ctx, cq_flags[call], NULL, "atomic")) {
 					fprintf(stderr, "rdm_atomic: call %d op"
 						" %d datatype %d failed\n",
 						call, op, dt);
@@ -438,7 +286,7 @@ static int c2go(uint64_t key)
 
 	/* Read the region back and compare with C's values. */
 	POST(fi_read(ep, src, REGION, desc, peer, 0, key, &ctx));
-	if (wait_op(&ctx, FI_RMA | FI_READ, "read back"))
+	if (wait_op(&ctx, FI_RMA | FI_READ, NULL, "read back"))
 		fail("read back failed");
 	i = 0;
 	for (call = 0; call < CALLS; call++)
@@ -496,7 +344,7 @@ int main(int argc, char **argv)
 	memcpy(buf + REGION, &one, sizeof one);
 	POST(fi_atomic(ep, buf + REGION, 1, desc, peer, 0, key + 0x1000,
 		       FI_UINT64, FI_SUM, &ctx));
-	r = wait_op(&ctx, FI_ATOMIC | FI_WRITE, "bad key");
+	r = wait_op(&ctx, FI_ATOMIC | FI_WRITE, NULL, "bad key");
 	if (r != FI_EACCES) {
 		fprintf(stderr, "rdm_atomic: bad key: error %d, want "
 			"FI_EACCES\n", r);
