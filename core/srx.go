@@ -227,7 +227,7 @@ func (s *SRX) enableLocked() error {
 	case stateClosed:
 		return gone(s.obj)
 	}
-	reg, r, err := newWorkRing(s.obj, "rx", s.info.RxAttr.Size)
+	reg, r, err := newWorkRing(s.obj, "rx", s.info.RxAttr.Size, 0)
 	if err != nil {
 		return err
 	}
@@ -264,6 +264,9 @@ func (s *SRX) take(w *ring.WR, q *workQueue) error {
 	kind, ok := wrKind(w.Op)
 	if !ok || !kind.IsRecv() {
 		return Errorf(fi.EINVAL, "operation %d: a shared receive context takes receives only", w.Op)
+	}
+	if w.SegArray() {
+		return Errorf(fi.EOPNOTSUPP, "a shared receive context takes one buffer per receive (iov_limit 1)")
 	}
 	flags := fi.OpFlags(w.Flags)
 	if f := flags & (fi.OpFlags(fi.MULTI_RECV) | fi.PEEK | fi.CLAIM | fi.DISCARD | fi.INJECT); f != 0 {

@@ -1,0 +1,242 @@
+package core_test
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/ring"
+)
+
+// iovRig is two connected tcp endpoints A and B of the lo domain sharing
+// a CQ, and one region m of 8 KiB both use (with remote access), mapped.
+type iovRig struct {
+	atx, arx, btx *ring.Ring
+	cq            *ring.Ring
+	mem           []byte
+	desc, key     uint64
+	cqes          []ring.CQE
+}
+
+func newIOVRig(t *testing.T) *iovRig {
+	t.Helper()
+	d := lo(t)
+	a, b, _, _, cq := pair(t, d, "bind cq c send,recv")
+	mr, err := regMR(t, d, "m", 8192, "", "FI_SEND,FI_RECV,FI_READ,FI_WRITE,FI_REMOTE_READ,FI_REMOTE_WRITE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := mr.Impl.(*core.MR).Region()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &iovRig{mem: reg.Mem, desc: mr.Serial, key: mr.Impl.(*core.MR).Key()}
+	g.atx, g.arx = ringsOf(t, a)
+	g.btx, _ = ringsOf(t, b)
+	creg, err := cq.Region()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.cq, err = ring.Open(creg.Mem); err != nil {
+		t.Fatal(err)
+	}
+	if f := g.atx.Features(); f&ring.FeatIOV == 0 {
+		t.Errorf("tx ring features %#x: no FEAT_IOV", f)
+	}
+	return g
+}
+
+// post writes the segment array of local and remote at arr in m and
+// publishes w, in the segment-array form over it, on r.
+func (g *iovRig) post(t *testing.T, r *ring.Ring, w ring.WR, arr uint64, local []ring.Seg, remote []ring.RMASeg) {
+	t.Helper()
+	n := uint64(len(local)+len(remote)) * ring.SegSize
+	ring.EncodeSegs(g.mem[arr:arr+n], local, remote)
+	w.IOVCount, w.RMAIOVCount = uint8(len(local)), uint8(len(remote))
+	w.Desc, w.Offset, w.Len = g.desc, arr, n
+	slot, ok := r.Reserve()
+	if !ok {
+		t.Fatal("ring full")
+	}
+	w.Encode(slot)
+	r.Publish(1)
+}
+
+// completion waits for the completion with context ctx.
+func (g *iovRig) completion(t *testing.T, ctx uint64) ring.CQE {
+	t.Helper()
+	for n := len(g.cqes) + 1; ; n++ {
+		for i, c := range g.cqes {
+			if c.Context == ctx {
+				g.cqes = append(g.cqes[:i], g.cqes[i+1:]...)
+				return c
+			}
+		}
+		g.cqes = reapCQEs(t, g.cq, g.cqes, n, fmt.Sprintf("the completion of context %d", ctx))
+	}
+}
+
+func sg(desc, off, n uint64) ring.Seg    { return ring.Seg{Desc: desc, Offset: off, Len: n} }
+func rs(addr, n, key uint64) ring.RMASeg { return ring.RMASeg{Addr: addr, Len: n, Key: key} }
+
+// segs are four local segments of m, of lengths 3, 10, 1 and 20, from base.
+func segs(desc, base uint64) []ring.Seg {
+	return []ring.Seg{sg(desc, base, 3), sg(desc, base+100, 10), sg(desc, base+200, 1), sg(desc, base+300, 20)}
+}
+
+// pattern fills the segments with distinct bytes and returns their
+// concatenation.
+func (g *iovRig) pattern(ss []ring.Seg, seed byte) []byte {
+	var all []byte
+	for _, s := range ss {
+		for i := range s.Len {
+			g.mem[s.Offset+i] = seed
+			seed++
+		}
+		all = append(all, g.mem[s.Offset:s.Offset+s.Len]...)
+	}
+	return all
+}
+
+func (g *iovRig) gathered(ss []ring.Seg) []byte {
+	var all []byte
+	for _, s := range ss {
+		all = append(all, g.mem[s.Offset:s.Offset+s.Len]...)
+	}
+	return all
+}
+
+// TestIOVSendRecv: a SEND of four segments into a RECV of four other
+// segments places the gathered bytes, in order, across the receive's
+// segments (fi_msg(3): fi_sendv, fi_recvv), completing with their total
+// length and the first segment's desc and offset.
+func TestIOVSendRecv(t *testing.T) {
+	g := newIOVRig(t)
+	rx, tx := segs(g.desc, 0), segs(g.desc, 1024)
+	g.post(t, g.arx, ring.WR{Op: ring.OpRecv, Context: 1}, 4096, rx, nil)
+	want := g.pattern(tx, 1)
+	g.post(t, g.btx, ring.WR{Op: ring.OpSend, Context: 2}, 4200, tx, nil)
+	if c := g.completion(t, 2); c.Err != 0 || c.Len != 34 || c.Flags != uint64(fi.MSG|fi.SEND) {
+		t.Fatalf("send completion %+v", c)
+	}
+	c := g.completion(t, 1)
+	if c.Err != 0 || c.Len != 34 || c.Desc != g.desc || c.Buf != 0 {
+		t.Fatalf("receive completion %+v, want len 34, desc %#x, buf 0", c, g.desc)
+	}
+	if got := g.gathered(rx); !bytes.Equal(got, want) {
+		t.Errorf("received %x, want %x", got, want)
+	}
+
+	// A shorter message fills the first segments only; a longer one
+	// truncates, the segments holding its start.
+	g.pattern(rx, 0)
+	g.post(t, g.arx, ring.WR{Op: ring.OpRecv, Context: 3}, 4096, rx, nil)
+	short := append([]byte(nil), g.mem[1024:1026]...)
+	g.post(t, g.btx, ring.WR{Op: ring.OpSend, Context: 4}, 4200, []ring.Seg{sg(g.desc, 1024, 2)}, nil)
+	g.completion(t, 4)
+	if c := g.completion(t, 3); c.Err != 0 || c.Len != 2 || !bytes.Equal(g.mem[0:2], short) || g.mem[2] != 2 {
+		t.Errorf("short receive %+v, segment 0 %x", c, g.mem[0:3])
+	}
+	g.post(t, g.arx, ring.WR{Op: ring.OpRecv, Context: 5}, 4096, rx[:2], nil)
+	g.post(t, g.btx, ring.WR{Op: ring.OpSend, Context: 6}, 4200, tx, nil)
+	g.completion(t, 6)
+	if c := g.completion(t, 5); c.Err != -int32(fi.ETRUNC) || c.Len != 13 || c.OLen != 21 || !bytes.Equal(g.gathered(rx[:2]), want[:13]) {
+		t.Errorf("truncated receive %+v, segments %x, want %x", c, g.gathered(rx[:2]), want[:13])
+	}
+}
+
+// TestIOVWriteRead: a WRITE of four local segments into three remote
+// ones puts the gathered bytes across the remote segments, and a READ of
+// four remote segments into four local ones brings them back (fi_rma(3):
+// fi_writemsg, fi_readmsg with rma_iov_count > 1); each completes once.
+func TestIOVWriteRead(t *testing.T) {
+	g := newIOVRig(t)
+	local := segs(g.desc, 0)
+	want := g.pattern(local, 7)
+	remote := []ring.RMASeg{rs(2048, 5, g.key), rs(2100, 20, g.key), rs(2200, 9, g.key)}
+	g.post(t, g.atx, ring.WR{Op: ring.OpWrite, Context: 1, Flags: uint64(fi.DELIVERY_COMPLETE)}, 4096, local, remote)
+	if c := g.completion(t, 1); c.Err != 0 || c.Len != 34 || c.Flags != uint64(fi.RMA|fi.WRITE) {
+		t.Fatalf("write completion %+v", c)
+	}
+	var got []byte
+	for _, r := range remote {
+		got = append(got, g.mem[r.Addr:r.Addr+r.Len]...)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("written %x, want %x", got, want)
+	}
+
+	back := segs(g.desc, 512)
+	g.post(t, g.atx, ring.WR{Op: ring.OpRead, Context: 2}, 4096, back,
+		[]ring.RMASeg{rs(2048, 5, g.key), rs(2100, 20, g.key), rs(2200, 8, g.key), rs(2208, 1, g.key)})
+	if c := g.completion(t, 2); c.Err != 0 || c.Len != 34 || c.Flags != uint64(fi.RMA|fi.READ) || c.Buf != 512 {
+		t.Fatalf("read completion %+v", c)
+	}
+	if got := g.gathered(back); !bytes.Equal(got, want) {
+		t.Errorf("read %x, want %x", got, want)
+	}
+
+	// One local and one remote segment is the plain form in an array.
+	g.post(t, g.atx, ring.WR{Op: ring.OpRead, Context: 3}, 4096, []ring.Seg{sg(g.desc, 3000, 5)}, remote[:1])
+	if c := g.completion(t, 3); c.Err != 0 || c.Len != 5 || !bytes.Equal(g.mem[3000:3005], want[:5]) {
+		t.Errorf("one-segment read %+v, %x", c, g.mem[3000:3005])
+	}
+}
+
+// TestIOVRejected: malformed segment arrays complete with -FI_EINVAL
+// (docs/abi.md, "Requests the daemon rejects").
+func TestIOVRejected(t *testing.T) {
+	g := newIOVRig(t)
+	five := append(segs(g.desc, 0), ring.Seg{Desc: g.desc, Offset: 400, Len: 1})
+	bad := []struct {
+		name   string
+		w      ring.WR
+		local  []ring.Seg
+		remote []ring.RMASeg
+		fix    func(w *ring.WR)
+	}{
+		{"five local segments", ring.WR{Op: ring.OpSend}, five, nil, nil},
+		{"five remote segments", ring.WR{Op: ring.OpWrite}, segs(g.desc, 0)[:1],
+			[]ring.RMASeg{rs(0, 1, g.key), rs(1, 1, g.key), rs(2, 1, g.key), rs(3, 0, g.key), rs(4, 1, g.key)}, nil},
+		{"no local segment", ring.WR{Op: ring.OpWrite}, nil, []ring.RMASeg{rs(0, 1, g.key)}, nil},
+		{"remote segments on a send", ring.WR{Op: ring.OpSend}, segs(g.desc, 0), []ring.RMASeg{rs(0, 34, g.key)}, nil},
+		{"remote bytes unlike local", ring.WR{Op: ring.OpWrite}, segs(g.desc, 0), []ring.RMASeg{rs(0, 33, g.key)}, nil},
+		{"segment outside the region", ring.WR{Op: ring.OpSend}, []ring.Seg{sg(g.desc, 8190, 3), sg(g.desc, 0, 1)}, nil, nil},
+		{"segment in no region", ring.WR{Op: ring.OpSend}, []ring.Seg{sg(g.desc+1000, 0, 3), sg(g.desc, 0, 1)}, nil, nil},
+		{"array length unlike its counts", ring.WR{Op: ring.OpSend}, segs(g.desc, 0), nil, func(w *ring.WR) { w.Len -= 8 }},
+		{"FI_INJECT beyond inject_size", ring.WR{Op: ring.OpSend, Flags: uint64(fi.INJECT)},
+			[]ring.Seg{sg(g.desc, 0, 4000), sg(g.desc, 4000, 1000)}, nil, nil},
+	}
+	for i, b := range bad {
+		w := b.w
+		w.Context = uint64(100 + i)
+		n := uint64(len(b.local)+len(b.remote)) * ring.SegSize
+		ring.EncodeSegs(g.mem[4096:4096+n], b.local, b.remote)
+		w.IOVCount, w.RMAIOVCount = uint8(len(b.local)), uint8(len(b.remote))
+		w.Desc, w.Offset, w.Len = g.desc, 4096, n
+		if b.fix != nil {
+			b.fix(&w)
+		}
+		slot, _ := g.atx.Reserve()
+		w.Encode(slot)
+		g.atx.Publish(1)
+		if c := g.completion(t, w.Context); c.Err != -int32(fi.EINVAL) {
+			t.Errorf("%s: completion %+v, want -FI_EINVAL", b.name, c)
+		}
+	}
+}
+
+// TestIOVAtomicRejected: an atomic in the segment-array form (atomics
+// take one buffer: fi_atomicv's count is 1 here) completes with
+// -FI_EINVAL.
+func TestIOVAtomicRejected(t *testing.T) {
+	g := newAtomicRig(t)
+	ring.EncodeSegs(g.mem[1024:1024+ring.SegSize], []ring.Seg{sg(g.mr.Serial, 0, 8)}, nil)
+	c := g.post(t, ring.WR{Op: ring.OpAtomic, Context: 1, IOVCount: 1, Offset: 1024, Len: ring.SegSize,
+		Datatype: uint8(fi.UINT64), AtomicOp: uint8(fi.SUM), RMAAddr: 2048})
+	if c.Err != -int32(fi.EINVAL) {
+		t.Errorf("atomic with a segment array: completion %+v, want -FI_EINVAL", c)
+	}
+}
