@@ -41,11 +41,17 @@ type opIOV struct {
 // segment-array form, from the segments w's array names.
 func (e *EP) wrSegs(op *Op, w *ring.WR) error {
 	n, m := int(w.IOVCount), int(w.RMAIOVCount)
+	// The endpoint's limits, which are at most the ABI's.
+	iovLimit, rmaLimit := e.info.TxAttr.IovLimit, e.info.TxAttr.RMAIovLimit
+	if op.Kind.IsRecv() {
+		iovLimit = e.info.RxAttr.IovLimit
+	}
+	iovLimit, rmaLimit = min(iovLimit, ring.IOVLimit), min(rmaLimit, ring.IOVLimit)
 	switch {
 	case op.Kind.isAtomic():
 		return Errorf(fi.EINVAL, "an atomic takes no segment array")
-	case n < 1 || n > ring.IOVLimit || m > ring.IOVLimit:
-		return Errorf(fi.EINVAL, "%d local and %d remote segments (1 to %d local, at most %d remote)", n, m, ring.IOVLimit, ring.IOVLimit)
+	case n < 1 || uint64(n) > iovLimit || uint64(m) > rmaLimit:
+		return Errorf(fi.EINVAL, "%d local and %d remote segments (1 to iov_limit %d local, at most rma_iov_limit %d remote)", n, m, iovLimit, rmaLimit)
 	case m > 0 && op.Kind != OpWrite && op.Kind != OpRead:
 		return Errorf(fi.EINVAL, "remote segments on operation kind %d, which has no remote buffer", op.Kind)
 	case n > 1 && op.Flags&fi.OpFlags(fi.MULTI_RECV) != 0:

@@ -3,27 +3,77 @@ package core_test
 import (
 	"bytes"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/core/ring"
+	"github.com/fabricfs/fabricfs/providers/rxm"
+	"github.com/fabricfs/fabricfs/providers/tcp"
 )
 
-// iovRig is two connected tcp endpoints A and B of the lo domain sharing
-// a CQ, and one region m of 8 KiB both use (with remote access), mapped.
+// iovRig is two endpoints A and B that reach each other, sharing a CQ,
+// and one region m of 8 KiB both use (with remote access), mapped.
 type iovRig struct {
 	atx, arx, btx *ring.Ring
+	to            map[*ring.Ring]uint64 // the fi_addr a ring's requests name (FI_EP_RDM)
 	cq            *ring.Ring
 	mem           []byte
 	desc, key     uint64
 	cqes          []ring.CQE
+	rmaLimit      int // the endpoints' rma_iov_limit
 }
 
-func newIOVRig(t *testing.T) *iovRig {
+// iovSetups make the endpoint pairs the scatter-gather tests run on: tcp
+// and verbs FI_EP_MSG, and FI_EP_RDM (rxm) over tcp.
+var iovSetups = []struct {
+	name string
+	make func(t *testing.T) (d *core.Domain, a, b *core.Object, cq *core.CQ, addrs bool)
+}{
+	{"tcp MSG", func(t *testing.T) (*core.Domain, *core.Object, *core.Object, *core.CQ, bool) {
+		d := lo(t)
+		a, b, _, _, cq := pair(t, d, "bind cq c send,recv")
+		return d, a, b, cq, false
+	}},
+	{"verbs MSG", func(t *testing.T) (*core.Domain, *core.Object, *core.Object, *core.CQ, bool) {
+		d := verbsDomain(t)
+		a, b, _, _, cq := pair(t, d, "bind cq c send,recv")
+		return d, a, b, cq, false
+	}},
+	{"tcp RDM", func(t *testing.T) (*core.Domain, *core.Object, *core.Object, *core.CQ, bool) {
+		p, err := tcp.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, d := fabricOf(t, rxm.Wrap(p))
+		av := create(t, d, core.KindAV, "v").Impl.(*core.AV)
+		cq := create(t, d, core.KindCQ, "c").Impl.(*core.CQ)
+		var eps []*core.Object
+		var addrs []fi.Addr
+		for _, name := range []string{"a", "b"} {
+			ep := create(t, d, core.KindEP, name)
+			setAttr(t, ep, "type", "FI_EP_RDM")
+			for _, c := range []string{"bind av v", "bind cq c send,recv", "enable"} {
+				run(t, ep, c)
+			}
+			a, err := ep.Impl.(*core.EP).Name()
+			if err != nil {
+				t.Fatal(err)
+			}
+			eps, addrs = append(eps, ep), append(addrs, a)
+		}
+		if _, err := av.Insert(addrs); err != nil { // a is fi_addr 0, b 1
+			t.Fatal(err)
+		}
+		return d, eps[0], eps[1], cq, true
+	}},
+}
+
+func newIOVRig(t *testing.T, setup func(t *testing.T) (*core.Domain, *core.Object, *core.Object, *core.CQ, bool)) *iovRig {
 	t.Helper()
-	d := lo(t)
-	a, b, _, _, cq := pair(t, d, "bind cq c send,recv")
+	d, a, b, cq, addrs := setup(t)
 	mr, err := regMR(t, d, "m", 8192, "", "FI_SEND,FI_RECV,FI_READ,FI_WRITE,FI_REMOTE_READ,FI_REMOTE_WRITE")
 	if err != nil {
 		t.Fatal(err)
@@ -32,9 +82,12 @@ func newIOVRig(t *testing.T) *iovRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &iovRig{mem: reg.Mem, desc: mr.Serial, key: mr.Impl.(*core.MR).Key()}
+	g := &iovRig{mem: reg.Mem, desc: mr.Serial, key: mr.Impl.(*core.MR).Key(), to: map[*ring.Ring]uint64{}}
 	g.atx, g.arx = ringsOf(t, a)
 	g.btx, _ = ringsOf(t, b)
+	if addrs {
+		g.to[g.atx], g.to[g.arx], g.to[g.btx] = 1, 1, 0
+	}
 	creg, err := cq.Region()
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +98,19 @@ func newIOVRig(t *testing.T) *iovRig {
 	if f := g.atx.Features(); f&ring.FeatIOV == 0 {
 		t.Errorf("tx ring features %#x: no FEAT_IOV", f)
 	}
+	for _, at := range a.Impl.Attrs() {
+		if at.Name == "tx_rma_iov_limit" {
+			g.rmaLimit, _ = strconv.Atoi(strings.TrimSpace(at.Get()))
+		}
+	}
 	return g
+}
+
+// forEachSetup runs test on every setup of iovSetups.
+func forEachSetup(t *testing.T, test func(t *testing.T, g *iovRig)) {
+	for _, s := range iovSetups {
+		t.Run(s.name, func(t *testing.T) { test(t, newIOVRig(t, s.make)) })
+	}
 }
 
 // post writes the segment array of local and remote at arr in m and
@@ -55,7 +120,7 @@ func (g *iovRig) post(t *testing.T, r *ring.Ring, w ring.WR, arr uint64, local [
 	n := uint64(len(local)+len(remote)) * ring.SegSize
 	ring.EncodeSegs(g.mem[arr:arr+n], local, remote)
 	w.IOVCount, w.RMAIOVCount = uint8(len(local)), uint8(len(remote))
-	w.Desc, w.Offset, w.Len = g.desc, arr, n
+	w.Desc, w.Offset, w.Len, w.Addr = g.desc, arr, n, g.to[r]
 	slot, ok := r.Reserve()
 	if !ok {
 		t.Fatal("ring full")
@@ -112,8 +177,9 @@ func (g *iovRig) gathered(ss []ring.Seg) []byte {
 // segments places the gathered bytes, in order, across the receive's
 // segments (fi_msg(3): fi_sendv, fi_recvv), completing with their total
 // length and the first segment's desc and offset.
-func TestIOVSendRecv(t *testing.T) {
-	g := newIOVRig(t)
+func TestIOVSendRecv(t *testing.T) { forEachSetup(t, testIOVSendRecv) }
+
+func testIOVSendRecv(t *testing.T, g *iovRig) {
 	rx, tx := segs(g.desc, 0), segs(g.desc, 1024)
 	g.post(t, g.arx, ring.WR{Op: ring.OpRecv, Context: 1}, 4096, rx, nil)
 	want := g.pattern(tx, 1)
@@ -151,11 +217,23 @@ func TestIOVSendRecv(t *testing.T) {
 // ones puts the gathered bytes across the remote segments, and a READ of
 // four remote segments into four local ones brings them back (fi_rma(3):
 // fi_writemsg, fi_readmsg with rma_iov_count > 1); each completes once.
-func TestIOVWriteRead(t *testing.T) {
-	g := newIOVRig(t)
+// Where rma_iov_limit is 1 (verbs FI_EP_MSG, as libfabric's verbs) the
+// remote side is one segment, and two are refused.
+func TestIOVWriteRead(t *testing.T) { forEachSetup(t, testIOVWriteRead) }
+
+func testIOVWriteRead(t *testing.T, g *iovRig) {
 	local := segs(g.desc, 0)
 	want := g.pattern(local, 7)
 	remote := []ring.RMASeg{rs(2048, 5, g.key), rs(2100, 20, g.key), rs(2200, 9, g.key)}
+	readFrom := []ring.RMASeg{rs(2048, 5, g.key), rs(2100, 20, g.key), rs(2200, 8, g.key), rs(2208, 1, g.key)}
+	if g.rmaLimit < 4 {
+		g.post(t, g.atx, ring.WR{Op: ring.OpWrite, Context: 9}, 4096, local, remote[:2])
+		if c := g.completion(t, 9); c.Err != -int32(fi.EINVAL) {
+			t.Errorf("two remote segments with rma_iov_limit %d: completion %+v, want -FI_EINVAL", g.rmaLimit, c)
+		}
+		remote = []ring.RMASeg{rs(2048, 34, g.key)}
+		readFrom = remote
+	}
 	g.post(t, g.atx, ring.WR{Op: ring.OpWrite, Context: 1, Flags: uint64(fi.DELIVERY_COMPLETE)}, 4096, local, remote)
 	if c := g.completion(t, 1); c.Err != 0 || c.Len != 34 || c.Flags != uint64(fi.RMA|fi.WRITE) {
 		t.Fatalf("write completion %+v", c)
@@ -169,8 +247,7 @@ func TestIOVWriteRead(t *testing.T) {
 	}
 
 	back := segs(g.desc, 512)
-	g.post(t, g.atx, ring.WR{Op: ring.OpRead, Context: 2}, 4096, back,
-		[]ring.RMASeg{rs(2048, 5, g.key), rs(2100, 20, g.key), rs(2200, 8, g.key), rs(2208, 1, g.key)})
+	g.post(t, g.atx, ring.WR{Op: ring.OpRead, Context: 2}, 4096, back, readFrom)
 	if c := g.completion(t, 2); c.Err != 0 || c.Len != 34 || c.Flags != uint64(fi.RMA|fi.READ) || c.Buf != 512 {
 		t.Fatalf("read completion %+v", c)
 	}
@@ -179,7 +256,7 @@ func TestIOVWriteRead(t *testing.T) {
 	}
 
 	// One local and one remote segment is the plain form in an array.
-	g.post(t, g.atx, ring.WR{Op: ring.OpRead, Context: 3}, 4096, []ring.Seg{sg(g.desc, 3000, 5)}, remote[:1])
+	g.post(t, g.atx, ring.WR{Op: ring.OpRead, Context: 3}, 4096, []ring.Seg{sg(g.desc, 3000, 5)}, []ring.RMASeg{rs(2048, 5, g.key)})
 	if c := g.completion(t, 3); c.Err != 0 || c.Len != 5 || !bytes.Equal(g.mem[3000:3005], want[:5]) {
 		t.Errorf("one-segment read %+v, %x", c, g.mem[3000:3005])
 	}
@@ -188,7 +265,7 @@ func TestIOVWriteRead(t *testing.T) {
 // TestIOVRejected: malformed segment arrays complete with -FI_EINVAL
 // (docs/abi.md, "Requests the daemon rejects").
 func TestIOVRejected(t *testing.T) {
-	g := newIOVRig(t)
+	g := newIOVRig(t, iovSetups[0].make)
 	five := append(segs(g.desc, 0), ring.Seg{Desc: g.desc, Offset: 400, Len: 1})
 	bad := []struct {
 		name   string
