@@ -183,6 +183,9 @@ func newSRX(o *Object) (Impl, error) {
 	if info == nil {
 		return nil, Errorf(fi.ENODATA, "domain %s offers no endpoint", o.Dom.Name)
 	}
+	// A receive posted to the context names one buffer: its ring takes
+	// no segment array (take).
+	info.RxAttr.IovLimit = 1
 	return &SRX{obj: o, info: info, state: stateIdle}, nil
 }
 

@@ -40,7 +40,7 @@
 #define NCHUNK (STAGE_SIZE / CHUNK)
 #define MAX_TEMP 4          /* temporary regions per endpoint */
 #define TEMP_ROUND (1u << 20) /* their sizes are multiples of this */
-#define MAX_IOV 16          /* iovecs a request may have (tx_iov_limit and rx_iov_limit) */
+#define MAX_IOV 16          /* iovecs a request may have; beyond the tree's iov_limit (4) they are staged */
 /* How long fi_close of an endpoint waits for the daemon to close it and
  * give back the requests it held (cancelled). */
 #define CLOSE_DRAIN_MS 2000
