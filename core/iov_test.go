@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -384,3 +385,36 @@ func fuzzOne(t *testing.T, op uint8, flags uint64, n, m uint8, a []byte) {
 
 func ne64(b []byte) uint64     { return binary.NativeEndian.Uint64(b) }
 func put64(b []byte, v uint64) { binary.NativeEndian.PutUint64(b, v) }
+
+// TestIOVWriteData: a WRITE of several remote segments with
+// FI_REMOTE_CQ_DATA makes one entry at the target, with the data, once
+// every segment's bytes are in place (the data goes with the last part).
+func TestIOVWriteData(t *testing.T) {
+	for _, s := range iovSetups {
+		if strings.HasPrefix(s.name, "verbs") {
+			continue // verbs's remote CQ data takes a posted receive (FI_RX_CQ_DATA): TestRemoteCQData
+		}
+		t.Run(s.name, func(t *testing.T) {
+			g := newIOVRig(t, s.make)
+			local := segs(g.desc, 0)
+			want := g.pattern(local, 3)
+			remote := []ring.RMASeg{rs(2048, 20, g.key), rs(2100, 10, g.key), rs(2200, 4, g.key)}
+			g.post(t, g.atx, ring.WR{Op: ring.OpWrite, Context: 5, Flags: uint64(fi.REMOTE_CQ_DATA), Data: 0xfeed}, 4096, local, remote)
+			if c := g.completion(t, 5); c.Err != 0 || c.Len != 34 {
+				t.Fatalf("write completion %+v", c)
+			}
+			c := g.completion(t, 0)
+			var got []byte
+			for _, r := range remote {
+				got = append(got, g.mem[r.Addr:r.Addr+r.Len]...)
+			}
+			if c.Err != 0 || c.Data != 0xfeed || c.Flags&uint64(fi.REMOTE_CQ_DATA) == 0 || !bytes.Equal(got, want) {
+				t.Fatalf("target entry %+v, remote segments %x; want the data 0xfeed and %x", c, got, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+			if head, tail := g.cq.Peek(); head != tail || len(g.cqes) != 0 {
+				t.Errorf("%d more completions, %+v: want one entry at the target", tail-head, g.cqes)
+			}
+		})
+	}
+}
