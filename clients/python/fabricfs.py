@@ -187,8 +187,9 @@ def map_file(path):
 
 def wr(op, context=0, desc=0, offset=0, length=0, flags=0, addr=0, data=0, tag=0, ignore=0,
        rma_addr=0, rma_key=0):
-    """A work request's field values, in WR's order (no atomics)."""
-    return (op, flags, context, desc, offset, length, addr, data, tag, ignore, rma_addr, rma_key,
+    """A work request's field values, in WR's order (the plain form, no
+    atomics)."""
+    return (op, 0, 0, flags, context, desc, offset, length, addr, data, tag, ignore, rma_addr, rma_key,
             0, 0, 0, 0, 0)
 
 
