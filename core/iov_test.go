@@ -29,7 +29,7 @@ type iovRig struct {
 }
 
 // iovSetups make the endpoint pairs the scatter-gather tests run on: tcp
-// and verbs FI_EP_MSG, and FI_EP_RDM (rxm) over tcp.
+// and verbs FI_EP_MSG, and FI_EP_RDM (rxm) over each.
 var iovSetups = []struct {
 	name string
 	make func(t *testing.T) (d *core.Domain, a, b *core.Object, cq *core.CQ, addrs bool)
@@ -50,27 +50,36 @@ var iovSetups = []struct {
 			t.Fatal(err)
 		}
 		_, d := fabricOf(t, rxm.Wrap(p))
-		av := create(t, d, core.KindAV, "v").Impl.(*core.AV)
-		cq := create(t, d, core.KindCQ, "c").Impl.(*core.CQ)
-		var eps []*core.Object
-		var addrs []fi.Addr
-		for _, name := range []string{"a", "b"} {
-			ep := create(t, d, core.KindEP, name)
-			setAttr(t, ep, "type", "FI_EP_RDM")
-			for _, c := range []string{"bind av v", "bind cq c send,recv", "enable"} {
-				run(t, ep, c)
-			}
-			a, err := ep.Impl.(*core.EP).Name()
-			if err != nil {
-				t.Fatal(err)
-			}
-			eps, addrs = append(eps, ep), append(addrs, a)
+		return rdmPair(t, d)
+	}},
+	{"verbs RDM", func(t *testing.T) (*core.Domain, *core.Object, *core.Object, *core.CQ, bool) {
+		return rdmPair(t, verbsDomainOf(t, rxm.Wrap(verbsProvider(t))))
+	}},
+}
+
+// rdmPair makes two enabled FI_EP_RDM endpoints a and b of d bound to one
+// AV (a is fi_addr 0, b 1) and one CQ.
+func rdmPair(t *testing.T, d *core.Domain) (*core.Domain, *core.Object, *core.Object, *core.CQ, bool) {
+	av := create(t, d, core.KindAV, "v").Impl.(*core.AV)
+	cq := create(t, d, core.KindCQ, "c").Impl.(*core.CQ)
+	var eps []*core.Object
+	var addrs []fi.Addr
+	for _, name := range []string{"a", "b"} {
+		ep := create(t, d, core.KindEP, name)
+		setAttr(t, ep, "type", "FI_EP_RDM")
+		for _, c := range []string{"bind av v", "bind cq c send,recv", "enable"} {
+			run(t, ep, c)
 		}
-		if _, err := av.Insert(addrs); err != nil { // a is fi_addr 0, b 1
+		a, err := ep.Impl.(*core.EP).Name()
+		if err != nil {
 			t.Fatal(err)
 		}
-		return d, eps[0], eps[1], cq, true
-	}},
+		eps, addrs = append(eps, ep), append(addrs, a)
+	}
+	if _, err := av.Insert(addrs); err != nil { // a is fi_addr 0, b 1
+		t.Fatal(err)
+	}
+	return d, eps[0], eps[1], cq, true
 }
 
 func newIOVRig(t *testing.T, setup func(t *testing.T) (*core.Domain, *core.Object, *core.Object, *core.CQ, bool)) *iovRig {
@@ -357,30 +366,29 @@ func FuzzIOVRequest(f *testing.F) {
 	f.Fuzz(fuzzOne)
 }
 
+// fuzzOne is one input of FuzzIOVRequest.
 func fuzzOne(t *testing.T, op uint8, flags uint64, n, m uint8, a []byte) {
-	{
-		if len(a) > 512 {
-			a = a[:512]
-		}
-		g := newIOVRig(t, iovSetups[0].make)
-		a = bytes.Clone(a)
-		for i := 0; i+ring.SegSize <= len(a); i += ring.SegSize {
-			if i/ring.SegSize < int(n) && ne64(a[i:]) == 0 {
-				put64(a[i:], g.desc)
-			} else if i/ring.SegSize >= int(n) && ne64(a[i+16:]) == 0 {
-				put64(a[i+16:], g.key)
-			}
-		}
-		copy(g.mem[4096:], a)
-		slot, ok := g.atx.Reserve()
-		if !ok {
-			t.Fatal("tx ring full")
-		}
-		(&ring.WR{Op: op, Flags: flags, Context: 1, IOVCount: n, RMAIOVCount: m, Desc: g.desc, Offset: 4096,
-			Len: uint64(len(a))}).Encode(slot)
-		g.atx.Publish(1)
-		g.completion(t, 1)
+	if len(a) > 512 {
+		a = a[:512]
 	}
+	g := newIOVRig(t, iovSetups[0].make)
+	a = bytes.Clone(a)
+	for i := 0; i+ring.SegSize <= len(a); i += ring.SegSize {
+		if i/ring.SegSize < int(n) && ne64(a[i:]) == 0 {
+			put64(a[i:], g.desc)
+		} else if i/ring.SegSize >= int(n) && ne64(a[i+16:]) == 0 {
+			put64(a[i+16:], g.key)
+		}
+	}
+	copy(g.mem[4096:], a)
+	slot, ok := g.atx.Reserve()
+	if !ok {
+		t.Fatal("tx ring full")
+	}
+	(&ring.WR{Op: op, Flags: flags, Context: 1, IOVCount: n, RMAIOVCount: m, Desc: g.desc, Offset: 4096,
+		Len: uint64(len(a))}).Encode(slot)
+	g.atx.Publish(1)
+	g.completion(t, 1)
 }
 
 func ne64(b []byte) uint64     { return binary.NativeEndian.Uint64(b) }
