@@ -12,9 +12,10 @@
  *   differently) back into 4 other local segments; the initiator checks
  *   what it read and the target what was written.
  *
- *	FI_PROVIDER_PATH=bin FI_FABRICFS_ROOT=/fabric iovtest [DOMAIN [tcp-target]]
+ *	FI_PROVIDER_PATH=bin FI_FABRICFS_ROOT=/fabric iovtest [DOMAIN [tcp-target|tcp-initiator]]
  *
- * With tcp-target the target is libfabric's own tcp (tcp;ofi_rxm) on lo.
+ * With tcp-target or tcp-initiator that side is libfabric's own tcp
+ * (tcp;ofi_rxm) on lo, and the calls' errors are not checked.
  * Prints one "ok NAME" line per check and "PASS" at the end, and exits 0;
  * on a failure it prints "FAIL: ..." and exits 1. tests/provider_test.go
  * runs it.
@@ -254,12 +255,15 @@ int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	const char *dom = argc > 1 ? argv[1] : "tcp/lo";
-	const char *tprov = "fabricfs", *tdom = dom;
+	const char *tprov = "fabricfs", *tdom = dom, *iprov = "fabricfs", *idom = dom;
 	if (argc > 2 && !strcmp(argv[2], "tcp-target")) {
 		tprov = "tcp";
 		tdom = "lo";
+	} else if (argc > 2 && !strcmp(argv[2], "tcp-initiator")) {
+		iprov = "tcp";
+		idom = "lo";
 	} else if (argc > 2) {
-		fail("unknown argument %s: tcp-target", argv[2]);
+		fail("unknown argument %s: tcp-target or tcp-initiator", argv[2]);
 	}
 	int up[2], down[2];
 	if (pipe(up) || pipe(down))
@@ -275,7 +279,7 @@ int main(int argc, char **argv)
 	}
 	close(up[1]);
 	close(down[0]);
-	open_all("fabricfs", dom);
+	open_all(iprov, idom);
 	if (info->tx_attr->iov_limit < NSEG || info->tx_attr->rma_iov_limit < NSEG || info->rx_attr->iov_limit < NSEG)
 		fail("iov_limit %zu, rma_iov_limit %zu, rx iov_limit %zu: want %d", info->tx_attr->iov_limit,
 		     info->tx_attr->rma_iov_limit, info->rx_attr->iov_limit, NSEG);
@@ -352,6 +356,8 @@ int main(int argc, char **argv)
 
 	/* More remote segments than rma_iov_limit, or fewer bytes than the
 	 * local ones, are the caller's error. */
+	if (strcmp(iprov, "fabricfs"))
+		goto done;
 	struct fi_rma_iov many[NSEG + 1];
 	for (int i = 0; i <= NSEG; i++)
 		many[i] = (struct fi_rma_iov){raddr + 4096, 1, key};
@@ -364,6 +370,7 @@ int main(int argc, char **argv)
 	if ((ret = fi_writemsg(ep, &bad, 0)) != -FI_EINVAL)
 		fail("fi_writemsg with remote segments shorter than the local: %zd, want -FI_EINVAL", ret);
 	printf("ok fi_writemsg beyond rma_iov_limit or with unequal lengths: -FI_EINVAL\n");
+done:
 
 	close(down[1]);
 	int status;
