@@ -22,7 +22,7 @@ func (e *EP) post(op *Op, wait func(Completion)) error {
 	e.mu.Unlock()
 	// A function value, not a closure: no allocation per operation.
 	op.done, op.ep, op.wait = opDone, e, wait
-	if err := prov.Post(op); err != nil {
+	if err := postTo(prov, op); err != nil {
 		e.mu.Lock()
 		e.inflight.remove(op)
 		e.mu.Unlock()
@@ -40,6 +40,7 @@ func (e *EP) completed(op *Op, c Completion) {
 	// A receive with FI_MULTI_RECV completes once per message, and is
 	// over when its buffer is released.
 	final := op.Flags&fi.OpFlags(fi.MULTI_RECV) == 0 || c.Flags&fi.CQFlags(fi.MULTI_RECV) != 0
+	op.received(c)
 	// One hold of the lock for the bookkeeping and where the entry goes.
 	var rings *epRings
 	e.mu.Lock()

@@ -25,11 +25,11 @@ type epRings struct {
 // newRingsLocked makes the endpoint's tx and rx rings. Called by Enable
 // with e.mu held.
 func (e *EP) newRingsLocked() (*epRings, error) {
-	txShm, txr, err := newWorkRing(e.obj, "tx", e.info.TxAttr.Size)
+	txShm, txr, err := newWorkRing(e.obj, "tx", e.info.TxAttr.Size, ring.FeatIOV)
 	if err != nil {
 		return nil, err
 	}
-	rxShm, rxr, err := newWorkRing(e.obj, "rx", e.info.RxAttr.Size)
+	rxShm, rxr, err := newWorkRing(e.obj, "rx", e.info.RxAttr.Size, ring.FeatIOV)
 	if err != nil {
 		txShm.Close()
 		return nil, err
@@ -43,8 +43,9 @@ func (e *EP) newRingsLocked() (*epRings, error) {
 }
 
 // newWorkRing makes the work ring called name of o, of at least size
-// entries, in shared memory charged to o's owner.
-func newWorkRing(o *Object, name string, size uint64) (*ring.Region, *ring.Ring, error) {
+// entries, in shared memory charged to o's owner; its header has
+// FeatFutex and the features feat.
+func newWorkRing(o *Object, name string, size uint64, feat uint64) (*ring.Region, *ring.Ring, error) {
 	n, err := ring.RoundUp(size)
 	if err != nil {
 		return nil, nil, Errorf(fi.EINVAL, "%s_size %d: %v", name, size, err)
@@ -53,7 +54,7 @@ func newWorkRing(o *Object, name string, size uint64) (*ring.Region, *ring.Ring,
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := ring.Init(reg.Mem, ring.TypeWork, n, ring.FeatFutex)
+	r, err := ring.Init(reg.Mem, ring.TypeWork, n, ring.FeatFutex|feat)
 	if err != nil {
 		reg.Close()
 		return nil, nil, Errorf(fi.EIO, "%s ring: %v", name, err)
@@ -274,16 +275,20 @@ func (e *EP) opFromWR(w *ring.WR, q *workQueue) (*Op, error) {
 	case e.info.Caps&kindCaps[kind] == 0:
 		return nil, Errorf(fi.EOPNOTSUPP, "operation %d needs %v, which the endpoint does not have", w.Op, kindCaps[kind])
 	}
-	flags := fi.OpFlags(w.Flags)
-	if flags&fi.INJECT != 0 && (!kind.injectable() || w.Len > e.rings.injectSize) {
-		return nil, Errorf(fi.EINVAL, "FI_INJECT of %d bytes (inject_size %d)", w.Len, e.rings.injectSize)
-	}
 	op := newOp()
-	op.Kind, op.Flags, op.Context, op.Data, op.Tag, op.Ignore = kind, flags, w.Context, w.Data, w.Tag, w.Ignore
+	op.Kind, op.Flags, op.Context, op.Data, op.Tag, op.Ignore = kind, fi.OpFlags(w.Flags), w.Context, w.Data, w.Tag, w.Ignore
 	op.Addr, op.Key, op.desc, op.offset = w.RMAAddr, w.RMAKey, w.Desc, w.Offset
-	if err := e.wrBufs(op, w); err != nil {
+	bufs := e.wrBufs
+	if w.SegArray() {
+		bufs = e.wrSegs
+	}
+	if err := bufs(op, w); err != nil {
 		freeOp(op)
 		return nil, err
+	}
+	if n := uint64(len(op.Buf)); op.Flags&fi.INJECT != 0 && (!kind.injectable() || n > e.rings.injectSize) {
+		freeOp(op)
+		return nil, Errorf(fi.EINVAL, "FI_INJECT of %d bytes (inject_size %d)", n, e.rings.injectSize)
 	}
 	// A connectionless endpoint's sends go to addr; its receives take it
 	// as the only sender they accept, with FI_DIRECTED_RECV only.

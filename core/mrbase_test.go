@@ -17,7 +17,11 @@ import (
 
 // verbsDomain opens a fabric over the verbs provider with one device on
 // 127.0.0.1 (a free UDP port) and returns its domain.
-func verbsDomain(t *testing.T) *core.Domain {
+func verbsDomain(t *testing.T) *core.Domain { return verbsDomainOf(t, verbsProvider(t)) }
+
+// verbsProvider is the verbs provider with one device on 127.0.0.1, on a
+// free UDP port, closed at the end of the test.
+func verbsProvider(t *testing.T) *verbs.Provider {
 	t.Helper()
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -30,6 +34,13 @@ func verbsDomain(t *testing.T) *core.Domain {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// verbsDomainOf opens a fabric over p, the verbs provider of
+// verbsProvider or one wrapping it, and returns its device's domain.
+func verbsDomainOf(t *testing.T, p core.Provider) *core.Domain {
+	t.Helper()
 	f, err := core.New(p)
 	if err != nil {
 		t.Fatal(err)

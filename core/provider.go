@@ -385,6 +385,7 @@ type Op struct {
 	MemOff uint64
 
 	done       func(*Op, Completion)
+	iov        *opIOV           // a work request's segments, when it has more than one (local or remote)
 	ep         *EP              // the endpoint that posted it, for done
 	wait       func(Completion) // also gets the completion, if not nil (ep's data file)
 	pooled     bool             // made by newOp for a work request: freeOp after its final completion

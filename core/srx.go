@@ -183,6 +183,9 @@ func newSRX(o *Object) (Impl, error) {
 	if info == nil {
 		return nil, Errorf(fi.ENODATA, "domain %s offers no endpoint", o.Dom.Name)
 	}
+	// A receive posted to the context names one buffer: its ring takes
+	// no segment array (take).
+	info.RxAttr.IovLimit = 1
 	return &SRX{obj: o, info: info, state: stateIdle}, nil
 }
 
@@ -227,7 +230,7 @@ func (s *SRX) enableLocked() error {
 	case stateClosed:
 		return gone(s.obj)
 	}
-	reg, r, err := newWorkRing(s.obj, "rx", s.info.RxAttr.Size)
+	reg, r, err := newWorkRing(s.obj, "rx", s.info.RxAttr.Size, 0)
 	if err != nil {
 		return err
 	}
@@ -264,6 +267,9 @@ func (s *SRX) take(w *ring.WR, q *workQueue) error {
 	kind, ok := wrKind(w.Op)
 	if !ok || !kind.IsRecv() {
 		return Errorf(fi.EINVAL, "operation %d: a shared receive context takes receives only", w.Op)
+	}
+	if w.SegArray() {
+		return Errorf(fi.EOPNOTSUPP, "a shared receive context takes one buffer per receive (iov_limit 1)")
 	}
 	flags := fi.OpFlags(w.Flags)
 	if f := flags & (fi.OpFlags(fi.MULTI_RECV) | fi.PEEK | fi.CLAIM | fi.DISCARD | fi.INJECT); f != 0 {

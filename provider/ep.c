@@ -40,7 +40,7 @@
 #define NCHUNK (STAGE_SIZE / CHUNK)
 #define MAX_TEMP 4          /* temporary regions per endpoint */
 #define TEMP_ROUND (1u << 20) /* their sizes are multiples of this */
-#define MAX_IOV 16          /* iovecs a request may have (tx_iov_limit and rx_iov_limit) */
+#define MAX_IOV 16          /* iovecs a request may have; beyond the tree's iov_limit (4) they are staged */
 /* How long fi_close of an endpoint waits for the daemon to close it and
  * give back the requests it held (cancelled). */
 #define CLOSE_DRAIN_MS 2000
@@ -80,6 +80,10 @@ struct ffs_req {
 	struct temp *tmp; /* IN_TEMP */
 	struct fabricfs_ring *ring; /* the ring it went on, at index idx */
 	uint32_t idx;
+	/* A request in the segment-array form: its array, in chunks
+	 * [schunk, schunk+snchunk) of stx, kept until its completion. */
+	bool segs;
+	size_t schunk, snchunk;
 	/* A fetch or compare atomic whose result buffer is staged: its
 	 * len bytes come back in chunks [rchunk, rchunk+rnchunk) of srx and
 	 * are copied to result at completion. NULL otherwise. */
@@ -362,7 +366,10 @@ static void release(struct ffs_ep *ep, struct ffs_req *r)
 		r->tmp->busy = false;
 	if (r->result)
 		mark(&ep->srx, r->rchunk, r->rnchunk, false);
+	if (r->segs)
+		mark(&ep->stx, r->schunk, r->snchunk, false);
 	r->result = NULL;
+	r->segs = false;
 	r->in_use = false;
 	r->next_free = ep->free;
 	ep->free = r;
@@ -471,6 +478,22 @@ static ssize_t post(struct ffs_ep *ep, const struct ffs_op *o)
 	}
 	if (len > ep->max_msg_size)
 		return -FI_EMSGSIZE;
+	/* Several remote segments: as many bytes as the local ones, in the
+	 * segment-array form (docs/abi.md, "Scatter-gather"). */
+	if (o->rma_count > FABRICFS_IOV_LIMIT || (o->rma_count && !o->rma_iov) || (o->rma_count > 1 && o->inject))
+		return -FI_EINVAL;
+	if (o->rma_count > 1) {
+		size_t rlen = 0;
+		for (size_t i = 0; i < o->rma_count; i++) {
+			if (o->rma_iov[i].len > len - rlen)
+				return -FI_EINVAL;
+			rlen += o->rma_iov[i].len;
+		}
+		if (rlen != len)
+			return -FI_EINVAL;
+		if (!(ep->tx.features & FABRICFS_FEAT_IOV))
+			return -FI_EOPNOTSUPP; /* a daemon without the form */
+	}
 	if (o->inject && len > ep->inject_size)
 		return -FI_EINVAL;
 	if ((o->flags & FI_MULTI_RECV) && !on_rx)
@@ -490,6 +513,20 @@ static ssize_t post(struct ffs_ep *ep, const struct ffs_op *o)
 		zc = ffs_mr_lookup(ep->dom, o->compare_desc, o->compare, len, &cdesc, &coff) == 0 && cdesc == tdesc;
 	}
 	bool result_zc = fetch && ffs_mr_lookup(ep->dom, o->result_desc, o->result, len, &rdesc, &roff) == 0;
+	/* Several local segments, each in a registered region: zero copy
+	 * too, named by the segment array; else they are staged as one. */
+	struct fabricfs_iov seg[FABRICFS_IOV_LIMIT];
+	size_t nseg = 0;
+	bool zcv = !o->inject && !(o->flags & (FI_INJECT | FI_MULTI_RECV)) && !atomic && o->count > 1 &&
+		   o->count <= FABRICFS_IOV_LIMIT && ((on_rx ? ep->rx.features : ep->tx.features) & FABRICFS_FEAT_IOV);
+	for (size_t i = 0; zcv && i < o->count; i++) {
+		zcv = ffs_mr_lookup(ep->dom, o->desc ? o->desc[i] : NULL, o->iov[i].iov_base, o->iov[i].iov_len,
+				    &seg[i].desc, &seg[i].offset) == 0;
+		seg[i].len = o->iov[i].iov_len;
+	}
+	if (zcv)
+		nseg = o->count;
+	bool use_segs = zcv || o->rma_count > 1;
 
 	struct fabricfs_wr wr;
 	memset(&wr, 0, sizeof wr);
@@ -555,11 +592,23 @@ static ssize_t post(struct ffs_ep *ep, const struct ffs_op *o)
 	memcpy(r->iov, o->iov, o->count * sizeof *o->iov);
 	r->iov_count = o->count;
 	r->len = len;
+	if (use_segs) {
+		/* The array is read when the daemon takes the request; it is
+		 * kept until the completion, which is simpler and as cheap. */
+		size_t n = (nseg ? nseg : 1) + (o->rma_count > 1 ? o->rma_count : 0);
+		long c = stage_alloc(&ep->stx, n * FABRICFS_SEG_SIZE, &r->snchunk);
+		if (c < 0) {
+			ret = -FI_EAGAIN;
+			goto out;
+		}
+		r->segs = true;
+		r->schunk = (size_t)c;
+	}
 	if (fetch && !result_zc) {
 		long c = stage_alloc(&ep->srx, len, &r->rnchunk);
 		if (c < 0) {
 			ret = -FI_EAGAIN;
-			goto out;
+			goto unstage;
 		}
 		r->result = o->result;
 		r->rchunk = (size_t)c;
@@ -573,6 +622,9 @@ static ssize_t post(struct ffs_ep *ep, const struct ffs_op *o)
 		r->off = toff;
 		wr.desc = tdesc;
 		wr.compare_offset = coff;
+	} else if (zcv) {
+		r->where = IN_APP;
+		r->off = seg[0].offset; /* the completion's buf is the first segment's */
 	} else if (no_operand) {
 		r->where = IN_APP;
 		r->off = roff;
@@ -607,6 +659,27 @@ static ssize_t post(struct ffs_ep *ep, const struct ffs_op *o)
 		}
 	}
 	wr.offset = r->off;
+	if (use_segs) {
+		/* The request names its segment array: the local segments (the
+		 * staged bytes as one, if not zero copy), then the remote ones. */
+		if (!nseg) {
+			seg[0] = (struct fabricfs_iov){.desc = wr.desc, .offset = r->off, .len = len};
+			nseg = 1;
+		}
+		uint8_t *a = ep->stx.r.map + r->schunk * CHUNK;
+		memcpy(a, seg, nseg * sizeof *seg);
+		size_t nrma = o->rma_count > 1 ? o->rma_count : 0;
+		for (size_t i = 0; i < nrma; i++) {
+			struct fabricfs_rma_iov ri = {.addr = o->rma_iov[i].addr, .len = o->rma_iov[i].len,
+						      .key = o->rma_iov[i].key};
+			memcpy(a + (nseg + i) * FABRICFS_SEG_SIZE, &ri, sizeof ri);
+		}
+		wr.iov_count = (uint8_t)nseg;
+		wr.rma_iov_count = (uint8_t)nrma;
+		wr.desc = ep->stx.r.desc;
+		wr.offset = r->schunk * CHUNK;
+		wr.len = (nseg + nrma) * FABRICFS_SEG_SIZE;
+	}
 	wr.context = (uint64_t)(uintptr_t)r;
 	wr.flags |= FI_COMPLETION;
 	ep->free = r->next_free;
@@ -620,7 +693,10 @@ static ssize_t post(struct ffs_ep *ep, const struct ffs_op *o)
 unstage:
 	if (r->result)
 		mark(&ep->srx, r->rchunk, r->rnchunk, false);
+	if (r->segs)
+		mark(&ep->stx, r->schunk, r->snchunk, false);
 	r->result = NULL;
+	r->segs = false;
 out:
 	pthread_mutex_unlock(&ep->lock);
 	return ret;
@@ -822,15 +898,15 @@ static ssize_t ep_readv(struct fid_ep *fid, const struct iovec *iov, void **desc
 					 .flags = ep->tx_op_flags});
 }
 
-/* rma_msg posts an fi_msg_rma: one remote range, as the tree's
- * rma_iov_limit says. */
+/* rma_msg posts an fi_msg_rma: up to rma_iov_limit remote ranges. */
 static ssize_t rma_msg(struct fid_ep *fid, uint8_t op, const struct fi_msg_rma *msg, uint64_t flags)
 {
-	if (!msg || msg->rma_iov_count != 1 || !msg->rma_iov)
+	if (!msg || msg->rma_iov_count < 1 || !msg->rma_iov)
 		return -FI_EINVAL;
 	return post(ep_of(fid), &(struct ffs_op){.op = op, .iov = msg->msg_iov, .desc = msg->desc,
 						 .count = msg->iov_count, .addr = msg->addr,
 						 .rma_addr = msg->rma_iov[0].addr, .rma_key = msg->rma_iov[0].key,
+						 .rma_iov = msg->rma_iov, .rma_count = msg->rma_iov_count,
 						 .data = msg->data, .context = msg->context, .flags = flags});
 }
 

@@ -376,6 +376,10 @@ struct ffs_op {
 	size_t count;
 	fi_addr_t addr; /* destination, or a receive's source */
 	uint64_t tag, ignore, data, rma_addr, rma_key;
+	/* RMA with several remote segments (fi_writemsg, fi_readmsg): the
+	 * rma_count of them; 0 means the one of rma_addr and rma_key. */
+	const struct fi_rma_iov *rma_iov;
+	size_t rma_count;
 	void *context;
 	uint64_t flags; /* libfabric's op flags */
 	bool inject;    /* fi_inject and kin: no completion, no context */

@@ -62,6 +62,16 @@
 /* The header's features. */
 #define FABRICFS_FEAT_FUTEX 1ull     /* the wake word works with futexes */
 #define FABRICFS_FEAT_WAIT_FILE 2ull /* cq/N/wait exists */
+#define FABRICFS_FEAT_IOV 4ull       /* work requests take the segment-array form */
+
+/*
+ * The segment-array form (docs/abi.md, "Scatter-gather"): a work request
+ * with a non-zero iov_count or rma_iov_count names, with desc, offset and
+ * len, an array of iov_count struct fabricfs_iov then rma_iov_count struct
+ * fabricfs_rma_iov, at most FABRICFS_IOV_LIMIT of each.
+ */
+#define FABRICFS_IOV_LIMIT 4
+#define FABRICFS_SEG_SIZE 24
 
 /*
  * Work request operations (op). The atomics need an endpoint with FI_ATOMIC
@@ -186,10 +196,15 @@ struct fabricfs_ring_header {
 	uint8_t reserved[16];
 };
 
-/* A work request, the entry of ep/N/tx and ep/N/rx. Reserved bytes zero. */
+/*
+ * A work request, the entry of ep/N/tx and ep/N/rx. Reserved bytes zero. A
+ * non-zero iov_count or rma_iov_count makes it the segment-array form.
+ */
 struct fabricfs_wr {
 	uint8_t op;
-	uint8_t reserved1[7];
+	uint8_t iov_count;
+	uint8_t rma_iov_count;
+	uint8_t reserved1[5];
 	uint64_t flags;
 	uint64_t context;
 	uint64_t desc;
@@ -225,6 +240,22 @@ struct fabricfs_cqe {
 	uint8_t reserved[48];
 };
 
+/* A local segment: len bytes at offset of the region whose desc is desc. */
+struct fabricfs_iov {
+	uint64_t desc;
+	uint64_t offset;
+	uint64_t len;
+};
+
+/* A remote segment: len bytes at addr of the peer's region whose key is key. */
+struct fabricfs_rma_iov {
+	uint64_t addr;
+	uint64_t len;
+	uint64_t key;
+};
+
+_Static_assert(sizeof(struct fabricfs_iov) == FABRICFS_SEG_SIZE, "fabricfs_iov");
+_Static_assert(sizeof(struct fabricfs_rma_iov) == FABRICFS_SEG_SIZE, "fabricfs_rma_iov");
 _Static_assert(sizeof(struct fabricfs_ring_header) == 64, "fabricfs_ring_header");
 _Static_assert(sizeof(struct fabricfs_wr) == FABRICFS_ENTRY_SIZE, "fabricfs_wr");
 _Static_assert(sizeof(struct fabricfs_cqe) == FABRICFS_ENTRY_SIZE, "fabricfs_cqe");

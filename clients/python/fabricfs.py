@@ -61,7 +61,10 @@ HEADER_SIZE = 4096
 MAX_ENTRIES = 1 << 20
 HEAD_OFF, TAIL_OFF, FLAGS_OFF, WAKE_OFF = 64, 128, 192, 256  # read them from the header
 RING_NEED_WAKEUP, RING_OVERFLOW, RING_DEAD = 1 << 0, 1 << 1, 1 << 2
-FEAT_FUTEX, FEAT_WAIT_FILE = 1 << 0, 1 << 1
+FEAT_FUTEX, FEAT_WAIT_FILE, FEAT_IOV = 1 << 0, 1 << 1, 1 << 2
+# The segment-array form of a work request (docs/abi.md "Scatter-gather"):
+# at most IOV_LIMIT local and IOV_LIMIT remote segments of SEG_SIZE bytes.
+IOV_LIMIT, SEG_SIZE = 4, 24
 
 # Work request operations. The atomics need an endpoint with FI_ATOMIC and an
 # operation its domain's query_atomic file lists (docs/abi.md).
@@ -87,14 +90,19 @@ HEADER_FIELDS = ("magic", "abi_version", "ring_type", "entry_size", "entry_count
                  "reserved")
 HEADER = struct.Struct("=IHHIIIIIIIIQ16s")
 # A work request's fields, in order (reserved bytes are pad bytes).
-WR_FIELDS = ("op", "flags", "context", "desc", "offset", "len", "addr", "data", "tag", "ignore",
+WR_FIELDS = ("op", "iov_count", "rma_iov_count", "flags", "context", "desc", "offset", "len", "addr", "data", "tag", "ignore",
              "rma_addr", "rma_key", "result_desc", "result_offset", "compare_offset", "datatype",
              "atomic_op")
-WR = struct.Struct("=B7x14QBB6x")
+WR = struct.Struct("=BBB5x14QBB6x")
 # A completion's fields, in order (48 reserved bytes at the end).
 CQE_FIELDS = ("op_context", "flags", "len", "buf", "data", "tag", "src_addr", "err", "prov_errno",
               "olen", "desc")
 CQE = struct.Struct("=7Qii2Q48x")
+# The segments of a work request's segment array: local, then remote.
+IOV_FIELDS = ("desc", "offset", "len")
+IOV = struct.Struct("=3Q")
+RMA_IOV_FIELDS = ("addr", "len", "key")
+RMA_IOV = struct.Struct("=3Q")
 
 
 def layout(st, fields):
@@ -179,8 +187,9 @@ def map_file(path):
 
 def wr(op, context=0, desc=0, offset=0, length=0, flags=0, addr=0, data=0, tag=0, ignore=0,
        rma_addr=0, rma_key=0):
-    """A work request's field values, in WR's order (no atomics)."""
-    return (op, flags, context, desc, offset, length, addr, data, tag, ignore, rma_addr, rma_key,
+    """A work request's field values, in WR's order (the plain form, no
+    atomics)."""
+    return (op, 0, 0, flags, context, desc, offset, length, addr, data, tag, ignore, rma_addr, rma_key,
             0, 0, 0, 0, 0)
 
 

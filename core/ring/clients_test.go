@@ -48,6 +48,9 @@ func abiConstants() map[string]uint64 {
 		"FABRICFS_RING_DEAD":         uint64(Dead),
 		"FABRICFS_FEAT_FUTEX":        FeatFutex,
 		"FABRICFS_FEAT_WAIT_FILE":    FeatWaitFile,
+		"FABRICFS_FEAT_IOV":          FeatIOV,
+		"FABRICFS_IOV_LIMIT":         IOVLimit,
+		"FABRICFS_SEG_SIZE":          SegSize,
 		"FABRICFS_OP_SEND":           uint64(OpSend),
 		"FABRICFS_OP_RECV":           uint64(OpRecv),
 		"FABRICFS_OP_TSEND":          uint64(OpTSend),
@@ -105,7 +108,8 @@ func abiStructs() map[string]map[string]abiField {
 			"reserved": {offReserved, fixedHeader - offReserved},
 		},
 		"fabricfs_wr": {
-			"op": {wrOp, 1}, "reserved1": {wrReserved1, wrFlags - wrReserved1}, "flags": {wrFlags, 8},
+			"op": {wrOp, 1}, "iov_count": {wrIOVCount, 1}, "rma_iov_count": {wrRMAIOVCount, 1},
+			"reserved1": {wrReserved1, wrFlags - wrReserved1}, "flags": {wrFlags, 8},
 			"context": {wrContext, 8}, "desc": {wrDesc, 8}, "offset": {wrOffset, 8}, "len": {wrLen, 8},
 			"addr": {wrAddr, 8}, "data": {wrData, 8}, "tag": {wrTag, 8}, "ignore": {wrIgnore, 8},
 			"rma_addr": {wrRMAAddr, 8}, "rma_key": {wrRMAKey, 8}, "result_desc": {wrResultDesc, 8},
@@ -119,11 +123,14 @@ func abiStructs() map[string]map[string]abiField {
 			"prov_errno": {cqProvErrno, 4}, "olen": {cqOLen, 8}, "desc": {cqDesc, 8},
 			"reserved": {cqReserved, EntrySize - cqReserved},
 		},
+		"fabricfs_iov":     {"desc": {segDesc, 8}, "offset": {segOffset, 8}, "len": {segLen, 8}},
+		"fabricfs_rma_iov": {"addr": {rmaSegAddr, 8}, "len": {rmaSegLen, 8}, "key": {rmaSegKey, 8}},
 	}
 }
 
 // abiSizes are the sizes of the three structs.
-var abiSizes = map[string]int{"fabricfs_ring_header": fixedHeader, "fabricfs_wr": EntrySize, "fabricfs_cqe": EntrySize}
+var abiSizes = map[string]int{"fabricfs_ring_header": fixedHeader, "fabricfs_wr": EntrySize, "fabricfs_cqe": EntrySize,
+	"fabricfs_iov": SegSize, "fabricfs_rma_iov": SegSize}
 
 // TestABITables checks the tables above against themselves: each
 // struct's fields tile it, without gap or overlap, from 0 to its size, so
@@ -155,7 +162,7 @@ func sortedFields(fields map[string]abiField) []string {
 
 var (
 	defineRe = regexp.MustCompile(`(?m)^#define[ \t]+((?:FABRICFS|FI)_[A-Z0-9_]+)[ \t]+\S`)
-	structRe = regexp.MustCompile(`(?ms)^struct (fabricfs_(?:ring_header|wr|cqe)) \{\n(.*?)^\};`)
+	structRe = regexp.MustCompile(`(?ms)^struct (fabricfs_(?:ring_header|wr|cqe|iov|rma_iov)) \{\n(.*?)^\};`)
 	memberRe = regexp.MustCompile(`^\s*(?:u?int(?:8|16|32|64)_t)\s+([a-z0-9_]+)(?:\[\d+\])?;\s*$`)
 )
 
@@ -325,11 +332,14 @@ const pyProbe = `
 import json, fabricfs as f
 print(json.dumps({
     "consts": {k: v for k, v in vars(f).items() if k[:1].isupper() and type(v) is int},
-    "sizes": {"fabricfs_ring_header": f.HEADER.size, "fabricfs_wr": f.WR.size, "fabricfs_cqe": f.CQE.size},
+    "sizes": {"fabricfs_ring_header": f.HEADER.size, "fabricfs_wr": f.WR.size, "fabricfs_cqe": f.CQE.size,
+              "fabricfs_iov": f.IOV.size, "fabricfs_rma_iov": f.RMA_IOV.size},
     "structs": {
         "fabricfs_ring_header": f.layout(f.HEADER, f.HEADER_FIELDS),
         "fabricfs_wr": f.layout(f.WR, f.WR_FIELDS),
         "fabricfs_cqe": f.layout(f.CQE, f.CQE_FIELDS),
+        "fabricfs_iov": f.layout(f.IOV, f.IOV_FIELDS),
+        "fabricfs_rma_iov": f.layout(f.RMA_IOV, f.RMA_IOV_FIELDS),
     },
 }))
 `

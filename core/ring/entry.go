@@ -6,6 +6,8 @@ import "fmt"
 // request"). Field names follow the table; RMAAddr is rma_addr and so on.
 type WR struct {
 	Op            uint8 // OpSend, OpRecv, ...
+	IOVCount      uint8 // iov_count: with RMAIOVCount, the segment-array form if either is not 0
+	RMAIOVCount   uint8 // rma_iov_count
 	Flags         uint64
 	Context       uint64
 	Desc          uint64
@@ -27,7 +29,9 @@ type WR struct {
 // Byte offsets of the work request's fields.
 const (
 	wrOp            = 0
-	wrReserved1     = 1 // 7 bytes
+	wrIOVCount      = 1
+	wrRMAIOVCount   = 2
+	wrReserved1     = 3 // 5 bytes
 	wrFlags         = 8
 	wrContext       = 16
 	wrDesc          = 24
@@ -53,6 +57,8 @@ const (
 func (w *WR) Encode(b []byte) {
 	b = b[:EntrySize:EntrySize]
 	b[wrOp] = w.Op
+	b[wrIOVCount] = w.IOVCount
+	b[wrRMAIOVCount] = w.RMAIOVCount
 	clear(b[wrReserved1:wrFlags])
 	ne.PutUint64(b[wrFlags:], w.Flags)
 	ne.PutUint64(b[wrContext:], w.Context)
@@ -90,6 +96,8 @@ func DecodeWR(b []byte) (WR, error) {
 	copy(e[:], b) // one snapshot: validate and decode the same bytes
 	w := WR{
 		Op:            e[wrOp],
+		IOVCount:      e[wrIOVCount],
+		RMAIOVCount:   e[wrRMAIOVCount],
 		Flags:         ne.Uint64(e[wrFlags:]),
 		Context:       ne.Uint64(e[wrContext:]),
 		Desc:          ne.Uint64(e[wrDesc:]),
@@ -114,6 +122,69 @@ func DecodeWR(b []byte) (WR, error) {
 		return w, err
 	}
 	return w, nil
+}
+
+// SegArray reports whether w is in the segment-array form: its desc,
+// offset and len name an array of IOVCount Segs then RMAIOVCount RMASegs.
+func (w *WR) SegArray() bool { return w.IOVCount != 0 || w.RMAIOVCount != 0 }
+
+// Seg is a local segment of a work request in the segment-array form
+// (docs/abi.md, "Scatter-gather"): Len bytes at Offset of the memory
+// region whose desc is Desc.
+type Seg struct{ Desc, Offset, Len uint64 }
+
+// RMASeg is a remote segment: Len bytes at Addr of the peer's region
+// whose key is Key.
+type RMASeg struct{ Addr, Len, Key uint64 }
+
+// Byte offsets of the segments' fields; each segment is SegSize bytes.
+const (
+	segDesc    = 0
+	segOffset  = 8
+	segLen     = 16
+	rmaSegAddr = 0
+	rmaSegLen  = 8
+	rmaSegKey  = 16
+)
+
+// EncodeSegs writes the segment array of local then remote into b, which
+// must hold (len(local)+len(remote))*SegSize bytes (it panics otherwise).
+func EncodeSegs(b []byte, local []Seg, remote []RMASeg) {
+	for i, s := range local {
+		e := b[i*SegSize : (i+1)*SegSize]
+		ne.PutUint64(e[segDesc:], s.Desc)
+		ne.PutUint64(e[segOffset:], s.Offset)
+		ne.PutUint64(e[segLen:], s.Len)
+	}
+	b = b[len(local)*SegSize:]
+	for i, s := range remote {
+		e := b[i*SegSize : (i+1)*SegSize]
+		ne.PutUint64(e[rmaSegAddr:], s.Addr)
+		ne.PutUint64(e[rmaSegLen:], s.Len)
+		ne.PutUint64(e[rmaSegKey:], s.Key)
+	}
+}
+
+// DecodeSegs fills local and then remote from the segment array in b. It
+// fails with a *FieldError (field "segments") if b is not exactly
+// (len(local)+len(remote))*SegSize bytes. Like DecodeWR it reads each
+// byte once: b usually lies in memory another process writes.
+func DecodeSegs(b []byte, local []Seg, remote []RMASeg) error {
+	if want := (len(local) + len(remote)) * SegSize; len(b) != want {
+		return &FieldError{In: "work request", Field: "len", Offset: wrLen,
+			Reason: fmt.Sprintf("segment array of %d bytes, want %d (%d+%d segments of %d)", len(b), want, len(local), len(remote), SegSize)}
+	}
+	var e [SegSize]byte
+	for i := range local {
+		copy(e[:], b[i*SegSize:])
+		local[i] = Seg{Desc: ne.Uint64(e[segDesc:]), Offset: ne.Uint64(e[segOffset:]), Len: ne.Uint64(e[segLen:])}
+	}
+	b = b[len(local)*SegSize:]
+	for i := range remote {
+		copy(e[:], b[i*SegSize:])
+		remote[i] = RMASeg{Addr: ne.Uint64(e[rmaSegAddr:]), Len: ne.Uint64(e[rmaSegLen:]), Key: ne.Uint64(e[rmaSegKey:])}
+	}
+	return nil
 }
 
 func checkReserved(in string, b []byte, from, to int) error {

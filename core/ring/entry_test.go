@@ -48,7 +48,7 @@ func sampleWR() WR {
 		Offset: 0x3333333333333333, Len: 0x4444444444444444, Addr: 0x5555555555555555, Data: 0x6666666666666666,
 		Tag: 0x7777777777777777, Ignore: 0x8888888888888888, RMAAddr: 0x9999999999999999, RMAKey: 0xaaaaaaaaaaaaaaaa,
 		ResultDesc: 0xbbbbbbbbbbbbbbbb, ResultOffset: 0xcccccccccccccccc, CompareOffset: 0xdddddddddddddddd,
-		Datatype: 0xee, AtomicOp: 0xf1,
+		Datatype: 0xee, AtomicOp: 0xf1, IOVCount: 0x12, RMAIOVCount: 0x34,
 	}
 }
 
@@ -62,6 +62,8 @@ func TestWRLayout(t *testing.T) {
 	// docs/abi.md, "Work request (128 bytes)".
 	checkFields(t, b, []field{
 		{"op", 0, 1, 9},
+		{"iov_count", 1, 1, 0x12},
+		{"rma_iov_count", 2, 1, 0x34},
 		{"flags", 8, 8, 1<<24 | 1<<17},
 		{"context", 16, 8, 0x1111111111111111},
 		{"desc", 24, 8, 0x2222222222222222},
@@ -79,7 +81,7 @@ func TestWRLayout(t *testing.T) {
 		{"datatype", 120, 1, 0xee},
 		{"atomic_op", 121, 1, 0xf1},
 	})
-	checkZero(t, b, 1, 8)
+	checkZero(t, b, 3, 8)
 	checkZero(t, b, 122, 128)
 
 	got, err := DecodeWR(b)
@@ -108,9 +110,35 @@ func TestWRLayout(t *testing.T) {
 	}
 }
 
+// TestSegs checks the segment array's layout (docs/abi.md,
+// "Scatter-gather"): 24-byte segments, local then remote, and that
+// DecodeSegs gives back what EncodeSegs wrote and refuses a wrong length.
+func TestSegs(t *testing.T) {
+	local := []Seg{{1, 2, 3}, {4, 5, 6}}
+	remote := []RMASeg{{7, 8, 9}}
+	b := make([]byte, 3*SegSize)
+	EncodeSegs(b, local, remote)
+	checkFields(t, b, []field{
+		{"iov[0].desc", 0, 8, 1}, {"iov[0].offset", 8, 8, 2}, {"iov[0].len", 16, 8, 3},
+		{"iov[1].desc", 24, 8, 4}, {"iov[1].offset", 32, 8, 5}, {"iov[1].len", 40, 8, 6},
+		{"rma_iov[0].addr", 48, 8, 7}, {"rma_iov[0].len", 56, 8, 8}, {"rma_iov[0].key", 64, 8, 9},
+	})
+	gl, gr := make([]Seg, 2), make([]RMASeg, 1)
+	if err := DecodeSegs(b, gl, gr); err != nil || gl[0] != local[0] || gl[1] != local[1] || gr[0] != remote[0] {
+		t.Errorf("DecodeSegs = %v %v, %v", gl, gr, err)
+	}
+	var fe *FieldError
+	if err := DecodeSegs(b[:len(b)-1], gl, gr); !errors.As(err, &fe) || fe.Field != "len" {
+		t.Errorf("DecodeSegs of a short array: %v", err)
+	}
+	if err := DecodeSegs(b, gl, nil); err == nil {
+		t.Errorf("DecodeSegs of a long array: no error")
+	}
+}
+
 func TestWRReserved(t *testing.T) {
 	w := sampleWR()
-	for _, i := range []int{1, 2, 3, 4, 5, 6, 7, 122, 123, 124, 125, 126, 127} {
+	for _, i := range []int{3, 4, 5, 6, 7, 122, 123, 124, 125, 126, 127} {
 		b := make([]byte, EntrySize)
 		w.Encode(b)
 		b[i] = 0x40
@@ -119,7 +147,7 @@ func TestWRReserved(t *testing.T) {
 		if !errors.As(err, &fe) || fe.Field != "reserved" || fe.In != "work request" {
 			t.Fatalf("reserved byte %d set: DecodeWR error %v", i, err)
 		}
-		if wantOff := map[bool]int{true: 1, false: 122}[i < 8]; fe.Offset != wantOff {
+		if wantOff := map[bool]int{true: 3, false: 122}[i < 8]; fe.Offset != wantOff {
 			t.Errorf("byte %d: error offset %d, want %d", i, fe.Offset, wantOff)
 		}
 		if got != w {

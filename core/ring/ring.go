@@ -40,9 +40,15 @@ const (
 	// Feature bits (the header's features field).
 	FeatFutex    uint64 = 1 // the wake word works with futexes
 	FeatWaitFile uint64 = 2 // cq/N/wait exists
+	FeatIOV      uint64 = 4 // work requests take the segment-array form (iov_count, rma_iov_count)
 
-	// Work request operations (WR.Op). The atomics are reserved: the
-	// daemon answers them with -FI_EOPNOTSUPP.
+	// The segment-array form of a work request (docs/abi.md,
+	// "Scatter-gather"): at most IOVLimit local and IOVLimit remote
+	// segments, each SegSize bytes in the array.
+	IOVLimit = 4
+	SegSize  = 24
+
+	// Work request operations (WR.Op).
 	OpSend          uint8 = 1
 	OpRecv          uint8 = 2
 	OpTSend         uint8 = 3

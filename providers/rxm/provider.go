@@ -20,6 +20,9 @@ const (
 	DefaultRxSize   = 2048            // rx_attr.size
 	ProtocolVersion = 1               // ep_attr.protocol_version of FI_PROTO_RXM
 	MemTagFormat    = 0xaaaaaaaaaaaaaaaa
+	// IovLimit is tx/rx iov_limit and rma_iov_limit: rxm's RXM_IOV_LIMIT
+	// (core gathers and scatters the segments, core/iov.go).
+	IovLimit = 4
 	// DefaultMinMultiRecv is FI_OPT_MIN_MULTI_RECV until set: rxm's
 	// buffer size.
 	DefaultMinMultiRecv = EagerLimit
@@ -109,15 +112,15 @@ func rdmInfo(msg *fi.Info) *fi.Info {
 		CompOrder:   fi.ORDER_NONE,
 		InjectSize:  inject,
 		Size:        DefaultTxSize,
-		IovLimit:    1,
-		RMAIovLimit: 1,
+		IovLimit:    IovLimit,
+		RMAIovLimit: IovLimit,
 	}
 	in.RxAttr = &fi.RxAttr{
 		Caps:      rxCaps &^ noEvent,
 		MsgOrder:  msg.RxAttr.MsgOrder,
 		CompOrder: fi.ORDER_NONE,
 		Size:      DefaultRxSize,
-		IovLimit:  1,
+		IovLimit:  IovLimit,
 	}
 	in.EPAttr = &fi.EPAttr{
 		Type:            fi.EP_RDM,

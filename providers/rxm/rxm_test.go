@@ -44,8 +44,9 @@ func TestInfos(t *testing.T) {
 			// FI_ATOMIC in the entry and both directions, as real
 			// tcp;ofi_rxm lists it (fi_info -c FI_ATOMIC).
 			tx, rx := fi.RMA|fi.ATOMIC|fi.READ|fi.WRITE, fi.RMA|fi.ATOMIC|fi.REMOTE_READ|fi.REMOTE_WRITE|fi.RMA_EVENT
-			if in.Caps&all != all || in.TxAttr.RMAIovLimit != 1 || in.TxAttr.Caps&tx != tx || in.RxAttr.Caps&rx != rx {
-				t.Errorf("RDM caps %v, tx %v, rx %v, rma_iov_limit %d", in.Caps, in.TxAttr.Caps, in.RxAttr.Caps, in.TxAttr.RMAIovLimit)
+			if in.Caps&all != all || in.TxAttr.RMAIovLimit != 4 || in.TxAttr.IovLimit != 4 || in.RxAttr.IovLimit != 4 || in.TxAttr.Caps&tx != tx || in.RxAttr.Caps&rx != rx {
+				t.Errorf("RDM caps %v, tx %v, rx %v, rma_iov_limit %d, iov_limit %d and %d (rxm's RXM_IOV_LIMIT is 4)",
+					in.Caps, in.TxAttr.Caps, in.RxAttr.Caps, in.TxAttr.RMAIovLimit, in.TxAttr.IovLimit, in.RxAttr.IovLimit)
 			}
 		}
 	}

@@ -24,7 +24,7 @@ const (
 	DefaultTxSize = 256   // tx_attr.size: outstanding sends per endpoint
 	DefaultRxSize = 256   // rx_attr.size: posted receives per endpoint
 	MaxQueueSize  = 65536 // largest tx or rx size an application may choose
-	IovLimit      = 1     // tx/rx iov_limit: a core.Op carries one buffer
+	IovLimit      = 4     // tx/rx and rma iov_limit: core gathers and scatters segments (core/iov.go)
 	CQDataSize    = 8     // domain_attr.cq_data_size
 	MRKeySize     = 8     // domain_attr.mr_key_size
 	CQCnt         = 256   // domain_attr.cq_cnt
@@ -173,9 +173,9 @@ func msgInfo(a ifAddr) *fi.Info {
 			InjectSize: InjectSize,
 			Size:       DefaultTxSize,
 			IovLimit:   IovLimit,
-			// One remote buffer per operation, as core.Op carries one;
-			// writes from peers may name up to wire.MaxRMAIov.
-			RMAIovLimit: 1,
+			// core posts one operation per remote segment; writes from
+			// peers may name up to wire.MaxRMAIov.
+			RMAIovLimit: IovLimit,
 		},
 		RxAttr: &fi.RxAttr{
 			Caps:      rxCaps,

@@ -15,7 +15,7 @@ import (
 const (
 	DefaultTxSize = 384 // tx_attr.size: libfabric verbs's def_tx_size
 	DefaultRxSize = 384 // rx_attr.size: def_rx_size
-	IovLimit      = 1   // tx/rx iov_limit: a core.Op carries one buffer
+	IovLimit      = 4   // tx/rx and rma iov_limit: libfabric verbs's def_tx_iov_limit; core gathers and scatters segments (core/iov.go)
 	MRKeySize     = 4   // domain_attr.mr_key_size: sizeof(ibv_sge.lkey)
 	CQDataSize    = 4   // domain_attr.cq_data_size: sizeof(ibv_send_wr.imm_data)
 	CtxCnt        = 1024
@@ -107,7 +107,7 @@ func baseInfo(d *device, caps fi.Caps) *fi.Info {
 			InjectSize:  uint64(a.MaxInlineData),
 			Size:        txSize,
 			IovLimit:    IovLimit,
-			RMAIovLimit: 1,
+			RMAIovLimit: IovLimit, // libfabric's verbs: "iov limit is same for both regular messages and RMA"
 		},
 		RxAttr: &fi.RxAttr{
 			Mode:      fi.RX_CQ_DATA,
