@@ -571,8 +571,8 @@ func (e *EP) Status() string {
 	if e.connectionlessLocked() && e.dest != uint64(fi.ADDR_UNSPEC) {
 		remote = fmt.Sprintf("fi_addr:%d", e.dest)
 	}
-	return fmt.Sprintf("%s %s cq=%s/%s eq=%s av=%s cntr=%s local=%s remote=%s%s ops=%d", typ, state,
-		objID(e.txcq), objID(e.rxcq), objID(e.eq), objID(e.av), e.cntrStatusLocked(), local, remote, e.shell, e.inflight.n)
+	return fmt.Sprintf("%s %s cq=%s/%s eq=%s av=%s cntr=%s ops=%d local=%s remote=%s%s", typ, state,
+		objID(e.txcq), objID(e.rxcq), objID(e.eq), objID(e.av), e.cntrStatusLocked(), e.inflight.n, local, remote, e.shell)
 }
 
 // objID is the id of a bound object, or "-".

@@ -53,7 +53,7 @@ func TestCancelOne(t *testing.T) {
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		st := d.read(t, "tcp", "lo", "ep", b.ID(), "status")
-		if strings.Contains(st, " ops=2") {
+		if strings.Contains(st, " ops=2 ") {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -129,7 +129,7 @@ func TestCloseDiscards(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(d.read(t, "tcp", "lo", "ep", a.ID(), "status"), " ops=3"); time.Sleep(time.Millisecond) {
+		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(d.read(t, "tcp", "lo", "ep", a.ID(), "status"), " ops=3 "); time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatal("the receives are not posted")
 			}

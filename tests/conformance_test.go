@@ -238,7 +238,7 @@ func (n *confNode) counts(t *testing.T, value, errs uint64) {
 // have posted it, yet, and cancelling nothing is no error.
 func (x *confEnv) cancel(t *testing.T, n *confNode, context uint64) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(fileText(t, n.ep, "status"), " ops=1"); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(fileText(t, n.ep, "status"), " ops=1 "); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: the receive to cancel is not posted: %s", n.name, fileText(t, n.ep, "status"))
 		}
