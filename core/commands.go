@@ -111,6 +111,21 @@ var commands = []command{
 		}
 		return c.ep().BindSTX(o.Impl.(*STX))
 	}},
+	{KindEP, ctl.Cmd{Verb: "context", Args: "SEP tx|rx INDEX", Min: 3, Max: 3}, func(c *call) error {
+		o, err := c.ref(0, KindEP)
+		if err != nil {
+			return err
+		}
+		dir, ok := parseCtxDir(strings.ToLower(c.args[1]))
+		if !ok {
+			return Errorf(fi.EINVAL, "context %q: want tx or rx", c.args[1])
+		}
+		idx, err := c.num(2)
+		if err != nil {
+			return err
+		}
+		return c.ep().MakeContext(o.Impl.(*EP), dir, idx)
+	}},
 	{KindEP, ctl.Cmd{Verb: "enable"}, func(c *call) error { return c.ep().Enable() }},
 	{KindEP, ctl.Cmd{Verb: "connect", Args: "ADDR [DATA]", Min: 1, Max: 2}, func(c *call) error {
 		a, err := ParseAddr(c.ctx, c.args[0])

@@ -64,6 +64,17 @@ type EP struct {
 	held       *heldRecv  // a receive an interrupted read left posted, for the next read
 	dest       uint64     // FI_EP_RDM, FI_EP_DGRAM: the fi_addr data-file writes go to (ctl dest); ADDR_UNSPEC: none
 	shell      dataParams // how the data file sends and receives (ctl tag, src, cqdata, rxbuf)
+
+	// scalable is attr/scalable (fi_scalable_ep): the endpoint moves no
+	// data itself; ctxs are its transmit and receive contexts by
+	// direction (ctxTx, ctxRx) and index, nil where none (sep.go).
+	scalable bool
+	ctxs     [2][]*EP
+	// sep is the scalable endpoint the endpoint is a context of, if it is
+	// one: its ctxDir context number ctxIdx.
+	sep    *EP
+	ctxDir int
+	ctxIdx int
 }
 
 func newEP(o *Object) (Impl, error) {
@@ -271,6 +282,13 @@ func (e *EP) attach(srx *SRX) {
 // enableIdleLocked enables the idle endpoint, after checking its
 // bindings, and returns its shared receive context, if any, for attach.
 func (e *EP) enableIdleLocked() (*SRX, error) {
+	if e.scalable || e.sep != nil {
+		if err := e.enableScalableLocked(); err != nil {
+			return nil, err
+		}
+		e.state = stateEnabled
+		return nil, nil
+	}
 	if e.info.EPAttr.Type == fi.EP_MSG && e.eq == nil {
 		return nil, Errorf(fi.ENOEQ, "no eq bound; write 'bind eq ID' first")
 	}
@@ -627,6 +645,9 @@ func (e *EP) Links() []Link {
 	if e.stx != nil {
 		l = append(l, Link{"stx", e.stx.obj})
 	}
+	if e.sep != nil {
+		l = append(l, Link{"sep", e.sep.obj})
+	}
 	for i, c := range e.cntrs {
 		if c != nil {
 			l = append(l, Link{"cntr_" + classes[i].name, c.obj})
@@ -638,9 +659,16 @@ func (e *EP) Links() []Link {
 func (e *EP) Attrs() []Attr {
 	attrs := infoAttrs(&e.mu, func() *fi.Info { return e.info }, func() error { return e.idleLocked("setting attributes") })
 	for i := range attrs {
-		if attrs[i].Name == "type" {
+		switch attrs[i].Name {
+		case "type":
 			attrs[i] = guarded(&e.mu, "type", func() error { return e.idleLocked("setting the type") },
 				func() string { return e.info.EPAttr.Type.String() }, func(s string) error { return e.setType(e.info, s) })
+		case "tx_ctx_cnt":
+			attrs[i].Set = guarded(&e.mu, "", func() error { return e.idleLocked("setting tx_ctx_cnt") }, nil,
+				func(s string) error { return e.setCtxCnt(ctxTx, s) }).Set
+		case "rx_ctx_cnt":
+			attrs[i].Set = guarded(&e.mu, "", func() error { return e.idleLocked("setting rx_ctx_cnt") }, nil,
+				func(s string) error { return e.setCtxCnt(ctxRx, s) }).Set
 		}
 	}
 	attrs = append(attrs, Attr{Name: "mapping", Get: func() string { return e.obj.Dom.fab.Shm.Mode }},
@@ -653,6 +681,9 @@ func (e *EP) Attrs() []Attr {
 				e.cancelOnClose = v
 				return nil
 			}),
+		guarded(&e.mu, "scalable", func() error { return e.idleLocked("setting scalable") },
+			func() string { return strconv.FormatBool(e.scalable) }, e.setScalable),
+		guarded(&e.mu, "context", nil, e.ctxAttrLocked, nil),
 		guarded(&e.mu, "engine_cpu", func() error { return e.idleLocked("setting engine_cpu") },
 			func() string { return strconv.Itoa(e.engineCPU) }, e.setEngineCPU))
 	return append(attrs, optAttrs(&e.mu, func(n string) (uint64, bool) {
@@ -697,6 +728,8 @@ func (e *EP) Close() error {
 	e.stopRings(rs)
 	var err error
 	switch {
+	case e.sep != nil:
+		e.closeContext(p) // the provider endpoint is the scalable endpoint's
 	case p != nil:
 		err = p.Close()
 	case req != nil:

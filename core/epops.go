@@ -17,6 +17,13 @@ func (e *EP) post(op *Op, wait func(Completion)) error {
 		e.mu.Unlock()
 		return Errorf(fi.EOPBADSTATE, "endpoint is %s; enable it first", stateText(st))
 	}
+	if err := e.refusesLocked(op.Kind); err != nil {
+		e.mu.Unlock()
+		return err
+	}
+	if e.sep != nil && e.ctxDir == ctxRx {
+		op.RxCtx = uint8(e.ctxIdx) // it takes only the messages sent to its context
+	}
 	prov := e.prov
 	e.inflight.add(op)
 	e.mu.Unlock()

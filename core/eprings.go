@@ -140,6 +140,9 @@ func (e *EP) Ring(name string) (*ring.Region, error) {
 	if e.state == stateClosed {
 		return nil, gone(e.obj)
 	}
+	if e.scalable {
+		return nil, Errorf(fi.EOPNOTSUPP, "%s is a scalable endpoint; its contexts have the rings", e.obj)
+	}
 	if e.rings == nil {
 		return nil, Errorf(fi.EOPBADSTATE, "endpoint is %s; its rings exist once it is enabled", stateText(e.state))
 	}
@@ -290,7 +293,7 @@ func (e *EP) opFromWR(w *ring.WR, q *workQueue) (*Op, error) {
 	directed := !kind.IsRecv() || e.info.Caps&fi.DIRECTED_RECV != 0
 	if e.info.EPAttr.Type != fi.EP_MSG && w.Addr != fi.ADDR_UNSPEC && directed {
 		var err error
-		if op.Peer, err = e.peer(w.Addr); err != nil {
+		if op.Peer, op.RxCtx, err = e.peerRx(w.Addr); err != nil {
 			freeOp(op)
 			return nil, err
 		}
@@ -330,17 +333,24 @@ func (e *EP) wrBufs(op *Op, w *ring.WR) error {
 
 // peer resolves an fi_addr through the endpoint's AV.
 func (e *EP) peer(fiAddr uint64) (fi.Addr, error) {
+	a, _, err := e.peerRx(fiAddr)
+	return a, err
+}
+
+// peerRx is peer that also returns the receive context the fi_addr names
+// (fi_rx_addr; 0 unless the AV has rx_ctx_bits).
+func (e *EP) peerRx(fiAddr uint64) (fi.Addr, uint8, error) {
 	e.mu.Lock()
 	av := e.av
 	e.mu.Unlock()
 	if av == nil {
-		return fi.Addr{}, Errorf(fi.ENOAV, "no av bound")
+		return fi.Addr{}, 0, Errorf(fi.ENOAV, "no av bound")
 	}
-	a, ok := av.Lookup(fiAddr)
+	a, rx, ok := av.LookupRx(fiAddr)
 	if !ok {
-		return fi.Addr{}, Errorf(fi.EINVAL, "%s has no fi_addr %d", av.obj, fiAddr)
+		return fi.Addr{}, 0, Errorf(fi.EINVAL, "%s has no fi_addr %d", av.obj, fiAddr)
 	}
-	return a, nil
+	return a, rx, nil
 }
 
 // regionFor finds the memory region named by desc for this endpoint, and

@@ -32,10 +32,10 @@ const (
 // libfabric's rxm does not offer). Atomics are rxm's messages (atomic.go),
 // over any MSG provider.
 const (
-	rdmCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV |
+	rdmCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV | fi.NAMED_RX_CTX |
 		fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT
 	txCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE
-	rxCaps = fi.MSG | fi.TAGGED | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV |
+	rxCaps = fi.MSG | fi.TAGGED | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV | fi.NAMED_RX_CTX |
 		fi.RMA | fi.ATOMIC | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT
 )
 
@@ -128,10 +128,11 @@ func rdmInfo(msg *fi.Info) *fi.Info {
 		TxCtxCnt:        1,
 		RxCtxCnt:        1,
 	}
-	// The domain's contexts are rxm's: one transmit and one receive
-	// context, per domain and per endpoint (rxm_domain_attr).
-	in.DomainAttr.TxCtxCnt, in.DomainAttr.RxCtxCnt = 1, 1
-	in.DomainAttr.MaxEPTxCtx, in.DomainAttr.MaxEPRxCtx = 1, 1
+	// Scalable endpoints are core's (core/sep.go) over one rxm endpoint
+	// whose receive contexts rx_index names: ScalableCtxs of each, per
+	// endpoint and per domain. libfabric 1.17's rxm has 1.
+	in.DomainAttr.TxCtxCnt, in.DomainAttr.RxCtxCnt = core.ScalableCtxs, core.ScalableCtxs
+	in.DomainAttr.MaxEPTxCtx, in.DomainAttr.MaxEPRxCtx = core.ScalableCtxs, core.ScalableCtxs
 	in.FabricAttr.ProvName = msg.FabricAttr.ProvName + ";" + UtilName
 	return in
 }
