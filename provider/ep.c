@@ -1461,6 +1461,23 @@ static const char *type_name(enum fi_ep_type t)
 	}
 }
 
+/* init_fid makes ep, whose tree object is open, an endpoint of class
+ * fclass for the application. */
+static void init_fid(struct ffs_ep *ep, size_t fclass, void *context)
+{
+	pthread_mutex_init(&ep->lock, NULL);
+	ep->ep_fid.fid.fclass = fclass;
+	ep->ep_fid.fid.context = context;
+	ep->ep_fid.fid.ops = &ep_fi_ops;
+	ep->ep_fid.ops = &ep_ops;
+	ep->ep_fid.cm = &ep_cm_ops;
+	ep->ep_fid.msg = &ep_msg_ops;
+	ep->ep_fid.tagged = &ep_tagged_ops;
+	ep->ep_fid.rma = &ep_rma_ops;
+	ep->ep_fid.atomic = &ffs_atomic_ops;
+	__atomic_fetch_add(&ep->dom->eps, 1, __ATOMIC_SEQ_CST);
+}
+
 int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **out, void *context)
 {
 	if (!info || !out)
@@ -1529,17 +1546,7 @@ int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 	 * are reclaimed; none reaches the application (ep_close). */
 	if ((ret = ffs_set(&ep->obj, "attr/cancel_on_close", "true")))
 		goto fail;
-	pthread_mutex_init(&ep->lock, NULL);
-	ep->ep_fid.fid.fclass = FI_CLASS_EP;
-	ep->ep_fid.fid.context = context;
-	ep->ep_fid.fid.ops = &ep_fi_ops;
-	ep->ep_fid.ops = &ep_ops;
-	ep->ep_fid.cm = &ep_cm_ops;
-	ep->ep_fid.msg = &ep_msg_ops;
-	ep->ep_fid.tagged = &ep_tagged_ops;
-	__atomic_fetch_add(&dom->eps, 1, __ATOMIC_SEQ_CST);
-	ep->ep_fid.rma = &ep_rma_ops;
-	ep->ep_fid.atomic = &ffs_atomic_ops;
+	init_fid(ep, FI_CLASS_EP, context);
 	*out = &ep->ep_fid;
 	return 0;
 fail:
@@ -1593,6 +1600,42 @@ int ffs_srx_open(struct fid_domain *domain, struct fi_rx_attr *attr, struct fid_
 	ep->ep_fid.rma = &ep_rma_ops;
 	ep->ep_fid.atomic = &ffs_atomic_ops; /* post() refuses them: a receive context only receives */
 	__atomic_fetch_add(&dom->eps, 1, __ATOMIC_SEQ_CST);
+	*out = &ep->ep_fid;
+	return 0;
+}
+
+/* ffs_ctx_open is fi_tx_context (rx false) and fi_rx_context of the
+ * scalable endpoint of sep.c whose tree endpoint is sep_id: a tree endpoint
+ * made that context (`context SEP tx|rx INDEX`), which takes the scalable
+ * endpoint's fi_info (info: its type, caps and op flags here), then
+ * binds, enables and moves data as any endpoint of this file. */
+int ffs_ctx_open(struct ffs_domain *dom, const struct fi_info *info, unsigned sep_id, bool rx, int index,
+		 uint64_t caps, uint64_t op_flags, size_t size, struct fid_ep **out, void *context)
+{
+	if (!out || index < 0)
+		return -FI_EINVAL;
+	struct ffs_ep *ep = calloc(1, sizeof *ep);
+	if (!ep)
+		return -FI_ENOMEM;
+	ep->dom = dom;
+	ep->obj.ctl = -1;
+	ep->type = info->ep_attr ? info->ep_attr->type : FI_EP_RDM;
+	ep->caps = caps;
+	if (rx)
+		ep->rx_op_flags = op_flags;
+	else
+		ep->tx_op_flags = op_flags;
+	int ret = -FI_ENOMEM;
+	if (!(ep->info = fi_dupinfo(info)) || (ret = ffs_obj_clone(&ep->obj, dom->dir, "ep")) ||
+	    (ret = ffs_ctl(&ep->obj, "context %u %s %d", sep_id, rx ? "rx" : "tx", index)) ||
+	    (size && (ret = ffs_set(&ep->obj, rx ? "attr/rx_size" : "attr/tx_size", "%zu", size))) ||
+	    (ret = ffs_set(&ep->obj, "attr/cancel_on_close", "true"))) {
+		ffs_obj_close(&ep->obj);
+		fi_freeinfo(ep->info);
+		free(ep);
+		return ret;
+	}
+	init_fid(ep, rx ? FI_CLASS_RX_CTX : FI_CLASS_TX_CTX, context);
 	*out = &ep->ep_fid;
 	return 0;
 }
