@@ -453,6 +453,10 @@ static ssize_t post(struct ffs_ep *ep, const struct ffs_op *o)
 		return -FI_ENOSYS; /* a receive context only receives */
 	if (on_rx && ep->srx_ctx)
 		return -FI_EOPNOTSUPP; /* receives go to the shared context (fi_endpoint(3)) */
+	/* A scalable endpoint's transmit context only sends, its receive
+	 * context only receives (sep.c). */
+	if (on_rx ? ep->ep_fid.fid.fclass == FI_CLASS_TX_CTX : ep->ep_fid.fid.fclass == FI_CLASS_RX_CTX)
+		return -FI_EOPNOTSUPP;
 	/* Atomics: a fetch or compare atomic's result comes back like a
 	 * read's bytes; the compare values go in the operand's region (a
 	 * work request has one desc for both); FI_ATOMIC_READ has no operand,

@@ -71,7 +71,7 @@ static int sep_tx_ctx(struct fid_ep *fid, int index, struct fi_tx_attr *attr, st
 {
 	struct ffs_sep *sep = sep_of(&fid->fid);
 	const struct fi_tx_attr *a = attr ? attr : sep->info->tx_attr;
-	uint64_t caps = (a && a->caps ? a->caps : sep->info->caps) & ~FI_RECV;
+	uint64_t caps = ((a && a->caps ? a->caps : sep->info->caps) & ~FI_RECV) | FI_SEND;
 	return ffs_ctx_open(sep->dom, sep->info, sep->obj.id, false, index, caps, a ? a->op_flags : 0,
 			    attr ? attr->size : 0, out, context);
 }
@@ -80,7 +80,7 @@ static int sep_rx_ctx(struct fid_ep *fid, int index, struct fi_rx_attr *attr, st
 {
 	struct ffs_sep *sep = sep_of(&fid->fid);
 	const struct fi_rx_attr *a = attr ? attr : sep->info->rx_attr;
-	uint64_t caps = (a && a->caps ? a->caps : sep->info->caps) & ~FI_SEND;
+	uint64_t caps = ((a && a->caps ? a->caps : sep->info->caps) & ~FI_SEND) | FI_RECV;
 	return ffs_ctx_open(sep->dom, sep->info, sep->obj.id, true, index, caps, a ? a->op_flags : 0,
 			    attr ? attr->size : 0, out, context);
 }
