@@ -197,6 +197,14 @@ func (e *EP) SetName(ctx context.Context, uid uint32, a fi.Addr) error {
 	return nil
 }
 
+// liveLocked fails for a closed endpoint.
+func (e *EP) liveLocked() error {
+	if e.state == stateClosed {
+		return gone(e.obj)
+	}
+	return nil
+}
+
 func (e *EP) idleLocked(what string) error {
 	if e.state == stateClosed {
 		return gone(e.obj)
@@ -669,6 +677,14 @@ func (e *EP) Attrs() []Attr {
 		case "rx_ctx_cnt":
 			attrs[i].Set = guarded(&e.mu, "", func() error { return e.idleLocked("setting rx_ctx_cnt") }, nil,
 				func(s string) error { return e.setCtxCnt(ctxRx, s) }).Set
+		case "tx_op_flags", "rx_op_flags":
+			// fi_control FI_SETOPSFLAG: "Used to change the data
+			// transfer operation flags associated with an endpoint",
+			// enabled or not; they are the defaults of the data file
+			// and the ctl verbs (a ring's requests carry their own).
+			set := infoFieldSet(attrs[i].Name)
+			attrs[i].Set = guarded(&e.mu, "", func() error { return e.liveLocked() }, nil,
+				func(s string) error { return set(e.info, s) }).Set
 		}
 	}
 	attrs = append(attrs, Attr{Name: "mapping", Get: func() string { return e.obj.Dom.fab.Shm.Mode }},
@@ -684,6 +700,8 @@ func (e *EP) Attrs() []Attr {
 		guarded(&e.mu, "scalable", func() error { return e.idleLocked("setting scalable") },
 			func() string { return strconv.FormatBool(e.scalable) }, e.setScalable),
 		guarded(&e.mu, "context", nil, e.ctxAttrLocked, nil),
+		Attr{Name: "tx_size_left", Get: func() string { return e.sizeLeft(false) }},
+		Attr{Name: "rx_size_left", Get: func() string { return e.sizeLeft(true) }},
 		guarded(&e.mu, "engine_cpu", func() error { return e.idleLocked("setting engine_cpu") },
 			func() string { return strconv.Itoa(e.engineCPU) }, e.setEngineCPU))
 	return append(attrs, optAttrs(&e.mu, func(n string) (uint64, bool) {

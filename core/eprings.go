@@ -1,6 +1,7 @@
 package core
 
 import (
+	"strconv"
 	"sync"
 
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -150,6 +151,30 @@ func (e *EP) Ring(name string) (*ring.Region, error) {
 		return e.rings.txShm, nil
 	}
 	return e.rings.rxShm, nil
+}
+
+// sizeLeft is attr/tx_size_left (rx false) or rx_size_left:
+// fi_tx_size_left and fi_rx_size_left, "a lower bound on the number of
+// transmit operations that may be posted to the given endpoint without
+// that operation returning -FI_EAGAIN": the free entries of the ring, "-"
+// while it has none (fi_endpoint(3)'s FI_EOPBADSTATE before enable).
+func (e *EP) sizeLeft(rx bool) string {
+	e.mu.Lock()
+	rs := e.rings
+	e.mu.Unlock()
+	if rs == nil {
+		return "-"
+	}
+	q := rs.tx
+	if rx {
+		q = rs.rx
+	}
+	e.ringMu.Lock()
+	defer e.ringMu.Unlock()
+	if rs.closed {
+		return "-"
+	}
+	return strconv.FormatUint(uint64(q.r.Free()), 10)
 }
 
 // maxTake bounds the requests consume takes from one queue in one pass, so

@@ -201,3 +201,45 @@ func attr(t *testing.T, o *core.Object, name string) string {
 	t.Fatalf("%s has no attr/%s", o, name)
 	return ""
 }
+
+// TestControlAttrs: the tree forms of fi_control and fi_tx_size_left /
+// fi_rx_size_left. attr/tx_op_flags is writable after enable
+// (FI_SETOPSFLAG: "Used to change the data transfer operation flags
+// associated with an endpoint"); tx_size_left and rx_size_left are the
+// free entries of the rings ("a lower bound on the number of transmit
+// operations that may be posted [...] without that operation returning
+// -FI_EAGAIN"), "-" before enable; a passive endpoint's attr/backlog is
+// FI_BACKLOG.
+func TestControlAttrs(t *testing.T) {
+	p, _ := tcp.New()
+	_, d := fabricOf(t, rxm.Wrap(p))
+	create(t, d, core.KindAV, "v")
+	create(t, d, core.KindCQ, "q")
+	ep := create(t, d, core.KindEP, "e")
+	setAttr(t, ep, "type", "FI_EP_RDM")
+	setAttr(t, ep, "tx_size", "64")
+	setAttr(t, ep, "rx_size", "32")
+	if got := attr(t, ep, "tx_size_left"); got != "-" {
+		t.Errorf("tx_size_left before enable = %q, want -", got)
+	}
+	for _, c := range []string{"bind av v", "bind cq q send,recv", "enable"} {
+		run(t, ep, c)
+	}
+	if tx, rx := attr(t, ep, "tx_size_left"), attr(t, ep, "rx_size_left"); tx != "64" || rx != "32" {
+		t.Errorf("size_left after enable: tx %q rx %q, want 64 and 32", tx, rx)
+	}
+	setAttr(t, ep, "tx_op_flags", "FI_COMPLETION|FI_INJECT")
+	if got := attr(t, ep, "tx_op_flags"); got != "[ FI_COMPLETION, FI_INJECT ]" {
+		t.Errorf("tx_op_flags after FI_SETOPSFLAG = %q", got)
+	}
+	wantCode(t, "tx_size after enable", trySet(ep, "tx_size", "128"), fi.EOPBADSTATE)
+	pep := create(t, d, core.KindPEP, "l")
+	if got := attr(t, pep, "backlog"); got != "1024" {
+		t.Errorf("backlog = %q, want 1024", got)
+	}
+	wantCode(t, "backlog 0", trySet(pep, "backlog", "0"), fi.EINVAL)
+	setAttr(t, pep, "backlog", "8")
+	if got := attr(t, pep, "backlog"); got != "8" {
+		t.Errorf("backlog = %q, want 8", got)
+	}
+}

@@ -134,6 +134,16 @@ int main(int argc, char **argv)
 	}
 	printf("ok each receive context gets the message fi_rx_addr sent it\n");
 
+	/* fi_tx_size_left and fi_rx_size_left on the contexts: every entry
+	 * of their rings is free again. Called through the ops table, which
+	 * is what the deprecated inline functions do, without -Werror's
+	 * deprecation. */
+	ssize_t txl = tx[0]->ops->tx_size_left(tx[0]), rxl = rx[0]->ops->rx_size_left(rx[0]);
+	if (txl < (ssize_t)info->tx_attr->size || rxl < (ssize_t)info->rx_attr->size)
+		fail("size left: tx %zd (tx_size %zu), rx %zd (rx_size %zu)", txl, info->tx_attr->size, rxl,
+		     info->rx_attr->size);
+	printf("ok fi_tx_size_left, fi_rx_size_left\n");
+
 	for (int i = 0; i < N; i++) {
 		CHECK(fi_close(&tx[i]->fid));
 		CHECK(fi_close(&rx[i]->fid));
@@ -142,6 +152,24 @@ int main(int argc, char **argv)
 	}
 	CHECK(fi_close(&sep->fid));
 	CHECK(fi_close(&av->fid));
+
+	/* fi_control FI_BACKLOG on a passive endpoint (FI_EP_MSG). */
+	struct fi_info *mhints = fi_dupinfo(hints), *minfo;
+	mhints->ep_attr->type = FI_EP_MSG;
+	mhints->caps = FI_MSG;
+	mhints->ep_attr->tx_ctx_cnt = mhints->ep_attr->rx_ctx_cnt = 0;
+	CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, mhints, &minfo));
+	struct fid_pep *pep;
+	CHECK(fi_passive_ep(fabric, minfo, &pep, NULL));
+	int backlog = 8;
+	CHECK(fi_control(&pep->fid, FI_BACKLOG, &backlog));
+	backlog = 0;
+	if ((ret = fi_control(&pep->fid, FI_BACKLOG, &backlog)) != -FI_EINVAL)
+		fail("FI_BACKLOG 0: %zd, want -FI_EINVAL", ret);
+	CHECK(fi_close(&pep->fid));
+	fi_freeinfo(minfo);
+	fi_freeinfo(mhints);
+	printf("ok fi_control FI_BACKLOG\n");
 	CHECK(fi_close(&domain->fid));
 	CHECK(fi_close(&fabric->fid));
 	fi_freeinfo(info);
