@@ -126,6 +126,17 @@ var commands = []command{
 		}
 		return c.ep().MakeContext(o.Impl.(*EP), dir, idx)
 	}},
+	{KindEP, ctl.Cmd{Verb: "alias", Args: "EP FLAGS", Min: 2, Max: 2}, func(c *call) error {
+		o, err := c.ref(0, KindEP)
+		if err != nil {
+			return err
+		}
+		flags, err := fi.Parse[fi.OpFlags](c.args[1])
+		if err != nil {
+			return Errorf(fi.EINVAL, "%w", err)
+		}
+		return c.ep().MakeAlias(o.Impl.(*EP), flags)
+	}},
 	{KindEP, ctl.Cmd{Verb: "enable"}, func(c *call) error { return c.ep().Enable() }},
 	{KindEP, ctl.Cmd{Verb: "connect", Args: "ADDR [DATA]", Min: 1, Max: 2}, func(c *call) error {
 		a, err := ParseAddr(c.ctx, c.args[0])

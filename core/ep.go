@@ -75,6 +75,9 @@ type EP struct {
 	sep    *EP
 	ctxDir int
 	ctxIdx int
+	// parent is the endpoint the endpoint is an alias of (fi_ep_alias),
+	// if it is one.
+	parent *EP
 }
 
 func newEP(o *Object) (Impl, error) {
@@ -656,6 +659,9 @@ func (e *EP) Links() []Link {
 	if e.sep != nil {
 		l = append(l, Link{"sep", e.sep.obj})
 	}
+	if e.parent != nil {
+		l = append(l, Link{"alias", e.parent.obj})
+	}
 	for i, c := range e.cntrs {
 		if c != nil {
 			l = append(l, Link{"cntr_" + classes[i].name, c.obj})
@@ -746,8 +752,8 @@ func (e *EP) Close() error {
 	e.stopRings(rs)
 	var err error
 	switch {
-	case e.sep != nil:
-		e.closeContext(p) // the provider endpoint is the scalable endpoint's
+	case e.sep != nil || e.parent != nil:
+		e.closeShared(p) // the provider endpoint is the scalable endpoint's or the parent's
 	case p != nil:
 		err = p.Close()
 	case req != nil:

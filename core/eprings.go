@@ -25,18 +25,22 @@ type epRings struct {
 
 // newRingsLocked makes the endpoint's tx and rx rings. Called by Enable
 // with e.mu held.
-func (e *EP) newRingsLocked() (*epRings, error) {
-	txShm, txr, err := newWorkRing(e.obj, "tx", e.info.TxAttr.Size)
+func (e *EP) newRingsLocked() (*epRings, error) { return e.newRingsFor(e.info) }
+
+// newRingsFor makes the endpoint's tx and rx rings, of the sizes and
+// inject size of info.
+func (e *EP) newRingsFor(info *fi.Info) (*epRings, error) {
+	txShm, txr, err := newWorkRing(e.obj, "tx", info.TxAttr.Size)
 	if err != nil {
 		return nil, err
 	}
-	rxShm, rxr, err := newWorkRing(e.obj, "rx", e.info.RxAttr.Size)
+	rxShm, rxr, err := newWorkRing(e.obj, "rx", info.RxAttr.Size)
 	if err != nil {
 		txShm.Close()
 		return nil, err
 	}
 	rs := &epRings{
-		txShm: txShm, rxShm: rxShm, mrs: map[uint64]*MR{}, injectSize: e.info.TxAttr.InjectSize,
+		txShm: txShm, rxShm: rxShm, mrs: map[uint64]*MR{}, injectSize: info.TxAttr.InjectSize,
 	}
 	rs.tx = &workQueue{to: e, rs: rs, r: txr, kind: OpSend}
 	rs.rx = &workQueue{to: e, rs: rs, r: rxr, kind: OpRecv}

@@ -1,10 +1,12 @@
 package core
 
-// Scalable endpoints (fi_endpoint(3), "SCALABLE ENDPOINTS"): an endpoint
-// with attr/scalable true is fi_scalable_ep; its transmit and receive
-// contexts (fi_tx_context, fi_rx_context) are endpoints of their own,
-// made contexts of it with the ctl verb `context`. docs/design.md,
-// "Scalable endpoints", says how they share one provider endpoint.
+// Endpoints that share another's provider endpoint. Scalable endpoints
+// (fi_endpoint(3), "SCALABLE ENDPOINTS"): an endpoint with attr/scalable
+// true is fi_scalable_ep; its transmit and receive contexts
+// (fi_tx_context, fi_rx_context) are endpoints of their own, made contexts
+// of it with the ctl verb `context`. Aliases (fi_ep_alias): an endpoint
+// made an alias of another with the ctl verb `alias`. docs/design.md,
+// "Scalable endpoints and aliases", says how they share it.
 
 import (
 	"strconv"
@@ -115,9 +117,8 @@ func (e *EP) MakeContext(sep *EP, dir int, idx uint64) error {
 	if err := e.idleLocked("context"); err != nil {
 		return err
 	}
-	if e.sep != nil || e.scalable || e.req != nil || e.txcq != nil || e.rxcq != nil || e.eq != nil || e.av != nil ||
-		e.srx != nil || e.stx != nil || e.cntrs != ([numClasses]*Cntr{}) {
-		return Errorf(fi.EINVAL, "a context is made of a new endpoint, bound to nothing")
+	if err := e.freshLocked("a context"); err != nil {
+		return err
 	}
 	sep.mu.Lock()
 	defer sep.mu.Unlock()
@@ -153,6 +154,19 @@ func (e *EP) MakeContext(sep *EP, dir int, idx uint64) error {
 	in.EPAttr.TxCtxCnt, in.EPAttr.RxCtxCnt = 1, 1
 	e.info, e.sep, e.ctxDir, e.ctxIdx = in, sep, dir, int(idx)
 	e.shell = defaultDataParams
+	return nil
+}
+
+// freshLocked checks that the endpoint is new: idle, bound to nothing, no
+// context, alias or scalable endpoint; what names what it is to become.
+func (e *EP) freshLocked(what string) error {
+	if err := e.idleLocked(what); err != nil {
+		return err
+	}
+	if e.sep != nil || e.parent != nil || e.scalable || e.req != nil || e.txcq != nil || e.rxcq != nil || e.eq != nil ||
+		e.av != nil || e.srx != nil || e.stx != nil || e.cntrs != ([numClasses]*Cntr{}) {
+		return Errorf(fi.EINVAL, "%s is made of a new endpoint, bound to nothing", what)
+	}
 	return nil
 }
 
@@ -234,11 +248,11 @@ func (e *EP) refusesLocked(k OpKind) error {
 	return nil
 }
 
-// closeContext ends the context e of a scalable endpoint, whose provider
-// endpoint stays: e's operations not under way are cancelled (their
-// completions are dropped, as at any endpoint's close), and the context's
-// place is free again.
-func (e *EP) closeContext(p Endpoint) {
+// closeShared ends e, a context of a scalable endpoint or an alias, whose
+// provider endpoint is another's and stays: e's operations not under way
+// are cancelled (their completions are dropped, as at any endpoint's
+// close), and a context's place is free again.
+func (e *EP) closeShared(p Endpoint) {
 	e.mu.Lock()
 	e.cancelling.Add(1)
 	defer e.cancelling.Add(-1)
@@ -246,17 +260,92 @@ func (e *EP) closeContext(p Endpoint) {
 	for op := e.inflight.head; op != nil; op = op.next {
 		ops = append(ops, op)
 	}
-	sep, dir, idx := e.sep, e.ctxDir, e.ctxIdx
+	sep, parent, dir, idx := e.sep, e.parent, e.ctxDir, e.ctxIdx
 	e.mu.Unlock()
 	if p != nil {
 		for _, op := range ops {
 			p.Cancel(op)
 		}
 	}
+	if parent != nil {
+		parent.obj.drop()
+		return
+	}
 	sep.mu.Lock()
 	sep.ctxs[dir][idx] = nil
 	sep.mu.Unlock()
 	sep.obj.drop()
+}
+
+// MakeAlias is fi_ep_alias: the idle endpoint e, bound to nothing, becomes
+// an alias of the enabled endpoint parent. "An alias EP differs from its
+// parent endpoint only by its default data transfer flags": e posts on
+// parent's provider endpoint, through rings of its own, and its
+// completions go to parent's CQs and counters (their bindings at this
+// call), with parent's AV. "The flags passed to fi_ep_alias must include
+// FI_TRANSMIT or FI_RECV (not both) with other operational flags OR'ed
+// in. This will override the transmit or receive flags, respectively":
+// the other flags become e's tx_op_flags or rx_op_flags. parent is held
+// until e closes ("All allocated aliases must be closed for the
+// underlying endpoint to be released").
+func (e *EP) MakeAlias(parent *EP, flags fi.OpFlags) error {
+	send, recv := flags&fi.OpFlags(fi.TRANSMIT) != 0, flags&fi.OpFlags(fi.RECV) != 0
+	if send == recv {
+		return Errorf(fi.EINVAL, "alias flags %v: want FI_TRANSMIT or FI_RECV, not both", flags)
+	}
+	if e == parent {
+		return Errorf(fi.EINVAL, "an endpoint is not an alias of itself")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.freshLocked("an alias"); err != nil {
+		return err
+	}
+	parent.mu.Lock()
+	defer parent.mu.Unlock()
+	switch {
+	case parent.state == stateClosed:
+		return gone(parent.obj)
+	case parent.state == stateIdle || parent.prov == nil:
+		return Errorf(fi.EOPBADSTATE, "%s is idle; alias an enabled endpoint", parent.obj)
+	case parent.scalable || parent.sep != nil || parent.parent != nil:
+		return Errorf(fi.EINVAL, "%s is a scalable endpoint, a context or an alias; alias an endpoint", parent.obj)
+	case parent.srx != nil:
+		return Errorf(fi.EINVAL, "%s takes its receives from %s; it has no alias", parent.obj, parent.srx.obj)
+	}
+	rs, err := e.newRingsFor(parent.info)
+	if err != nil {
+		return err
+	}
+	if err := parent.obj.hold(); err != nil {
+		rs.free()
+		return err
+	}
+	in := parent.info.Clone()
+	if send {
+		in.TxAttr.OpFlags = flags &^ fi.OpFlags(fi.TRANSMIT)
+	} else {
+		in.RxAttr.OpFlags = flags &^ fi.OpFlags(fi.RECV)
+	}
+	// The parent's bindings, held as binds hold them: Close lets go.
+	for _, cq := range []*CQ{parent.txcq, parent.rxcq} {
+		if cq != nil {
+			cq.bind() // parent holds it: it is not closing
+		}
+	}
+	for _, c := range parent.cntrs {
+		if c != nil {
+			c.bind()
+		}
+	}
+	if parent.av != nil {
+		parent.av.obj.hold()
+	}
+	e.info, e.parent, e.prov, e.shell = in, parent, parent.prov, defaultDataParams
+	e.txcq, e.rxcq, e.txSel, e.rxSel, e.cntrs, e.av = parent.txcq, parent.rxcq, parent.txSel, parent.rxSel, parent.cntrs, parent.av
+	e.startRingsLocked(rs)
+	e.state = stateEnabled
+	return nil
 }
 
 // ctxAttr is attr/context: "tx N" or "rx N" for a context of a scalable

@@ -243,3 +243,71 @@ func TestControlAttrs(t *testing.T) {
 		t.Errorf("backlog = %q, want 8", got)
 	}
 }
+
+// TestAlias: fi_ep_alias. "An alias EP differs from its parent endpoint
+// only by its default data transfer flags. For example, an alias EP may
+// be configured to use a different completion mode": a's CQ binding is
+// selective and its tx_op_flags lack FI_COMPLETION, so its sends make no
+// entries; its alias made with FI_TRANSMIT|FI_COMPLETION sends through
+// a's provider endpoint (the same address), and its sends make entries on
+// a's CQ. The parent stays while the alias is open.
+func TestAlias(t *testing.T) {
+	p, _ := tcp.New()
+	_, d := fabricOf(t, rxm.Wrap(p))
+	avo := create(t, d, core.KindAV, "v")
+	q := create(t, d, core.KindCQ, "q").Impl.(*core.CQ)
+	rq := create(t, d, core.KindCQ, "r").Impl.(*core.CQ)
+	a := create(t, d, core.KindEP, "a")
+	b := create(t, d, core.KindEP, "b")
+	for _, x := range []struct {
+		o   *core.Object
+		cmd string
+	}{{a, "bind cq q send,recv,selective"}, {b, "bind cq r send,recv"}} {
+		setAttr(t, x.o, "type", "FI_EP_RDM")
+		run(t, x.o, "bind av v")
+		run(t, x.o, x.cmd)
+	}
+	al := create(t, d, core.KindEP, "al")
+	wantCode(t, "alias of an idle endpoint", al.Ctl(context.Background(), 0, "alias a FI_TRANSMIT|FI_COMPLETION"), fi.EOPBADSTATE)
+	run(t, a, "enable")
+	run(t, b, "enable")
+	wantCode(t, "alias with FI_TRANSMIT and FI_RECV", al.Ctl(context.Background(), 0, "alias a FI_TRANSMIT|FI_RECV"), fi.EINVAL)
+	wantCode(t, "alias without a direction", al.Ctl(context.Background(), 0, "alias a FI_COMPLETION"), fi.EINVAL)
+	run(t, al, "alias a FI_TRANSMIT|FI_COMPLETION")
+	if got := attr(t, al, "tx_op_flags"); got != "[ FI_COMPLETION ]" {
+		t.Errorf("alias tx_op_flags %q, want FI_COMPLETION", got)
+	}
+	aName, _ := a.Impl.(*core.EP).Name()
+	alName, _ := al.Impl.(*core.EP).Name()
+	bName, _ := b.Impl.(*core.EP).Name()
+	if aName != alName {
+		t.Errorf("alias address %v, parent's %v", alName, aName)
+	}
+	if _, err := avo.Impl.(*core.AV).Insert([]fi.Addr{bName}); err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range []*core.Object{a, al} {
+		run(t, o, "dest 0")
+		if err := o.Impl.(*core.EP).WriteData(context.Background(), []byte("x")); err != nil {
+			t.Fatalf("%s: %v", o, err)
+		}
+		buf := make([]byte, 8)
+		if n, err := b.Impl.(*core.EP).ReadData(context.Background(), buf, 0); err != nil || n != 1 {
+			t.Fatalf("b's receive %d: %d, %v", i, n, err)
+		}
+		next(t, rq)
+	}
+	if c := next(t, q); c.Flags != fi.CQFlags(fi.MSG|fi.SEND) {
+		t.Errorf("the alias's send completion %+v", c)
+	}
+	if n := pending(q); n != 0 {
+		t.Errorf("%d more entries on a's CQ: the parent's send made one", n)
+	}
+	wantCode(t, "rmdir of an endpoint with an alias", a.Remove(), fi.EBUSY)
+	if err := al.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Remove(); err != nil {
+		t.Fatal(err)
+	}
+}
