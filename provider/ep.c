@@ -107,6 +107,7 @@ struct ffs_ep {
 	bool tx_sel, rx_sel, hidden_bound;
 	struct ffs_eq *eq;
 	bool is_srx;            /* a shared receive context, not an endpoint */
+	bool is_alias;          /* fi_ep_alias's: the tree enabled it as it made it */
 	int srx_bound;          /* is_srx: endpoints bound to it (atomic); fi_close is -FI_EBUSY until 0 */
 	struct ffs_ep *srx_ctx; /* the shared receive context bound, if any */
 	bool enabled, closing;
@@ -1127,7 +1128,7 @@ static int enable(struct ffs_ep *ep)
 	/* The tree wants a CQ for each direction; the application may bind
 	 * none for one it does not use. A shared receive context has none. */
 	uint64_t missing = (ep->txcq ? 0 : FI_TRANSMIT) | (ep->rxcq ? 0 : FI_RECV);
-	if (missing && !ep->hidden_bound && !ep->is_srx) {
+	if (missing && !ep->hidden_bound && !ep->is_srx && !ep->is_alias) {
 		char d[16];
 		if (!ep->hidden)
 			return -FI_EOTHER; /* make_hidden runs first */
@@ -1139,7 +1140,7 @@ static int enable(struct ffs_ep *ep)
 		return ret;
 	if (!ep->srx_ctx && !ep->srx.r.map && (ret = region_make(ep->dom, STAGE_SIZE, &ep->srx.r)))
 		return ret;
-	if ((ret = ffs_ctl(&ep->obj, "enable")))
+	if (!ep->is_alias && (ret = ffs_ctl(&ep->obj, "enable")))
 		return ret;
 	if ((!ep->is_srx && (ret = ffs_ring_map(&ep->obj, "tx", &ep->tx))) ||
 	    (ret = ffs_ring_map(&ep->obj, "rx", &ep->rx)))
@@ -1202,6 +1203,58 @@ static int make_hidden(struct ffs_ep *ep)
 	return 0;
 }
 
+static void init_fid(struct ffs_ep *ep, size_t fclass, void *context);
+
+/* alias_open is fi_ep_alias (fi_control FI_ALIAS) of the enabled endpoint
+ * ep: a tree endpoint made its alias (`alias ID FLAGS`), which posts on
+ * ep's tree endpoint through rings of its own and completes on ep's CQs;
+ * "An alias EP differs from its parent endpoint only by its default data
+ * transfer flags". Called with ep->lock held. */
+static int alias_open(struct ffs_ep *ep, struct fi_alias *a)
+{
+	bool tx = a->flags & FI_TRANSMIT, rx = a->flags & FI_RECV;
+	if (!a->fid || tx == rx)
+		return -FI_EINVAL; /* "must include FI_TRANSMIT or FI_RECV (not both)" */
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	struct ffs_ep *al = calloc(1, sizeof *al);
+	if (!al)
+		return -FI_ENOMEM;
+	al->dom = ep->dom;
+	al->obj.ctl = -1;
+	al->is_alias = true;
+	al->type = ep->type;
+	al->caps = ep->caps;
+	al->tx_op_flags = tx ? a->flags & ~FI_TRANSMIT : ep->tx_op_flags;
+	al->rx_op_flags = rx ? a->flags & ~FI_RECV : ep->rx_op_flags;
+	al->txcq = ep->txcq;
+	al->rxcq = ep->rxcq;
+	al->tx_sel = ep->tx_sel;
+	al->rx_sel = ep->rx_sel;
+	int ret = -FI_ENOMEM;
+	if (!(al->info = fi_dupinfo(ep->info)) || (ret = ffs_obj_clone(&al->obj, ep->dom->dir, "ep")) ||
+	    (ret = ffs_ctl(&al->obj, "alias %u 0x%llx", ep->obj.id, (unsigned long long)a->flags)) ||
+	    (ret = ffs_set(&al->obj, "attr/cancel_on_close", "true")) || (ret = enable(al))) {
+		ffs_ring_unmap(&al->tx);
+		ffs_ring_unmap(&al->rx);
+		ffs_obj_close(&al->obj);
+		region_free(&al->stx.r);
+		region_free(&al->srx.r);
+		free(al->reqs);
+		free(al->inj);
+		fi_freeinfo(al->info);
+		free(al);
+		return ret;
+	}
+	struct ffs_cq *cqs[2] = {al->txcq, al->rxcq};
+	for (int i = 0; i < 2; i++)
+		if (cqs[i])
+			__atomic_fetch_add(&cqs[i]->bound, 1, __ATOMIC_SEQ_CST);
+	init_fid(al, FI_CLASS_EP, ep->ep_fid.fid.context);
+	*a->fid = &al->ep_fid.fid;
+	return 0;
+}
+
 static int ep_control(struct fid *fid, int command, void *arg)
 {
 	struct ffs_ep *ep = container_of(fid, struct ffs_ep, ep_fid.fid);
@@ -1212,6 +1265,9 @@ static int ep_control(struct fid *fid, int command, void *arg)
 	switch (command) {
 	case FI_ENABLE:
 		ret = enable(ep);
+		break;
+	case FI_ALIAS:
+		ret = arg ? alias_open(ep, arg) : -FI_EINVAL;
 		break;
 	case FI_GETOPSFLAG:
 	case FI_SETOPSFLAG: {

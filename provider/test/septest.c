@@ -7,7 +7,10 @@
  * each bound to a CQ of its own; transmit context i sends to receive
  * context 3-i of the endpoint itself, named with fi_rx_addr, and each
  * receive context's CQ reports the message sent to it; the refused calls;
- * closing, contexts first.
+ * closing, contexts first. Then fi_ep_alias: an alias with FI_COMPLETION
+ * of an endpoint whose transmit binding is selective reports its sends on
+ * the endpoint's CQ, the endpoint's own sends none. Then fi_tx_size_left,
+ * fi_rx_size_left and fi_control's FI_BACKLOG.
  *
  *	FI_PROVIDER_PATH=bin FI_FABRICFS_ROOT=/fabric septest [DOMAIN]
  *
@@ -119,17 +122,17 @@ int main(int argc, char **argv)
 		snprintf(msg[i], sizeof msg[i], "from %d", i);
 		CHECK(fi_send(tx[i], msg[i], strlen(msg[i]) + 1, NULL, fi_rx_addr(self, N - 1 - i, BITS), &sctx[i]));
 	}
-	struct fi_cq_tagged_entry e;
+	struct fi_cq_tagged_entry e_;
 	for (int i = 0; i < N; i++) {
-		cq_wait(txcq[i], &e, "send", i);
-		if (e.op_context != &sctx[i] || !(e.flags & FI_SEND))
-			fail("transmit context %d: completion context %p flags %#llx", i, e.op_context,
-			     (unsigned long long)e.flags);
+		cq_wait(txcq[i], &e_, "send", i);
+		if (e_.op_context != &sctx[i] || !(e_.flags & FI_SEND))
+			fail("transmit context %d: completion context %p flags %#llx", i, e_.op_context,
+			     (unsigned long long)e_.flags);
 	}
 	for (int j = 0; j < N; j++) {
-		cq_wait(rxcq[j], &e, "receive", j);
-		if (e.op_context != &rctx[j] || !(e.flags & FI_RECV) || strcmp(buf[j], msg[N - 1 - j]))
-			fail("receive context %d: completion context %p (want %p), bytes '%s' (want '%s')", j, e.op_context,
+		cq_wait(rxcq[j], &e_, "receive", j);
+		if (e_.op_context != &rctx[j] || !(e_.flags & FI_RECV) || strcmp(buf[j], msg[N - 1 - j]))
+			fail("receive context %d: completion context %p (want %p), bytes '%s' (want '%s')", j, e_.op_context,
 			     &rctx[j], buf[j], msg[N - 1 - j]);
 	}
 	printf("ok each receive context gets the message fi_rx_addr sent it\n");
@@ -152,6 +155,56 @@ int main(int argc, char **argv)
 	}
 	CHECK(fi_close(&sep->fid));
 	CHECK(fi_close(&av->fid));
+
+	/* "An alias EP differs from its parent endpoint only by its default
+	 * data transfer flags. For example, an alias EP may be configured to
+	 * use a different completion mode." */
+	struct fi_info *ainfo = fi_dupinfo(info);
+	ainfo->ep_attr->tx_ctx_cnt = ainfo->ep_attr->rx_ctx_cnt = 1;
+	ainfo->tx_attr->op_flags = 0;
+	struct fi_av_attr plain = {.type = FI_AV_TABLE};
+	struct fid_ep *e, *al;
+	struct fid_cq *cq;
+	CHECK(fi_av_open(domain, &plain, &av, NULL));
+	CHECK(fi_cq_open(domain, &cqa, &cq, NULL));
+	CHECK(fi_endpoint(domain, ainfo, &e, NULL));
+	CHECK(fi_ep_bind(e, &av->fid, 0));
+	CHECK(fi_ep_bind(e, &cq->fid, FI_TRANSMIT | FI_SELECTIVE_COMPLETION));
+	CHECK(fi_ep_bind(e, &cq->fid, FI_RECV));
+	if ((ret = fi_ep_alias(e, &al, FI_TRANSMIT | FI_COMPLETION)) != -FI_EOPBADSTATE)
+		fail("fi_ep_alias before enable: %zd, want -FI_EOPBADSTATE", ret);
+	CHECK(fi_enable(e));
+	if ((ret = fi_ep_alias(e, &al, FI_TRANSMIT | FI_RECV)) != -FI_EINVAL)
+		fail("fi_ep_alias with FI_TRANSMIT|FI_RECV: %zd, want -FI_EINVAL", ret);
+	CHECK(fi_ep_alias(e, &al, FI_TRANSMIT | FI_COMPLETION));
+	len = sizeof name;
+	CHECK(fi_getname(&e->fid, name, &len));
+	if (fi_av_insert(av, name, 1, &self, 0, NULL) != 1)
+		fail("fi_av_insert");
+	CHECK(fi_recv(e, buf[0], sizeof buf[0], NULL, FI_ADDR_UNSPEC, &rctx[0]));
+	CHECK(fi_recv(e, buf[1], sizeof buf[1], NULL, FI_ADDR_UNSPEC, &rctx[1]));
+	CHECK(fi_send(e, "parent", 7, NULL, self, &sctx[0]));
+	CHECK(fi_send(al, "alias", 6, NULL, self, &sctx[1]));
+	int recvs = 0, sends = 0;
+	for (int i = 0; i < 3; i++) {
+		cq_wait(cq, &e_, "alias test", i);
+		if (e_.flags & FI_RECV)
+			recvs++;
+		else if (e_.op_context == &sctx[1])
+			sends++;
+		else
+			fail("completion context %p flags %#llx: the parent's send reported", e_.op_context,
+			     (unsigned long long)e_.flags);
+	}
+	usleep(100000);
+	if (recvs != 2 || sends != 1 || fi_cq_read(cq, &e_, 1) != -FI_EAGAIN)
+		fail("alias test: %d receives, %d sends, or more entries", recvs, sends);
+	CHECK(fi_close(&al->fid));
+	CHECK(fi_close(&e->fid));
+	CHECK(fi_close(&cq->fid));
+	CHECK(fi_close(&av->fid));
+	fi_freeinfo(ainfo);
+	printf("ok fi_ep_alias\n");
 
 	/* fi_control FI_BACKLOG on a passive endpoint (FI_EP_MSG). */
 	struct fi_info *mhints = fi_dupinfo(hints), *minfo;
