@@ -78,6 +78,10 @@ type EP struct {
 	// parent is the endpoint the endpoint is an alias of (fi_ep_alias),
 	// if it is one.
 	parent *EP
+	// releaseOnDrain: a context or alias closed with operations under way
+	// on the provider endpoint it shares; the last of them to complete
+	// releases the memory regions they use.
+	releaseOnDrain bool
 }
 
 func newEP(o *Object) (Impl, error) {
@@ -753,7 +757,12 @@ func (e *EP) Close() error {
 	var err error
 	switch {
 	case e.sep != nil || e.parent != nil:
-		e.closeShared(p) // the provider endpoint is the scalable endpoint's or the parent's
+		// The provider endpoint is the scalable endpoint's or the
+		// parent's: operations under way may outlive this call, and
+		// the last to complete lets go of the regions.
+		if !e.closeShared(p) {
+			rs = nil
+		}
 	case p != nil:
 		err = p.Close()
 	case req != nil:

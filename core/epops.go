@@ -48,11 +48,14 @@ func (e *EP) completed(op *Op, c Completion) {
 	// over when its buffer is released.
 	final := op.Flags&fi.OpFlags(fi.MULTI_RECV) == 0 || c.Flags&fi.CQFlags(fi.MULTI_RECV) != 0
 	// One hold of the lock for the bookkeeping and where the entry goes.
-	var rings *epRings
+	var rings, drained *epRings
 	e.mu.Lock()
 	if final {
 		e.inflight.remove(op)
 		rings = e.rings
+		if e.releaseOnDrain && e.inflight.n == 0 {
+			e.releaseOnDrain, drained = false, rings
+		}
 	}
 	withdrawn := final && op.withdrawn && c.Err == fi.ECANCELED
 	// "Outstanding operations posted to the endpoint when fi_close is
@@ -79,6 +82,9 @@ func (e *EP) completed(op *Op, c Completion) {
 	}
 	if final && op.pooled && e.cancelling.Load() == 0 {
 		freeOp(op)
+	}
+	if drained != nil {
+		e.releaseRegions(drained)
 	}
 }
 

@@ -64,8 +64,11 @@ func (e *EP) setScalable(s string) error {
 // max_ep_rx_ctx, and no fewer than the contexts made. Called with e.mu
 // held.
 func (e *EP) setCtxCnt(dir int, s string) error {
-	if !e.scalable {
+	switch {
+	case !e.scalable:
 		return Errorf(fi.EINVAL, "only a scalable endpoint has several contexts; write attr/scalable true first")
+	case e.prov != nil:
+		return Errorf(fi.EOPBADSTATE, "%s's provider endpoint exists (a context of it is enabled); set the counts before", e.obj)
 	}
 	max := uint64(1)
 	if d := e.info.DomainAttr; d != nil && dir == ctxTx {
@@ -251,8 +254,10 @@ func (e *EP) refusesLocked(k OpKind) error {
 // closeShared ends e, a context of a scalable endpoint or an alias, whose
 // provider endpoint is another's and stays: e's operations not under way
 // are cancelled (their completions are dropped, as at any endpoint's
-// close), and a context's place is free again.
-func (e *EP) closeShared(p Endpoint) {
+// close), and a context's place is free again. It reports whether none is
+// left under way; otherwise the last to complete releases e's memory
+// regions (releaseOnDrain), which they may still use.
+func (e *EP) closeShared(p Endpoint) bool {
 	e.mu.Lock()
 	e.cancelling.Add(1)
 	defer e.cancelling.Add(-1)
@@ -267,14 +272,19 @@ func (e *EP) closeShared(p Endpoint) {
 			p.Cancel(op)
 		}
 	}
+	e.mu.Lock()
+	drained := e.inflight.n == 0
+	e.releaseOnDrain = !drained
+	e.mu.Unlock()
 	if parent != nil {
 		parent.obj.drop()
-		return
+		return drained
 	}
 	sep.mu.Lock()
 	sep.ctxs[dir][idx] = nil
 	sep.mu.Unlock()
 	sep.obj.drop()
+	return drained
 }
 
 // MakeAlias is fi_ep_alias: the idle endpoint e, bound to nothing, becomes

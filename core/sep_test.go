@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -309,5 +311,55 @@ func TestAlias(t *testing.T) {
 	}
 	if err := a.Remove(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestContextCloseCancels: closing a receive context with a receive
+// posted cancels it on the shared provider endpoint ("Outstanding
+// operations posted to the endpoint when fi_close is called will be
+// discarded"), which lets go of its memory region; the scalable endpoint
+// then goes too.
+func TestContextCloseCancels(t *testing.T) {
+	p, _ := tcp.New()
+	_, d := fabricOf(t, rxm.Wrap(p))
+	create(t, d, core.KindAV, "v")
+	create(t, d, core.KindCQ, "q")
+	sep := create(t, d, core.KindEP, "s")
+	setAttr(t, sep, "type", "FI_EP_RDM")
+	setAttr(t, sep, "scalable", "true")
+	run(t, sep, "bind av v")
+	c := create(t, d, core.KindEP, "c")
+	for _, cmd := range []string{"context s rx 0", "bind cq q recv", "enable"} {
+		run(t, c, cmd)
+	}
+	wantCode(t, "rx_ctx_cnt once the provider endpoint exists", trySet(sep, "rx_ctx_cnt", "1"), fi.EOPBADSTATE)
+	mr := create(t, d, core.KindMR, "m")
+	setAttr(t, mr, "len", "4096")
+	run(t, mr, "reg")
+	rreg, err := c.Impl.(*core.EP).Ring("rx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rx, err := ring.Open(rreg.Mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot, _ := rx.Reserve()
+	(&ring.WR{Op: ring.OpRecv, Context: 1, Desc: mr.Serial, Len: 64, Addr: fi.ADDR_UNSPEC}).Encode(slot)
+	rx.Publish(1)
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(c.Status(), "ops=1"); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the receive is not posted: %s", c.Status())
+		}
+	}
+	wantCode(t, "rmdir of a region a posted receive holds", mr.Remove(), fi.EBUSY)
+	if err := c.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if err := mr.Remove(); err != nil {
+		t.Errorf("rmdir of the region after its context closed: %v", err)
+	}
+	if err := sep.Remove(); err != nil {
+		t.Errorf("rmdir of the scalable endpoint after its context closed: %v", err)
 	}
 }
