@@ -34,8 +34,8 @@ const (
 const (
 	rdmCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV | fi.NAMED_RX_CTX |
 		fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT
-	txCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE
-	rxCaps = fi.MSG | fi.TAGGED | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV | fi.NAMED_RX_CTX |
+	txCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE | fi.NAMED_RX_CTX
+	rxCaps = fi.MSG | fi.TAGGED | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV |
 		fi.RMA | fi.ATOMIC | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT
 )
 
