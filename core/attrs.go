@@ -131,6 +131,17 @@ var infoFields = []infoField{
 	{"rx_iov_limit", func(in *fi.Info) string { return u64(in.RxAttr.IovLimit) }, nil},
 }
 
+// infoFieldSet is the setter of the infoFields entry called name (nil if
+// it is read-only).
+func infoFieldSet(name string) func(*fi.Info, string) error {
+	for _, f := range infoFields {
+		if f.name == name {
+			return f.set
+		}
+	}
+	return nil
+}
+
 // infoAttrs makes the attribute files of an endpoint whose fi_info info()
 // returns under mu; writable ones may be set while frozen returns nil.
 func infoAttrs(mu *sync.Mutex, info func() *fi.Info, frozen func() error) []Attr {

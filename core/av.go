@@ -23,7 +23,15 @@ type AV struct {
 	byAddr  map[fi.Addr]uint64 // the first fi_addr of each address
 	count   int
 	closed  bool // by Close: nothing is inserted again
+	// rxCtxBits is fi_av_attr.rx_ctx_bits: the high bits of an fi_addr
+	// that name a receive context of a scalable endpoint (fi_rx_addr).
+	rxCtxBits int
 }
+
+// MaxRxCtxBits bounds rx_ctx_bits: a receive context's index travels in
+// one byte (rxm's rx_index), so a scalable endpoint has at most
+// 1<<MaxRxCtxBits (ScalableCtxs) receive contexts.
+const MaxRxCtxBits = 8
 
 func newAV(o *Object) (Impl, error) { return &AV{obj: o, typ: fi.AV_TABLE}, nil }
 
@@ -84,14 +92,44 @@ func (a *AV) Find(addr fi.Addr) (uint64, bool) {
 	return i, ok
 }
 
-// Lookup is fi_av_lookup.
+// Lookup is fi_av_lookup. The high rx_ctx_bits of fiAddr, a receive
+// context's index (fi_rx_addr), do not take part.
 func (a *AV) Lookup(fiAddr uint64) (fi.Addr, bool) {
+	addr, _, ok := a.LookupRx(fiAddr)
+	return addr, ok
+}
+
+// LookupRx is Lookup that also returns the receive context fiAddr names:
+// fi_endpoint(3), fi_rx_addr: "fi_addr_t fi_rx_addr(fi_addr_t fi_addr,
+// int rx_index, int rx_ctx_bits)", the index in the rx_ctx_bits high
+// bits.
+func (a *AV) LookupRx(fiAddr uint64) (fi.Addr, uint8, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if fiAddr >= uint64(len(a.entries)) || a.entries[fiAddr] == nil {
-		return fi.Addr{}, false
+	var rx uint8
+	if a.rxCtxBits > 0 {
+		shift := 64 - a.rxCtxBits
+		rx, fiAddr = uint8(fiAddr>>shift), fiAddr&(1<<shift-1)
 	}
-	return *a.entries[fiAddr], true
+	if fiAddr >= uint64(len(a.entries)) || a.entries[fiAddr] == nil {
+		return fi.Addr{}, 0, false
+	}
+	return *a.entries[fiAddr], rx, true
+}
+
+// setRxCtxBits is a write of attr/rx_ctx_bits, before the first insert.
+func (a *AV) setRxCtxBits(s string) error {
+	v, err := ParseUint(strings.TrimSpace(s))
+	if err != nil || v > MaxRxCtxBits {
+		return Errorf(fi.EINVAL, "bad rx_ctx_bits %q: want 0 to %d (a receive context's index is one byte)", strings.TrimSpace(s), MaxRxCtxBits)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.entries) > 0 {
+		return Errorf(fi.EBUSY, "%s has entries; set rx_ctx_bits before inserting", a.obj)
+	}
+	a.rxCtxBits = int(v)
+	return nil
 }
 
 // Addrs is the text of av/N/addrs: "FIADDR ADDRESS" per line.
@@ -139,7 +177,7 @@ func (a *AV) Attrs() []Attr {
 			return nil
 		}},
 		{Name: "count", Get: get(func() string { return strconv.Itoa(a.count) })},
-		{Name: "rx_ctx_bits", Get: func() string { return "0" }},
+		{Name: "rx_ctx_bits", Get: get(func() string { return strconv.Itoa(a.rxCtxBits) }), Set: a.setRxCtxBits},
 		{Name: "ep_per_node", Get: func() string { return "0" }},
 		{Name: "name", Get: func() string { return "(null)" }},
 		{Name: "flags", Get: func() string { return "0" }},

@@ -159,6 +159,32 @@ var commands = []command{
 		atomicCmd(OpFetchAtomic)},
 	{KindEP, ctl.Cmd{Verb: "compare_atomic", Args: "OP DATATYPE MRID OFFSET LEN COMPARE_OFFSET RESULT_MRID RESULT_OFFSET RADDR KEY",
 		Min: 10, Max: 10}, atomicCmd(OpCompareAtomic)},
+	{KindEP, ctl.Cmd{Verb: "context", Args: "SEP tx|rx INDEX", Min: 3, Max: 3}, func(c *call) error {
+		o, err := c.ref(0, KindEP)
+		if err != nil {
+			return err
+		}
+		dir, ok := parseCtxDir(strings.ToLower(c.args[1]))
+		if !ok {
+			return Errorf(fi.EINVAL, "context %q: want tx or rx", c.args[1])
+		}
+		idx, err := c.num(2)
+		if err != nil {
+			return err
+		}
+		return c.ep().MakeContext(o.Impl.(*EP), dir, idx)
+	}},
+	{KindEP, ctl.Cmd{Verb: "alias", Args: "EP FLAGS", Min: 2, Max: 2}, func(c *call) error {
+		o, err := c.ref(0, KindEP)
+		if err != nil {
+			return err
+		}
+		flags, err := fi.Parse[fi.OpFlags](c.args[1])
+		if err != nil {
+			return Errorf(fi.EINVAL, "%w", err)
+		}
+		return c.ep().MakeAlias(o.Impl.(*EP), flags)
+	}},
 	{KindEP, ctl.Cmd{Verb: "dest", Args: "FIADDR", Min: 1, Max: 1}, func(c *call) error {
 		v, err := c.num(0)
 		if err != nil {

@@ -64,6 +64,24 @@ type EP struct {
 	held       *heldRecv  // a receive an interrupted read left posted, for the next read
 	dest       uint64     // FI_EP_RDM, FI_EP_DGRAM: the fi_addr data-file writes go to (ctl dest); ADDR_UNSPEC: none
 	shell      dataParams // how the data file sends and receives (ctl tag, src, cqdata, rxbuf)
+
+	// scalable is attr/scalable (fi_scalable_ep): the endpoint moves no
+	// data itself; ctxs are its transmit and receive contexts by
+	// direction (ctxTx, ctxRx) and index, nil where none (sep.go).
+	scalable bool
+	ctxs     [2][]*EP
+	// sep is the scalable endpoint the endpoint is a context of, if it is
+	// one: its ctxDir context number ctxIdx.
+	sep    *EP
+	ctxDir int
+	ctxIdx int
+	// parent is the endpoint the endpoint is an alias of (fi_ep_alias),
+	// if it is one.
+	parent *EP
+	// releaseOnDrain: a context or alias closed with operations under way
+	// on the provider endpoint it shares; the last of them to complete
+	// releases the memory regions they use.
+	releaseOnDrain bool
 }
 
 func newEP(o *Object) (Impl, error) {
@@ -186,6 +204,14 @@ func (e *EP) SetName(ctx context.Context, uid uint32, a fi.Addr) error {
 	return nil
 }
 
+// liveLocked fails for a closed endpoint.
+func (e *EP) liveLocked() error {
+	if e.state == stateClosed {
+		return gone(e.obj)
+	}
+	return nil
+}
+
 func (e *EP) idleLocked(what string) error {
 	if e.state == stateClosed {
 		return gone(e.obj)
@@ -271,6 +297,13 @@ func (e *EP) attach(srx *SRX) {
 // enableIdleLocked enables the idle endpoint, after checking its
 // bindings, and returns its shared receive context, if any, for attach.
 func (e *EP) enableIdleLocked() (*SRX, error) {
+	if e.scalable || e.sep != nil {
+		if err := e.enableScalableLocked(); err != nil {
+			return nil, err
+		}
+		e.state = stateEnabled
+		return nil, nil
+	}
 	if e.info.EPAttr.Type == fi.EP_MSG && e.eq == nil {
 		return nil, Errorf(fi.ENOEQ, "no eq bound; write 'bind eq ID' first")
 	}
@@ -627,6 +660,12 @@ func (e *EP) Links() []Link {
 	if e.stx != nil {
 		l = append(l, Link{"stx", e.stx.obj})
 	}
+	if e.sep != nil {
+		l = append(l, Link{"sep", e.sep.obj})
+	}
+	if e.parent != nil {
+		l = append(l, Link{"alias", e.parent.obj})
+	}
 	for i, c := range e.cntrs {
 		if c != nil {
 			l = append(l, Link{"cntr_" + classes[i].name, c.obj})
@@ -642,6 +681,20 @@ func (e *EP) Attrs() []Attr {
 		case "type":
 			attrs[i] = guarded(&e.mu, "type", func() error { return e.idleLocked("setting the type") },
 				func() string { return e.info.EPAttr.Type.String() }, func(s string) error { return e.setType(e.info, s) })
+		case "tx_ctx_cnt":
+			attrs[i].Set = guarded(&e.mu, "", func() error { return e.idleLocked("setting tx_ctx_cnt") }, nil,
+				func(s string) error { return e.setCtxCnt(ctxTx, s) }).Set
+		case "rx_ctx_cnt":
+			attrs[i].Set = guarded(&e.mu, "", func() error { return e.idleLocked("setting rx_ctx_cnt") }, nil,
+				func(s string) error { return e.setCtxCnt(ctxRx, s) }).Set
+		case "tx_op_flags", "rx_op_flags":
+			// fi_control FI_SETOPSFLAG: "Used to change the data
+			// transfer operation flags associated with an endpoint",
+			// enabled or not; they are the defaults of the data file
+			// and the ctl verbs (a ring's requests carry their own).
+			set := infoFieldSet(attrs[i].Name)
+			attrs[i].Set = guarded(&e.mu, "", func() error { return e.liveLocked() }, nil,
+				func(s string) error { return set(e.info, s) }).Set
 		case "addr_format":
 			attrs[i] = e.choosableAttr(Attr{Name: "addr_format", Get: e.addrFormat})
 		default:
@@ -658,6 +711,11 @@ func (e *EP) Attrs() []Attr {
 				e.cancelOnClose = v
 				return nil
 			}),
+		guarded(&e.mu, "scalable", func() error { return e.idleLocked("setting scalable") },
+			func() string { return strconv.FormatBool(e.scalable) }, e.setScalable),
+		guarded(&e.mu, "context", nil, e.ctxAttrLocked, nil),
+		Attr{Name: "tx_size_left", Get: func() string { return e.sizeLeft(false) }},
+		Attr{Name: "rx_size_left", Get: func() string { return e.sizeLeft(true) }},
 		guarded(&e.mu, "engine_cpu", func() error { return e.idleLocked("setting engine_cpu") },
 			func() string { return strconv.Itoa(e.engineCPU) }, e.setEngineCPU))
 	return append(attrs, optAttrs(&e.mu, func(n string) (uint64, bool) {
@@ -702,6 +760,13 @@ func (e *EP) Close() error {
 	e.stopRings(rs)
 	var err error
 	switch {
+	case e.sep != nil || e.parent != nil:
+		// The provider endpoint is the scalable endpoint's or the
+		// parent's: operations under way may outlive this call, and
+		// the last to complete lets go of the regions.
+		if !e.closeShared(p) {
+			rs = nil
+		}
 	case p != nil:
 		err = p.Close()
 	case req != nil:

@@ -160,7 +160,7 @@ func (e *EP) do(ctx context.Context, op *Op, what string, release func()) error 
 			return Errorf(fi.ENOTCONN, "no destination; write 'dest FIADDR' to ctl first")
 		}
 		var err error
-		if op.Peer, err = e.peer(dest); err != nil {
+		if op.Peer, op.RxCtx, err = e.peerRx(dest); err != nil {
 			release()
 			return err
 		}

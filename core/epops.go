@@ -17,6 +17,13 @@ func (e *EP) post(op *Op, wait func(Completion)) error {
 		e.mu.Unlock()
 		return Errorf(fi.EOPBADSTATE, "endpoint is %s; enable it first", stateText(st))
 	}
+	if err := e.refusesLocked(op.Kind); err != nil {
+		e.mu.Unlock()
+		return err
+	}
+	if e.sep != nil && e.ctxDir == ctxRx {
+		op.RxCtx = uint8(e.ctxIdx) // it takes only the messages sent to its context
+	}
 	prov := e.prov
 	e.inflight.add(op)
 	e.mu.Unlock()
@@ -42,11 +49,14 @@ func (e *EP) completed(op *Op, c Completion) {
 	final := op.Flags&fi.OpFlags(fi.MULTI_RECV) == 0 || c.Flags&fi.CQFlags(fi.MULTI_RECV) != 0
 	op.received(c)
 	// One hold of the lock for the bookkeeping and where the entry goes.
-	var rings *epRings
+	var rings, drained *epRings
 	e.mu.Lock()
 	if final {
 		e.inflight.remove(op)
 		rings = e.rings
+		if e.releaseOnDrain && e.inflight.n == 0 {
+			e.releaseOnDrain, drained = false, rings
+		}
 	}
 	withdrawn := final && op.withdrawn && c.Err == fi.ECANCELED
 	// "Outstanding operations posted to the endpoint when fi_close is
@@ -73,6 +83,9 @@ func (e *EP) completed(op *Op, c Completion) {
 	}
 	if final && op.pooled && e.cancelling.Load() == 0 {
 		freeOp(op)
+	}
+	if drained != nil {
+		e.releaseRegions(drained)
 	}
 }
 

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"strconv"
 	"sync"
 
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -24,18 +25,22 @@ type epRings struct {
 
 // newRingsLocked makes the endpoint's tx and rx rings. Called by Enable
 // with e.mu held.
-func (e *EP) newRingsLocked() (*epRings, error) {
-	txShm, txr, err := newWorkRing(e.obj, "tx", e.info.TxAttr.Size, ring.FeatIOV)
+func (e *EP) newRingsLocked() (*epRings, error) { return e.newRingsFor(e.info) }
+
+// newRingsFor makes the endpoint's tx and rx rings, of the sizes and
+// inject size of info.
+func (e *EP) newRingsFor(info *fi.Info) (*epRings, error) {
+	txShm, txr, err := newWorkRing(e.obj, "tx", info.TxAttr.Size, ring.FeatIOV)
 	if err != nil {
 		return nil, err
 	}
-	rxShm, rxr, err := newWorkRing(e.obj, "rx", e.info.RxAttr.Size, ring.FeatIOV)
+	rxShm, rxr, err := newWorkRing(e.obj, "rx", info.RxAttr.Size, ring.FeatIOV)
 	if err != nil {
 		txShm.Close()
 		return nil, err
 	}
 	rs := &epRings{
-		txShm: txShm, rxShm: rxShm, mrs: map[uint64]*MR{}, injectSize: e.info.TxAttr.InjectSize,
+		txShm: txShm, rxShm: rxShm, mrs: map[uint64]*MR{}, injectSize: info.TxAttr.InjectSize,
 	}
 	rs.tx = &workQueue{to: e, rs: rs, r: txr, kind: OpSend}
 	rs.rx = &workQueue{to: e, rs: rs, r: rxr, kind: OpRecv}
@@ -141,6 +146,9 @@ func (e *EP) Ring(name string) (*ring.Region, error) {
 	if e.state == stateClosed {
 		return nil, gone(e.obj)
 	}
+	if e.scalable {
+		return nil, Errorf(fi.EOPNOTSUPP, "%s is a scalable endpoint; its contexts have the rings", e.obj)
+	}
 	if e.rings == nil {
 		return nil, Errorf(fi.EOPBADSTATE, "endpoint is %s; its rings exist once it is enabled", stateText(e.state))
 	}
@@ -148,6 +156,30 @@ func (e *EP) Ring(name string) (*ring.Region, error) {
 		return e.rings.txShm, nil
 	}
 	return e.rings.rxShm, nil
+}
+
+// sizeLeft is attr/tx_size_left (rx false) or rx_size_left:
+// fi_tx_size_left and fi_rx_size_left, "a lower bound on the number of
+// transmit operations that may be posted to the given endpoint without
+// that operation returning -FI_EAGAIN": the free entries of the ring, "-"
+// while it has none (fi_endpoint(3)'s FI_EOPBADSTATE before enable).
+func (e *EP) sizeLeft(rx bool) string {
+	e.mu.Lock()
+	rs := e.rings
+	e.mu.Unlock()
+	if rs == nil {
+		return "-"
+	}
+	q := rs.tx
+	if rx {
+		q = rs.rx
+	}
+	e.ringMu.Lock()
+	defer e.ringMu.Unlock()
+	if rs.closed {
+		return "-"
+	}
+	return strconv.FormatUint(uint64(q.r.Free()), 10)
 }
 
 // maxTake bounds the requests consume takes from one queue in one pass, so
@@ -295,7 +327,7 @@ func (e *EP) opFromWR(w *ring.WR, q *workQueue) (*Op, error) {
 	directed := !kind.IsRecv() || e.info.Caps&fi.DIRECTED_RECV != 0
 	if e.info.EPAttr.Type != fi.EP_MSG && w.Addr != fi.ADDR_UNSPEC && directed {
 		var err error
-		if op.Peer, err = e.peer(w.Addr); err != nil {
+		if op.Peer, op.RxCtx, err = e.peerRx(w.Addr); err != nil {
 			freeOp(op)
 			return nil, err
 		}
@@ -335,17 +367,24 @@ func (e *EP) wrBufs(op *Op, w *ring.WR) error {
 
 // peer resolves an fi_addr through the endpoint's AV.
 func (e *EP) peer(fiAddr uint64) (fi.Addr, error) {
+	a, _, err := e.peerRx(fiAddr)
+	return a, err
+}
+
+// peerRx is peer that also returns the receive context the fi_addr names
+// (fi_rx_addr; 0 unless the AV has rx_ctx_bits).
+func (e *EP) peerRx(fiAddr uint64) (fi.Addr, uint8, error) {
 	e.mu.Lock()
 	av := e.av
 	e.mu.Unlock()
 	if av == nil {
-		return fi.Addr{}, Errorf(fi.ENOAV, "no av bound")
+		return fi.Addr{}, 0, Errorf(fi.ENOAV, "no av bound")
 	}
-	a, ok := av.Lookup(fiAddr)
+	a, rx, ok := av.LookupRx(fiAddr)
 	if !ok {
-		return fi.Addr{}, Errorf(fi.EINVAL, "%s has no fi_addr %d", av.obj, fiAddr)
+		return fi.Addr{}, 0, Errorf(fi.EINVAL, "%s has no fi_addr %d", av.obj, fiAddr)
 	}
-	return a, nil
+	return a, rx, nil
 }
 
 // regionFor finds the memory region named by desc for this endpoint, and

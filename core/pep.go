@@ -3,13 +3,15 @@ package core
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/fabricfs/fabricfs/core/fi"
 )
 
-// listenBacklog bounds the requests waiting for a reader of the listen file;
-// beyond it requests are still made into endpoints and reported on the EQ.
+// listenBacklog is the most requests waiting for a reader of the listen
+// file, and attr/backlog's default; beyond attr/backlog requests are
+// still made into endpoints and reported on the EQ.
 const listenBacklog = 1024
 
 // PEP is a passive endpoint (fi_passive_ep): it listens, and turns each
@@ -24,6 +26,10 @@ type PEP struct {
 	prov  PassiveEndpoint
 	eq    *EQ
 	state string // idle, listening, error
+	// backlog is attr/backlog, fi_control's FI_BACKLOG ("the connection
+	// request backlog for listening endpoints"): at most this many
+	// requests wait in the listen file.
+	backlog int
 }
 
 func newPEP(o *Object) (Impl, error) {
@@ -31,7 +37,7 @@ func newPEP(o *Object) (Impl, error) {
 	if info == nil {
 		return nil, Errorf(fi.ENODATA, "domain %s offers no FI_EP_MSG endpoint", o.Dom.Name)
 	}
-	return &PEP{obj: o, info: info, state: stateIdle, accepted: newQueue[*Object]()}, nil
+	return &PEP{obj: o, info: info, state: stateIdle, accepted: newQueue[*Object](), backlog: listenBacklog}, nil
 }
 
 // BindEQ is fi_pep_bind of an event queue.
@@ -147,7 +153,7 @@ func (p *PEP) Attrs() []Attr {
 	// A passive endpoint's one option is read-only: FI_OPT_CM_DATA_SIZE is
 	// "the maximum size of the data that may be present as part of a
 	// connection request event".
-	return append(attrs, optAttrs(&p.mu, func(n string) (uint64, bool) {
+	attrs = append(attrs, optAttrs(&p.mu, func(n string) (uint64, bool) {
 		d, ok := p.obj.Dom.prov.(EndpointOptions)
 		if !ok {
 			return 0, false
@@ -155,6 +161,15 @@ func (p *PEP) Attrs() []Attr {
 		o, ok := FindOption(d.EndpointOptions(p.info.EPAttr.Type, true), n)
 		return o.Value, ok
 	}, "cm_data_size")...)
+	return append(attrs, guarded(&p.mu, "backlog", func() error { return nil },
+		func() string { return strconv.Itoa(p.backlog) }, func(s string) error {
+			v, err := ParseUint(s)
+			if err != nil || v < 1 || v > listenBacklog {
+				return Errorf(fi.EINVAL, "bad backlog %q: want 1 to %d", s, listenBacklog)
+			}
+			p.backlog = int(v)
+			return nil
+		}))
 }
 
 // Links shows the bound EQ.
@@ -216,7 +231,10 @@ func (ev pepEvents) ConnReq(req ConnReq) {
 	if eq != nil {
 		eq.post(EQEvent{Event: fi.CONNREQ, FID: p.obj.Path(), EP: o.ID, Data: req.Data()})
 	}
-	if p.accepted.len() < listenBacklog {
+	p.mu.Lock()
+	backlog := p.backlog
+	p.mu.Unlock()
+	if p.accepted.len() < backlog {
 		p.accepted.push(o)
 	}
 }

@@ -361,6 +361,12 @@ type Op struct {
 
 	Addr, Key uint64 // OpWrite, OpRead, atomics: the remote buffer (fi_rma_iov, fi_rma_ioc)
 
+	// RxCtx names a receive context of a scalable endpoint (FI_NAMED_RX_CTX,
+	// fi_rx_addr): for a send, the context it goes to at the peer; for a
+	// receive, the context that posted it, which takes only messages sent
+	// to it. 0 for every other endpoint.
+	RxCtx uint8
+
 	// Atomics: the datatype and operation (enum fi_datatype, enum fi_op),
 	// the buffer receiving the target's values from before the operation
 	// (OpFetchAtomic, OpCompareAtomic) with its registration as Mem and

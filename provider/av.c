@@ -491,6 +491,10 @@ int ffs_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_a
 	int ret = attr->name ? open_named(av, dom, attr->name, attr->flags & FI_READ) : ffs_obj_clone(&av->obj, dom->dir, "av");
 	if (!ret && !av->named) {
 		ret = ffs_set(&av->obj, "attr/type", "%s", type == FI_AV_MAP ? "FI_AV_MAP" : "FI_AV_TABLE");
+		/* fi_rx_addr's bits: the tree masks them off and sends to the
+		 * receive context they name. */
+		if (!ret && attr->rx_ctx_bits)
+			ret = ffs_set(&av->obj, "attr/rx_ctx_bits", "%d", attr->rx_ctx_bits);
 		if (ret)
 			ffs_obj_close(&av->obj);
 	}

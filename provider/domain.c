@@ -34,11 +34,6 @@ int ffs_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops,
 	return -FI_ENOSYS;
 }
 
-static int no_scalable_ep(struct fid_domain *domain, struct fi_info *info, struct fid_ep **sep, void *context)
-{
-	return -FI_ENOSYS;
-}
-
 static int no_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
 			       struct fi_collective_attr *attr, uint64_t flags)
 {
@@ -91,7 +86,7 @@ static struct fi_ops_domain domain_ops = {
 	.av_open = ffs_av_open,
 	.cq_open = ffs_cq_open,
 	.endpoint = ffs_ep_open,
-	.scalable_ep = no_scalable_ep,
+	.scalable_ep = ffs_sep_open,
 	.cntr_open = ffs_cntr_open,
 	.poll_open = ffs_poll_open,
 	.stx_ctx = ffs_stx_open,

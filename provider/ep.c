@@ -111,6 +111,7 @@ struct ffs_ep {
 	bool tx_sel, rx_sel, hidden_bound;
 	struct ffs_eq *eq;
 	bool is_srx;            /* a shared receive context, not an endpoint */
+	bool is_alias;          /* fi_ep_alias's: the tree enabled it as it made it */
 	int srx_bound;          /* is_srx: endpoints bound to it (atomic); fi_close is -FI_EBUSY until 0 */
 	struct ffs_ep *srx_ctx; /* the shared receive context bound, if any */
 	bool enabled, closing;
@@ -460,6 +461,10 @@ static ssize_t post(struct ffs_ep *ep, const struct ffs_op *o)
 		return -FI_ENOSYS; /* a receive context only receives */
 	if (on_rx && ep->srx_ctx)
 		return -FI_EOPNOTSUPP; /* receives go to the shared context (fi_endpoint(3)) */
+	/* A scalable endpoint's transmit context only sends, its receive
+	 * context only receives (sep.c). */
+	if (on_rx ? ep->ep_fid.fid.fclass == FI_CLASS_TX_CTX : ep->ep_fid.fid.fclass == FI_CLASS_RX_CTX)
+		return -FI_EOPNOTSUPP;
 	/* Atomics: a fetch or compare atomic's result comes back like a
 	 * read's bytes; the compare values go in the operand's region (a
 	 * work request has one desc for both); FI_ATOMIC_READ has no operand,
@@ -1202,7 +1207,7 @@ static int enable(struct ffs_ep *ep)
 	/* The tree wants a CQ for each direction; the application may bind
 	 * none for one it does not use. A shared receive context has none. */
 	uint64_t missing = (ep->txcq ? 0 : FI_TRANSMIT) | (ep->rxcq ? 0 : FI_RECV);
-	if (missing && !ep->hidden_bound && !ep->is_srx) {
+	if (missing && !ep->hidden_bound && !ep->is_srx && !ep->is_alias) {
 		char d[16];
 		if (!ep->hidden)
 			return -FI_EOTHER; /* make_hidden runs first */
@@ -1214,7 +1219,7 @@ static int enable(struct ffs_ep *ep)
 		return ret;
 	if (!ep->srx_ctx && !ep->srx.r.map && (ret = region_make(ep->dom, STAGE_SIZE, &ep->srx.r)))
 		return ret;
-	if ((ret = ffs_ctl(&ep->obj, "enable")))
+	if (!ep->is_alias && (ret = ffs_ctl(&ep->obj, "enable")))
 		return ret;
 	if ((!ep->is_srx && (ret = ffs_ring_map(&ep->obj, "tx", &ep->tx))) ||
 	    (ret = ffs_ring_map(&ep->obj, "rx", &ep->rx)))
@@ -1277,6 +1282,58 @@ static int make_hidden(struct ffs_ep *ep)
 	return 0;
 }
 
+static void init_fid(struct ffs_ep *ep, size_t fclass, void *context);
+
+/* alias_open is fi_ep_alias (fi_control FI_ALIAS) of the enabled endpoint
+ * ep: a tree endpoint made its alias (`alias ID FLAGS`), which posts on
+ * ep's tree endpoint through rings of its own and completes on ep's CQs;
+ * "An alias EP differs from its parent endpoint only by its default data
+ * transfer flags". Called with ep->lock held. */
+static int alias_open(struct ffs_ep *ep, struct fi_alias *a)
+{
+	bool tx = a->flags & FI_TRANSMIT, rx = a->flags & FI_RECV;
+	if (!a->fid || tx == rx)
+		return -FI_EINVAL; /* "must include FI_TRANSMIT or FI_RECV (not both)" */
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	struct ffs_ep *al = calloc(1, sizeof *al);
+	if (!al)
+		return -FI_ENOMEM;
+	al->dom = ep->dom;
+	al->obj.ctl = -1;
+	al->is_alias = true;
+	al->type = ep->type;
+	al->caps = ep->caps;
+	al->tx_op_flags = tx ? a->flags & ~FI_TRANSMIT : ep->tx_op_flags;
+	al->rx_op_flags = rx ? a->flags & ~FI_RECV : ep->rx_op_flags;
+	al->txcq = ep->txcq;
+	al->rxcq = ep->rxcq;
+	al->tx_sel = ep->tx_sel;
+	al->rx_sel = ep->rx_sel;
+	int ret = -FI_ENOMEM;
+	if (!(al->info = fi_dupinfo(ep->info)) || (ret = ffs_obj_clone(&al->obj, ep->dom->dir, "ep")) ||
+	    (ret = ffs_ctl(&al->obj, "alias %u 0x%llx", ep->obj.id, (unsigned long long)a->flags)) ||
+	    (ret = ffs_set(&al->obj, "attr/cancel_on_close", "true")) || (ret = enable(al))) {
+		ffs_ring_unmap(&al->tx);
+		ffs_ring_unmap(&al->rx);
+		ffs_obj_close(&al->obj);
+		region_free(&al->stx.r);
+		region_free(&al->srx.r);
+		free(al->reqs);
+		free(al->inj);
+		fi_freeinfo(al->info);
+		free(al);
+		return ret;
+	}
+	struct ffs_cq *cqs[2] = {al->txcq, al->rxcq};
+	for (int i = 0; i < 2; i++)
+		if (cqs[i])
+			__atomic_fetch_add(&cqs[i]->bound, 1, __ATOMIC_SEQ_CST);
+	init_fid(al, FI_CLASS_EP, ep->ep_fid.fid.context);
+	*a->fid = &al->ep_fid.fid;
+	return 0;
+}
+
 static int ep_control(struct fid *fid, int command, void *arg)
 {
 	struct ffs_ep *ep = container_of(fid, struct ffs_ep, ep_fid.fid);
@@ -1287,6 +1344,9 @@ static int ep_control(struct fid *fid, int command, void *arg)
 	switch (command) {
 	case FI_ENABLE:
 		ret = enable(ep);
+		break;
+	case FI_ALIAS:
+		ret = arg ? alias_open(ep, arg) : -FI_EINVAL;
 		break;
 	case FI_GETOPSFLAG:
 	case FI_SETOPSFLAG: {
@@ -1528,6 +1588,23 @@ static struct fi_ops_tagged ep_tagged_ops = {
 	.injectdata = ep_tinjectdata,
 };
 
+/* init_fid makes ep, whose tree object is open, an endpoint of class
+ * fclass for the application. */
+static void init_fid(struct ffs_ep *ep, size_t fclass, void *context)
+{
+	pthread_mutex_init(&ep->lock, NULL);
+	ep->ep_fid.fid.fclass = fclass;
+	ep->ep_fid.fid.context = context;
+	ep->ep_fid.fid.ops = &ep_fi_ops;
+	ep->ep_fid.ops = &ep_ops;
+	ep->ep_fid.cm = &ep_cm_ops;
+	ep->ep_fid.msg = &ep_msg_ops;
+	ep->ep_fid.tagged = &ep_tagged_ops;
+	ep->ep_fid.rma = &ep_rma_ops;
+	ep->ep_fid.atomic = &ffs_atomic_ops;
+	__atomic_fetch_add(&ep->dom->eps, 1, __ATOMIC_SEQ_CST);
+}
+
 int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **out, void *context)
 {
 	if (!info || !out)
@@ -1592,17 +1669,7 @@ int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 	 * are reclaimed; none reaches the application (ep_close). */
 	if ((ret = ffs_set(&ep->obj, "attr/cancel_on_close", "true")))
 		goto fail;
-	pthread_mutex_init(&ep->lock, NULL);
-	ep->ep_fid.fid.fclass = FI_CLASS_EP;
-	ep->ep_fid.fid.context = context;
-	ep->ep_fid.fid.ops = &ep_fi_ops;
-	ep->ep_fid.ops = &ep_ops;
-	ep->ep_fid.cm = &ep_cm_ops;
-	ep->ep_fid.msg = &ep_msg_ops;
-	ep->ep_fid.tagged = &ep_tagged_ops;
-	__atomic_fetch_add(&dom->eps, 1, __ATOMIC_SEQ_CST);
-	ep->ep_fid.rma = &ep_rma_ops;
-	ep->ep_fid.atomic = &ffs_atomic_ops;
+	init_fid(ep, FI_CLASS_EP, context);
 	*out = &ep->ep_fid;
 	return 0;
 fail:
@@ -1656,6 +1723,42 @@ int ffs_srx_open(struct fid_domain *domain, struct fi_rx_attr *attr, struct fid_
 	ep->ep_fid.rma = &ep_rma_ops;
 	ep->ep_fid.atomic = &ffs_atomic_ops; /* post() refuses them: a receive context only receives */
 	__atomic_fetch_add(&dom->eps, 1, __ATOMIC_SEQ_CST);
+	*out = &ep->ep_fid;
+	return 0;
+}
+
+/* ffs_ctx_open is fi_tx_context (rx false) and fi_rx_context of the
+ * scalable endpoint of sep.c whose tree endpoint is sep_id: a tree endpoint
+ * made that context (`context SEP tx|rx INDEX`), which takes the scalable
+ * endpoint's fi_info (info: its type, caps and op flags here), then
+ * binds, enables and moves data as any endpoint of this file. */
+int ffs_ctx_open(struct ffs_domain *dom, const struct fi_info *info, unsigned sep_id, bool rx, int index,
+		 uint64_t caps, uint64_t op_flags, size_t size, struct fid_ep **out, void *context)
+{
+	if (!out || index < 0)
+		return -FI_EINVAL;
+	struct ffs_ep *ep = calloc(1, sizeof *ep);
+	if (!ep)
+		return -FI_ENOMEM;
+	ep->dom = dom;
+	ep->obj.ctl = -1;
+	ep->type = info->ep_attr ? info->ep_attr->type : FI_EP_RDM;
+	ep->caps = caps;
+	if (rx)
+		ep->rx_op_flags = op_flags;
+	else
+		ep->tx_op_flags = op_flags;
+	int ret = -FI_ENOMEM;
+	if (!(ep->info = fi_dupinfo(info)) || (ret = ffs_obj_clone(&ep->obj, dom->dir, "ep")) ||
+	    (ret = ffs_ctl(&ep->obj, "context %u %s %d", sep_id, rx ? "rx" : "tx", index)) ||
+	    (size && (ret = ffs_set(&ep->obj, rx ? "attr/rx_size" : "attr/tx_size", "%zu", size))) ||
+	    (ret = ffs_set(&ep->obj, "attr/cancel_on_close", "true"))) {
+		ffs_obj_close(&ep->obj);
+		fi_freeinfo(ep->info);
+		free(ep);
+		return ret;
+	}
+	init_fid(ep, rx ? FI_CLASS_RX_CTX : FI_CLASS_TX_CTX, context);
 	*out = &ep->ep_fid;
 	return 0;
 }

@@ -412,6 +412,13 @@ struct ffs_stx {
 	struct ffs_obj obj;
 };
 int ffs_stx_open(struct fid_domain *domain, struct fi_tx_attr *attr, struct fid_stx **stx, void *context);
+
+/* Scalable endpoints (sep.c): fi_scalable_ep makes a tree endpoint with
+ * attr/scalable true; fi_tx_context and fi_rx_context make endpoints of
+ * ep.c that are its contexts (ffs_ctx_open). */
+int ffs_sep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **sep, void *context);
+int ffs_ctx_open(struct ffs_domain *dom, const struct fi_info *info, unsigned sep_id, bool rx, int index,
+		 uint64_t caps, uint64_t op_flags, size_t size, struct fid_ep **ep, void *context);
 int ffs_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep, void *context);
 int ffs_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq, void *context);
 int ffs_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq, void *context);

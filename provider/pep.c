@@ -204,11 +204,23 @@ ssize_t ffs_no_size_left(struct fid_ep *ep)
 	return -FI_ENOSYS;
 }
 
+/* pep_control is fi_control's FI_BACKLOG, "the connection request backlog
+ * for listening endpoints": the tree's attr/backlog. */
+static int pep_control(struct fid *fid, int command, void *arg)
+{
+	struct ffs_pep *pep = container_of(fid, struct ffs_pep, pep_fid.fid);
+	if (command != FI_BACKLOG)
+		return -FI_ENOSYS;
+	if (!arg || *(int *)arg < 1)
+		return -FI_EINVAL;
+	return ffs_set(&pep->obj, "attr/backlog", "%d", *(int *)arg);
+}
+
 static struct fi_ops pep_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = pep_close,
 	.bind = pep_bind,
-	.control = ffs_no_control,
+	.control = pep_control,
 	.ops_open = ffs_no_ops_open,
 	.tostr = ffs_no_tostr,
 	.ops_set = ffs_no_ops_set,

@@ -118,6 +118,85 @@ var confScenarios = []confScenario{
 			}
 		}
 	}},
+	// A scalable endpoint with 4 transmit and 4 receive contexts, each on
+	// a CQ of its own; transmit context i sends to receive context 3-i of
+	// the same endpoint, named with fi_rx_addr (the AV's rx_ctx_bits 2),
+	// and each receive context gets the message sent to it.
+	{name: "scalable_endpoint", caps: fi.MSG | fi.NAMED_RX_CTX, run: func(t *testing.T, x *confEnv) {
+		const n, bits = 4, 2
+		av := x.impl.obj(t, x, "av")
+		must(t, ctl(filepath.Join(av, "attr", "rx_ctx_bits"), strconv.Itoa(bits)))
+		sep := x.impl.obj(t, x, "ep")
+		for _, a := range [][2]string{{"type", x.run.typ}, {"scalable", "true"}, {"tx_ctx_cnt", "4"}, {"rx_ctx_cnt", "4"}} {
+			must(t, ctl(filepath.Join(sep, "attr", a[0]), a[1]))
+		}
+		ctlOK(t, sep, "bind av "+filepath.Base(av))
+		var tx, rx []*confNode
+		for i := range n {
+			for _, dir := range []string{"tx", "rx"} {
+				// The CQ and region first: cleanups run last first, and
+				// the endpoint must go before its CQ can.
+				c := &confNode{cq: x.impl.obj(t, x, "cq"), mr: x.impl.obj(t, x, "mr"), av: av}
+				c.ep = x.impl.obj(t, x, "ep")
+				c.name = "ep/" + filepath.Base(c.ep)
+				ctlOK(t, c.ep, "context "+filepath.Base(sep)+" "+dir+" "+strconv.Itoa(i))
+				if dir == "tx" {
+					ctlOK(t, c.ep, "bind cq "+filepath.Base(c.cq)+" send")
+					c.peer = uint64(n-1-i) << (64 - bits) // fi_rx_addr(0, 3-i, 2)
+					tx = append(tx, c)
+				} else {
+					ctlOK(t, c.ep, "bind cq "+filepath.Base(c.cq)+" recv")
+					rx = append(rx, c)
+				}
+				ctlOK(t, c.ep, "enable")
+			}
+		}
+		ctlOK(t, sep, "enable")
+		ctlOK(t, av, "insert "+fileText(t, sep, "local")) // fi_addr 0
+		for _, c := range append(tx, rx...) {
+			c.io = x.impl.io(t, x, c)
+		}
+		msgs := make([][]byte, n)
+		for j, c := range rx {
+			c.io.recv(t, 200, confRecv{})
+			msgs[n-1-j] = pattern(100+j, j)
+		}
+		for i, c := range tx {
+			c.io.send(t, msgs[i], confSend{})
+			wantCQE(t, "send", c.io.poll(t, 1)[0], cqSend, len(msgs[i]), 0)
+		}
+		for j, c := range rx {
+			wantRecv(t, c.io.poll(t, 1)[0], cqRecv, msgs[n-1-j])
+		}
+		for _, c := range append(tx, rx...) {
+			if !c.io.quiet(t, 10*time.Millisecond) {
+				t.Errorf("%s: completions beyond its own", c.name)
+			}
+		}
+	}},
+	// An alias of a, whose send binding is selective and whose sends
+	// carry no FI_COMPLETION, made with FI_TRANSMIT|FI_COMPLETION: its
+	// sends go through a's provider endpoint and report on a's CQ, a's
+	// own report nothing ("An alias EP differs from its parent endpoint
+	// only by its default data transfer flags").
+	{name: "alias", caps: fi.MSG, run: func(t *testing.T, x *confEnv) {
+		a, b, _ := x.confPair(t, confCfg{a: confSide{selective: true}})
+		al := &confNode{cq: a.cq, mr: x.impl.obj(t, x, "mr"), av: a.av, peer: a.peer}
+		al.ep = x.impl.obj(t, x, "ep")
+		al.name = "ep/" + filepath.Base(al.ep)
+		ctlOK(t, al.ep, "alias "+filepath.Base(a.ep)+" FI_TRANSMIT|FI_COMPLETION")
+		al.io = x.impl.io(t, x, al)
+		for i, from := range []*confNode{a, al} {
+			msg := pattern(64, 20+i)
+			b.io.recv(t, 64, confRecv{})
+			from.io.send(t, msg, confSend{})
+			wantRecv(t, b.io.poll(t, 1)[0], cqRecv, msg)
+		}
+		wantCQE(t, "the alias's send", al.io.poll(t, 1)[0], cqSend, 64, 0)
+		if !a.io.quiet(t, 10*time.Millisecond) {
+			t.Errorf("%s: a completion of its own send, which asked for none", a.name)
+		}
+	}},
 	{name: "remote_cq_data", caps: fi.MSG, cqData: true, run: func(t *testing.T, x *confEnv) {
 		a, b, _ := x.confPair(t, confCfg{})
 		msg, data := pattern(64, 1), uint64(0xfeedf00d)

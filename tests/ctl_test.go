@@ -35,6 +35,13 @@ var ctlErrorTests = []struct {
 	{core.KindEP, "bind srx", "bind srx 99", syscall.ENOENT},
 	{core.KindEP, "bind stx", "bind stx x y", syscall.EINVAL},
 	{core.KindEP, "bind stx", "bind stx 99", syscall.ENOENT},
+	{core.KindEP, "context", "context x tx", syscall.EINVAL},
+	{core.KindEP, "context", "context 99 tx 0", syscall.ENOENT},
+	{core.KindEP, "context", "context x up 0", syscall.EINVAL},
+	{core.KindEP, "context", "context x tx 0", syscall.EINVAL}, // not a context of itself
+	{core.KindEP, "alias", "alias x", syscall.EINVAL},
+	{core.KindEP, "alias", "alias 99 FI_TRANSMIT", syscall.ENOENT},
+	{core.KindEP, "alias", "alias x FI_BOGUS", syscall.EINVAL},
 	{core.KindEP, "enable", "enable now", syscall.EINVAL},
 	{core.KindEP, "connect", "connect", syscall.EINVAL},
 	{core.KindEP, "connect", "connect not-an-address", syscall.EINVAL},

@@ -114,6 +114,26 @@ func TestTreeMatchesDocs(t *testing.T) {
 	d.mustCtl(t, "bind cntr x send,recv,read,write,remote_read,remote_write", lo("ep", "x", "ctl")...)
 	d.mustCtl(t, "bind srx x", lo("ep", "x", "ctl")...)
 	d.mustCtl(t, "bind stx x", lo("ep", "x", "ctl")...)
+	// A context of a scalable endpoint (the sep link) and an alias of an
+	// enabled endpoint (the alias link).
+	for _, e := range []string{"s", "c", "p", "al"} {
+		if err := os.Mkdir(d.path(lo("ep", e)...), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ ep, cmd string }{{"s", "FI_EP_RDM"}, {"p", "FI_EP_RDM"}} {
+		if err := os.WriteFile(d.path(lo("ep", c.ep, "attr", "type")...), []byte(c.cmd), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(d.path(lo("ep", "s", "attr", "scalable")...), []byte("true"), 0); err != nil {
+		t.Fatal(err)
+	}
+	d.mustCtl(t, "context s tx 0", lo("ep", "c", "ctl")...)
+	for _, c := range []string{"bind av x", "bind cq x send,recv", "enable"} {
+		d.mustCtl(t, c, lo("ep", "p", "ctl")...)
+	}
+	d.mustCtl(t, "alias p FI_TRANSMIT|FI_COMPLETION", lo("ep", "al", "ctl")...)
 
 	seen := map[string]string{}
 	err := filepath.WalkDir(d.mnt, func(path string, e fs.DirEntry, err error) error {
@@ -172,9 +192,9 @@ func TestTreeMatchesDocs(t *testing.T) {
 	if len(stale) > 0 {
 		t.Errorf("in docs/tree.md but not in the tree:\n%s", strings.Join(stale, "\n"))
 	}
-	for _, k := range []string{"ep", "pep"} { // the binding ones first
-		if err := os.Remove(d.path(lo(k, "x")...)); err != nil && err.(*os.PathError).Err != syscall.ENOENT {
-			t.Errorf("rmdir %s/x: %v", k, err)
+	for _, p := range [][]string{{"ep", "al"}, {"ep", "p"}, {"ep", "c"}, {"ep", "s"}, {"ep", "x"}, {"pep", "x"}} { // the binding ones first
+		if err := os.Remove(d.path(lo(p...)...)); err != nil && err.(*os.PathError).Err != syscall.ENOENT {
+			t.Errorf("rmdir %s: %v", p, err)
 		}
 	}
 	for _, k := range kinds {

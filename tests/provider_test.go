@@ -187,6 +187,14 @@ func TestProviderSharedContexts(t *testing.T) {
 	runProviderC(t, "srxtest", []string{"tcp/lo"}, []string{"verbs/" + verbsDevice})
 }
 
+// TestProviderScalableEndpoints runs provider/test/septest.c in the tree's
+// tcp and verbs domains: fi_scalable_ep with 4 fi_tx_context and 4
+// fi_rx_context, each on a CQ of its own, receive contexts named by
+// fi_rx_addr.
+func TestProviderScalableEndpoints(t *testing.T) {
+	runProviderC(t, "septest", []string{"tcp/lo"}, []string{"verbs/" + verbsDevice})
+}
+
 // TestProviderWait runs provider/test/waittest.c in the tree's tcp and
 // verbs domains: a CQ's FI_WAIT_FD descriptor under epoll, fi_trywait, a
 // counter's and an EQ's descriptors, a poll set over two CQs and a

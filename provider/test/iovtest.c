@@ -52,13 +52,6 @@ static struct fid_av *av;
 static struct fid_cq *txcq, *rxcq;
 static struct fid_ep *ep;
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* progress reads nothing from the CQs: libfabric's rxm progresses its
  * endpoints in fi_cq_read (FI_PROGRESS_MANUAL), the tree in the daemon. */
 static void progress(void)

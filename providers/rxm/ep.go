@@ -182,6 +182,7 @@ func newEndpoint(d *domain, info *fi.Info, ev core.EndpointEvents) (*endpoint, e
 		kick:    make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	e.rx.directed, e.rx.limit = info.Caps&fi.DIRECTED_RECV != 0, UnexpectedLimit
+	e.rx.named = info.Caps&fi.NAMED_RX_CTX != 0 && info.EPAttr.RxCtxCnt > 1 && info.EPAttr.RxCtxCnt != fi.SHARED_CONTEXT
 	e.rx.multi, e.rx.minMulti = map[*core.Op]*multiRecv{}, DefaultMinMultiRecv
 	if e.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
 		return nil, core.Errorf(core.Code(err), "rxm: %v", os.NewSyscallError("epoll_create1", err))

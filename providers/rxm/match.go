@@ -25,6 +25,7 @@ type message struct {
 	flags   fi.CQFlags // fi.REMOTE_CQ_DATA or 0
 	payload []byte     // eager: in a receive buffer until kept as unexpected
 	src     netip.AddrPort
+	rx      uint8 // rx_index: the receive context it was sent to
 
 	// A rendezvous request: the size bytes are read from conn's peer,
 	// where rndv says, and the read-done names id.
@@ -69,7 +70,10 @@ func (msg *message) cost() int {
 // queue (0 untagged, 1 tagged). Guarded by endpoint.mu.
 type matcher struct {
 	directed bool // FI_DIRECTED_RECV: receives may name their source
-	limit    int  // UnexpectedLimit
+	// named: a scalable endpoint with FI_NAMED_RX_CTX, whose receives take
+	// only the messages sent to their context (Op.RxCtx, rx_index).
+	named    bool
+	limit    int // UnexpectedLimit
 	recvs    [2][]*core.Op
 	unexp    [2][]*message
 	bytes    int                     // what the unexpected messages cost
@@ -87,6 +91,9 @@ func queueOf(tagged bool) int {
 }
 
 func (m *matcher) matches(op *core.Op, msg *message) bool {
+	if m.named && op.RxCtx != msg.rx {
+		return false
+	}
 	if msg.tagged && (op.Tag|op.Ignore) != (msg.tag|op.Ignore) {
 		return false
 	}

@@ -37,9 +37,9 @@ const (
 const (
 	// FI_SHARED_AV: an AV made with a name (av/NAME) is one object of the
 	// tree, which endpoints of other processes bind by that name.
-	rdmCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV |
+	rdmCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV | fi.NAMED_RX_CTX |
 		fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT | fi.SHARED_AV
-	txCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE
+	txCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE | fi.NAMED_RX_CTX
 	rxCaps = fi.MSG | fi.TAGGED | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV |
 		fi.RMA | fi.ATOMIC | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT
 )
@@ -134,12 +134,13 @@ func rdmInfo(msg *fi.Info) *fi.Info {
 		TxCtxCnt:        1,
 		RxCtxCnt:        1,
 	}
-	// The domain shares AVs between processes (named AVs: FI_SHARED_AV),
-	// and its contexts are rxm's: one transmit and one receive context,
-	// per domain and per endpoint (rxm_domain_attr).
+	// The domain shares AVs between processes (named AVs: FI_SHARED_AV).
+	// Scalable endpoints are core's (core/sep.go) over one rxm endpoint
+	// whose receive contexts rx_index names: ScalableCtxs of each, per
+	// endpoint and per domain. libfabric 1.17's rxm has 1.
 	in.DomainAttr.Caps |= fi.SHARED_AV
-	in.DomainAttr.TxCtxCnt, in.DomainAttr.RxCtxCnt = 1, 1
-	in.DomainAttr.MaxEPTxCtx, in.DomainAttr.MaxEPRxCtx = 1, 1
+	in.DomainAttr.TxCtxCnt, in.DomainAttr.RxCtxCnt = core.ScalableCtxs, core.ScalableCtxs
+	in.DomainAttr.MaxEPTxCtx, in.DomainAttr.MaxEPRxCtx = core.ScalableCtxs, core.ScalableCtxs
 	in.FabricAttr.ProvName = msg.FabricAttr.ProvName + ";" + UtilName
 	return in
 }

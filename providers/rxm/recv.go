@@ -182,6 +182,7 @@ func (c *conn) decode(b []byte, comp core.Completion) (*message, error) {
 	if h.Op == wire.OpTagged {
 		m.tagged, m.tag = true, h.Tag
 	}
+	m.rx = h.RxIndex
 	if h.Flags&wire.FlagRemoteCQData != 0 {
 		m.flags, m.data = fi.CQFlags(fi.REMOTE_CQ_DATA), h.Data
 	}

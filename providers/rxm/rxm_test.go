@@ -466,11 +466,12 @@ func TestRDMDomainAttrsAreRxm(t *testing.T) {
 	// On purpose: the daemon progresses RDM endpoints itself (AUTO is
 	// true, and serves hints asking MANUAL); its CQs and endpoints are
 	// the tree's, as are its counters (cntr_cnt as cq_cnt, where rxm says
-	// 0); shared receive and transmit contexts, which are core's, work on
-	// RDM endpoints; named AVs are shared between processes (caps
-	// FI_SHARED_AV).
+	// 0); shared receive and transmit contexts and scalable endpoints'
+	// contexts, which are core's, work on RDM endpoints; named AVs are
+	// shared between processes (caps FI_SHARED_AV).
 	differ := map[string]bool{"data_progress": true, "cq_cnt": true, "ep_cnt": true, "max_ep_srx_ctx": true,
-		"max_ep_stx_ctx": true, "cntr_cnt": true, "caps": true}
+		"max_ep_stx_ctx": true, "cntr_cnt": true, "caps": true, "tx_ctx_cnt": true, "rx_ctx_cnt": true,
+		"max_ep_tx_ctx": true, "max_ep_rx_ctx": true}
 	domain := func(text string) map[string]string {
 		m := map[string]string{}
 		in := false

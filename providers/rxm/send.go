@@ -86,6 +86,7 @@ func (e *endpoint) postSend(op *core.Op) error {
 		copy((*it.buf)[wire.HeaderSize:], op.Buf)
 		it.msg = core.Op{Kind: core.OpSend, Buf: (*it.buf)[:wire.HeaderSize+n]}
 	}
+	it.hdr.RxIndex = op.RxCtx // the peer's receive context: a scalable endpoint's (fi_rx_addr), else 0
 	return e.enqueue(it, "send")
 }
 
