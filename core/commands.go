@@ -112,6 +112,7 @@ var commands = []command{
 		return c.ep().BindSTX(o.Impl.(*STX))
 	}},
 	{KindEP, ctl.Cmd{Verb: "enable"}, func(c *call) error { return c.ep().Enable() }},
+	{KindEP, ctl.Cmd{Verb: "kick"}, func(c *call) error { return c.ep().Kick() }},
 	{KindEP, ctl.Cmd{Verb: "connect", Args: "ADDR [DATA]", Min: 1, Max: 2}, func(c *call) error {
 		a, err := ParseAddr(c.ctx, c.args[0])
 		if err != nil {
@@ -239,6 +240,7 @@ var commands = []command{
 		return c.pep().Listen(c.ctx, c.uid, &a)
 	}},
 	{KindSRX, ctl.Cmd{Verb: "enable"}, func(c *call) error { return c.obj.Impl.(*SRX).Enable() }},
+	{KindSRX, ctl.Cmd{Verb: "kick"}, func(c *call) error { return c.obj.Impl.(*SRX).Kick() }},
 	{KindSRX, ctl.Cmd{Verb: "cancel", Args: "CONTEXT", Min: 1, Max: 1}, func(c *call) error {
 		v, err := c.num(0)
 		if err != nil {

@@ -61,7 +61,7 @@ type EP struct {
 	dataMu     sync.Mutex // serialises readers of the data file
 	pending    []byte     // the rest of a message a data-file read did not take
 	pendingErr error      // the error a read returns once pending is taken: a truncation
-	held       *heldRecv  // a receive an interrupted read left posted, for the next read
+	held       *heldRecv  // a receive an interrupted read or a poll left posted, for the next read
 	dest       uint64     // FI_EP_RDM, FI_EP_DGRAM: the fi_addr data-file writes go to (ctl dest); ADDR_UNSPEC: none
 	shell      dataParams // how the data file sends and receives (ctl tag, src, cqdata, rxbuf)
 }

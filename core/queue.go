@@ -96,6 +96,14 @@ func (q *queue[T]) pop(ctx context.Context, max int, block bool) ([]T, error) {
 	return out, nil
 }
 
+// ready reports whether a pop would not block now (items, or closed), and
+// gives a channel closed when that may change: poll(2) on the queue's file.
+func (q *queue[T]) ready() (bool, <-chan struct{}) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items) > q.head || q.closed, q.signal
+}
+
 // close wakes every reader; later pushes are refused.
 func (q *queue[T]) close() {
 	q.mu.Lock()

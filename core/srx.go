@@ -140,8 +140,9 @@ type SRX struct {
 	rings  *epRings   // the rx ring, after enable
 	ringMu sync.Mutex // serialises the engine's consume with closing the ring
 
-	dataMu  sync.Mutex // serialises readers of the data file
-	pending []byte     // the rest of a message a data-file read did not take
+	dataMu   sync.Mutex // serialises readers of the data file
+	pending  []byte     // the rest of a message a data-file read did not take
+	dataRecv *srxRecv   // a receive a poll of the data file posted, for the next read
 }
 
 // srxRecv is a receive posted to a shared receive context.
@@ -154,8 +155,10 @@ type srxRecv struct {
 	tag, ignore  uint64
 	src          fi.Addr // FI_DIRECTED_RECV: the only sender it takes; zero: any
 	// shell, for a receive of the data file (buf nil: the whole
-	// message), gets the message; closing the context closes it.
-	shell chan []byte
+	// message), gets the message; closing the context closes it. Then
+	// arrived is closed (for poll).
+	shell   chan []byte
+	arrived chan struct{}
 }
 
 // srxMsg is a message an endpoint bound to the context received.
@@ -401,12 +404,13 @@ func (s *SRX) ReadData(ctx context.Context, p []byte, off int64) (int, error) {
 		if off != 0 {
 			return 0, nil
 		}
-		s.mu.Lock()
-		flags := s.info.RxAttr.OpFlags &^ fi.OpFlags(fi.MULTI_RECV)
-		s.mu.Unlock()
-		r := &srxRecv{kind: OpRecv, flags: flags, shell: make(chan []byte, 1)}
-		if err := s.post(r); err != nil {
-			return 0, err
+		r := s.dataRecv
+		s.dataRecv = nil
+		if r == nil {
+			var err error
+			if r, err = s.postData(); err != nil {
+				return 0, err
+			}
 		}
 		var msg []byte
 		ok := true
@@ -426,6 +430,43 @@ func (s *SRX) ReadData(ctx context.Context, p []byte, off int64) (int, error) {
 	n := copy(p, s.pending)
 	s.pending = s.pending[n:]
 	return n, nil
+}
+
+// postData posts the receive of a read of the data file. Called with
+// dataMu held.
+func (s *SRX) postData() (*srxRecv, error) {
+	s.mu.Lock()
+	flags := s.info.RxAttr.OpFlags &^ fi.OpFlags(fi.MULTI_RECV)
+	s.mu.Unlock()
+	r := &srxRecv{kind: OpRecv, flags: flags, shell: make(chan []byte, 1), arrived: make(chan struct{})}
+	if err := s.post(r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// DataReady is poll(2) on srx/N/data, as EP.DataReady: it posts the
+// receive the next read would post, and reports whether it has a message
+// (or the read would fail at once).
+func (s *SRX) DataReady() (bool, <-chan struct{}) {
+	s.dataMu.Lock()
+	defer s.dataMu.Unlock()
+	if len(s.pending) > 0 {
+		return true, nil
+	}
+	if s.dataRecv == nil {
+		r, err := s.postData()
+		if err != nil {
+			return true, nil
+		}
+		s.dataRecv = r
+	}
+	select {
+	case <-s.dataRecv.arrived:
+		return true, nil
+	default:
+		return false, s.dataRecv.arrived
+	}
 }
 
 // bind attaches an idle endpoint to the context. Called with e.mu held.
@@ -525,6 +566,7 @@ func (s *SRX) complete(r *srxRecv, m *srxMsg) {
 	e.deliver(classRecv, ent, r.flags&fi.COMPLETION != 0)
 	if r.shell != nil {
 		r.shell <- r.buf[:n]
+		close(r.arrived)
 	}
 	go func() {
 		if err := e.postShared(m.kind); err != nil {
@@ -544,6 +586,7 @@ func (s *SRX) Close() error {
 	for _, r := range s.posted {
 		if r.shell != nil {
 			close(r.shell) // a blocked read of the data file fails
+			close(r.arrived)
 		}
 	}
 	s.posted, s.held = nil, nil

@@ -13,14 +13,17 @@ import (
 	"github.com/fabricfs/fabricfs/core/fi"
 )
 
-// ref is the reference an open file holds on its object, and the file's
-// name in the object's directory ("ctl", "attr/tx_size").
+// ref is the reference an open file holds on its object, the file's name
+// in the object's directory ("ctl", "attr/tx_size") and its node.
 type ref struct {
 	obj  *core.Object
 	name string
+	node *fusefs.Inode
 }
 
-func (r *ref) setRef(o *core.Object, name string) { r.obj, r.name = o, name }
+func (r *ref) setRef(o *core.Object, name string, node *fusefs.Inode) {
+	r.obj, r.name, r.node = o, name, node
+}
 
 // fail is fs.fail for the file's object.
 func (r *ref) fail(op string, err error) syscall.Errno { return fail(r.obj, op, err) }
@@ -124,6 +127,7 @@ type queueHandle struct {
 	ref
 	nonblock bool
 	pop      func(ctx context.Context, max int, block bool) ([]string, error)
+	poller   *poller
 	// peek: pop does not consume (cq/N/wait), so only a read at offset 0
 	// asks it; later offsets are end of file.
 	peek bool
@@ -135,7 +139,21 @@ type queueHandle struct {
 var (
 	_ = (fusefs.FileReader)((*queueHandle)(nil))
 	_ = (fusefs.FileReleaser)((*queueHandle)(nil))
+	_ = (fusefs.FilePoller)((*queueHandle)(nil))
 )
+
+func (h *queueHandle) Poll(ctx context.Context, in *fuse.PollIn, out *fuse.PollOut) syscall.Errno {
+	h.mu.Lock()
+	rest := len(h.rest) > 0
+	h.mu.Unlock()
+	h.poller.poll(h.node, in, out, rest, h.live() != 0)
+	return 0
+}
+
+func (h *queueHandle) Release(ctx context.Context) syscall.Errno {
+	h.poller.release()
+	return h.ref.Release(ctx)
+}
 
 // lineBudget estimates how many lines fit a read of n bytes.
 const lineBudget = 160
@@ -171,16 +189,17 @@ func (h *queueHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Re
 	return fuse.ReadResultData(dest[:n]), 0
 }
 
-func queue(pop func(ctx context.Context, max int, block bool) ([]string, error)) func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
+// queue opens a queue file: pop reads it, ready answers poll.
+func queue(pop func(ctx context.Context, max int, block bool) ([]string, error), ready readiness) func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
 	return func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
-		return &queueHandle{nonblock: openFlagsNonblock(flags), pop: pop}, nil
+		return &queueHandle{nonblock: openFlagsNonblock(flags), pop: pop, poller: newPoller(ready, false)}, nil
 	}
 }
 
 // watch is queue for a pop that does not consume.
-func watch(pop func(ctx context.Context, max int, block bool) ([]string, error)) func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
+func watch(pop func(ctx context.Context, max int, block bool) ([]string, error), ready readiness) func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
 	return func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
-		return &queueHandle{nonblock: openFlagsNonblock(flags), pop: pop, peek: true}, nil
+		return &queueHandle{nonblock: openFlagsNonblock(flags), pop: pop, peek: true, poller: newPoller(ready, false)}, nil
 	}
 }
 
@@ -190,7 +209,17 @@ type dataHandle struct {
 	ref
 	msgs interface {
 		ReadData(ctx context.Context, p []byte, off int64) (int, error)
+		DataReady() (bool, <-chan struct{})
 	}
+	poller *poller
+}
+
+// newDataHandle opens a data file; writable: ep/N/data.
+func newDataHandle(msgs interface {
+	ReadData(ctx context.Context, p []byte, off int64) (int, error)
+	DataReady() (bool, <-chan struct{})
+}, writable bool) *dataHandle {
+	return &dataHandle{msgs: msgs, poller: newPoller(msgs.DataReady, writable)}
 }
 
 // dataWriter is the endpoint's side of a write to data.
@@ -202,7 +231,20 @@ var (
 	_ = (fusefs.FileReader)((*dataHandle)(nil))
 	_ = (fusefs.FileWriter)((*dataHandle)(nil))
 	_ = (fusefs.FileReleaser)((*dataHandle)(nil))
+	_ = (fusefs.FilePoller)((*dataHandle)(nil))
 )
+
+// Poll: the data file's readiness includes the rest of a message an
+// earlier read left, which ReadData keeps (DataReady sees it).
+func (h *dataHandle) Poll(ctx context.Context, in *fuse.PollIn, out *fuse.PollOut) syscall.Errno {
+	h.poller.poll(h.node, in, out, false, h.live() != 0)
+	return 0
+}
+
+func (h *dataHandle) Release(ctx context.Context) syscall.Errno {
+	h.poller.release()
+	return h.ref.Release(ctx)
+}
 
 func (h *dataHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	if errno := h.live(); errno != 0 {

@@ -46,11 +46,14 @@ func Mount(fab *core.Fabric, dir string, o Options) (*fuse.Server, error) {
 	zero := time.Duration(0)
 	opts := &fusefs.Options{
 		MountOptions: fuse.MountOptions{
-			AllowOther:    o.AllowOther,
-			Options:       []string{"default_permissions"},
-			FsName:        "fabricfs",
-			Name:          "fabricfs",
-			MaxWrite:      maxWrite,
+			AllowOther: o.AllowOther,
+			Options:    []string{"default_permissions"},
+			FsName:     "fabricfs",
+			Name:       "fabricfs",
+			MaxWrite:   maxWrite,
+			// Blocking files answer poll (poll.go). The daemon opens
+			// no file of its own mount, which EnablePoll asks.
+			EnablePoll:    true,
 			DirectMount:   syscall.Geteuid() == 0,
 			Debug:         o.Debug,
 			DisableXAttrs: true,
@@ -262,7 +265,7 @@ func (t *tree) kindDir(d *core.Domain, k core.Kind, base string) *dir {
 					if err != nil {
 						return nil, err
 					}
-					return &textHandle{ref: ref{o, "clone"}, text: []byte(o.ID + "\n"), write: ctlWriter(o, uid), ctl: true}, nil
+					return &textHandle{ref: ref{obj: o, name: "clone"}, text: []byte(o.ID + "\n"), write: ctlWriter(o, uid), ctl: true}, nil
 				})}
 			for _, o := range d.List(k) {
 				es = append(es, objEntry(o))
@@ -367,7 +370,7 @@ func (t *tree) kindFiles(o *core.Object, f fileMaker, rw, ro meta) []entry {
 			f("local", slotLocal, ro, rendered(addr(impl.Name), nil)),
 			f("remote", slotRemote, ro, rendered(addr(impl.Peer), nil)),
 			f("data", slotData, rw, func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
-				return &dataHandle{msgs: impl}, nil
+				return newDataHandle(impl, true), nil
 			}),
 			t.shmEntry(o, "tx", slotTx, func() (*ring.Region, error) { return impl.Ring("tx") }),
 			t.shmEntry(o, "rx", slotRx, func() (*ring.Region, error) { return impl.Ring("rx") }),
@@ -375,7 +378,7 @@ func (t *tree) kindFiles(o *core.Object, f fileMaker, rw, ro meta) []entry {
 	case *core.SRX:
 		return []entry{
 			f("data", slotData, ro, func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
-				return &dataHandle{msgs: impl}, nil
+				return newDataHandle(impl, false), nil
 			}),
 			t.shmEntry(o, "rx", slotRx, impl.Ring),
 		}
@@ -383,7 +386,7 @@ func (t *tree) kindFiles(o *core.Object, f fileMaker, rw, ro meta) []entry {
 		return []entry{
 			f("local", slotLocal, ro, rendered(addr(impl.Name), nil)),
 			f("listen", slotListen, ro, queue(func(ctx context.Context, max int, block bool) ([]string, error) {
-				if !block {
+				if ready, _ := impl.Ready(); !block && !ready {
 					return nil, core.Errorf(fi.EAGAIN, "no pending request")
 				}
 				ep, err := impl.Next(ctx)
@@ -391,28 +394,28 @@ func (t *tree) kindFiles(o *core.Object, f fileMaker, rw, ro meta) []entry {
 					return nil, err
 				}
 				return []string{ep.ID}, nil
-			})),
+			}, impl.Ready)),
 		}
 	case *core.CQ:
 		return []entry{
 			f("events", slotEvents, ro, queue(func(ctx context.Context, max int, block bool) ([]string, error) {
 				es, err := impl.Read(ctx, max, block)
 				return lines(es), err
-			})),
+			}, impl.Ready)),
 			f("wait", slotWait, ro, watch(func(ctx context.Context, max int, block bool) ([]string, error) {
 				n, err := impl.Wait(ctx, block)
 				if err != nil || n == 0 {
 					return nil, err
 				}
 				return []string{strconv.FormatUint(uint64(n), 10)}, nil
-			})),
+			}, impl.Ready)),
 			t.shmEntry(o, "data", slotData, impl.Region),
 		}
 	case *core.EQ:
 		return []entry{f("events", slotEvents, ro, queue(func(ctx context.Context, max int, block bool) ([]string, error) {
 			es, err := impl.Read(ctx, max, block)
 			return lines(es), err
-		}))}
+		}, impl.Ready))}
 	case *core.AV:
 		return []entry{f("addrs", slotAddrs, ro, rendered(impl.Addrs, nil))}
 	case *core.MR:
