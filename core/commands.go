@@ -112,7 +112,6 @@ var commands = []command{
 		return c.ep().BindSTX(o.Impl.(*STX))
 	}},
 	{KindEP, ctl.Cmd{Verb: "enable"}, func(c *call) error { return c.ep().Enable() }},
-	{KindEP, ctl.Cmd{Verb: "kick"}, func(c *call) error { return c.ep().Kick() }},
 	{KindEP, ctl.Cmd{Verb: "connect", Args: "ADDR [DATA]", Min: 1, Max: 2}, func(c *call) error {
 		a, err := ParseAddr(c.ctx, c.args[0])
 		if err != nil {
@@ -222,6 +221,7 @@ var commands = []command{
 		}
 		return c.ep().SetOpt(c.args[0], v)
 	}},
+	{KindEP, ctl.Cmd{Verb: "kick"}, func(c *call) error { return c.ep().Kick() }},
 	{KindPEP, ctl.Cmd{Verb: "bind eq", Args: "ID", Min: 1, Max: 1}, func(c *call) error {
 		o, err := c.ref(0, KindEQ)
 		if err != nil {

@@ -26,6 +26,13 @@ type Options struct {
 	AllowOther bool
 	// Debug logs every FUSE request.
 	Debug bool
+	// Poll makes the blocking files waitable (poll.go; go-fuse's
+	// EnablePoll). The process serving the tree must then not open its
+	// files through package os: Go's runtime would register them with its
+	// epoll, which polls them while holding a P, and the answers need a P
+	// too. The daemon never does; tests that mount the tree in-process
+	// leave Poll off.
+	Poll bool
 }
 
 // maxWrite is the largest write the kernel hands the daemon at once
@@ -46,14 +53,12 @@ func Mount(fab *core.Fabric, dir string, o Options) (*fuse.Server, error) {
 	zero := time.Duration(0)
 	opts := &fusefs.Options{
 		MountOptions: fuse.MountOptions{
-			AllowOther: o.AllowOther,
-			Options:    []string{"default_permissions"},
-			FsName:     "fabricfs",
-			Name:       "fabricfs",
-			MaxWrite:   maxWrite,
-			// Blocking files answer poll (poll.go). The daemon opens
-			// no file of its own mount, which EnablePoll asks.
-			EnablePoll:    true,
+			AllowOther:    o.AllowOther,
+			Options:       []string{"default_permissions"},
+			FsName:        "fabricfs",
+			Name:          "fabricfs",
+			MaxWrite:      maxWrite,
+			EnablePoll:    o.Poll,
 			DirectMount:   syscall.Geteuid() == 0,
 			Debug:         o.Debug,
 			DisableXAttrs: true,
