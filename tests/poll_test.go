@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fabricfs/fabricfs/core/ring"
 )
 
 // Waitable files (docs/tree.md, "Waiting"): poll(2), select(2) and
@@ -235,6 +237,58 @@ func TestKick(t *testing.T) {
 	}
 	d.mustCtl(t, "enable", "tcp", "lo", "srx", "s", "ctl")
 	d.mustCtl(t, "kick", "tcp", "lo", "srx", "s", "ctl")
+}
+
+// TestKickWakesEngine: a send published on a sleeping daemon's tx ring
+// without a wake-up (a producer without futex) is served once the
+// producer writes kick, not at the engine's one-minute safety wake-up.
+func TestKickWakesEngine(t *testing.T) {
+	d := mount(t)
+	dom := d.tree(t).Domain("tcp", "lo")
+	eq, err := dom.NewEQ()
+	must(t, err)
+	t.Cleanup(func() { eq.Close() })
+	cqA, err := dom.NewCQ(0)
+	must(t, err)
+	t.Cleanup(func() { cqA.Close() })
+	cqB, err := dom.NewCQ(0)
+	must(t, err)
+	t.Cleanup(func() { cqB.Close() })
+	a, b, pep, err := dom.Connect(eq, cqA, cqB)
+	must(t, err)
+	t.Cleanup(func() { a.Close(); pep.Close() })
+	mrA, err := dom.NewMR(4096, "FI_SEND")
+	must(t, err)
+	t.Cleanup(func() { mrA.Close() })
+	mrB, err := dom.NewMR(4096, "FI_RECV")
+	must(t, err)
+	t.Cleanup(func() { mrB.Close() })
+	must(t, b.PostRecv(mrB, 0, 100, 1, 0))
+
+	tx, err := a.Tx()
+	must(t, err)
+	for deadline := time.Now().Add(5 * time.Second); tx.Flags()&ring.NeedWakeup == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the daemon's worker never went to sleep on ep/a/tx")
+		}
+	}
+	// Publish as a producer that does not look at the flag would: the
+	// worker sleeps on.
+	tx.ClearFlags(ring.NeedWakeup)
+	must(t, a.PostSend(mrA, 0, 100, 11, 0))
+	time.Sleep(500 * time.Millisecond)
+	if cs := cqA.Poll(10); len(cs) != 0 {
+		t.Fatalf("the send completed without a wake-up: %+v; the test shows nothing", cs)
+	}
+	start := time.Now()
+	must(t, a.Ctl("kick"))
+	c := pollN(t, cqA, 1)[0]
+	if c.Context != 11 || c.Err != 0 {
+		t.Fatalf("send completion %+v, want context 11 without error", c)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Fatalf("the send completed %v after kick", waited)
+	}
 }
 
 // TestPollAsyncio runs testdata/poll_asyncio.py: a Python asyncio program
