@@ -391,8 +391,10 @@ func (t *tree) kindFiles(o *core.Object, f fileMaker, rw, ro meta) []entry {
 		return []entry{
 			f("local", slotLocal, ro, rendered(addr(impl.Name), nil)),
 			f("listen", slotListen, ro, queue(func(ctx context.Context, max int, block bool) ([]string, error) {
-				if ready, _ := impl.Ready(); !block && !ready {
-					return nil, core.Errorf(fi.EAGAIN, "no pending request")
+				if !block {
+					if ready, _ := impl.Ready(); !ready {
+						return nil, core.Errorf(fi.EAGAIN, "no pending request")
+					}
 				}
 				ep, err := impl.Next(ctx)
 				if err != nil {
