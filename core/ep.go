@@ -58,7 +58,7 @@ type EP struct {
 	rings      *epRings   // after enable
 	ringMu     sync.Mutex // serialises the engine's consume with closing the rings
 
-	dataMu     sync.Mutex // serialises readers of the data file
+	dataMu     readerLock // serialises readers of the data file
 	pending    []byte     // the rest of a message a data-file read did not take
 	pendingErr error      // the error a read returns once pending is taken: a truncation
 	held       *heldRecv  // a receive an interrupted read or a poll left posted, for the next read

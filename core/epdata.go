@@ -220,8 +220,8 @@ func (e *EP) defaultFlags(k OpKind) fi.OpFlags {
 // file). So `cat data` prints one message and a program reads message after
 // message with pread at offset 0.
 func (e *EP) ReadData(ctx context.Context, p []byte, off int64) (int, error) {
-	e.dataMu.Lock()
-	defer e.dataMu.Unlock()
+	e.dataMu.lock()
+	defer e.dataMu.unlock()
 	if len(e.pending) == 0 {
 		if err := e.pendingErr; err != nil {
 			e.pendingErr = nil
@@ -349,10 +349,14 @@ func (e *EP) postRecvMessage() (*heldRecv, error) {
 // 0 would not block now, and gives a channel closed when that may change.
 // A message is known only once a receive takes it, so DataReady posts the
 // receive the next read would post (and that read then takes it): a
-// message, or an error a read would report at once, is ready.
+// message, or an error a read would report at once, is ready. While a
+// read blocks, the message is that read's: not ready, until it returns.
 func (e *EP) DataReady() (bool, <-chan struct{}) {
-	e.dataMu.Lock()
-	defer e.dataMu.Unlock()
+	locked, freed := e.dataMu.tryLock()
+	if !locked {
+		return false, freed
+	}
+	defer e.dataMu.unlock()
 	if len(e.pending) > 0 || e.pendingErr != nil {
 		return true, nil
 	}

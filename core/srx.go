@@ -140,7 +140,7 @@ type SRX struct {
 	rings  *epRings   // the rx ring, after enable
 	ringMu sync.Mutex // serialises the engine's consume with closing the ring
 
-	dataMu   sync.Mutex // serialises readers of the data file
+	dataMu   readerLock // serialises readers of the data file
 	pending  []byte     // the rest of a message a data-file read did not take
 	dataRecv *srxRecv   // a receive a poll of the data file posted, for the next read
 }
@@ -398,8 +398,8 @@ func (s *SRX) withdraw(f func(*srxRecv) bool) *srxRecv {
 // rest of the message, then 0 (end of file). A read interrupted before a
 // message came takes its receive back (fi.EINTR).
 func (s *SRX) ReadData(ctx context.Context, p []byte, off int64) (int, error) {
-	s.dataMu.Lock()
-	defer s.dataMu.Unlock()
+	s.dataMu.lock()
+	defer s.dataMu.unlock()
 	if len(s.pending) == 0 {
 		if off != 0 {
 			return 0, nil
@@ -449,8 +449,11 @@ func (s *SRX) postData() (*srxRecv, error) {
 // receive the next read would post, and reports whether it has a message
 // (or the read would fail at once).
 func (s *SRX) DataReady() (bool, <-chan struct{}) {
-	s.dataMu.Lock()
-	defer s.dataMu.Unlock()
+	locked, freed := s.dataMu.tryLock()
+	if !locked {
+		return false, freed
+	}
+	defer s.dataMu.unlock()
 	if len(s.pending) > 0 {
 		return true, nil
 	}

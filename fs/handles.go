@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
@@ -132,8 +133,10 @@ type queueHandle struct {
 	// asks it; later offsets are end of file.
 	peek bool
 
-	mu   sync.Mutex
+	mu   sync.Mutex // held by a read, also while it blocks
 	rest []byte
+	// resting is len(rest) > 0, for Poll, which must not wait for mu.
+	resting atomic.Bool
 }
 
 var (
@@ -143,10 +146,7 @@ var (
 )
 
 func (h *queueHandle) Poll(ctx context.Context, in *fuse.PollIn, out *fuse.PollOut) syscall.Errno {
-	h.mu.Lock()
-	rest := len(h.rest) > 0
-	h.mu.Unlock()
-	h.poller.poll(h.node, in, out, rest, h.live() != 0)
+	h.poller.poll(h.node, in, out, h.resting.Load(), h.live() != 0)
 	return 0
 }
 
@@ -186,6 +186,7 @@ func (h *queueHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Re
 	}
 	n := copy(dest, h.rest)
 	h.rest = h.rest[n:]
+	h.resting.Store(len(h.rest) > 0)
 	return fuse.ReadResultData(dest[:n]), 0
 }
 

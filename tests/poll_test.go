@@ -349,3 +349,70 @@ func runPython(t *testing.T, script string, args ...string) string {
 	}
 	return string(out)
 }
+
+// TestPollWhileReading: a poll of a file that a read is blocked on (as a
+// Go program's runtime does when it registers the file with its epoll) is
+// answered at once, not after the read: not readable, since what arrives
+// is the blocked read's; the read then gets the message and the poll
+// still answers.
+func TestPollWhileReading(t *testing.T) {
+	d := mount(t)
+	dom := d.tree(t).Domain("tcp", "lo")
+	eq, err := dom.NewEQ()
+	must(t, err)
+	t.Cleanup(func() { eq.Close() })
+	cq, err := dom.NewCQ(0)
+	must(t, err)
+	t.Cleanup(func() { cq.Close() })
+	a, b, pep, err := dom.Connect(eq, cq, cq)
+	must(t, err)
+	t.Cleanup(func() { a.Close(); pep.Close() })
+
+	for _, f := range []struct{ name, path, send string }{
+		{"ep/a/data", d.path("tcp", "lo", "ep", a.ID(), "data"), d.path("tcp", "lo", "ep", b.ID(), "data")},
+		{"cq/events", d.path("tcp", "lo", "cq", cq.ID(), "events"), d.path("tcp", "lo", "ep", b.ID(), "data")},
+	} {
+		// Empty the CQ: the connection made no entries, but be sure.
+		readNonblock(d.path("tcp", "lo", "cq", cq.ID(), "events"))
+		fd, err := unix.Open(f.path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := make(chan string, 1)
+		go func() {
+			b := make([]byte, 4096)
+			n, err := unix.Pread(fd, b, 0)
+			if err != nil {
+				read <- "error: " + err.Error()
+				return
+			}
+			read <- string(b[:max(n, 0)])
+		}()
+		time.Sleep(200 * time.Millisecond) // the read blocks
+		answered := make(chan bool, 1)
+		go func() {
+			ok, err := pollReadable(fd, 0)
+			answered <- ok && err == nil
+		}()
+		select {
+		case ready := <-answered:
+			if ready {
+				t.Errorf("%s: poll says readable while a read waits and nothing arrived", f.name)
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatalf("%s: a poll waited for the blocked read", f.name)
+		}
+		if err := os.WriteFile(f.send, []byte("msg"), 0); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got := <-read:
+			if got == "" || strings.HasPrefix(got, "error") {
+				t.Errorf("%s: the blocked read gave %q", f.name, got)
+			}
+		case <-time.After(8 * time.Second):
+			t.Fatalf("%s: the blocked read did not return after the message", f.name)
+		}
+		unix.Close(fd)
+	}
+}
