@@ -347,11 +347,12 @@ func (e *EP) postRecvMessage() (*heldRecv, error) {
 
 // DataReady is poll(2) on ep/N/data: it reports whether a read at offset
 // 0 would not block now, and gives a channel closed when that may change.
-// A message is known only once a receive takes it, so DataReady posts the
-// receive the next read would post (and that read then takes it): a
-// message, or an error a read would report at once, is ready. While a
+// A message is known only once a receive takes it, so with post DataReady
+// posts the receive the next read would post (and that read then takes
+// it): a message, or an error a read would report at once, is ready.
+// Without post it only looks at such a receive, if there is one. While a
 // read blocks, the message is that read's: not ready, until it returns.
-func (e *EP) DataReady() (bool, <-chan struct{}) {
+func (e *EP) DataReady(post bool) (bool, <-chan struct{}) {
 	locked, freed := e.dataMu.tryLock()
 	if !locked {
 		return false, freed
@@ -361,6 +362,9 @@ func (e *EP) DataReady() (bool, <-chan struct{}) {
 		return true, nil
 	}
 	if e.held == nil {
+		if !post {
+			return false, nil
+		}
 		h, err := e.postRecvMessage()
 		if err != nil {
 			return true, nil // the read fails at once

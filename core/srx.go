@@ -445,10 +445,10 @@ func (s *SRX) postData() (*srxRecv, error) {
 	return r, nil
 }
 
-// DataReady is poll(2) on srx/N/data, as EP.DataReady: it posts the
-// receive the next read would post, and reports whether it has a message
-// (or the read would fail at once).
-func (s *SRX) DataReady() (bool, <-chan struct{}) {
+// DataReady is poll(2) on srx/N/data, as EP.DataReady: with post it posts
+// the receive the next read would post, and reports whether it has a
+// message (or the read would fail at once).
+func (s *SRX) DataReady(post bool) (bool, <-chan struct{}) {
 	locked, freed := s.dataMu.tryLock()
 	if !locked {
 		return false, freed
@@ -458,6 +458,9 @@ func (s *SRX) DataReady() (bool, <-chan struct{}) {
 		return true, nil
 	}
 	if s.dataRecv == nil {
+		if !post {
+			return false, nil
+		}
 		r, err := s.postData()
 		if err != nil {
 			return true, nil

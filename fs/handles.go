@@ -191,17 +191,23 @@ func (h *queueHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Re
 }
 
 // queue opens a queue file: pop reads it, ready answers poll.
-func queue(pop func(ctx context.Context, max int, block bool) ([]string, error), ready readiness) func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
+func queue(pop func(ctx context.Context, max int, block bool) ([]string, error), ready func() (bool, <-chan struct{})) func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
 	return func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
-		return &queueHandle{nonblock: openFlagsNonblock(flags), pop: pop, poller: newPoller(ready, false)}, nil
+		return &queueHandle{nonblock: openFlagsNonblock(flags), pop: pop, poller: newPoller(anyEvents(ready), false)}, nil
 	}
 }
 
 // watch is queue for a pop that does not consume.
-func watch(pop func(ctx context.Context, max int, block bool) ([]string, error), ready readiness) func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
+func watch(pop func(ctx context.Context, max int, block bool) ([]string, error), ready func() (bool, <-chan struct{})) func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
 	return func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
-		return &queueHandle{nonblock: openFlagsNonblock(flags), pop: pop, peek: true, poller: newPoller(ready, false)}, nil
+		return &queueHandle{nonblock: openFlagsNonblock(flags), pop: pop, peek: true, poller: newPoller(anyEvents(ready), false)}, nil
 	}
+}
+
+// anyEvents is the readiness of a file whose answer does not depend on
+// the events polled for.
+func anyEvents(ready func() (bool, <-chan struct{})) readiness {
+	return func(uint32) (bool, <-chan struct{}) { return ready() }
 }
 
 // dataHandle is ep/N/data (one write sends one message; reads receive)
@@ -210,17 +216,22 @@ type dataHandle struct {
 	ref
 	msgs interface {
 		ReadData(ctx context.Context, p []byte, off int64) (int, error)
-		DataReady() (bool, <-chan struct{})
+		DataReady(post bool) (bool, <-chan struct{})
 	}
 	poller *poller
 }
 
-// newDataHandle opens a data file; writable: ep/N/data.
+// newDataHandle opens a data file; writable: ep/N/data. Only a poll for
+// reading alone posts a receive (DataReady): a poll that also asks for
+// POLLOUT, such as the one with which a Go program's runtime registers
+// every file it opens, must not take a message from the endpoint's other
+// receives (and on ep/N/data it returns at once for POLLOUT anyway).
 func newDataHandle(msgs interface {
 	ReadData(ctx context.Context, p []byte, off int64) (int, error)
-	DataReady() (bool, <-chan struct{})
+	DataReady(post bool) (bool, <-chan struct{})
 }, writable bool) *dataHandle {
-	return &dataHandle{msgs: msgs, poller: newPoller(msgs.DataReady, writable)}
+	ready := func(events uint32) (bool, <-chan struct{}) { return msgs.DataReady(events&pollOut == 0) }
+	return &dataHandle{msgs: msgs, poller: newPoller(ready, writable)}
 }
 
 // dataWriter is the endpoint's side of a write to data.

@@ -15,8 +15,9 @@ const (
 
 // readiness reports whether a read of a blocking file would not block
 // now, and, when it would, gives a channel closed when that may change
-// (core's CQ.Ready, EQ.Ready, PEP.Ready, EP.DataReady, SRX.DataReady).
-type readiness func() (ready bool, changed <-chan struct{})
+// (core's CQ.Ready, EQ.Ready, PEP.Ready, EP.DataReady, SRX.DataReady);
+// events are the poll's (pollIn, pollOut...).
+type readiness func(events uint32) (ready bool, changed <-chan struct{})
 
 // poller answers poll(2), select(2) and epoll(7) on a blocking file:
 // POLLIN when a read at offset 0 would not block (rest: bytes of an
@@ -43,7 +44,7 @@ func newPoller(ready readiness, writable bool) *poller {
 func (p *poller) poll(node *fusefs.Inode, in *fuse.PollIn, out *fuse.PollOut, rest, gone bool) {
 	ready, changed := true, (<-chan struct{})(nil)
 	if !rest && !gone {
-		ready, changed = p.ready()
+		ready, changed = p.ready(in.Events)
 	}
 	if p.writable {
 		out.Revents |= pollOut

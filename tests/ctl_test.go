@@ -36,6 +36,7 @@ var ctlErrorTests = []struct {
 	{core.KindEP, "bind stx", "bind stx x y", syscall.EINVAL},
 	{core.KindEP, "bind stx", "bind stx 99", syscall.ENOENT},
 	{core.KindEP, "enable", "enable now", syscall.EINVAL},
+	{core.KindEP, "kick", "kick now", syscall.EINVAL},
 	{core.KindEP, "connect", "connect", syscall.EINVAL},
 	{core.KindEP, "connect", "connect not-an-address", syscall.EINVAL},
 	{core.KindEP, "accept", "accept a b", syscall.EINVAL},
@@ -98,6 +99,7 @@ var ctlErrorTests = []struct {
 	{core.KindPEP, "listen", "listen a b", syscall.EINVAL},
 	{core.KindPEP, "listen", "listen 300.1.1.1:0", syscall.EINVAL},
 	{core.KindSRX, "enable", "enable now", syscall.EINVAL},
+	{core.KindSRX, "kick", "kick now", syscall.EINVAL},
 	{core.KindSRX, "cancel", "cancel", syscall.EINVAL},
 	{core.KindSRX, "cancel", "cancel 7", syscall.ENOENT}, // it holds no receive
 	{core.KindCQ, "signal", "signal now", syscall.EINVAL},
