@@ -247,6 +247,7 @@ var commands = []command{
 		}
 		return c.ep().SetOpt(c.args[0], v)
 	}},
+	{KindEP, ctl.Cmd{Verb: "kick"}, func(c *call) error { return c.ep().Kick() }},
 	{KindPEP, ctl.Cmd{Verb: "bind eq", Args: "ID", Min: 1, Max: 1}, func(c *call) error {
 		o, err := c.ref(0, KindEQ)
 		if err != nil {
@@ -265,6 +266,7 @@ var commands = []command{
 		return c.pep().Listen(c.ctx, c.uid, &a)
 	}},
 	{KindSRX, ctl.Cmd{Verb: "enable"}, func(c *call) error { return c.obj.Impl.(*SRX).Enable() }},
+	{KindSRX, ctl.Cmd{Verb: "kick"}, func(c *call) error { return c.obj.Impl.(*SRX).Kick() }},
 	{KindSRX, ctl.Cmd{Verb: "cancel", Args: "CONTEXT", Min: 1, Max: 1}, func(c *call) error {
 		v, err := c.num(0)
 		if err != nil {

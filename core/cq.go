@@ -331,6 +331,26 @@ func (c *CQ) await(ctx context.Context, block bool, take func(*ring.Ring) bool) 
 	}
 }
 
+// Ready reports whether a read of cq/N/events or cq/N/wait would not
+// block now (completions in the ring, or an error such as a closed CQ),
+// and gives a channel closed when that may change: poll(2) on those files.
+// It costs the data path nothing until someone polls: only then does a
+// completion close a channel (notifyLocked).
+func (c *CQ) Ready() (bool, <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, err := c.ringLocked()
+	if err != nil || c.closed {
+		return true, nil
+	}
+	c.flushLocked()
+	if r.Len() > 0 {
+		return true, nil
+	}
+	c.awaited = true
+	return false, c.signal
+}
+
 // Signal wakes blocked readers (fi_cq_signal); they return with nothing.
 func (c *CQ) Signal() {
 	c.mu.Lock()

@@ -205,6 +205,16 @@ func (e *engine) remove(rs *epRings) {
 	g.iter.Unlock()
 }
 
+// kick wakes the worker serving rs: the doorbell (ctl verb kick) of a
+// producer that posts to a ring without futex_wake.
+func (e *engine) kick(rs *epRings) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if g := rs.rx.g; g != nil {
+		g.kick()
+	}
+}
+
 // mayRunOn reports whether cpu is one of the process's CPUs.
 func (e *engine) mayRunOn(cpu int) bool { return cpu >= 0 && e.allowed.IsSet(cpu) }
 

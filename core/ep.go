@@ -58,10 +58,10 @@ type EP struct {
 	rings      *epRings   // after enable
 	ringMu     sync.Mutex // serialises the engine's consume with closing the rings
 
-	dataMu     sync.Mutex // serialises readers of the data file
+	dataMu     readerLock // serialises readers of the data file
 	pending    []byte     // the rest of a message a data-file read did not take
 	pendingErr error      // the error a read returns once pending is taken: a truncation
-	held       *heldRecv  // a receive an interrupted read left posted, for the next read
+	held       *heldRecv  // a receive an interrupted read or a poll left posted, for the next read
 	dest       uint64     // FI_EP_RDM, FI_EP_DGRAM: the fi_addr data-file writes go to (ctl dest); ADDR_UNSPEC: none
 	shell      dataParams // how the data file sends and receives (ctl tag, src, cqdata, rxbuf)
 

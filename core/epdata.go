@@ -220,8 +220,8 @@ func (e *EP) defaultFlags(k OpKind) fi.OpFlags {
 // file). So `cat data` prints one message and a program reads message after
 // message with pread at offset 0.
 func (e *EP) ReadData(ctx context.Context, p []byte, off int64) (int, error) {
-	e.dataMu.Lock()
-	defer e.dataMu.Unlock()
+	e.dataMu.lock()
+	defer e.dataMu.unlock()
 	if len(e.pending) == 0 {
 		if err := e.pendingErr; err != nil {
 			e.pendingErr = nil
@@ -305,11 +305,12 @@ func (e *EP) recvMessage(ctx context.Context) ([]byte, error) {
 	return nil, Errorf(c.Err, "receive: %v", c.Err)
 }
 
-// heldRecv is a receive of the data file and the channel of its
-// completion.
+// heldRecv is a receive of the data file, the channel of its completion,
+// and a channel closed once the completion is in done (for poll).
 type heldRecv struct {
-	op   *Op
-	done chan Completion
+	op      *Op
+	done    chan Completion
+	arrived chan struct{}
 }
 
 // postRecvMessage posts a receive for a read of the data file, with the
@@ -334,11 +335,46 @@ func (e *EP) postRecvMessage() (*heldRecv, error) {
 	if p.rxbuf > 0 {
 		op.Buf = make([]byte, p.rxbuf)
 	}
-	done := make(chan Completion, 1)
-	if err := e.post(op, func(c Completion) { done <- c }); err != nil {
+	h := &heldRecv{op: op, done: make(chan Completion, 1), arrived: make(chan struct{})}
+	if err := e.post(op, func(c Completion) {
+		h.done <- c
+		close(h.arrived)
+	}); err != nil {
 		return nil, err
 	}
-	return &heldRecv{op, done}, nil
+	return h, nil
+}
+
+// DataReady is poll(2) on ep/N/data: it reports whether a read at offset
+// 0 would not block now, and gives a channel closed when that may change.
+// A message is known only once a receive takes it, so with post DataReady
+// posts the receive the next read would post (and that read then takes
+// it): a message, or an error a read would report at once, is ready.
+// Without post it only looks at such a receive, if there is one. While a
+// read blocks, the message is that read's: not ready, until it returns.
+func (e *EP) DataReady(post bool) (bool, <-chan struct{}) {
+	locked, freed := e.dataMu.tryLock()
+	if !locked {
+		return false, freed
+	}
+	defer e.dataMu.unlock()
+	if len(e.pending) > 0 || e.pendingErr != nil {
+		return true, nil
+	}
+	if e.held == nil {
+		if !post {
+			return false, nil
+		}
+		h, err := e.postRecvMessage()
+		if err != nil {
+			return true, nil // the read fails at once
+		}
+		e.held = h
+	}
+	if len(e.held.done) > 0 {
+		return true, nil
+	}
+	return false, e.held.arrived
 }
 
 // placed is the message a receive's completion c says op.Buf holds. A

@@ -103,6 +103,32 @@ func (e *EP) stopRings(rs *epRings) {
 	}
 }
 
+// Kick is the doorbell of the endpoint's rings (ctl verb kick): it wakes
+// the engine's worker serving them, for a producer that posts requests
+// without futex_wake on the ring's wake word (docs/abi.md).
+func (e *EP) Kick() error {
+	e.mu.Lock()
+	rs := e.rings
+	e.mu.Unlock()
+	if rs == nil {
+		return Errorf(fi.EOPBADSTATE, "endpoint is not enabled; it has no rings")
+	}
+	e.obj.Dom.fab.eng.kick(rs)
+	return nil
+}
+
+// Kick is EP.Kick for the context's rx ring.
+func (s *SRX) Kick() error {
+	s.mu.Lock()
+	rs := s.rings
+	s.mu.Unlock()
+	if rs == nil {
+		return Errorf(fi.EOPBADSTATE, "shared receive context is not enabled; it has no ring")
+	}
+	s.obj.Dom.fab.eng.kick(rs)
+	return nil
+}
+
 // stop has eng stop serving the rings, marks them dead, and unmaps them;
 // mu is their owner's lock of lockRing.
 func (rs *epRings) stop(eng *engine, mu *sync.Mutex) {

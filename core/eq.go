@@ -96,6 +96,9 @@ func (e *EQ) Read(ctx context.Context, max int, block bool) ([]EQEvent, error) {
 	return e.q.pop(ctx, max, block)
 }
 
+// Ready is poll(2) on eq/N/events (queue.ready).
+func (e *EQ) Ready() (bool, <-chan struct{}) { return e.q.ready() }
+
 func (e *EQ) Status() string {
 	e.q.mu.Lock()
 	lost := e.lost

@@ -117,6 +117,18 @@ func (p *PEP) Next(ctx context.Context) (*Object, error) {
 	}
 }
 
+// Ready is poll(2) on pep/N/listen: a connection request is pending (or
+// the passive endpoint is not listening, so that a read fails at once).
+func (p *PEP) Ready() (bool, <-chan struct{}) {
+	p.mu.Lock()
+	listening := p.state == "listening"
+	p.mu.Unlock()
+	if !listening {
+		return true, nil
+	}
+	return p.accepted.ready()
+}
+
 // untaken reports whether nobody has enabled, accepted or rejected the
 // endpoint made from a request.
 func (e *EP) untaken() bool {

@@ -96,6 +96,14 @@ func (q *queue[T]) pop(ctx context.Context, max int, block bool) ([]T, error) {
 	return out, nil
 }
 
+// ready reports whether a pop would not block now (items, or closed), and
+// gives a channel closed when that may change: poll(2) on the queue's file.
+func (q *queue[T]) ready() (bool, <-chan struct{}) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items) > q.head || q.closed, q.signal
+}
+
 // close wakes every reader; later pushes are refused.
 func (q *queue[T]) close() {
 	q.mu.Lock()
@@ -104,4 +112,42 @@ func (q *queue[T]) close() {
 		q.closed = true
 		q.wakeLocked()
 	}
+}
+
+// readerLock serialises the readers of a data file, whose reads block
+// while they hold it. A poll must not wait for it: tryLock takes it if it
+// is free, and otherwise gives a channel closed once the reader holding it
+// lets go (then the file's readiness may have changed).
+type readerLock struct {
+	mu   sync.Mutex
+	sig  sync.Mutex    // orders tryLock's look with unlock's signal
+	free chan struct{} // made by a failed tryLock; closed by the next unlock
+}
+
+func (l *readerLock) lock() { l.mu.Lock() }
+
+// unlock lets go, then closes the channel a failed tryLock handed out: a
+// tryLock that failed before the release gets the channel closed here; one
+// that comes after finds the lock free or held by the next reader, whose
+// unlock closes the channel.
+func (l *readerLock) unlock() {
+	l.mu.Unlock()
+	l.sig.Lock()
+	if l.free != nil {
+		close(l.free)
+		l.free = nil
+	}
+	l.sig.Unlock()
+}
+
+func (l *readerLock) tryLock() (bool, <-chan struct{}) {
+	l.sig.Lock()
+	defer l.sig.Unlock()
+	if l.mu.TryLock() {
+		return true, nil
+	}
+	if l.free == nil {
+		l.free = make(chan struct{})
+	}
+	return false, l.free
 }

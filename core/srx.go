@@ -140,8 +140,9 @@ type SRX struct {
 	rings  *epRings   // the rx ring, after enable
 	ringMu sync.Mutex // serialises the engine's consume with closing the ring
 
-	dataMu  sync.Mutex // serialises readers of the data file
-	pending []byte     // the rest of a message a data-file read did not take
+	dataMu   readerLock // serialises readers of the data file
+	pending  []byte     // the rest of a message a data-file read did not take
+	dataRecv *srxRecv   // a receive a poll of the data file posted, for the next read
 }
 
 // srxRecv is a receive posted to a shared receive context.
@@ -154,8 +155,10 @@ type srxRecv struct {
 	tag, ignore  uint64
 	src          fi.Addr // FI_DIRECTED_RECV: the only sender it takes; zero: any
 	// shell, for a receive of the data file (buf nil: the whole
-	// message), gets the message; closing the context closes it.
-	shell chan []byte
+	// message), gets the message; closing the context closes it. Then
+	// arrived is closed (for poll).
+	shell   chan []byte
+	arrived chan struct{}
 }
 
 // srxMsg is a message an endpoint bound to the context received.
@@ -401,18 +404,19 @@ func (s *SRX) withdraw(f func(*srxRecv) bool) *srxRecv {
 // rest of the message, then 0 (end of file). A read interrupted before a
 // message came takes its receive back (fi.EINTR).
 func (s *SRX) ReadData(ctx context.Context, p []byte, off int64) (int, error) {
-	s.dataMu.Lock()
-	defer s.dataMu.Unlock()
+	s.dataMu.lock()
+	defer s.dataMu.unlock()
 	if len(s.pending) == 0 {
 		if off != 0 {
 			return 0, nil
 		}
-		s.mu.Lock()
-		flags := s.info.RxAttr.OpFlags &^ fi.OpFlags(fi.MULTI_RECV)
-		s.mu.Unlock()
-		r := &srxRecv{kind: OpRecv, flags: flags, shell: make(chan []byte, 1)}
-		if err := s.post(r); err != nil {
-			return 0, err
+		r := s.dataRecv
+		s.dataRecv = nil
+		if r == nil {
+			var err error
+			if r, err = s.postData(); err != nil {
+				return 0, err
+			}
 		}
 		var msg []byte
 		ok := true
@@ -432,6 +436,49 @@ func (s *SRX) ReadData(ctx context.Context, p []byte, off int64) (int, error) {
 	n := copy(p, s.pending)
 	s.pending = s.pending[n:]
 	return n, nil
+}
+
+// postData posts the receive of a read of the data file. Called with
+// dataMu held.
+func (s *SRX) postData() (*srxRecv, error) {
+	s.mu.Lock()
+	flags := s.info.RxAttr.OpFlags &^ fi.OpFlags(fi.MULTI_RECV)
+	s.mu.Unlock()
+	r := &srxRecv{kind: OpRecv, flags: flags, shell: make(chan []byte, 1), arrived: make(chan struct{})}
+	if err := s.post(r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// DataReady is poll(2) on srx/N/data, as EP.DataReady: with post it posts
+// the receive the next read would post, and reports whether it has a
+// message (or the read would fail at once).
+func (s *SRX) DataReady(post bool) (bool, <-chan struct{}) {
+	locked, freed := s.dataMu.tryLock()
+	if !locked {
+		return false, freed
+	}
+	defer s.dataMu.unlock()
+	if len(s.pending) > 0 {
+		return true, nil
+	}
+	if s.dataRecv == nil {
+		if !post {
+			return false, nil
+		}
+		r, err := s.postData()
+		if err != nil {
+			return true, nil
+		}
+		s.dataRecv = r
+	}
+	select {
+	case <-s.dataRecv.arrived:
+		return true, nil
+	default:
+		return false, s.dataRecv.arrived
+	}
 }
 
 // bind attaches an idle endpoint to the context. Called with e.mu held.
@@ -531,6 +578,7 @@ func (s *SRX) complete(r *srxRecv, m *srxMsg) {
 	e.deliver(classRecv, ent, r.flags&fi.COMPLETION != 0)
 	if r.shell != nil {
 		r.shell <- r.buf[:n]
+		close(r.arrived)
 	}
 	go func() {
 		if err := e.postShared(m.kind); err != nil {
@@ -550,6 +598,7 @@ func (s *SRX) Close() error {
 	for _, r := range s.posted {
 		if r.shell != nil {
 			close(r.shell) // a blocked read of the data file fails
+			close(r.arrived)
 		}
 	}
 	s.posted, s.held = nil, nil

@@ -31,7 +31,10 @@
 // 0 and return end of file at a later offset when nothing is pending, so
 // that `cat` shows what arrived and ends; with O_NONBLOCK an empty read at
 // offset 0 fails with EAGAIN. A blocked read returns EINTR when the reading
-// process is interrupted.
+// process is interrupted. Queue files are waitable (poll.go): poll(2)
+// says POLLIN only when a read at offset 0 would not block, and a waiting
+// poll is woken when that changes (with Options.Poll, which the daemon
+// sets).
 //
 // A write to a ctl file is one command. Errors become an errno in exactly
 // one place (errno.go); the full sentence goes to the object's err file.

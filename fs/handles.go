@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
@@ -13,14 +14,17 @@ import (
 	"github.com/fabricfs/fabricfs/core/fi"
 )
 
-// ref is the reference an open file holds on its object, and the file's
-// name in the object's directory ("ctl", "attr/tx_size").
+// ref is the reference an open file holds on its object, the file's name
+// in the object's directory ("ctl", "attr/tx_size") and its node.
 type ref struct {
 	obj  *core.Object
 	name string
+	node *fusefs.Inode
 }
 
-func (r *ref) setRef(o *core.Object, name string) { r.obj, r.name = o, name }
+func (r *ref) setRef(o *core.Object, name string, node *fusefs.Inode) {
+	r.obj, r.name, r.node = o, name, node
+}
 
 // fail is fs.fail for the file's object.
 func (r *ref) fail(op string, err error) syscall.Errno { return fail(r.obj, op, err) }
@@ -124,18 +128,32 @@ type queueHandle struct {
 	ref
 	nonblock bool
 	pop      func(ctx context.Context, max int, block bool) ([]string, error)
+	poller   *poller
 	// peek: pop does not consume (cq/N/wait), so only a read at offset 0
 	// asks it; later offsets are end of file.
 	peek bool
 
-	mu   sync.Mutex
+	mu   sync.Mutex // held by a read, also while it blocks
 	rest []byte
+	// resting is len(rest) > 0, for Poll, which must not wait for mu.
+	resting atomic.Bool
 }
 
 var (
 	_ = (fusefs.FileReader)((*queueHandle)(nil))
 	_ = (fusefs.FileReleaser)((*queueHandle)(nil))
+	_ = (fusefs.FilePoller)((*queueHandle)(nil))
 )
+
+func (h *queueHandle) Poll(ctx context.Context, in *fuse.PollIn, out *fuse.PollOut) syscall.Errno {
+	h.poller.poll(h.node, in, out, h.resting.Load(), h.live() != 0)
+	return 0
+}
+
+func (h *queueHandle) Release(ctx context.Context) syscall.Errno {
+	h.poller.release()
+	return h.ref.Release(ctx)
+}
 
 // lineBudget estimates how many lines fit a read of n bytes.
 const lineBudget = 160
@@ -168,20 +186,28 @@ func (h *queueHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Re
 	}
 	n := copy(dest, h.rest)
 	h.rest = h.rest[n:]
+	h.resting.Store(len(h.rest) > 0)
 	return fuse.ReadResultData(dest[:n]), 0
 }
 
-func queue(pop func(ctx context.Context, max int, block bool) ([]string, error)) func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
+// queue opens a queue file: pop reads it, ready answers poll.
+func queue(pop func(ctx context.Context, max int, block bool) ([]string, error), ready func() (bool, <-chan struct{})) func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
 	return func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
-		return &queueHandle{nonblock: openFlagsNonblock(flags), pop: pop}, nil
+		return &queueHandle{nonblock: openFlagsNonblock(flags), pop: pop, poller: newPoller(anyEvents(ready), false)}, nil
 	}
 }
 
 // watch is queue for a pop that does not consume.
-func watch(pop func(ctx context.Context, max int, block bool) ([]string, error)) func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
+func watch(pop func(ctx context.Context, max int, block bool) ([]string, error), ready func() (bool, <-chan struct{})) func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
 	return func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
-		return &queueHandle{nonblock: openFlagsNonblock(flags), pop: pop, peek: true}, nil
+		return &queueHandle{nonblock: openFlagsNonblock(flags), pop: pop, peek: true, poller: newPoller(anyEvents(ready), false)}, nil
 	}
+}
+
+// anyEvents is the readiness of a file whose answer does not depend on
+// the events polled for.
+func anyEvents(ready func() (bool, <-chan struct{})) readiness {
+	return func(uint32) (bool, <-chan struct{}) { return ready() }
 }
 
 // dataHandle is ep/N/data (one write sends one message; reads receive)
@@ -190,7 +216,22 @@ type dataHandle struct {
 	ref
 	msgs interface {
 		ReadData(ctx context.Context, p []byte, off int64) (int, error)
+		DataReady(post bool) (bool, <-chan struct{})
 	}
+	poller *poller
+}
+
+// newDataHandle opens a data file; writable: ep/N/data. Only a poll for
+// reading alone posts a receive (DataReady): a poll that also asks for
+// POLLOUT, such as the one with which a Go program's runtime registers
+// every file it opens, must not take a message from the endpoint's other
+// receives (and on ep/N/data it returns at once for POLLOUT anyway).
+func newDataHandle(msgs interface {
+	ReadData(ctx context.Context, p []byte, off int64) (int, error)
+	DataReady(post bool) (bool, <-chan struct{})
+}, writable bool) *dataHandle {
+	ready := func(events uint32) (bool, <-chan struct{}) { return msgs.DataReady(events&pollOut == 0) }
+	return &dataHandle{msgs: msgs, poller: newPoller(ready, writable)}
 }
 
 // dataWriter is the endpoint's side of a write to data.
@@ -202,7 +243,20 @@ var (
 	_ = (fusefs.FileReader)((*dataHandle)(nil))
 	_ = (fusefs.FileWriter)((*dataHandle)(nil))
 	_ = (fusefs.FileReleaser)((*dataHandle)(nil))
+	_ = (fusefs.FilePoller)((*dataHandle)(nil))
 )
+
+// Poll: the data file's readiness includes the rest of a message an
+// earlier read left, which ReadData keeps (DataReady sees it).
+func (h *dataHandle) Poll(ctx context.Context, in *fuse.PollIn, out *fuse.PollOut) syscall.Errno {
+	h.poller.poll(h.node, in, out, false, h.live() != 0)
+	return 0
+}
+
+func (h *dataHandle) Release(ctx context.Context) syscall.Errno {
+	h.poller.release()
+	return h.ref.Release(ctx)
+}
 
 func (h *dataHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	if errno := h.live(); errno != 0 {

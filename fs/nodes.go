@@ -183,8 +183,10 @@ func (f *file) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, uint3
 		}
 		return nil, 0, fail(f.obj, "open "+f.name, err)
 	}
-	if r, ok := h.(interface{ setRef(*core.Object, string) }); ok && f.obj != nil {
-		r.setRef(f.obj, f.name)
+	if r, ok := h.(interface {
+		setRef(*core.Object, string, *fusefs.Inode)
+	}); ok && f.obj != nil {
+		r.setRef(f.obj, f.name, &f.Inode)
 	}
 	if _, ok := h.(fusefs.FilePassthroughFder); ok {
 		return h, 0, 0 // the kernel serves it from the backing file

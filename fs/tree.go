@@ -26,6 +26,13 @@ type Options struct {
 	AllowOther bool
 	// Debug logs every FUSE request.
 	Debug bool
+	// Poll makes the blocking files waitable (poll.go; go-fuse's
+	// EnablePoll). The process serving the tree must then not open its
+	// files through package os: Go's runtime would register them with its
+	// epoll, which polls them while holding a P, and the answers need a P
+	// too. The daemon never does; tests that mount the tree in-process
+	// leave Poll off.
+	Poll bool
 }
 
 // maxWrite is the largest write the kernel hands the daemon at once
@@ -51,6 +58,7 @@ func Mount(fab *core.Fabric, dir string, o Options) (*fuse.Server, error) {
 			FsName:        "fabricfs",
 			Name:          "fabricfs",
 			MaxWrite:      maxWrite,
+			EnablePoll:    o.Poll,
 			DirectMount:   syscall.Geteuid() == 0,
 			Debug:         o.Debug,
 			DisableXAttrs: true,
@@ -262,7 +270,7 @@ func (t *tree) kindDir(d *core.Domain, k core.Kind, base string) *dir {
 					if err != nil {
 						return nil, err
 					}
-					return &textHandle{ref: ref{o, "clone"}, text: []byte(o.ID + "\n"), write: ctlWriter(o, uid), ctl: true}, nil
+					return &textHandle{ref: ref{obj: o, name: "clone"}, text: []byte(o.ID + "\n"), write: ctlWriter(o, uid), ctl: true}, nil
 				})}
 			for _, o := range d.List(k) {
 				es = append(es, objEntry(o))
@@ -371,7 +379,7 @@ func (t *tree) kindFiles(o *core.Object, f fileMaker, rw, ro meta) []entry {
 				return impl.SetInfo(string(data))
 			})),
 			f("data", slotData, rw, func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
-				return &dataHandle{msgs: impl}, nil
+				return newDataHandle(impl, true), nil
 			}),
 			t.shmEntry(o, "tx", slotTx, func() (*ring.Region, error) { return impl.Ring("tx") }),
 			t.shmEntry(o, "rx", slotRx, func() (*ring.Region, error) { return impl.Ring("rx") }),
@@ -379,7 +387,7 @@ func (t *tree) kindFiles(o *core.Object, f fileMaker, rw, ro meta) []entry {
 	case *core.SRX:
 		return []entry{
 			f("data", slotData, ro, func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
-				return &dataHandle{msgs: impl}, nil
+				return newDataHandle(impl, false), nil
 			}),
 			t.shmEntry(o, "rx", slotRx, impl.Ring),
 		}
@@ -388,35 +396,37 @@ func (t *tree) kindFiles(o *core.Object, f fileMaker, rw, ro meta) []entry {
 			f("local", slotLocal, ro, rendered(addr(impl.Name), nil)),
 			f("listen", slotListen, ro, queue(func(ctx context.Context, max int, block bool) ([]string, error) {
 				if !block {
-					return nil, core.Errorf(fi.EAGAIN, "no pending request")
+					if ready, _ := impl.Ready(); !ready {
+						return nil, core.Errorf(fi.EAGAIN, "no pending request")
+					}
 				}
 				ep, err := impl.Next(ctx)
 				if err != nil {
 					return nil, err
 				}
 				return []string{ep.ID}, nil
-			})),
+			}, impl.Ready)),
 		}
 	case *core.CQ:
 		return []entry{
 			f("events", slotEvents, ro, queue(func(ctx context.Context, max int, block bool) ([]string, error) {
 				es, err := impl.Read(ctx, max, block)
 				return lines(es), err
-			})),
+			}, impl.Ready)),
 			f("wait", slotWait, ro, watch(func(ctx context.Context, max int, block bool) ([]string, error) {
 				n, err := impl.Wait(ctx, block)
 				if err != nil || n == 0 {
 					return nil, err
 				}
 				return []string{strconv.FormatUint(uint64(n), 10)}, nil
-			})),
+			}, impl.Ready)),
 			t.shmEntry(o, "data", slotData, impl.Region),
 		}
 	case *core.EQ:
 		return []entry{f("events", slotEvents, ro, queue(func(ctx context.Context, max int, block bool) ([]string, error) {
 			es, err := impl.Read(ctx, max, block)
 			return lines(es), err
-		}))}
+		}, impl.Ready))}
 	case *core.AV:
 		return []entry{f("addrs", slotAddrs, ro, rendered(impl.Addrs, nil))}
 	case *core.MR:

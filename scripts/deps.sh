@@ -11,9 +11,10 @@
 # libtool and make (scripts/fabtests.sh builds libfabric's fabtests with
 # its autogen.sh, configure and make), openmpi-bin and libopenmpi-dev
 # (mpirun and mpicc: an Open MPI program over the fabricfs provider,
-# tests/provider_mpi_test.go).
+# tests/provider_mpi_test.go), patch (scripts/gofuse.sh, which it runs
+# last: the patched go-fuse the build uses).
 set -euo pipefail
-pkgs=(fuse3 libfabric-bin libfabric-dev libibverbs-dev gcc python3 tshark iproute2 util-linux autoconf automake libtool make openmpi-bin libopenmpi-dev)
+pkgs=(fuse3 libfabric-bin libfabric-dev libibverbs-dev gcc python3 tshark iproute2 util-linux autoconf automake libtool make openmpi-bin libopenmpi-dev patch)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -29,3 +30,4 @@ if [ ${#missing[@]} -gt 0 ]; then
 	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 [ -e /dev/fuse ] || { echo "deps: /dev/fuse is missing: load the fuse module (modprobe fuse)" >&2; exit 1; }
+"$(dirname "$0")/gofuse.sh"

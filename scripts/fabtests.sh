@@ -334,7 +334,7 @@ fabricfs_env() {
 # fabricfs of the host, the daemon would leave the device out and every
 # verbs test would find no entry (-FI_ENODATA).
 mount_fabricfs() {
-	PATH=$PATH:/usr/local/go/bin go build -o bin/fabricfs ./cmd/fabricfs || exit 1
+	scripts/gofuse.sh && PATH=$PATH:/usr/local/go/bin go build -o bin/fabricfs ./cmd/fabricfs || exit 1
 	local port
 	port=$(python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') || exit 1
 	mnt=$(mktemp -d /tmp/fabtests-fabricfs.XXXXXX) || exit 1

@@ -191,7 +191,7 @@ trap finish EXIT
 trap 'exit 130' INT TERM
 
 echo "== building into $W/bin"
-(cd "$here" && go build -o "$W/bin/fabricfs" ./cmd/fabricfs) || exit 1
+(cd "$here" && scripts/gofuse.sh && go build -o "$W/bin/fabricfs" ./cmd/fabricfs) || exit 1
 gcc -O2 -Wall -o "$W/bin/pingpong" "$here/clients/c/pingpong.c" || exit 1
 cp "$0" "$W/bin/soak.sh"
 chmod 755 "$W/bin"/*

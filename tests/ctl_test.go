@@ -43,6 +43,7 @@ var ctlErrorTests = []struct {
 	{core.KindEP, "alias", "alias 99 FI_TRANSMIT", syscall.ENOENT},
 	{core.KindEP, "alias", "alias x FI_BOGUS", syscall.EINVAL},
 	{core.KindEP, "enable", "enable now", syscall.EINVAL},
+	{core.KindEP, "kick", "kick now", syscall.EINVAL},
 	{core.KindEP, "connect", "connect", syscall.EINVAL},
 	{core.KindEP, "connect", "connect not-an-address", syscall.EINVAL},
 	{core.KindEP, "accept", "accept a b", syscall.EINVAL},
@@ -105,6 +106,7 @@ var ctlErrorTests = []struct {
 	{core.KindPEP, "listen", "listen a b", syscall.EINVAL},
 	{core.KindPEP, "listen", "listen 300.1.1.1:0", syscall.EINVAL},
 	{core.KindSRX, "enable", "enable now", syscall.EINVAL},
+	{core.KindSRX, "kick", "kick now", syscall.EINVAL},
 	{core.KindSRX, "cancel", "cancel", syscall.EINVAL},
 	{core.KindSRX, "cancel", "cancel 7", syscall.ENOENT}, // it holds no receive
 	{core.KindCQ, "signal", "signal now", syscall.EINVAL},

@@ -112,7 +112,7 @@ func main() {
 		}
 		lim[r] = *p
 	}
-	if err := run(flag.Arg(0), *mapping, cpus, lim, vcfg, fs.Options{AllowOther: *allowOther, Debug: *debug}); err != nil {
+	if err := run(flag.Arg(0), *mapping, cpus, lim, vcfg, fs.Options{AllowOther: *allowOther, Debug: *debug, Poll: true}); err != nil {
 		log.Fatal(err)
 	}
 }
