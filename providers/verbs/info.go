@@ -99,9 +99,6 @@ func baseInfo(d *device, caps fi.Caps) *fi.Info {
 		AddrFormat: src.Format,
 		SrcAddr:    &src,
 		TxAttr: &fi.TxAttr{
-			// One class: the device sends every QP's datagrams through one
-			// socket, whose DSCP a QP cannot choose.
-			TClass:      fi.TC_BEST_EFFORT,
 			MsgOrder:    msgOrder,
 			CompOrder:   fi.ORDER_STRICT,
 			InjectSize:  uint64(a.MaxInlineData),
