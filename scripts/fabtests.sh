@@ -379,6 +379,8 @@ for i in "${!provs[@]}"; do
 		if [ -n "$reason" ]; then
 			if [ "$result" = FAIL ]; then
 				line+=" known: $reason"
+			elif [[ $reason == racy:* ]]; then
+				line+=" (listed in scripts/fabtests.known as racy: may fail)"
 			else
 				line+=" (listed in scripts/fabtests.known as failing)"
 				differ+=("$t")
