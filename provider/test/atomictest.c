@@ -255,18 +255,6 @@ static void progress(void)
 	fi_cq_read(rxcq, NULL, 0);
 }
 
-/* POST posts, again while the call is -FI_EAGAIN ("the application must
- * progress the endpoint", fi_msg(3)) for up to 5 s, and fails on any
- * other error. */
-#define POST(call)                                                                                                     \
-	do {                                                                                                           \
-		ssize_t ret_;                                                                                          \
-		for (double end_ = now() + 5; (ret_ = (call)) == -FI_EAGAIN && now() < end_;)                         \
-			progress();                                                                                    \
-		if (ret_)                                                                                              \
-			fail("%s:%d: %s: %zd (%s)", __FILE__, __LINE__, #call, ret_, fi_strerror((int)-ret_));         \
-	} while (0)
-
 /* cq_ok waits for a successful completion of context ctx. */
 static void cq_ok(struct fid_cq *cq, void *ctx, struct fi_cq_data_entry *e, const char *what)
 {

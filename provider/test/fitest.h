@@ -1,8 +1,8 @@
 /*
  * fitest.h: what the provider's libfabric test programs share (msgtest,
  * rdmtest, waittest: programs that use only libfabric's API, with
- * FI_PROVIDER_PATH pointing at the provider): the headers, fail, now and
- * CHECK, which fails the program with the call, its code and
+ * FI_PROVIDER_PATH pointing at the provider): the headers, fail, now,
+ * POST (with the program's progress) and CHECK, which fails the program with the call, its code and
  * fi_strerror's text when a call does not return 0.
  */
 #ifndef FITEST_H
@@ -54,6 +54,18 @@ static inline double now(void)
 		int ret_ = (int)(call);                                                                                \
 		if (ret_)                                                                                              \
 			fail("%s:%d: %s: %d (%s)", __FILE__, __LINE__, #call, ret_, fi_strerror(-ret_));               \
+	} while (0)
+
+/* POST posts, again while the call is -FI_EAGAIN ("the application must
+ * progress the endpoint", fi_msg(3)) for up to 5 s, calling the program's
+ * progress(), and fails on any other error. */
+#define POST(call)                                                                                                     \
+	do {                                                                                                           \
+		ssize_t ret_;                                                                                          \
+		for (double end_ = now() + 5; (ret_ = (call)) == -FI_EAGAIN && now() < end_;)                         \
+			progress();                                                                                    \
+		if (ret_)                                                                                              \
+			fail("%s:%d: %s: %zd (%s)", __FILE__, __LINE__, #call, ret_, fi_strerror((int)-ret_));         \
 	} while (0)
 
 #endif /* FITEST_H */
