@@ -302,6 +302,13 @@ var commands = []command{
 		}
 		return nil
 	}},
+	{KindMR, ctl.Cmd{Verb: "bind eq", Args: "ID", Min: 1, Max: 1}, func(c *call) error {
+		o, err := c.ref(0, KindEQ)
+		if err != nil {
+			return err
+		}
+		return c.obj.Impl.(*MR).BindEQ(o.Impl.(*EQ))
+	}},
 	{KindMR, ctl.Cmd{Verb: "reg"}, func(c *call) error { return c.obj.Impl.(*MR).Register() }},
 	{KindCntr, ctl.Cmd{Verb: "add", Args: "N", Min: 1, Max: 1}, cntrOp((*Cntr).Add)},
 	{KindCntr, ctl.Cmd{Verb: "set", Args: "N", Min: 1, Max: 1}, cntrOp((*Cntr).Set)},

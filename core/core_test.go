@@ -556,3 +556,85 @@ func TestConnectAcceptEnable(t *testing.T) {
 	err := b.Ctl(context.Background(), 0, "enable")
 	wantCode(t, "enable after shutdown", err, fi.EOPBADSTATE)
 }
+
+// TestMRRegisterAsync: fi_domain(3): "Binding an event queue to a domain
+// with the FI_REG_MR flag indicates that the provider should perform all
+// memory registration operations asynchronously, with the completion
+// reported through the event queue. If an event queue is not bound to the
+// domain with the FI_REG_MR flag, then memory registration requests
+// complete synchronously." A region's `bind eq` is that binding for the
+// region: reg returns at once and FI_MR_COMPLETE (fi_eq(3)) follows on the
+// EQ; a failed registration is an error event; the bound EQ is busy while
+// the region lives; without an EQ no event is made.
+func TestMRRegisterAsync(t *testing.T) {
+	d := lo(t)
+	eqo := create(t, d, core.KindEQ, "e")
+	eq := eqo.Impl.(*core.EQ)
+	setLen := func(o *core.Object, v string) {
+		for _, a := range o.Impl.Attrs() {
+			if a.Name == "len" {
+				if err := a.Set(v); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	m := create(t, d, core.KindMR, "m")
+	setLen(m, "4096")
+	run(t, m, "bind eq e")
+	wantCode(t, "a second bind eq", m.Ctl(context.Background(), 0, "bind eq e"), fi.EINVAL)
+	run(t, m, "reg")
+	if got, want := events(t, eq, 1), "mr_complete fid=mr/m\n"; got != want {
+		t.Errorf("event %q, want %q", got, want)
+	}
+	if k := m.Impl.(*core.MR).Key(); k == uint64(fi.KEY_NOTAVAIL) {
+		t.Error("no key after FI_MR_COMPLETE")
+	}
+	wantCode(t, "bind eq after reg", m.Ctl(context.Background(), 0, "bind eq e"), fi.EBUSY)
+	wantCode(t, "Remove of the EQ a region is bound to", eqo.Remove(), fi.EBUSY)
+
+	// A key in use fails the registration: reg itself succeeds, the EQ
+	// gets the error, and err says it.
+	var key string
+	for _, a := range m.Impl.Attrs() {
+		if a.Name == "key" {
+			key = a.Get()
+		}
+	}
+	bad := create(t, d, core.KindMR, "bad")
+	setLen(bad, "4096")
+	for _, a := range bad.Impl.Attrs() {
+		if a.Name == "requested_key" {
+			if err := a.Set(key); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	run(t, bad, "bind eq e")
+	run(t, bad, "reg")
+	if got, want := events(t, eq, 1), "error fid=mr/bad err=FI_ENOKEY prov_errno=0\n"; got != want {
+		t.Errorf("event %q, want %q", got, want)
+	}
+	if !strings.Contains(bad.Err(), "reg: ") || !strings.Contains(bad.Status(), "unregistered") {
+		t.Errorf("after a failed registration: err %q, status %q", bad.Err(), bad.Status())
+	}
+
+	// Without an EQ: synchronous, no event.
+	s := create(t, d, core.KindMR, "s")
+	setLen(s, "4096")
+	run(t, s, "reg")
+	if k := s.Impl.(*core.MR).Key(); k == uint64(fi.KEY_NOTAVAIL) {
+		t.Error("synchronous reg returned without a key")
+	}
+	if ready, _ := eq.Ready(); ready {
+		t.Error("a synchronous registration made an event")
+	}
+	for _, o := range []*core.Object{m, bad, s} {
+		if err := o.Remove(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := eqo.Remove(); err != nil {
+		t.Errorf("Remove of the EQ once its regions are gone: %v", err)
+	}
+}

@@ -25,6 +25,14 @@ const MaxMRLen = 1 << 34
 // requests name it by its desc (attr/desc) and an offset from its first
 // byte; peers name it by its key and an address counted from its base
 // (attr/base), reaching only [base, len).
+//
+// With an EQ bound (`bind eq ID`, fi_domain_bind's FI_REG_MR for this one
+// region), `reg` returns at once and the registration completes
+// asynchronously: an FI_MR_COMPLETE event, or an error event, on that EQ
+// says when, as fi_domain(3) says: "Binding an event queue to a domain
+// with the FI_REG_MR flag indicates that the provider should perform all
+// memory registration operations asynchronously, with the completion
+// reported through the event queue."
 type MR struct {
 	obj *Object
 
@@ -37,6 +45,8 @@ type MR struct {
 	shm          *ring.Region // after reg
 	mem          Memory       // the provider's registration of shm, if the domain makes them
 	closed       bool         // by Close: nothing is registered again
+	eq           *EQ          // where an asynchronous registration reports
+	registering  bool         // an asynchronous registration is under way
 }
 
 // mrDefaultAccess is a region's access until attr/access says otherwise:
@@ -51,10 +61,58 @@ func newMR(o *Object) (Impl, error) {
 	return &MR{obj: o, access: mrDefaultAccess, requestedKey: uint64(fi.KEY_NOTAVAIL)}, nil
 }
 
-// Register is fi_mr_reg for the region's attributes.
-func (m *MR) Register() error {
+// BindEQ binds the EQ an asynchronous registration reports to.
+func (m *MR) BindEQ(eq *EQ) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.frozen(); err != nil {
+		return err
+	}
+	if m.eq != nil {
+		return Errorf(fi.EINVAL, "an eq is already bound")
+	}
+	if err := eq.obj.hold(); err != nil {
+		return err
+	}
+	m.eq = eq
+	return nil
+}
+
+// Register is fi_mr_reg for the region's attributes: at once, or with an
+// EQ bound, in the background, reported on the EQ.
+func (m *MR) Register() error {
+	m.mu.Lock()
+	if err := m.frozen(); err != nil {
+		m.mu.Unlock()
+		return err
+	}
+	eq := m.eq
+	if eq == nil {
+		defer m.mu.Unlock()
+		return m.registerLocked()
+	}
+	m.registering = true
+	m.mu.Unlock()
+	go func() {
+		m.mu.Lock()
+		closed := m.closed // by the application: nothing to report
+		err := m.registerLocked()
+		m.registering = false
+		m.mu.Unlock()
+		if closed {
+			return
+		}
+		if err != nil {
+			m.obj.SetErr(fmt.Errorf("reg: %w", err))
+			eq.post(EQEvent{FID: m.obj.Path(), Err: Code(err), ProvErrno: provErrno(err)})
+			return
+		}
+		eq.post(EQEvent{Event: fi.MR_COMPLETE, FID: m.obj.Path()})
+	}()
+	return nil
+}
+
+func (m *MR) registerLocked() error {
 	if m.closed {
 		return gone(m.obj)
 	}
@@ -194,6 +252,8 @@ func (m *MR) Status() string {
 	state := "unregistered"
 	if m.shm != nil {
 		state = "registered"
+	} else if m.registering {
+		state = "registering"
 	}
 	return fmt.Sprintf("%s len=%d access=%s", state, m.length, FlagText(m.access.String()))
 }
@@ -205,7 +265,20 @@ func (m *MR) frozen() error {
 	if m.shm != nil {
 		return Errorf(fi.EBUSY, "%s is registered; set its attributes before reg", m.obj)
 	}
+	if m.registering {
+		return Errorf(fi.EBUSY, "%s is being registered", m.obj)
+	}
 	return nil
+}
+
+// Links shows the bound EQ.
+func (m *MR) Links() []Link {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.eq == nil {
+		return nil
+	}
+	return []Link{{"eq", m.eq.obj}}
 }
 
 func (m *MR) Attrs() []Attr {
@@ -253,7 +326,17 @@ func (m *MR) Attrs() []Attr {
 
 func (m *MR) Close() error {
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	eq := m.eq
+	m.eq = nil
+	err := m.closeLocked()
+	m.mu.Unlock()
+	if eq != nil {
+		eq.obj.drop()
+	}
+	return err
+}
+
+func (m *MR) closeLocked() error {
 	m.closed = true
 	if m.shm == nil {
 		return nil

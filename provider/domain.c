@@ -46,6 +46,33 @@ static int no_endpoint2(struct fid_domain *domain, struct fi_info *info, struct 
 	return -FI_ENOSYS;
 }
 
+/* domain_bind is fi_domain_bind: the EQ becomes the default EQ of the
+ * domain's endpoints (bound at fi_enable to those bound to none, as
+ * libfabric's util endpoints take their domain's at creation), and with
+ * FI_REG_MR each registration reports FI_MR_COMPLETE there (mr.c). The
+ * registration itself stays synchronous, as in libfabric's verbs: "the
+ * completion reported through the event queue" (fi_domain(3)) follows it. */
+static int domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct ffs_domain *dom = container_of(fid, struct ffs_domain, domain_fid.fid);
+	struct ffs_eq *eq = ffs_eq_of(bfid);
+	if (!eq)
+		return -FI_EINVAL;
+	if (flags & ~FI_REG_MR)
+		return -FI_EBADFLAGS;
+	pthread_mutex_lock(&dom->lock);
+	int ret = 0;
+	if (dom->eq) {
+		ret = -FI_EINVAL; /* one EQ per domain, as libfabric's */
+	} else {
+		ffs_eq_hold(eq, 1);
+		dom->reg_mr_events = flags & FI_REG_MR;
+		__atomic_store_n(&dom->eq, eq, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&dom->lock);
+	return ret;
+}
+
 static int domain_close(struct fid *fid)
 {
 	struct ffs_domain *dom = container_of(fid, struct ffs_domain, domain_fid.fid);
@@ -64,6 +91,8 @@ static int domain_close(struct fid *fid)
 	while (dom->cqs)
 		ffs_cq_free(dom->cqs);
 	ffs_atomics_free(dom);
+	if (dom->eq)
+		ffs_eq_hold(dom->eq, -1);
 	pthread_mutex_destroy(&dom->lock);
 	pthread_mutex_destroy(&dom->cq_lock);
 	fi_freeinfo(dom->info);
@@ -74,7 +103,7 @@ static int domain_close(struct fid *fid)
 static struct fi_ops domain_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = domain_close,
-	.bind = ffs_no_bind,
+	.bind = domain_bind,
 	.control = ffs_no_control,
 	.ops_open = ffs_no_ops_open,
 	.tostr = ffs_no_tostr,

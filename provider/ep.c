@@ -1139,6 +1139,23 @@ static int bind_cntr(struct ffs_ep *ep, struct ffs_cntr *cntr, uint64_t flags)
 	return ffs_ctl(&ep->obj, "bind cntr %u %s", cntr->obj.id, list);
 }
 
+/* bind_eq binds eq to the endpoint: its tree EQ in the endpoint's domain
+ * takes the endpoint's events. Under ep->lock. */
+static int bind_eq(struct ffs_ep *ep, struct ffs_eq *eq)
+{
+	unsigned tid;
+	if (ep->eq)
+		return -FI_EINVAL;
+	int ret = ffs_eq_bind(eq, ep->dom->dir, "ep", ep->obj.id, &ep->ep_fid.fid, &tid);
+	if (ret)
+		return ret;
+	if ((ret = ffs_ctl(&ep->obj, "bind eq %u", tid)))
+		ffs_eq_unbind(eq, &ep->ep_fid.fid);
+	else
+		ep->eq = eq;
+	return ret;
+}
+
 static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct ffs_ep *ep = container_of(fid, struct ffs_ep, ep_fid.fid);
@@ -1154,21 +1171,9 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	case FI_CLASS_CQ:
 		ret = bind_cq(ep, container_of(bfid, struct ffs_cq, cq_fid.fid), flags);
 		break;
-	case FI_CLASS_EQ: {
-		struct ffs_eq *eq = (struct ffs_eq *)container_of(bfid, struct fid_eq, fid);
-		unsigned tid;
-		if (ep->eq) {
-			ret = -FI_EINVAL;
-			break;
-		}
-		if ((ret = ffs_eq_bind(eq, ep->dom->dir, "ep", ep->obj.id, fid, &tid)))
-			break;
-		if ((ret = ffs_ctl(&ep->obj, "bind eq %u", tid)))
-			ffs_eq_unbind(eq, fid);
-		else
-			ep->eq = eq;
+	case FI_CLASS_EQ:
+		ret = bind_eq(ep, (struct ffs_eq *)container_of(bfid, struct fid_eq, fid));
 		break;
-	}
 	case FI_CLASS_AV: {
 		/* By the AV's directory name: its id, or the name of a named AV. */
 		const char *dir = container_of(bfid, struct ffs_av, av_fid.fid)->obj.dir;
@@ -1204,6 +1209,12 @@ static int enable(struct ffs_ep *ep)
 	if (ep->enabled)
 		return 0;
 	int ret;
+	/* fi_domain(3): "An event queue bound to a domain will be the default
+	 * EQ associated with asynchronous control events that occur on the
+	 * domain or active endpoints allocated on a domain." */
+	struct ffs_eq *deq = __atomic_load_n(&ep->dom->eq, __ATOMIC_ACQUIRE); /* not dom->lock: it goes before ep->lock */
+	if (deq && !ep->eq && !ep->is_srx && !ep->is_alias && (ret = bind_eq(ep, deq)))
+		return ret;
 	/* The tree wants a CQ for each direction; the application may bind
 	 * none for one it does not use. A shared receive context has none. */
 	uint64_t missing = (ep->txcq ? 0 : FI_TRANSMIT) | (ep->rxcq ? 0 : FI_RECV);

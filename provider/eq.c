@@ -55,6 +55,7 @@ struct ffs_eq {
 	size_t nev, max;
 	struct eq_event *lasterr; /* readerr's event: its err_data lives until the next read */
 	struct ffs_wait wait;
+	int domains; /* domains bound to it (fi_domain_bind), atomic */
 };
 
 /* ---- the tree's event lines ---- */
@@ -569,7 +570,7 @@ static int eq_close(struct fid *fid)
 {
 	struct ffs_eq *eq = container_of(fid, struct ffs_eq, eq_fid.fid);
 	pthread_mutex_lock(&eq->lock);
-	bool busy = eq->binds != NULL;
+	bool busy = eq->binds != NULL || __atomic_load_n(&eq->domains, __ATOMIC_SEQ_CST) > 0;
 	pthread_mutex_unlock(&eq->lock);
 	if (busy)
 		return -FI_EBUSY;
@@ -630,6 +631,26 @@ static struct fi_ops_eq eq_ops = {
 	.sread = eq_sread,
 	.strerror = eq_strerror,
 };
+
+struct ffs_eq *ffs_eq_of(struct fid *fid)
+{
+	return fid && fid->fclass == FI_CLASS_EQ && fid->ops == &eq_fi_ops ? container_of(fid, struct ffs_eq, eq_fid.fid)
+									   : NULL;
+}
+
+void ffs_eq_hold(struct ffs_eq *eq, int delta)
+{
+	__atomic_fetch_add(&eq->domains, delta, __ATOMIC_SEQ_CST);
+}
+
+int ffs_eq_mr_complete(struct ffs_eq *eq, struct fid_mr *mr)
+{
+	/* fi_eq(3): FI_MR_COMPLETE's entry is a struct fi_eq_entry whose fid
+	 * is the region and context the registration's. */
+	struct fi_eq_entry e = {.fid = &mr->fid, .context = mr->fid.context};
+	ssize_t n = eq_write(&eq->eq_fid, FI_MR_COMPLETE, &e, sizeof e, 0);
+	return n < 0 ? (int)n : 0;
+}
 
 struct ffs_wait *ffs_eq_wait(struct fid *fid)
 {

@@ -176,6 +176,8 @@ struct ffs_domain {
 	struct ffs_cq *cqs;      /* every CQ of the domain, hidden ones too */
 	int eps;                 /* endpoints open (atomic): fi_close is -FI_EBUSY until 0 */
 	struct ffs_atomics *atomics; /* the tree's fi_query_atomic answers (atomic.c), read once, under lock */
+	struct ffs_eq *eq;           /* fi_domain_bind's EQ: the default of its endpoints, or NULL */
+	bool reg_mr_events;          /* bound with FI_REG_MR: each registration reports FI_MR_COMPLETE there */
 };
 
 int ffs_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **domain, void *context);
@@ -311,6 +313,13 @@ bool ffs_ep_complete(const struct fabricfs_cqe *c, struct ffs_cq_entry *e);
 struct ffs_eq;
 int ffs_eq_bind(struct ffs_eq *eq, const char *domdir, const char *kind, unsigned id, fid_t fid, unsigned *tree_id);
 void ffs_eq_unbind(struct ffs_eq *eq, fid_t fid);
+/* ffs_eq_of returns fid as an EQ of this provider, or NULL. ffs_eq_hold
+ * counts a domain bound to eq (delta 1) or no longer (-1): fi_close of the
+ * EQ is -FI_EBUSY meanwhile. ffs_eq_mr_complete queues fi_domain_bind's
+ * FI_REG_MR event for mr: -FI_EAGAIN when the EQ is full. */
+struct ffs_eq *ffs_eq_of(struct fid *fid);
+void ffs_eq_hold(struct ffs_eq *eq, int delta);
+int ffs_eq_mr_complete(struct ffs_eq *eq, struct fid_mr *mr);
 
 /* The fi_ops_cm and fi_ops_ep entries an endpoint lacks (pep.c). */
 int ffs_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen);

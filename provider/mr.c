@@ -370,6 +370,14 @@ static int reg(struct fid *fid, const void *buf, size_t len, uint64_t access, ui
 		return ret;
 	}
 	link_mr(mr);
+	pthread_mutex_lock(&dom->lock);
+	struct ffs_eq *eq = dom->reg_mr_events ? dom->eq : NULL;
+	pthread_mutex_unlock(&dom->lock);
+	if (eq && (ret = ffs_eq_mr_complete(eq, &mr->mr_fid))) {
+		/* No event, no registration: the application would wait for it. */
+		fi_close(&mr->mr_fid.fid);
+		return ret;
+	}
 	*out = &mr->mr_fid;
 	return 0;
 }

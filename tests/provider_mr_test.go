@@ -17,8 +17,9 @@ import (
 // symlink to the daemon's memfd, and on verbs too).
 
 // buildProviderTest compiles provider/test/NAME_test.c with tree.c,
-// wait.c (the wait objects every object kind may have) and provider/NAME.c
-// into dir, with every warning an error.
+// wait.c (the wait objects every object kind may have), provider/NAME.c
+// and provider/test/stubs.c (weak stand-ins for the other files) into dir,
+// with every warning an error.
 func buildProviderTest(t *testing.T, dir, name string) string {
 	t.Helper()
 	needCmd(t, "gcc")
@@ -29,6 +30,7 @@ func buildProviderTest(t *testing.T, dir, name string) string {
 	args := []string{"-std=gnu11", "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter",
 		"-Wno-missing-field-initializers", "-I", "../clients/c", "-o", bin,
 		"../provider/test/" + name + "_test.c", "../provider/tree.c", "../provider/wait.c", "../provider/" + name + ".c",
+		"../provider/test/stubs.c",
 		"-lfabric", "-lpthread"}
 	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
 		t.Fatalf("gcc %s: %v\n%s", name, err, out)

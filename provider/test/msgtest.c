@@ -7,7 +7,8 @@
  * completion, a truncated receive's error entry, fi_cancel, RMA write and
  * read (staged) and write with remote CQ data, zero-copy messages between
  * registered buffers, an atomic the domain does not take, the shutdown
- * event, and a reject with private data.
+ * event, a reject with private data, and fi_domain_bind (FI_REG_MR's
+ * FI_MR_COMPLETE events, the domain's EQ as its endpoints' default).
  *
  *	FI_PROVIDER_PATH=bin FI_FABRICFS_ROOT=/fabric msgtest [DOMAIN]
  *
@@ -475,6 +476,75 @@ int main(int argc, char **argv)
 			fail("reject: err %d, %zu bytes of data", ee.err, ee.err_data_size);
 		close_side(&c2);
 		printf("ok reject with private data\n");
+	}
+
+	/* fi_domain_bind (fi_domain(3)): "Binding an event queue to a domain
+	 * with the FI_REG_MR flag indicates that the provider should perform
+	 * all memory registration operations asynchronously, with the
+	 * completion reported through the event queue", and "An event queue
+	 * bound to a domain will be the default EQ associated with
+	 * asynchronous control events that occur on the domain or active
+	 * endpoints allocated on a domain. This includes CM events." */
+	{
+		struct fid_domain *d2, *d3;
+		CHECK(fi_domain(fabric, info, &d2, NULL));
+		CHECK(fi_domain(fabric, info, &d3, NULL));
+		if (fi_domain_bind(d3, &eq->fid, FI_SEND) != -FI_EBADFLAGS)
+			fail("fi_domain_bind with FI_SEND: want -FI_EBADFLAGS");
+		CHECK(fi_domain_bind(d2, &eq->fid, FI_REG_MR));
+		if (fi_domain_bind(d2, &eq->fid, 0) != -FI_EINVAL)
+			fail("a second fi_domain_bind: want -FI_EINVAL");
+		static uint8_t buf[8192];
+		struct fid_mr *mr;
+		int mctx;
+		CHECK(fi_mr_reg(d2, buf, sizeof buf, FI_SEND | FI_RECV, 0, 0, 0, &mr, &mctx));
+		uint32_t event;
+		struct fi_eq_entry ent;
+		ssize_t n = fi_eq_sread(eq, &event, &ent, sizeof ent, 5000, 0);
+		if (n != sizeof ent || event != FI_MR_COMPLETE || ent.fid != &mr->fid || ent.context != &mctx)
+			fail("FI_REG_MR: got %zd event %u, want FI_MR_COMPLETE for the region", n, event);
+		CHECK(fi_close(&mr->fid));
+		CHECK(fi_mr_reg(d3, buf, sizeof buf, FI_SEND | FI_RECV, 0, 0, 0, &mr, &mctx));
+		if ((n = fi_eq_read(eq, &event, &ent, sizeof ent, 0)) != -FI_EAGAIN)
+			fail("a registration of a domain without FI_REG_MR made event %u (%zd)", event, n);
+		CHECK(fi_close(&mr->fid));
+		printf("ok fi_domain_bind FI_REG_MR\n");
+
+		/* An endpoint of d2 bound to no EQ reports its connection there. */
+		char addr[128];
+		size_t alen = sizeof addr;
+		CHECK(fi_getname(&pep->fid, addr, &alen));
+		struct side c, s;
+		struct fi_cq_attr cqa = {.size = 64, .format = FI_CQ_FORMAT_CONTEXT, .wait_obj = FI_WAIT_UNSPEC};
+		CHECK(fi_cq_open(d2, &cqa, &c.txcq, NULL));
+		CHECK(fi_cq_open(d2, &cqa, &c.rxcq, NULL));
+		CHECK(fi_endpoint(d2, info, &c.ep, NULL));
+		CHECK(fi_ep_bind(c.ep, &c.txcq->fid, FI_TRANSMIT));
+		CHECK(fi_ep_bind(c.ep, &c.rxcq->fid, FI_RECV));
+		CHECK(fi_enable(c.ep));
+		CHECK(fi_connect(c.ep, addr, NULL, 0));
+		struct fi_eq_cm_entry e;
+		if (eq_wait(&event, &e, sizeof e) < 0 || event != FI_CONNREQ)
+			fail("default EQ: want FI_CONNREQ");
+		open_side(&s, FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_CONTEXT);
+		CHECK(fi_endpoint(domain, e.info, &s.ep, NULL));
+		fi_freeinfo(e.info);
+		bind_side(&s);
+		CHECK(fi_accept(s.ep, NULL, 0));
+		bool got_c = false, got_s = false;
+		while (!got_c || !got_s) {
+			if (eq_wait(&event, &e, sizeof e) < 0 || event != FI_CONNECTED)
+				fail("default EQ: want FI_CONNECTED, got event %u", event);
+			got_c |= e.fid == &c.ep->fid;
+			got_s |= e.fid == &s.ep->fid;
+		}
+		if (fi_close(&eq->fid) != -FI_EBUSY)
+			fail("fi_close of an EQ bound to a domain: want -FI_EBUSY");
+		close_side(&c);
+		close_side(&s);
+		CHECK(fi_close(&d2->fid));
+		CHECK(fi_close(&d3->fid));
+		printf("ok fi_domain_bind default EQ\n");
 	}
 
 	CHECK(fi_close(&pep->fid));

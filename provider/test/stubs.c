@@ -84,3 +84,8 @@ __attribute__((weak)) int ffs_query_atomic(struct fid_domain *domain, enum fi_da
 __attribute__((weak)) void ffs_atomics_free(struct ffs_domain *dom)
 {
 }
+
+__attribute__((weak)) int ffs_eq_mr_complete(struct ffs_eq *eq, struct fid_mr *mr)
+{
+	return -FI_ENOSYS;
+}
