@@ -23,8 +23,9 @@ const MaxMRLen = 1 << 34
 // registers memory itself (MemoryRegistrar: FI_MR_PROV_KEY), the shared
 // memory is registered with it and the key is the provider's. Work
 // requests name it by its desc (attr/desc) and an offset from its first
-// byte; peers name it by its key and an address counted from its base
-// (attr/base), reaching only [base, len).
+// byte; peers name it by its key and an address, iova (attr/iova, 0 unless
+// set) for byte base (attr/base), reaching only [base, len): FI_MR_VIRT_ADDR
+// when iova is the address the application's buffer has, offsets when 0.
 //
 // With an EQ bound (`bind eq ID`, fi_domain_bind's FI_REG_MR for this one
 // region), `reg` returns at once and the registration completes
@@ -38,7 +39,8 @@ type MR struct {
 
 	mu           sync.Mutex
 	length       uint64
-	base         uint64 // the byte peers' address 0 names
+	base         uint64 // the byte peers' address iova names
+	iova         uint64 // peers' address of byte base
 	access       fi.Caps
 	requestedKey uint64
 	key          uint64
@@ -125,6 +127,9 @@ func (m *MR) registerLocked() error {
 	if m.base >= m.length {
 		return Errorf(fi.EINVAL, "%s has base %d, not below its length %d", m.obj, m.base, m.length)
 	}
+	if m.iova+(m.length-m.base) < m.iova {
+		return Errorf(fi.EINVAL, "%s at iova %#x: its %d bytes from base would pass address 2^64", m.obj, m.iova, m.length-m.base)
+	}
 	shm, err := m.obj.Dom.fab.alloc(m.obj, "mr", int(m.length))
 	if err != nil {
 		return err
@@ -134,7 +139,7 @@ func (m *MR) registerLocked() error {
 	if r, ok := m.obj.Dom.prov.(MemoryRegistrar); ok {
 		// The provider's addresses count from the registered buffer's
 		// first byte, so peers' addresses count from base.
-		if mem, err = r.RegisterMemory(m.obj.Owner, shm.Mem[m.base:], m.access, requested); err != nil {
+		if mem, err = r.RegisterMemory(m.obj.Owner, shm.Mem[m.base:], m.iova, m.access, requested); err != nil {
 			shm.Close()
 			return err
 		}
@@ -229,10 +234,10 @@ func (m *MR) remote(addr, n uint64) ([]byte, error) {
 		return nil, Errorf(fi.EINVAL, "memory region %s is not registered", m.obj.ID)
 	}
 	reach := m.length - m.base
-	if addr > reach || n > reach-addr {
-		return nil, Errorf(fi.EINVAL, "[%d, %d+%d) is outside memory region %s's %d bytes from its base %d", addr, addr, n, m.obj.ID, reach, m.base)
+	if addr < m.iova || addr-m.iova > reach || n > reach-(addr-m.iova) {
+		return nil, Errorf(fi.EINVAL, "[%#x, %#x+%d) is outside memory region %s's %d bytes from address %#x", addr, addr, n, m.obj.ID, reach, m.iova)
 	}
-	off := m.base + addr
+	off := m.base + addr - m.iova
 	return m.shm.Mem[off : off+n : off+n], nil
 }
 
@@ -306,6 +311,13 @@ func (m *MR) Attrs() []Attr {
 			v, err := parseSize(s, 0, MaxMRLen-1)
 			if err == nil {
 				m.base = v
+			}
+			return err
+		}),
+		guarded(&m.mu, "iova", m.frozen, func() string { return fmt.Sprintf("%#x", m.iova) }, func(s string) error {
+			v, err := ParseUint(s)
+			if err == nil {
+				m.iova = v
 			}
 			return err
 		}),

@@ -70,7 +70,10 @@ func setAttrs(t *testing.T, o *core.Object, attrs map[string]string) {
 // provider does, from core's registration of the bytes from B on); the
 // bytes below B are out of the peer's reach, and a range past the end is
 // the error a bad range is (the connection ends). The owner's own
-// operations name bytes from 0.
+// operations name bytes from 0. With attr/iova I (FI_MR_VIRT_ADDR: "Registered
+// memory regions are referenced by peers using the virtual address of the
+// registered memory region, rather than a 0-based offset", fi_domain(3)),
+// address I+A names byte B+A, and addresses below I are out of reach.
 func TestMRBase(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -79,11 +82,12 @@ func TestMRBase(t *testing.T) {
 		{"tcp", func(t *testing.T) *core.Domain { return lo(t) }},
 		{"verbs", verbsDomain},
 	} {
-		t.Run(c.name, func(t *testing.T) { testMRBase(t, c.dom) })
+		t.Run(c.name, func(t *testing.T) { testMRBase(t, c.dom, 0) })
+		t.Run(c.name+"/iova", func(t *testing.T) { testMRBase(t, c.dom, 0x7f3a12345000) })
 	}
 }
 
-func testMRBase(t *testing.T, dom func(*testing.T) *core.Domain) {
+func testMRBase(t *testing.T, dom func(*testing.T) *core.Domain, iova uint64) {
 	const base, size = 100, 4096
 	ctx := context.Background()
 	// setup connects two endpoints, registers a local region x of 4096
@@ -95,7 +99,8 @@ func testMRBase(t *testing.T, dom func(*testing.T) *core.Domain) {
 		x := create(t, d, core.KindMR, "x")
 		setAttrs(t, x, map[string]string{"len": fmt.Sprint(size)})
 		y := create(t, d, core.KindMR, "y")
-		setAttrs(t, y, map[string]string{"len": fmt.Sprint(size), "base": fmt.Sprint(base), "access": "FI_REMOTE_WRITE,FI_REMOTE_READ"})
+		setAttrs(t, y, map[string]string{"len": fmt.Sprint(size), "base": fmt.Sprint(base), "access": "FI_REMOTE_WRITE,FI_REMOTE_READ",
+			"iova": fmt.Sprintf("%#x", iova)})
 		run(t, x, "reg")
 		run(t, y, "reg")
 		for _, at := range y.Impl.Attrs() {
@@ -123,7 +128,7 @@ func testMRBase(t *testing.T, dom func(*testing.T) *core.Domain) {
 
 	a, _, xm, ym, key := setup()
 	copy(xm, "payload!")
-	if err := a.Ctl(ctx, 0, fmt.Sprintf("write x 0 8 8 %#x", key)); err != nil {
+	if err := a.Ctl(ctx, 0, fmt.Sprintf("write x 0 8 %#x %#x", iova+8, key)); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); string(ym[base+8:base+16]) != "payload!"; time.Sleep(time.Millisecond) {
@@ -133,29 +138,39 @@ func testMRBase(t *testing.T, dom func(*testing.T) *core.Domain) {
 	}
 	untouched(ym, 0, base+8)
 	copy(ym[base+40:], "secret!!")
-	if err := a.Ctl(ctx, 0, fmt.Sprintf("read x 100 8 40 %#x", key)); err != nil || string(xm[100:108]) != "secret!!" {
+	if err := a.Ctl(ctx, 0, fmt.Sprintf("read x 100 8 %#x %#x", iova+40, key)); err != nil || string(xm[100:108]) != "secret!!" {
 		t.Errorf("read at address 40: %v, got %q, want the target's bytes at %d", err, xm[100:108], base+40)
 	}
 	// The last byte peers reach is len-base-1.
-	if err := a.Ctl(ctx, 0, fmt.Sprintf("read x 200 1 %d %#x", size-base-1, key)); err != nil || xm[200] != 0xee {
+	if err := a.Ctl(ctx, 0, fmt.Sprintf("read x 200 1 %#x %#x", iova+size-base-1, key)); err != nil || xm[200] != 0xee {
 		t.Errorf("read of the last byte in reach: %v, got %#x", err, xm[200])
 	}
 
 	// A range past len-base is a bad range: the target refuses it and
 	// ends the connection, its region untouched.
 	a, eq, _, ym, key := setup()
-	a.Ctl(ctx, 0, fmt.Sprintf("write x 0 8 %d %#x", size-base-4, key))
+	a.Ctl(ctx, 0, fmt.Sprintf("write x 0 8 %#x %#x", iova+size-base-4, key))
 	if ev := events(t, eq, 1); !strings.Contains(ev, "fid=ep/") {
 		t.Errorf("after a write past the region's reach, EQ has %q, want the connection's end", ev)
 	}
 	untouched(ym, 0, size)
 	a, _, xm, _, key = setup()
 	copy(xm, "unread!!")
-	if err := a.Ctl(ctx, 0, fmt.Sprintf("read x 0 8 %d %#x", size-base-4, key)); err == nil {
+	if err := a.Ctl(ctx, 0, fmt.Sprintf("read x 0 8 %#x %#x", iova+size-base-4, key)); err == nil {
 		t.Error("a read past the region's reach succeeded")
 	}
 	if string(xm[:8]) != "unread!!" {
 		t.Errorf("a read past the region's reach brought %q", xm[:8])
+	}
+	if iova >= 8 {
+		a, _, xm, _, key = setup()
+		copy(xm, "unread!!")
+		if err := a.Ctl(ctx, 0, fmt.Sprintf("read x 0 8 %#x %#x", iova-8, key)); err == nil {
+			t.Error("a read below the region's iova succeeded")
+		}
+		if string(xm[:8]) != "unread!!" {
+			t.Errorf("a read below the region's iova brought %q", xm[:8])
+		}
 	}
 }
 

@@ -65,14 +65,16 @@ type MemoryRegistrar interface {
 	// application asked for, or fi.KEY_NOTAVAIL; a provider with
 	// FI_MR_PROV_KEY ignores it, as fi_mr_reg(3) says ("Parameter is
 	// ignored if FI_MR_PROV_KEY flag is set in the domain mr_mode bits").
-	// Addresses in the registration are offsets from buf's first byte.
-	// buf stays valid until Close.
+	// Addresses in the registration start at iova for buf's first byte:
+	// a peer's address A names byte A-iova (0 for offsets; the address the
+	// application gave the buffer for FI_MR_VIRT_ADDR, docs/tree.md's
+	// mr/N/attr/iova). buf stays valid until Close.
 	//
 	// Peers' operations reach the memory without core, so the provider
 	// keeps owners apart itself: a peer of an endpoint of one owner
 	// (Owned) reaches only that owner's memory, whatever key it names, as
 	// core ensures through EndpointEvents.Region for other providers.
-	RegisterMemory(owner uint32, buf []byte, access fi.Caps, requestedKey uint64) (Memory, error)
+	RegisterMemory(owner uint32, buf []byte, iova uint64, access fi.Caps, requestedKey uint64) (Memory, error)
 }
 
 // Atomics is an optional interface of a ProviderDomain whose endpoints of

@@ -880,9 +880,9 @@ static ssize_t ep_tinjectdata(struct fid_ep *fid, const void *buf, size_t len, u
 						 .tag = tag, .data = data, .flags = FI_REMOTE_CQ_DATA, .inject = true});
 }
 
-/* RMA: the remote address (an offset into the peer's region, the domain's
- * mr_mode having no FI_MR_VIRT_ADDR) and key go into the work request as
- * they are. */
+/* RMA: the remote address (an offset into the peer's region, or its
+ * virtual address with FI_MR_VIRT_ADDR: the peer's region knows which)
+ * and key go into the work request as they are. */
 
 static ssize_t ep_read(struct fid_ep *fid, void *buf, size_t len, void *desc, fi_addr_t src, uint64_t addr,
 		       uint64_t key, void *context)

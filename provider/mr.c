@@ -8,8 +8,9 @@
  * copied in first, so the application's own buffer is what work requests
  * name (zero copy both ways) and what peers' RMA reads and writes. The
  * tree region's attr/base is buf's offset in its first page, so peers'
- * addresses count from buf (mr_mode without FI_MR_VIRT_ADDR). fi_close
- * puts private memory with the same contents back.
+ * addresses count from buf: from 0 (offsets), or with FI_MR_VIRT_ADDR in
+ * the domain's mr_mode from buf's address (attr/iova). fi_close puts
+ * private memory with the same contents back.
  *
  * A page can be one mapping only. A registration whose pages overlap a
  * live mapping, or that cannot be mapped (the calling thread's stack, an
@@ -165,6 +166,16 @@ static bool overlaps(const uint8_t *p, size_t n)
 
 /* tree_register makes and registers the tree region for mr (map_len
  * bytes, base, access, key), filling obj, tree_desc and mr_fid.key. */
+/* mr_mode_has says whether the domain's mr_mode has bit, FI_MR_BASIC
+ * meaning FI_MR_VIRT_ADDR, FI_MR_ALLOCATED and FI_MR_PROV_KEY (fi_mr(3)). */
+static bool mr_mode_has(const struct ffs_domain *dom, int bit)
+{
+	int mode = dom->info->domain_attr->mr_mode;
+	if (mode == FI_MR_BASIC)
+		mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	return mode & bit;
+}
+
 static int tree_register(struct ffs_mr *mr, uint64_t access, uint64_t requested_key)
 {
 	struct ffs_domain *dom = mr->dom;
@@ -183,8 +194,14 @@ static int tree_register(struct ffs_mr *mr, uint64_t access, uint64_t requested_
 	if (!ret && used)
 		ret = ffs_set(&mr->obj, "attr/access", "%s", names);
 	/* With FI_MR_PROV_KEY the requested key is ignored (fi_mr(3)). */
-	if (!ret && !(dom->info->domain_attr->mr_mode & FI_MR_PROV_KEY))
+	if (!ret && !mr_mode_has(dom, FI_MR_PROV_KEY))
 		ret = ffs_set(&mr->obj, "attr/requested_key", "%#llx", (unsigned long long)requested_key);
+	/* FI_MR_VIRT_ADDR: "Registered memory regions are referenced by peers
+	 * using the virtual address of the registered memory region, rather
+	 * than a 0-based offset" (fi_domain(3)): the buffer's address names
+	 * its first byte, attr/base. */
+	if (!ret && mr_mode_has(dom, FI_MR_VIRT_ADDR))
+		ret = ffs_set(&mr->obj, "attr/iova", "%#llx", (unsigned long long)(uintptr_t)mr->addr);
 	if (!ret)
 		ret = ffs_ctl(&mr->obj, "reg");
 	uint64_t key = 0;

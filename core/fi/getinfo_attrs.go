@@ -35,8 +35,25 @@ func mrNeed(prov MRMode, caps Caps) MRMode {
 	return need
 }
 
+// mrPreferred are the mr_mode bits an entry may report but never requires:
+// FI_MR_VIRT_ADDR, since every region of the tree can be addressed by
+// offsets as well (its attr/iova left 0). fi_mr(3): "If a provider
+// requires the behavior defined for an mr_mode bit, it will leave the bit
+// set on output to fi_getinfo. Otherwise, the provider can clear the bit."
+// An entry whose provider works that way (verbs) keeps the bit for an
+// application that supports it, and clears it for one that does not.
+const mrPreferred = MR_VIRT_ADDR
+
+// mrModes splits mrNeed's bits into those the entry requires and those it
+// prefers (mrPreferred).
+func mrModes(prov MRMode, caps Caps) (need, pref MRMode) {
+	all := mrNeed(prov, caps)
+	return all &^ mrPreferred, all & mrPreferred
+}
+
 // mrOutput checks the application's mr_mode against an entry's and returns
-// the entry's mr_mode as the application gets it.
+// the entry's mr_mode as the application gets it: the bits it needs, and
+// those it prefers (pref) that the application supports.
 //
 // API 1.5 and later, mr_mode other than FI_MR_BASIC/FI_MR_SCALABLE: "By
 // setting an mr_mode bit, the application has agreed to adjust its behavior
@@ -53,12 +70,15 @@ func mrNeed(prov MRMode, caps Caps) MRMode {
 // with mr_mode 0: "FI_MR_BASIC or FI_MR_SCALABLE are requested and
 // supported", scalable preferred. FI_LOCAL_MR itself is checked with the
 // other mode bits.
-func (q *getinfoQuery) mrOutput(prov, need MRMode) (MRMode, bool) {
+func (q *getinfoQuery) mrOutput(prov, need, pref MRMode) (MRMode, bool) {
 	if !q.legacyMR {
 		if !q.mrAny && need&^q.mrMode != 0 {
 			return 0, false
 		}
-		return need, true
+		if !q.mrAny {
+			pref &= q.mrMode
+		}
+		return need | pref, true
 	}
 	scalable := prov&MR_SCALABLE != 0 || need&^MR_LOCAL == 0
 	basic := prov&MR_BASIC != 0 || need&^(MR_LOCAL|mrBasicMap) == 0

@@ -230,6 +230,16 @@ var getinfoAttrTests = []getinfoCase{
 		check: each(func(in *Info) string { return expect("mr_mode", in.DomainAttr.MRMode, MR_LOCAL|mrBasicMap) }),
 	},
 	{
+		name:  "FI_MR_VIRT_ADDR is cleared, not required",
+		quote: "fi_mr(3): If a provider requires the behavior defined for an mr_mode bit, it will leave the bit set on output to fi_getinfo. Otherwise, the provider can clear the bit.",
+		hints: &Info{Caps: RMA | REMOTE_READ | REMOTE_WRITE, DomainAttr: &DomainAttr{MRMode: MR_LOCAL | MR_ALLOCATED | MR_PROV_KEY}, FabricAttr: &FabricAttr{ProvName: "verbs"}, EPAttr: &EPAttr{Type: EP_MSG}},
+		want:  []string{"verbs rxe0 msg"},
+		check: each(func(in *Info) string {
+			return expect("mr_mode", in.DomainAttr.MRMode, MR_LOCAL|MR_ALLOCATED|MR_PROV_KEY) +
+				expect("remote caps", in.Caps&(REMOTE_READ|REMOTE_WRITE), REMOTE_READ|REMOTE_WRITE)
+		}),
+	},
+	{
 		name:  "wildcard caps fitted to mr_mode",
 		quote: "A zeroed hint value results in providers either returning a default value or a value that works best for their implementation.",
 		hints: &Info{DomainAttr: &DomainAttr{MRMode: MR_LOCAL | MR_ALLOCATED}, FabricAttr: &FabricAttr{ProvName: "verbs"}},

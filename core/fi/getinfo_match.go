@@ -165,6 +165,7 @@ type entryMatch struct {
 	out  *Info
 	have Caps   // the entry's caps, modifiers made explicit
 	need MRMode // the mr_mode bits the entry requires for the output caps
+	pref MRMode // the bits it reports if the application supports them (mrPreferred)
 }
 
 // match checks one offered entry against the query and returns the entry as
@@ -292,7 +293,7 @@ func (m *entryMatch) caps() string {
 	// defined for an mr_mode bit, it will leave the bit set on output to
 	// fi_getinfo. Otherwise, the provider can clear the bit."
 	q, prov := m.q, out.DomainAttr.MRMode
-	m.need = mrNeed(prov, impliedCaps(caps))
+	m.need, m.pref = mrModes(prov, impliedCaps(caps))
 	if !q.mrAny && !q.legacyMR && m.need&^q.mrMode != 0 && h.Caps == 0 {
 		// Caps were a wildcard: give up the capabilities whose
 		// registration modes the application does not support rather
@@ -308,8 +309,8 @@ func (m *entryMatch) caps() string {
 		if m.need&MR_COLLECTIVE&^q.mrMode != 0 {
 			less &^= COLLECTIVE
 		}
-		if n := mrNeed(prov, less); n&^q.mrMode == 0 {
-			caps, m.need = less, n
+		if n, p := mrModes(prov, less); n&^q.mrMode == 0 {
+			caps, m.need, m.pref = less, n, p
 		}
 	}
 	out.Caps = caps
@@ -404,7 +405,7 @@ func (m *entryMatch) modes() string {
 			}
 		}
 	}
-	mr, ok := q.mrOutput(dom.MRMode, m.need)
+	mr, ok := q.mrOutput(dom.MRMode, m.need, m.pref)
 	if !ok {
 		return fmt.Sprintf("domain_attr.mr_mode %s (%s required)", flagText(q.mrMode), flagText(m.need))
 	}

@@ -62,11 +62,13 @@ const (
 		fi.ORDER_RAS |
 		fi.ORDER_WAW | fi.ORDER_RMA_WAW | fi.ORDER_ATOMIC_WAW |
 		fi.ORDER_WAS | fi.ORDER_SAW | fi.ORDER_SAS
-	// mrMode is libfabric verbs's OFI_MR_BASIC_MAP | FI_MR_LOCAL without
-	// FI_MR_VIRT_ADDR: remote addresses are offsets into a region, which
-	// fabricfs registers with iova 0, because the tree's regions have no
-	// address a peer could know.
-	mrMode = fi.MR_LOCAL | fi.MR_ALLOCATED | fi.MR_PROV_KEY
+	// mrMode is libfabric verbs's OFI_MR_BASIC_MAP | FI_MR_LOCAL. The
+	// device registers a region at the address its attr/iova gives, so
+	// FI_MR_VIRT_ADDR holds for an application that sets iova to its
+	// buffer's address (the libfabric provider does); getinfo reports the
+	// bit only to applications that support it (core/fi's mrPreferred),
+	// others address regions by offset (iova 0).
+	mrMode = fi.MR_LOCAL | fi.MR_VIRT_ADDR | fi.MR_ALLOCATED | fi.MR_PROV_KEY
 )
 
 // maxMsgSize is max_msg_size of FI_EP_MSG on device a.

@@ -60,13 +60,14 @@ func (m *mem) Close() error {
 	return err
 }
 
-// RegisterMemory registers buf with the owner's protection domain,
-// addresses being offsets from its start (iova 0). Local write is always
+// RegisterMemory registers buf with the owner's protection domain at
+// iova (ibv_reg_mr_iova): peers' addresses in work requests are iova and
+// up, as on a real device. Local write is always
 // allowed (receives, reads, and remote writes need it); remote access as
 // fi_mr_reg's access says (remote atomics with remote write). The
 // requested key is ignored: the domain's mr_mode has FI_MR_PROV_KEY, and
 // the device makes keys.
-func (d *domain) RegisterMemory(owner uint32, buf []byte, access fi.Caps, _ uint64) (core.Memory, error) {
+func (d *domain) RegisterMemory(owner uint32, buf []byte, iova uint64, access fi.Caps, _ uint64) (core.Memory, error) {
 	if len(buf) == 0 {
 		return nil, core.Errorf(fi.EINVAL, "verbs: registering no memory")
 	}
@@ -83,7 +84,7 @@ func (d *domain) RegisterMemory(owner uint32, buf []byte, access fi.Caps, _ uint
 		// as libfabric's verbs registers FI_REMOTE_WRITE.
 		acc |= ibv.AccessRemoteWrite | ibv.AccessRemoteAtomic
 	}
-	mr, err := o.pd.RegMR(buf, 0, acc)
+	mr, err := o.pd.RegMR(buf, iova, acc)
 	if err != nil {
 		return nil, ibvError("registering memory", err)
 	}

@@ -33,7 +33,7 @@ func TestInfos(t *testing.T) {
 			t.Errorf("entry %d: domain %s type %v src %v, want %s %v %s", i, in.DomainAttr.Name, in.EPAttr.Type, in.SrcAddr, w.dom, w.typ, w.src)
 		}
 		d := in.DomainAttr
-		if d.MRMode != fi.MR_LOCAL|fi.MR_ALLOCATED|fi.MR_PROV_KEY || d.MRKeySize != 4 || d.CQDataSize != 4 || d.MaxErrData != 0 || d.MaxEPTxCtx != 1 || d.MaxEPRxCtx != 1 || d.CntrCnt != CQCnt ||
+		if d.MRMode != fi.MR_LOCAL|fi.MR_VIRT_ADDR|fi.MR_ALLOCATED|fi.MR_PROV_KEY || d.MRKeySize != 4 || d.CQDataSize != 4 || d.MaxErrData != 0 || d.MaxEPTxCtx != 1 || d.MaxEPRxCtx != 1 || d.CntrCnt != CQCnt ||
 			d.Threading != fi.THREAD_SAFE || d.DataProgress != fi.PROGRESS_AUTO || d.ResourceMgmt != fi.RM_ENABLED {
 			t.Errorf("%s: domain attributes %+v", w.dom, d)
 		}
