@@ -53,6 +53,7 @@ type EP struct {
 	// shared group, on the engine's CPUs.
 	engineCPU int
 	inflight  opList // posted and not finally completed
+	txBusy    int    // transmits among them: an FI_FENCE request waits for 0
 	// cancelling counts the Cancel calls under way: see opPool.
 	cancelling atomic.Int32
 	rings      *epRings   // after enable

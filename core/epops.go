@@ -26,14 +26,39 @@ func (e *EP) post(op *Op, wait func(Completion)) error {
 	}
 	prov := e.prov
 	e.inflight.add(op)
+	if !op.Kind.IsRecv() {
+		e.txBusy++
+	}
 	e.mu.Unlock()
 	// A function value, not a closure: no allocation per operation.
 	op.done, op.ep, op.wait = opDone, e, wait
 	if err := postTo(prov, op); err != nil {
 		e.mu.Lock()
 		e.inflight.remove(op)
+		if !op.Kind.IsRecv() {
+			e.txBusy--
+		}
 		e.mu.Unlock()
 		return err
+	}
+	return nil
+}
+
+// fenced is FI_FENCE for a transmit from the endpoint's ring: fi_rma(3),
+// "the requested operation, also known as the fenced operation, and any
+// operation posted after the fenced operation will be deferred until all
+// previous operations targeting the same peer endpoint have completed".
+// While any earlier transmit is in flight (to any peer: a stronger fence)
+// it returns EAGAIN, so the tx queue waits at the request, and each
+// transmit's completion lets it look again (completed unblocks the queue).
+func (e *EP) fenced() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.info.Caps&fi.FENCE == 0 {
+		return Errorf(fi.EINVAL, "FI_FENCE needs the FI_FENCE capability, which the endpoint does not have")
+	}
+	if e.txBusy > 0 {
+		return Errorf(fi.EAGAIN, "fenced: %d transmits in flight", e.txBusy)
 	}
 	return nil
 }
@@ -53,6 +78,9 @@ func (e *EP) completed(op *Op, c Completion) {
 	e.mu.Lock()
 	if final {
 		e.inflight.remove(op)
+		if !op.Kind.IsRecv() {
+			e.txBusy--
+		}
 		rings = e.rings
 		if e.releaseOnDrain && e.inflight.n == 0 {
 			e.releaseOnDrain, drained = false, rings

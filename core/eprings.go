@@ -279,6 +279,11 @@ func (e *EP) take(w *ring.WR, q *workQueue) error {
 	if q.kind.IsRecv() && e.srx != nil {
 		return Errorf(fi.EOPNOTSUPP, "the endpoint takes its receives from %s; post them there", e.srx.obj)
 	}
+	if w.Flags&uint64(fi.FENCE) != 0 && !q.kind.IsRecv() {
+		if err := e.fenced(); err != nil {
+			return err
+		}
+	}
 	op, err := e.opFromWR(w, q)
 	if err != nil {
 		return err

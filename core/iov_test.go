@@ -19,6 +19,7 @@ import (
 // iovRig is two endpoints A and B that reach each other, sharing a CQ,
 // and one region m of 8 KiB both use (with remote access), mapped.
 type iovRig struct {
+	a, b          *core.Object
 	atx, arx, btx *ring.Ring
 	to            map[*ring.Ring]uint64 // the fi_addr a ring's requests name (FI_EP_RDM)
 	cq            *ring.Ring
@@ -93,7 +94,7 @@ func newIOVRig(t *testing.T, setup func(t *testing.T) (*core.Domain, *core.Objec
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &iovRig{mem: reg.Mem, desc: mr.Serial, key: mr.Impl.(*core.MR).Key(), to: map[*ring.Ring]uint64{}}
+	g := &iovRig{a: a, b: b, mem: reg.Mem, desc: mr.Serial, key: mr.Impl.(*core.MR).Key(), to: map[*ring.Ring]uint64{}}
 	g.atx, g.arx = ringsOf(t, a)
 	g.btx, _ = ringsOf(t, b)
 	if addrs {

@@ -538,7 +538,7 @@ static ssize_t post(struct ffs_ep *ep, const struct ffs_op *o)
 	wr.op = o->op;
 	wr.len = len;
 	wr.flags = o->flags & (FI_REMOTE_CQ_DATA | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_MULTI_RECV |
-			       FI_PEEK | FI_CLAIM | FI_DISCARD);
+			       FI_PEEK | FI_CLAIM | FI_DISCARD | FI_FENCE);
 	wr.data = o->data;
 	wr.tag = o->tag;
 	wr.ignore = o->ignore;

@@ -115,6 +115,8 @@ var ctlErrorTests = []struct {
 	{core.KindAV, "remove", "remove", syscall.EINVAL},
 	{core.KindAV, "remove", "remove 99", syscall.ENOENT},
 	{core.KindMR, "reg", "reg now", syscall.EINVAL},
+	{core.KindMR, "bind eq", "bind eq", syscall.EINVAL},
+	{core.KindMR, "bind eq", "bind eq 99", syscall.ENOENT},
 	{core.KindCntr, "add", "add", syscall.EINVAL},
 	{core.KindCntr, "add", "add x", syscall.EINVAL},
 	{core.KindCntr, "set", "set 1 2", syscall.EINVAL},

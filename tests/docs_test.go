@@ -109,6 +109,7 @@ func TestTreeMatchesDocs(t *testing.T) {
 	}
 	d.mustCtl(t, "bind eq x", lo("pep", "x", "ctl")...)
 	d.mustCtl(t, "bind eq x", lo("ep", "x", "ctl")...)
+	d.mustCtl(t, "bind eq x", lo("mr", "x", "ctl")...)
 	d.mustCtl(t, "bind cq x send,recv", lo("ep", "x", "ctl")...)
 	d.mustCtl(t, "bind av x", lo("ep", "x", "ctl")...)
 	d.mustCtl(t, "bind cntr x send,recv,read,write,remote_read,remote_write", lo("ep", "x", "ctl")...)
@@ -192,7 +193,7 @@ func TestTreeMatchesDocs(t *testing.T) {
 	if len(stale) > 0 {
 		t.Errorf("in docs/tree.md but not in the tree:\n%s", strings.Join(stale, "\n"))
 	}
-	for _, p := range [][]string{{"ep", "al"}, {"ep", "p"}, {"ep", "c"}, {"ep", "s"}, {"ep", "x"}, {"pep", "x"}} { // the binding ones first
+	for _, p := range [][]string{{"ep", "al"}, {"ep", "p"}, {"ep", "c"}, {"ep", "s"}, {"ep", "x"}, {"pep", "x"}, {"mr", "x"}} { // the binding ones first
 		if err := os.Remove(d.path(lo(p...)...)); err != nil && err.(*os.PathError).Err != syscall.ENOENT {
 			t.Errorf("rmdir %s: %v", p, err)
 		}

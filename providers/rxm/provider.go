@@ -36,10 +36,11 @@ const (
 // over any MSG provider.
 const (
 	// FI_SHARED_AV: an AV made with a name (av/NAME) is one object of the
-	// tree, which endpoints of other processes bind by that name.
+	// tree, which endpoints of other processes bind by that name. FI_FENCE
+	// is core's (EP.fenced).
 	rdmCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV | fi.NAMED_RX_CTX |
-		fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT | fi.SHARED_AV
-	txCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE | fi.NAMED_RX_CTX
+		fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT | fi.SHARED_AV | fi.FENCE
+	txCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE | fi.NAMED_RX_CTX | fi.FENCE
 	rxCaps = fi.MSG | fi.TAGGED | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV |
 		fi.RMA | fi.ATOMIC | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT
 )
@@ -99,16 +100,23 @@ func rdmInfo(msg *fi.Info) *fi.Info {
 	in.Mode = msg.Mode &^ fi.RX_CQ_DATA
 	in.DomainAttr.CQDataSize = min(msg.DomainAttr.CQDataSize, CQDataSize)
 	inject := uint64(InjectSize)
+	var unordered fi.MsgOrder
 	if msg.DomainAttr.MRMode&fi.MR_LOCAL != 0 {
 		// Sends are copied into rxm's buffers anyway, which saves the
 		// application registering them: libfabric's rxm reports its
 		// eager size then.
 		inject = EagerLimit
+		// Received messages land in rxm's buffers too, and reach the
+		// application's when rxm copies them, while the device places
+		// peers' RMA itself at once: a read or write behind a send can
+		// reach the receive buffer before the message does, so reads
+		// and writes are not ordered after sends (core's TestMsgOrder).
+		unordered = fi.ORDER_RAS | fi.ORDER_WAS
 	}
 	in.TxAttr = &fi.TxAttr{
 		TClass:      msg.TxAttr.TClass, // the traffic classes its connections can carry
 		Caps:        txCaps,
-		MsgOrder:    msg.TxAttr.MsgOrder,
+		MsgOrder:    msg.TxAttr.MsgOrder &^ unordered,
 		CompOrder:   fi.ORDER_NONE,
 		InjectSize:  inject,
 		Size:        DefaultTxSize,
@@ -117,7 +125,7 @@ func rdmInfo(msg *fi.Info) *fi.Info {
 	}
 	in.RxAttr = &fi.RxAttr{
 		Caps:      rxCaps &^ noEvent,
-		MsgOrder:  msg.RxAttr.MsgOrder,
+		MsgOrder:  msg.RxAttr.MsgOrder &^ unordered,
 		CompOrder: fi.ORDER_NONE,
 		Size:      DefaultRxSize,
 		IovLimit:  IovLimit,

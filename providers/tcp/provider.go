@@ -52,12 +52,13 @@ const (
 var provVersion = fi.MakeVersion(1, 0)
 
 // Capabilities implemented now. The domain capabilities are libfabric's;
-// the loopback entries drop FI_REMOTE_COMM, as libfabric's do.
+// the loopback entries drop FI_REMOTE_COMM, as libfabric's do. FI_FENCE
+// is core's (EP.fenced), for every provider.
 const (
 	epCaps = fi.MSG | fi.RMA | fi.READ | fi.WRITE | fi.RECV | fi.SEND | fi.REMOTE_READ | fi.REMOTE_WRITE |
-		fi.RMA_EVENT
+		fi.RMA_EVENT | fi.FENCE
 	domainCaps = fi.LOCAL_COMM | fi.REMOTE_COMM
-	txCaps     = fi.MSG | fi.RMA | fi.READ | fi.WRITE | fi.SEND
+	txCaps     = fi.MSG | fi.RMA | fi.READ | fi.WRITE | fi.SEND | fi.FENCE
 	rxCaps     = fi.MSG | fi.RMA | fi.RECV | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT
 	// layerCaps may be asked of an endpoint by a provider layered on this
 	// one, but are not offered by getinfo: FI_TAGGED makes the endpoint

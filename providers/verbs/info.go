@@ -42,10 +42,10 @@ var provVersion = fi.MakeVersion(1, 0)
 
 // Capabilities: VERBS_MSG_CAPS (atomics: atomic.go) with FI_RMA_EVENT
 // (the peers' RMA and atomics reach the target's counters:
-// qpBase.executed), and VERBS_DGRAM_CAPS.
+// qpBase.executed) and FI_FENCE (core's: EP.fenced), and VERBS_DGRAM_CAPS.
 const (
 	domainCaps  = fi.LOCAL_COMM | fi.REMOTE_COMM
-	msgTxCaps   = fi.MSG | fi.SEND | fi.RMA | fi.READ | fi.WRITE | fi.ATOMIC
+	msgTxCaps   = fi.MSG | fi.SEND | fi.RMA | fi.READ | fi.WRITE | fi.ATOMIC | fi.FENCE
 	msgRxCaps   = fi.MSG | fi.RECV | fi.RMA | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.ATOMIC | fi.RMA_EVENT
 	msgCaps     = msgTxCaps | msgRxCaps | domainCaps
 	dgramTxCaps = fi.MSG | fi.SEND
