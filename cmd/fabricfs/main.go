@@ -174,7 +174,7 @@ func run(mnt, mapping string, engineCPUs *unix.CPUSet, limits core.Limits, vcfg 
 	if _, err := core.RaiseFDLimit(); err != nil {
 		return fmt.Errorf("raising RLIMIT_NOFILE: %w", err)
 	}
-	tp, err := tcp.New()
+	tp, err := tcp.New(tcp.Config{})
 	if err != nil {
 		return fmt.Errorf("tcp provider: %w", err)
 	}
