@@ -26,8 +26,8 @@ import (
 
 // Generated files, relative to the repository's root.
 const (
-	DaemonPage = "man/fabricfs.8"
-	TreePage   = "man/fabricfs.5"
+	DaemonPage = "man/man8/fabricfs.8"
+	TreePage   = "man/man5/fabricfs.5"
 	ConfigFile = "deploy/fabricfs.conf"
 	treeDoc    = "docs/tree.md"
 )
