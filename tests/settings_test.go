@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -112,6 +113,17 @@ func TestConfigFile(t *testing.T) {
 	ap, err := netip.ParseAddrPort(strings.TrimPrefix(local, "fi_sockaddr_in://"))
 	if err != nil || int(ap.Port()) < lo || int(ap.Port()) > lo+9 {
 		t.Errorf("listening on %q (%v), want a port of %d-%d", local, err, lo, lo+9)
+	}
+
+	// getinfo -e says the daemon's flags stand for libfabric's variables.
+	f, err := os.OpenFile(d.path("getinfo"), os.O_RDWR, 0)
+	must(t, err)
+	_, err = f.Write([]byte("-e\n"))
+	must(t, err)
+	env, err := io.ReadAll(f)
+	f.Close()
+	if err != nil || !strings.Contains(string(env), "reads no environment variables") || !strings.Contains(string(env), "FI_TCP_IFACE") {
+		t.Errorf("getinfo -e: %v, %q", err, env)
 	}
 
 	must(t, os.WriteFile(conf, []byte("debug = true\ntcp-port-low = 99999\n"), 0o644))
