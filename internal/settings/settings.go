@@ -278,7 +278,7 @@ func (v *intValue) Set(s string) error {
 }
 
 // durationValue is a duration flag (time.ParseDuration's format) that
-// takes 0 or values from min to max.
+// takes values from min to max (0, when min is 0, meaning the system's).
 type durationValue struct {
 	p        *time.Duration
 	min, max time.Duration
@@ -301,8 +301,8 @@ func (v *durationValue) Set(s string) error {
 	if err != nil {
 		return errors.New("not a duration (such as 10s or 1m30s)")
 	}
-	if d != 0 && (d < v.min || d > v.max) || d < 0 {
-		return fmt.Errorf("%v is not 0 or in %v to %v", d, v.min, v.max)
+	if d < v.min || d > v.max {
+		return fmt.Errorf("%v is not in %v to %v", d, v.min, v.max)
 	}
 	*v.p = d
 	return nil
