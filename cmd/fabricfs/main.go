@@ -91,16 +91,14 @@ func main() {
 		os.Exit(2)
 	}
 	tcfg, err := s.TCP()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "fabricfs:", err)
-		os.Exit(2)
+	var vcfg verbs.Config
+	if err == nil {
+		vcfg, err = s.Verbs()
 	}
-	vcfg, err := s.Verbs()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "fabricfs:", err)
-		os.Exit(2)
+	var cpus *unix.CPUSet
+	if err == nil {
+		cpus, err = s.CPUs()
 	}
-	cpus, err := s.CPUs()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fabricfs:", err)
 		os.Exit(2)
