@@ -15,7 +15,7 @@ import (
 // naming the user, the resource and the limit; root's still work, and a
 // closed connection gives its charge back.
 func TestConnectionLimit(t *testing.T) {
-	p, _ := tcp.New()
+	p, _ := tcp.New(tcp.Config{})
 	f, err := core.New(p)
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func TestConnectionLimit(t *testing.T) {
 // the user enables one (takes the request). Then both are, within the
 // user's limits.
 func TestRequestsAreNotCharged(t *testing.T) {
-	p, _ := tcp.New()
+	p, _ := tcp.New(tcp.Config{})
 	f, err := core.New(p)
 	if err != nil {
 		t.Fatal(err)

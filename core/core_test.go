@@ -39,7 +39,7 @@ func loOf(t testing.TB, p core.Provider) *core.Domain {
 	return d
 }
 
-func newTCP() (core.Provider, error) { return tcp.New() }
+func newTCP() (core.Provider, error) { return tcp.New(tcp.Config{}) }
 
 func create(t testing.TB, d *core.Domain, k core.Kind, name string) *core.Object {
 	t.Helper()
@@ -141,7 +141,7 @@ func TestBoundObjectsAreBusy(t *testing.T) {
 }
 
 func TestLimitsAndOwners(t *testing.T) {
-	p, _ := tcp.New()
+	p, _ := tcp.New(tcp.Config{})
 	f, err := core.New(p)
 	if err != nil {
 		t.Fatal(err)

@@ -46,7 +46,7 @@ var iovSetups = []struct {
 		return d, a, b, cq, false
 	}},
 	{"tcp RDM", func(t *testing.T) (*core.Domain, *core.Object, *core.Object, *core.CQ, bool) {
-		p, err := tcp.New()
+		p, err := tcp.New(tcp.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,7 +33,7 @@ func fabricOf(t *testing.T, p core.Provider) (*core.Fabric, *core.Domain) {
 // FI_ENOENT and acquire nothing: no memory is charged, no key claimed;
 // the same holds when the object's own methods are called after it closed.
 func TestRemovedObjectRefusesCommands(t *testing.T) {
-	p, _ := tcp.New()
+	p, _ := tcp.New(tcp.Config{})
 	f, d := fabricOf(t, p)
 	const uid = 1000
 	m, err := d.Create(core.KindMR, "m", uid)
@@ -95,7 +95,7 @@ func TestRemovedObjectRefusesCommands(t *testing.T) {
 // leaves nothing behind: whichever comes first, the memory of its rings
 // and the connection of its listener (rxm) are given back.
 func TestCloseRacesEnable(t *testing.T) {
-	p, _ := tcp.New()
+	p, _ := tcp.New(tcp.Config{})
 	f, d := fabricOf(t, rxm.Wrap(p))
 	const uid = 1000
 	for _, k := range []core.Kind{core.KindAV, core.KindCQ} {
@@ -123,7 +123,7 @@ func TestCloseRacesEnable(t *testing.T) {
 // FI_ECONNREFUSED promptly and the passive endpoint's owner gets back
 // what the request held.
 func TestRemoveConnReq(t *testing.T) {
-	p, _ := tcp.New()
+	p, _ := tcp.New(tcp.Config{})
 	f, d := fabricOf(t, p)
 	const owner = 1000
 	ctx := context.Background()
@@ -176,7 +176,7 @@ func TestRemoveConnReq(t *testing.T) {
 // memory quota leaves the endpoint idle with nothing enabled under it (no
 // listener of rxm charged), and enable works once memory is free.
 func TestEnableFailsOnRingQuota(t *testing.T) {
-	p, _ := tcp.New()
+	p, _ := tcp.New(tcp.Config{})
 	f, d := fabricOf(t, rxm.Wrap(p))
 	const uid = 1000
 	ctx := context.Background()

@@ -31,7 +31,7 @@ func rxAddr(fiAddr uint64, idx, bits int) uint64 {
 // received.
 func TestScalableEndpoint(t *testing.T) {
 	const n, bits = 4, 3
-	p, _ := tcp.New()
+	p, _ := tcp.New(tcp.Config{})
 	_, d := fabricOf(t, rxm.Wrap(p))
 	avo := create(t, d, core.KindAV, "v")
 	setAttr(t, avo, "rx_ctx_bits", strconv.Itoa(bits))
@@ -141,7 +141,7 @@ func TestScalableEndpoint(t *testing.T) {
 
 // TestScalableEndpointRefusals: what fi_endpoint(3) and the tree refuse.
 func TestScalableEndpointRefusals(t *testing.T) {
-	p, _ := tcp.New()
+	p, _ := tcp.New(tcp.Config{})
 	_, d := fabricOf(t, rxm.Wrap(p))
 	create(t, d, core.KindAV, "v")
 	msg := create(t, d, core.KindEP, "m") // FI_EP_MSG
@@ -213,7 +213,7 @@ func attr(t *testing.T, o *core.Object, name string) string {
 // -FI_EAGAIN"), "-" before enable; a passive endpoint's attr/backlog is
 // FI_BACKLOG.
 func TestControlAttrs(t *testing.T) {
-	p, _ := tcp.New()
+	p, _ := tcp.New(tcp.Config{})
 	_, d := fabricOf(t, rxm.Wrap(p))
 	create(t, d, core.KindAV, "v")
 	create(t, d, core.KindCQ, "q")
@@ -254,7 +254,7 @@ func TestControlAttrs(t *testing.T) {
 // a's provider endpoint (the same address), and its sends make entries on
 // a's CQ. The parent stays while the alias is open.
 func TestAlias(t *testing.T) {
-	p, _ := tcp.New()
+	p, _ := tcp.New(tcp.Config{})
 	_, d := fabricOf(t, rxm.Wrap(p))
 	avo := create(t, d, core.KindAV, "v")
 	q := create(t, d, core.KindCQ, "q").Impl.(*core.CQ)
@@ -320,7 +320,7 @@ func TestAlias(t *testing.T) {
 // discarded"), which lets go of its memory region; the scalable endpoint
 // then goes too.
 func TestContextCloseCancels(t *testing.T) {
-	p, _ := tcp.New()
+	p, _ := tcp.New(tcp.Config{})
 	_, d := fabricOf(t, rxm.Wrap(p))
 	create(t, d, core.KindAV, "v")
 	create(t, d, core.KindCQ, "q")

@@ -270,7 +270,7 @@ func TestSharedContextClose(t *testing.T) {
 // oldest receive that takes it, by tag under the receive's ignore bits,
 // and a message that none takes waits for a later one.
 func TestSharedReceiveContextTagged(t *testing.T) {
-	p, _ := tcp.New()
+	p, _ := tcp.New(tcp.Config{})
 	_, d := fabricOf(t, rxm.Wrap(p))
 	av := create(t, d, core.KindAV, "v").Impl.(*core.AV)
 	create(t, d, core.KindCQ, "tx")

@@ -23,7 +23,7 @@ func TestDeadObjectForgotten(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("mounting needs root")
 	}
-	p, err := tcp.New()
+	p, err := tcp.New(tcp.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func TestQueryAtomicFile(t *testing.T) {
 		return string(b[:n]), err
 	}
 
-	tp, err := tcp.New()
+	tp, err := tcp.New(tcp.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestQueryAtomicFile(t *testing.T) {
 		t.Errorf("a question of 3 words: %v, want EINVAL", err)
 	}
 
-	tp2, err := tcp.New()
+	tp2, err := tcp.New(tcp.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

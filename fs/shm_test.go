@@ -17,7 +17,7 @@ import (
 // (run with -race): the handle has its own descriptor of the memory, and
 // reads and writes after the rmdir fail with ENOENT.
 func TestShmHandleRemoved(t *testing.T) {
-	p, err := tcp.New()
+	p, err := tcp.New(tcp.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -161,6 +161,7 @@ func (t *tree) root() *dir {
 	return &dir{meta: dirRO, entries: func() []entry {
 		es := []entry{
 			fileEntry("abi_version", t.ino("/abi_version"), fileRO, nil, rendered(func() string { return fmt.Sprintf("%d\n", ring.Version) }, nil)),
+			fileEntry("version", t.ino("/version"), fileRO, nil, rendered(func() string { return core.DaemonVersions().String() }, nil)),
 			fileEntry("info", t.ino("/info"), fileRO, nil, rendered(func() string { t.fab.Rescan(); return infoText(t.fab.Infos()) }, nil)),
 			fileEntry("getinfo", t.ino("/getinfo"), meta{mode: syscall.S_IFREG | 0o666}, nil, t.openGetinfo),
 			fileEntry("limits", t.ino("/limits"), fileRO, nil, func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {

@@ -15,6 +15,9 @@
 # last: the patched go-fuse the build uses).
 set -euo pipefail
 pkgs=(fuse3 libfabric-bin libfabric-dev libibverbs-dev gcc python3 tshark iproute2 util-linux autoconf automake libtool make openmpi-bin libopenmpi-dev patch)
+# groff-base (groff: internal/manpage's test renders the man pages) and
+# systemd (systemd-analyze: tests/systemd_test.go verifies the unit).
+pkgs+=(groff-base systemd)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -7,5 +7,6 @@ mnt=${1:-/fabric}
 scripts/deps.sh
 export PATH=$PATH:/usr/local/go/bin
 mkdir -p bin "$mnt"
-go build -o bin/fabricfs ./cmd/fabricfs
+# The version -version and /version show: git describe of this checkout.
+go build -ldflags "-X github.com/fabricfs/fabricfs/core.version=$(git describe --always --dirty 2>/dev/null || echo devel)" -o bin/fabricfs ./cmd/fabricfs
 exec bin/fabricfs "$mnt"

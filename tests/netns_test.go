@@ -120,20 +120,26 @@ func nsenter(ns string, argv ...string) []string {
 // mountInNetns starts a daemon in namespace ns with the default providers:
 // tcp and verbs over that namespace's interfaces, RoCE on port 4791, which
 // is the namespace's own.
-func mountInNetns(t *testing.T, ns string) *daemon {
+func mountInNetns(t *testing.T, ns string, flags ...string) *daemon {
 	t.Helper()
-	return mountArgv(t, nsenter(ns, daemonBin))
+	return mountArgv(t, nsenter(ns, append([]string{daemonBin}, flags...)...))
 }
 
 // twoHosts makes namespaces a and b joined by a veth pair and a daemon in
 // each.
 func twoHosts(t *testing.T) (a, b string, da, db *daemon) {
 	t.Helper()
+	return twoHostsWith(t)
+}
+
+// twoHostsWith is twoHosts with flags for daemon a.
+func twoHostsWith(t *testing.T, flagsA ...string) (a, b string, da, db *daemon) {
+	t.Helper()
 	needNetns(t)
 	needFUSE(t)
 	a, b = newNetns(t, "a"), newNetns(t, "b")
 	vethPair(t, a, nsIfA, nsAddrA, b, nsIfB, nsAddrB)
-	return a, b, mountInNetns(t, a), mountInNetns(t, b)
+	return a, b, mountInNetns(t, a, flagsA...), mountInNetns(t, b)
 }
 
 // dirNames lists a directory's subdirectories.
@@ -385,17 +391,22 @@ func TestNetnsPingpong(t *testing.T) {
 // tcp domain and a verbs device in each, listed by the provider
 // directories and /info, offered by getinfo, without a restart and
 // without disturbing the objects of the domains already open; tcp MSG and
-// verbs RDM then work over it. When the pair is deleted its domains stay,
-// with their objects and entries (docs/deploy.md), a listen in them fails
-// with an error, and the other domains work on.
+// verbs RDM then work over it. Daemon a runs with -tcp-iface naming its
+// first interface and the new one: a second pair added with it, which the
+// filter does not name, becomes no tcp domain there (daemon b, without a
+// filter, has it). When the pair is deleted its domains stay, with their
+// objects and entries (docs/deploy.md), a listen in them fails with an
+// error, and the other domains work on.
 func TestNetnsHotplug(t *testing.T) {
-	a, b, da, db := twoHosts(t)
-	old := mkobj(t, da.path("tcp", nsIfA), "eq", "before")
 	const ifA, ifB, addrA, addrB = "ffhot-a", "ffhot-b", "198.51.100.1", "198.51.100.2"
+	const offA, offB, offAddrA, offAddrB = "ffoff-a", "ffoff-b", "203.0.113.1", "203.0.113.2" // TEST-NET-3
+	a, b, da, db := twoHostsWith(t, "-tcp-iface", nsIfA+","+ifA)
+	old := mkobj(t, da.path("tcp", nsIfA), "eq", "before")
 	verbsA, verbsB := "rxe_198_51_100_1", "rxe_198_51_100_2"
 	if _, err := os.Stat(da.path("tcp", ifA)); err == nil {
 		t.Fatalf("tcp/%s exists before the interface", ifA)
 	}
+	vethPair(t, a, offA, offAddrA, b, offB, offAddrB)
 	vethPair(t, a, ifA, addrA, b, ifB, addrB)
 
 	// Listing the provider directories finds the new domains, within a
@@ -415,6 +426,20 @@ func TestNetnsHotplug(t *testing.T) {
 		if info := da.read(t, "info"); !strings.Contains(info, want) {
 			t.Errorf("/info has no %q", want)
 		}
+	}
+	// The pair outside a's filter: b lists it; a, having looked again
+	// since (the listings above), does not, nor offers it in /info.
+	if names, ok := waitListed(t, db.path("tcp"), offB); !ok {
+		t.Errorf("daemon b (no filter): tcp lists %s, not %s", names, offB)
+	}
+	if names := strings.Join(dirNames(t, da.path("tcp")), " "); strings.Contains(" "+names+" ", " "+offA+" ") {
+		t.Errorf("-tcp-iface %s,%s: tcp lists %s", nsIfA, ifA, names)
+	}
+	if _, err := os.Stat(da.path("tcp", offA)); err == nil {
+		t.Errorf("-tcp-iface %s,%s: tcp/%s exists", nsIfA, ifA, offA)
+	}
+	if info := da.read(t, "info"); strings.Contains(info, "name: "+offA+"\n") {
+		t.Errorf("-tcp-iface %s,%s: /info offers %s", nsIfA, ifA, offA)
 	}
 	f, err := os.OpenFile(da.path("getinfo"), os.O_RDWR, 0)
 	must(t, err)

@@ -1,11 +1,18 @@
 // Command fabricfs mounts the fabricfs tree: libfabric's object model as
 // files.
 //
-//	fabricfs [-debug] [-verbs-addrs ADDR,...] [-roce-port PORT] [-engine-cpus LIST]
-//		[-limit-objects N] [-limit-memory BYTES] [-limit-connections N] MOUNTPOINT
+//	fabricfs [-config FILE] [flags] MOUNTPOINT
+//	fabricfs -version
+//
+// The flags, and the config file that sets the same keys, are package
+// settings'; man/fabricfs.8 lists them all (generated from them) and
+// man/fabricfs.5 the tree.
 //
 // It serves in the foreground until SIGINT or SIGTERM, then unmounts (lazily
-// if files are still open), closes every object and exits. As root it mounts
+// if files are still open), closes every object and exits. Started by
+// systemd with Type=notify ($NOTIFY_SOCKET), it sends READY=1 once the
+// tree is mounted and STOPPING=1 when a signal stops it
+// (deploy/fabricfs.service). As root it mounts
 // directly with allow_other, so every user can use the tree; as another user
 // it mounts through fusermount3, and allow_other needs user_allow_other in
 // /etc/fuse.conf (see -allow-other). A stale fabricfs mount on MOUNTPOINT,
@@ -13,7 +20,8 @@
 // a stale mount of another file system is refused with the command that
 // detaches it.
 //
-// Providers: tcp, over the host's interfaces, and verbs, one software RDMA
+// Providers: tcp, over the host's interfaces (or those -tcp-iface names),
+// and verbs, one software RDMA
 // device per address of -verbs-addrs (the host's interface addresses by
 // default; "none" for no device), all receiving RoCEv2 on UDP port
 // -roce-port. Two daemons on one machine are two hosts of one fabric when
@@ -36,25 +44,22 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/shm"
 	"github.com/fabricfs/fabricfs/fs"
+	"github.com/fabricfs/fabricfs/internal/settings"
 	"github.com/fabricfs/fabricfs/providers/rxm"
 	"github.com/fabricfs/fabricfs/providers/tcp"
 	"github.com/fabricfs/fabricfs/providers/verbs"
-	"github.com/fabricfs/fabricfs/providers/verbs/roce"
 )
 
 func main() {
@@ -68,113 +73,48 @@ func main() {
 	}
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
 	log.SetPrefix("fabricfs: ")
-	debug := flag.Bool("debug", false, "log every FUSE request")
-	allowOther := flag.Bool("allow-other", os.Geteuid() == 0, "let every user use the tree (default as root)")
-	mapping := flag.String("mapping", shm.DefaultMapping(), "how clients reach shared memory: passthrough (FUSE passthrough; root, Linux >= 6.9) or symlink (links to /proc/PID/fd/N of the daemon or of a holder process running as the user)")
-	verbsAddrs := flag.String("verbs-addrs", "", "comma-separated IP addresses, one verbs device each (default: the host's interface addresses; none: no device)")
-	rocePort := flag.Int("roce-port", roce.Port, "the UDP port of every verbs device of the fabric (RoCEv2)")
-	var limits [core.NumResources]*int64
-	for r, usage := range [core.NumResources]string{
-		core.Objects:     "objects (directories) each user other than root may hold; 0: no limit",
-		core.MemoryBytes: "bytes of shared memory (memory regions and rings) each user other than root may hold; 0: no limit",
-		core.Connections: "connections and listeners each user other than root may hold; 0: no limit",
-	} {
-		r := core.Resource(r)
-		limits[r] = flag.Int64("limit-"+strings.TrimSuffix(r.String(), "_bytes"), core.DefaultLimits[r], usage)
-	}
-	engineCPUs := flag.String("engine-cpus", "", "CPUs the ring engine's threads run on, e.g. 0 or 2-3,6 (default: wherever the scheduler puts them)")
+	s := settings.Register(flag.CommandLine)
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: fabricfs [flags] MOUNTPOINT\n\nMounts libfabric's object model as a file tree; see docs/tree.md.\n\n")
+		fmt.Fprintf(os.Stderr, "usage: fabricfs [flags] MOUNTPOINT\n\nMounts libfabric's object model as a file tree; see fabricfs(8), fabricfs(5).\n\n")
 		flag.PrintDefaults()
 	}
-	flag.Parse()
+	if err := settings.Parse(flag.CommandLine, s, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "fabricfs:", err)
+		os.Exit(2)
+	}
+	if s.Version {
+		fmt.Print(core.DaemonVersions())
+		return
+	}
 	if flag.NArg() != 1 {
 		flag.Usage()
 		os.Exit(2)
 	}
-	vcfg, err := verbsConfig(*verbsAddrs, *rocePort)
+	tcfg, err := s.TCP()
+	var vcfg verbs.Config
+	if err == nil {
+		vcfg, err = s.Verbs()
+	}
+	var cpus *unix.CPUSet
+	if err == nil {
+		cpus, err = s.CPUs()
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fabricfs:", err)
 		os.Exit(2)
 	}
-	var cpus *unix.CPUSet
-	if *engineCPUs != "" {
-		if cpus, err = parseCPUList(*engineCPUs); err != nil {
-			fmt.Fprintln(os.Stderr, "fabricfs: -engine-cpus:", err)
-			os.Exit(2)
-		}
-	}
-	var lim core.Limits
-	for r, p := range limits {
-		if *p < 0 {
-			fmt.Fprintf(os.Stderr, "fabricfs: -limit-%s %d is negative\n", strings.TrimSuffix(core.Resource(r).String(), "_bytes"), *p)
-			os.Exit(2)
-		}
-		lim[r] = *p
-	}
-	if err := run(flag.Arg(0), *mapping, cpus, lim, vcfg, fs.Options{AllowOther: *allowOther, Debug: *debug, Poll: true}); err != nil {
+	if err := run(flag.Arg(0), s.Mapping, cpus, s.Limits, tcfg, vcfg, fs.Options{AllowOther: s.AllowOther, Debug: s.Debug, Poll: true}); err != nil {
 		log.Fatal(err)
 	}
 }
 
-// verbsConfig reads the verbs flags.
-func verbsConfig(addrs string, port int) (verbs.Config, error) {
-	cfg := verbs.Config{Port: port}
-	if port < 1 || port > 65535 {
-		return cfg, fmt.Errorf("-roce-port %d is not a UDP port", port)
-	}
-	switch addrs {
-	case "":
-		return cfg, nil
-	case "none":
-		cfg.Addrs = []netip.Addr{}
-		return cfg, nil
-	}
-	for _, s := range strings.Split(addrs, ",") {
-		a, err := netip.ParseAddr(strings.TrimSpace(s))
-		if err != nil {
-			return cfg, fmt.Errorf("-verbs-addrs: %v", err)
-		}
-		cfg.Addrs = append(cfg.Addrs, a)
-	}
-	return cfg, nil
-}
-
-// parseCPUList reads a CPU list in the kernel's list format without
-// strides (as taskset -c takes it): numbers and ranges N-M, separated by
-// commas.
-func parseCPUList(s string) (*unix.CPUSet, error) {
-	set := new(unix.CPUSet)
-	max := uint64(8 * unsafe.Sizeof(*set)) // the CPUs a set can name
-	for _, item := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(strings.TrimSpace(item), "-")
-		first, err := strconv.ParseUint(lo, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a CPU number or range", item)
-		}
-		last := first
-		if isRange {
-			if last, err = strconv.ParseUint(hi, 10, 64); err != nil || last < first {
-				return nil, fmt.Errorf("%q is not a CPU range", item)
-			}
-		}
-		if last >= max {
-			return nil, fmt.Errorf("CPU %d: CPUs are numbered below %d", last, max)
-		}
-		for c := first; c <= last; c++ {
-			set.Set(int(c))
-		}
-	}
-	return set, nil
-}
-
-func run(mnt, mapping string, engineCPUs *unix.CPUSet, limits core.Limits, vcfg verbs.Config, opts fs.Options) error {
+func run(mnt, mapping string, engineCPUs *unix.CPUSet, limits core.Limits, tcfg tcp.Config, vcfg verbs.Config, opts fs.Options) error {
 	// As many descriptors as the system allows; core.FDReserve of them
 	// stay for the daemon's own use whatever users and peers open.
 	if _, err := core.RaiseFDLimit(); err != nil {
 		return fmt.Errorf("raising RLIMIT_NOFILE: %w", err)
 	}
-	tp, err := tcp.New()
+	tp, err := tcp.New(tcfg)
 	if err != nil {
 		return fmt.Errorf("tcp provider: %w", err)
 	}
@@ -220,6 +160,7 @@ func run(mnt, mapping string, engineCPUs *unix.CPUSet, limits core.Limits, vcfg 
 		return fmt.Errorf("mount %s: %w", mnt, err)
 	}
 	log.Printf("mounted on %s (pid %d)", mnt, os.Getpid())
+	notify("READY=1\nSTATUS=mounted on " + mnt)
 
 	done := make(chan struct{})
 	go func() {
@@ -229,6 +170,7 @@ func run(mnt, mapping string, engineCPUs *unix.CPUSet, limits core.Limits, vcfg 
 	select {
 	case s := <-sig:
 		log.Printf("%v: unmounting %s", s, mnt)
+		notify("STOPPING=1\nSTATUS=unmounting " + mnt)
 		fab.Close() // ends blocked reads and closes every socket
 		if err := srv.Unmount(); err != nil {
 			// Files are still open: detach the mount now; the kernel drops

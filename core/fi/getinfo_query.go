@@ -70,7 +70,10 @@ func GetInfoText(ctx context.Context, s string, offered []*Info) (string, error)
 	switch q.Form {
 	case FormEnv:
 		// fi_info -e prints "# NAME: type" and a description per variable.
-		return "# The tree reads no environment variables.\n", nil
+		// What libfabric's FI_TCP_IFACE, FI_TCP_PORT_LOW_RANGE and
+		// FI_TCP_PORT_HIGH_RANGE set, the daemon's flags set.
+		return "# The tree reads no environment variables: the daemon's flags (fabricfs(8)) set\n" +
+			"# what FI_TCP_IFACE, FI_TCP_PORT_LOW_RANGE and FI_TCP_PORT_HIGH_RANGE set for libfabric.\n", nil
 	case FormList:
 		infos, err := GetInfo(ctx, q.Version, q.Node, q.Service, q.Flags|uint64(PROV_ATTR_ONLY), q.Hints, offered)
 		if err != nil {

@@ -67,7 +67,7 @@ type rdm struct {
 // testDomain opens tcp/lo wrapped by rxm.
 func testDomain(t testing.TB) (core.Provider, core.ProviderDomain) {
 	t.Helper()
-	tp, err := tcp.New()
+	tp, err := tcp.New(tcp.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

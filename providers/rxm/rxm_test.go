@@ -445,7 +445,7 @@ func TestRDMDomainAttrsAreRxm(t *testing.T) {
 	if err != nil {
 		t.Skipf("fi_info (libfabric-bin) not usable: %v", err)
 	}
-	tp, err := tcp.New()
+	tp, err := tcp.New(tcp.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

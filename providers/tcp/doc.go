@@ -3,8 +3,11 @@
 // fabricfs endpoint and a C program linked with libfabric connect to each
 // other and exchange messages.
 //
-// New returns the provider. Its domains are the host's network interfaces,
-// named as libfabric names them; the exported constants are its limits.
+// New returns the provider with its settings (Config: the interfaces,
+// listeners' port range, connect and CM timeouts and TCP keepalive, which
+// libfabric's tcp provider takes from FI_TCP_* variables and the daemon
+// from its flags). Its domains are the host's network interfaces, named as
+// libfabric names them; the exported constants are its limits.
 //
 // # Domains and fi_info
 //

@@ -224,7 +224,7 @@ func (e *endpoint) bindAddr(raddr *net.TCPAddr) *net.TCPAddr {
 func (e *endpoint) dial(ctx context.Context, laddr, raddr *net.TCPAddr, msg []byte) ([]byte, error) {
 	// The socket is the owner's before it connects, so that the listener
 	// counts it under the owner (core.HostOf).
-	d := net.Dialer{LocalAddr: laddr, Control: func(network, _ string, rc syscall.RawConn) error {
+	d := e.dom.cfg.dialer(laddr, func(network, _ string, rc syscall.RawConn) error {
 		cookie, err := core.OwnSocket(rc, core.OwnerOf(e.ev))
 		e.mu.Lock()
 		e.cookie = cookie
@@ -234,7 +234,7 @@ func (e *endpoint) dial(ctx context.Context, laddr, raddr *net.TCPAddr, msg []by
 			err = e.applyTClass(rc, network == "tcp6")
 		}
 		return err
-	}}
+	})
 	c, err := d.DialContext(ctx, "tcp", raddr.String())
 	if err != nil {
 		return nil, netError("connect to "+raddr.String(), err)
@@ -252,7 +252,7 @@ func (e *endpoint) dial(ctx context.Context, laddr, raddr *net.TCPAddr, msg []by
 	}
 	e.conn = conn
 	e.mu.Unlock()
-	if err := writeCM(conn, msg); err != nil {
+	if err := writeCM(conn, msg, e.dom.cfg.handshakeTimeout()); err != nil {
 		return nil, err
 	}
 	return readCM(conn, time.Time{}, wire.CMConnResp) // no deadline: the peer may take its time to accept
@@ -280,7 +280,7 @@ func (e *endpoint) Accept(data []byte) error {
 				return nil, err
 			}
 		}
-		return nil, writeCM(conn, msg)
+		return nil, writeCM(conn, msg, e.dom.cfg.handshakeTimeout())
 	})
 	return nil
 }
@@ -300,7 +300,7 @@ func (e *endpoint) Reject(data []byte) error {
 	e.state = stDown
 	conn := e.conn
 	e.mu.Unlock()
-	rejectConn(conn, msg)
+	rejectConn(conn, msg, e.dom.cfg.handshakeTimeout())
 	return nil
 }
 

@@ -125,6 +125,13 @@ func accept(t testing.TB, d *domain, pev *provtest.PEPEvents, data []byte) (side
 func connect(t testing.TB) *pair {
 	t.Helper()
 	d, info := loDomain()
+	return connectOn(t, d, info)
+}
+
+// connectOn makes a connected pair in domain d from info, closed at the
+// end of the test.
+func connectOn(t testing.TB, d *domain, info *fi.Info) *pair {
+	t.Helper()
 	p := &pair{d: d, info: info}
 	p.pep, p.pev = listen(t, d, info)
 	addr, _ := p.pep.Name()

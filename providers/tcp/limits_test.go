@@ -268,24 +268,6 @@ func TestIdleHandshakesAreShed(t *testing.T) {
 	cli.ev.WaitConnected(t)
 }
 
-// A connection that sends nothing is closed after ConnReqTimeout, well
-// before HandshakeTimeout.
-func TestSilentConnectionsTimeOut(t *testing.T) {
-	defer func(d time.Duration) { connReqTimeout = d }(connReqTimeout)
-	connReqTimeout = 200 * time.Millisecond
-	d, info := loDomain()
-	pep, _ := listen(t, d, info)
-	defer pep.Close()
-	addr, _ := pep.Name()
-	c := rawDial(t, addr)
-	defer c.Close()
-	start := time.Now()
-	waitClosed(t, c)
-	if el := time.Since(start); el > handshakeTimeout/2 {
-		t.Fatalf("silent connection closed after %v", el)
-	}
-}
-
 // A listener keeps at most maxListenerConns connections open: handshakes,
 // requests and the endpoints made from them. Closing one makes room.
 func TestListenerConnectionLimit(t *testing.T) {

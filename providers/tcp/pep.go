@@ -1,6 +1,7 @@
 package tcp
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -17,11 +18,13 @@ import (
 )
 
 // HandshakeTimeout bounds how long a passive endpoint waits for a new
-// connection's request, and how long sending a CM answer may take.
+// connection's request, and how long sending a CM answer may take
+// (Config.HandshakeTimeout replaces it).
 const HandshakeTimeout = 10 * time.Second
 
 // ConnReqTimeout bounds how long a new connection may stay silent: a
-// peer sends its connreq as soon as it connects.
+// peer sends its connreq as soon as it connects (Config.ConnReqTimeout
+// replaces it).
 const ConnReqTimeout = 3 * time.Second
 
 // handshakeTimeout, connReqTimeout, maxHandshakes, maxListenerConns and
@@ -101,7 +104,7 @@ func (p *passiveEndpoint) Listen(addr fi.Addr) error {
 	if err := core.Take(p.ev, core.Connections, 1); err != nil {
 		return err
 	}
-	ln, err := net.ListenTCP("tcp", ta)
+	ln, err := p.dom.cfg.listen(ta)
 	if err != nil {
 		core.Give(p.ev, core.Connections, 1)
 		return netError("listen on "+ta.String(), err)
@@ -158,7 +161,7 @@ func (p *passiveEndpoint) Close() error {
 	}
 	reject, _ := wire.AppendCM(nil, wire.CMReject, nil)
 	for _, r := range p.pending.Close() {
-		rejectConn(r.conn, reject)
+		rejectConn(r.conn, reject, p.dom.cfg.handshakeTimeout())
 		p.dropped(r.conn)
 	}
 	p.wg.Wait()
@@ -255,7 +258,7 @@ func (p *passiveEndpoint) acceptLoop(ln *net.TCPListener) {
 // connReqTimeout to arrive.
 func (p *passiveEndpoint) handshake(c *net.TCPConn) {
 	defer p.wg.Done()
-	data, err := readCM(c, time.Now().Add(min(connReqTimeout, handshakeTimeout)), wire.CMConnReq)
+	data, err := readCM(c, time.Now().Add(min(p.dom.cfg.connReqTimeout(), p.dom.cfg.handshakeTimeout())), wire.CMConnReq)
 	var req *connReq
 	if err == nil {
 		info := p.info.Clone()
@@ -275,7 +278,7 @@ func (p *passiveEndpoint) handshake(c *net.TCPConn) {
 	if err != nil || !p.pending.Add(req) {
 		if err == nil {
 			reject, _ := wire.AppendCM(nil, wire.CMReject, nil)
-			rejectConn(c, reject)
+			rejectConn(c, reject, p.dom.cfg.handshakeTimeout())
 		} else {
 			c.Close()
 		}
@@ -346,9 +349,9 @@ func readCM(c *net.TCPConn, deadline time.Time, want wire.CMType) ([]byte, error
 	return data, nil
 }
 
-// writeCM sends a whole CM message in one write.
-func writeCM(c *net.TCPConn, msg []byte) error {
-	c.SetWriteDeadline(time.Now().Add(handshakeTimeout))
+// writeCM sends a whole CM message in one write, within timeout.
+func writeCM(c *net.TCPConn, msg []byte, timeout time.Duration) error {
+	c.SetWriteDeadline(time.Now().Add(timeout))
 	defer c.SetWriteDeadline(time.Time{})
 	if _, err := c.Write(msg); err != nil {
 		return netError("sending connection message", err)
@@ -357,9 +360,10 @@ func writeCM(c *net.TCPConn, msg []byte) error {
 }
 
 // rejectConn sends a reject, then shuts the connection down and closes it,
-// as tcpx_pep_reject does; like it, it ignores a peer that is gone.
-func rejectConn(c *net.TCPConn, msg []byte) {
-	writeCM(c, msg)
+// as tcpx_pep_reject does; like it, it ignores a peer that is gone. The
+// reject is sent within timeout.
+func rejectConn(c *net.TCPConn, msg []byte, timeout time.Duration) {
+	writeCM(c, msg, timeout)
 	shutdownConn(c)
 	c.Close()
 }
@@ -380,7 +384,7 @@ func netError(what string, err error) error {
 	code := core.Code(err)
 	if code == fi.EOTHER {
 		code = fi.EIO
-		if errors.Is(err, os.ErrDeadlineExceeded) {
+		if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
 			code = fi.ETIMEDOUT
 		}
 	}

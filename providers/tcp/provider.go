@@ -78,6 +78,7 @@ const (
 // Provider is the tcp provider: one domain per network interface with an
 // IP address, plus "lo".
 type Provider struct {
+	cfg   Config
 	mu    sync.Mutex
 	infos []*fi.Info // best first, then those Rescan added; under mu
 }
@@ -87,14 +88,20 @@ var (
 	_ core.Rescanner = (*Provider)(nil)
 )
 
-// New returns the tcp provider for the host's interfaces as they are now;
-// Rescan adds those that come up later.
-func New() (*Provider, error) {
-	addrs, err := hostAddrs()
+// New returns the tcp provider with settings cfg for the host's
+// interfaces (those cfg.Ifaces names) as they are now; Rescan adds those
+// that come up later.
+func New(cfg Config) (*Provider, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	addrs, err := hostAddrs(cfg)
 	if err != nil {
 		return nil, core.Errorf(fi.ENODEV, "tcp: listing network interfaces: %v", err)
 	}
-	return newProvider(addrs), nil
+	p := newProvider(addrs)
+	p.cfg = cfg
+	return p, nil
 }
 
 func newProvider(addrs []ifAddr) *Provider {
@@ -120,7 +127,7 @@ func (p *Provider) Infos() []*fi.Info {
 // running now and have none yet (core.Rescanner), in fi_info's order among
 // themselves. Entries of addresses that went away stay.
 func (p *Provider) Rescan() error {
-	addrs, err := hostAddrs()
+	addrs, err := hostAddrs(p.cfg)
 	if err != nil {
 		return core.Errorf(fi.ENODEV, "tcp: listing network interfaces: %v", err)
 	}
@@ -150,7 +157,7 @@ func (p *Provider) OpenDomain(name string) (core.ProviderDomain, error) {
 	defer p.mu.Unlock()
 	for _, in := range p.infos {
 		if in.DomainAttr.Name == name {
-			return &domain{name: name}, nil
+			return &domain{name: name, cfg: p.cfg}, nil
 		}
 	}
 	return nil, core.Errorf(fi.ENODEV, "tcp: no domain %q", name)
@@ -245,7 +252,11 @@ type ifAddr struct {
 //     (slist_insert_before_first_match with ofi_compare_addr_entry);
 //   - then, always, "lo" with 127.0.0.1 on fabric "127.0.0.1/32" and ::1 on
 //     "::1/128" (ofi_insert_loopback_addr), whatever lo's real netmask.
-func hostAddrs() ([]ifAddr, error) {
+//
+// Only interfaces cfg serves count (cfg.Ifaces, FI_TCP_IFACE). libfabric
+// drops a filter that names no interface present; fabricfs keeps it, so
+// that the interface becomes a domain when it comes (Rescan).
+func hostAddrs(cfg Config) ([]ifAddr, error) {
 	ifs, err := net.Interfaces()
 	if err != nil {
 		return nil, err
@@ -253,7 +264,7 @@ func hostAddrs() ([]ifAddr, error) {
 	// getifaddrs lists IPv4 addresses of every interface before IPv6 ones.
 	var v4, v6 []ifAddr
 	for _, ifi := range ifs {
-		if ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagRunning == 0 || ifi.Flags&net.FlagLoopback != 0 {
+		if ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagRunning == 0 || ifi.Flags&net.FlagLoopback != 0 || !cfg.serves(ifi.Name) {
 			continue
 		}
 		addrs, err := ifi.Addrs()
@@ -358,6 +369,7 @@ func linkSpeed(name string) uint64 {
 // domain is one opened domain: an interface.
 type domain struct {
 	name string       // interface name; the zone of its link-local addresses
+	cfg  Config       // the provider's
 	eps  core.EPCount // endpoints and passive endpoints open
 }
 
@@ -396,7 +408,7 @@ func (d *domain) NewEndpoint(info *fi.Info, req core.ConnReq, ev core.EndpointEv
 		if err := core.Take(ev, core.Connections, 1); err != nil {
 			// Over the owner's limit: the request is refused.
 			reject, _ := wire.AppendCM(nil, wire.CMReject, nil)
-			rejectConn(conn, reject)
+			rejectConn(conn, reject, d.cfg.handshakeTimeout())
 			cr.pep.dropped(conn)
 			d.release()
 			return nil, err

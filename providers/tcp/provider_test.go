@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -96,13 +97,22 @@ func TestLoopbackInfo(t *testing.T) {
 // `fi_info -v -p tcp -t FI_EP_MSG` prints them on this host: same entries
 // in the same order, same values except where fabricfs differs on purpose.
 func TestInfosMatchFiInfo(t *testing.T) {
-	out, err := exec.Command("fi_info", "-v", "-p", "tcp", "-t", "FI_EP_MSG").Output()
-	if err != nil {
-		t.Skipf("fi_info (libfabric-bin) not usable: %v", err)
-	}
-	p, err := New()
+	p, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	compareFiInfo(t, p, nil)
+}
+
+// compareFiInfo compares p's entries with those `fi_info -v -p tcp -t
+// FI_EP_MSG` prints with environment variables env added.
+func compareFiInfo(t *testing.T, p *Provider, env []string) {
+	t.Helper()
+	cmd := exec.Command("fi_info", "-v", "-p", "tcp", "-t", "FI_EP_MSG")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Skipf("fi_info (libfabric-bin) not usable: %v", err)
 	}
 	var b strings.Builder
 	if err := fi.WriteInfos(&b, p.Infos()); err != nil {
