@@ -10,7 +10,8 @@ size rep order iters usec mbps), medians.tsv and provider_medians.tsv
 (ep impl size iters usec mbps), ratios.tsv and provider_ratios.tsv (ep
 size lib_usec impl_usec lat_ratio lib_mbps impl_mbps bw_ratio),
 floor.tsv, shapes.tsv, skipped.tsv, verdicts.tsv, and with the verbs pass
-verbs.json and verbs_tree.tsv (size rep usec mbps). bench.sh computes the
+verbs.json, verbs_tree.tsv (size rep iters usec mbps) and
+verbs_tree_medians.tsv (size usec mbps). bench.sh computes the
 medians, ratios and verdicts it prints; this script only adds the means
 and percentiles of the repeats and the load check, and encodes.
 
@@ -83,10 +84,15 @@ def percentile(values, p):
     return v[i] + (v[i + 1] - v[i]) * (k - i)
 
 
-def stats(values):
-    return {"mean": round(sum(values) / len(values), 2),
-            "p50": round(percentile(values, 50), 2),
-            "p99": round(percentile(values, 99), 2)}
+def with_stats(record, runs):
+    """record with the mean and p99 of runs' usec_per_xfer and mb_per_sec
+    beside its medians (bench.sh's), which are the p50."""
+    for key in ("usec_per_xfer", "mb_per_sec"):
+        values = [r[key] for r in runs]
+        record.update({key + "_mean": round(sum(values) / len(values), 2),
+                       key + "_p50": record[key],
+                       key + "_p99": round(percentile(values, 99), 2)})
+    return record
 
 
 def read_runs(path):
@@ -109,17 +115,9 @@ def read_medians(path, runs):
     medians = []
     for ep, impl, size, iters, usec, mbps in rows(path):
         rs = by[(ep, impl, int(size))]
-        u = stats([r["usec_per_xfer"] for r in rs])
-        m = stats([r["mb_per_sec"] for r in rs])
-        medians.append({"ep": ep, "impl": impl, "bytes": int(size),
-                        "iters": int(iters), "runs": len(rs),
-                        "usec_per_xfer": float(usec), "mb_per_sec": float(mbps),
-                        "usec_per_xfer_mean": u["mean"],
-                        "usec_per_xfer_p50": u["p50"],
-                        "usec_per_xfer_p99": u["p99"],
-                        "mb_per_sec_mean": m["mean"],
-                        "mb_per_sec_p50": m["p50"],
-                        "mb_per_sec_p99": m["p99"]})
+        medians.append(with_stats({"ep": ep, "impl": impl, "bytes": int(size),
+                                   "iters": int(iters), "runs": len(rs),
+                                   "usec_per_xfer": float(usec), "mb_per_sec": float(mbps)}, rs))
     return medians
 
 
@@ -302,14 +300,11 @@ def main():
                   "order": 1, "iters": int(it), "usec_per_xfer": float(u), "mb_per_sec": float(m)}
                  for s, rep, it, u, m in rows(path("verbs_tree.tsv"))]
         vmedians = []
-        for s in sorted({r["bytes"] for r in vruns}):
-            rs = [r for r in vruns if r["bytes"] == s]
-            u, m = stats([r["usec_per_xfer"] for r in rs]), stats([r["mb_per_sec"] for r in rs])
-            vmedians.append({"ep": "msg", "impl": "fabricfs", "bytes": s, "iters": rs[0]["iters"],
-                             "runs": len(rs), "usec_per_xfer": u["p50"], "mb_per_sec": m["p50"],
-                             "usec_per_xfer_mean": u["mean"], "usec_per_xfer_p50": u["p50"],
-                             "usec_per_xfer_p99": u["p99"], "mb_per_sec_mean": m["mean"],
-                             "mb_per_sec_p50": m["p50"], "mb_per_sec_p99": m["p99"]})
+        for size, usec, mbps in rows(path("verbs_tree_medians.tsv")):
+            rs = [r for r in vruns if r["bytes"] == int(size)]
+            vmedians.append(with_stats({"ep": "msg", "impl": "fabricfs", "bytes": int(size),
+                                        "iters": rs[0]["iters"], "runs": len(rs),
+                                        "usec_per_xfer": float(usec), "mb_per_sec": float(mbps)}, rs))
         doc["verbs_tree"] = vmedians
         yaml_sections.append(("verbs", vmedians))
         csv_medians += [("verbs", m) for m in vmedians]
@@ -317,7 +312,7 @@ def main():
     load = load_check(reference)
     load["loadavg_start"], load["loadavg_end"] = meta["loadavg_start"], meta["loadavg_end"]
     doc["load"] = load
-    doc["loaded"] = bool(load["loaded"])
+    doc["loaded"] = load["loaded"]  # null when not judged
 
     os.makedirs(outdir, exist_ok=True)
     with open(os.path.join(outdir, "bench.json"), "w") as f:
