@@ -45,7 +45,7 @@
 # with bbr (this machine's default) TCP paces each flow to its estimate of
 # the path's bandwidth, and on loopback that estimate moves between runs,
 # which makes large transfers of any implementation slow down by up to
-# half in some runs (docs/bench.md, "Session 5"). -C runs the whole bench
+# half in some runs (docs/bench.md, "TCP pacing (bbr)"). -C runs the whole bench
 # under another one (net.ipv4.tcp_congestion_control, restored at exit).
 #
 # -F adds the relay's other shapes to the msg pass (scripts/relay.c -m and
@@ -77,7 +77,7 @@ usage: scripts/bench.sh [options]
   -o DIR    output directory: report.txt, bench.json, bench.yaml, bench.csv,
             bench-runs.csv, latency.png, bandwidth.png (default build/bench)
   -q        quick: -r 2 -n 200 -N 50 -w 10 -s 64,65536, to check the outputs
-            in well under a minute (options after -q override it)
+            in about a minute (options after -q override it)
   -x FLAGS  extra ringpong flags for both sides, e.g. '-spin 0' (default none)
   -b FILE   mount this fabricfs binary instead of building bin/fabricfs (a patched
             build to compare; it inherits the environment)

@@ -5,11 +5,16 @@ endpoint type, fabricfs beside libfabric.
 
 usage: bench_plot.py BENCH.JSON OUTDIR
 
-Each line is the median of the repeats; where the JSON has p99 (the
-repeats' 99th percentile, bench_report.py) a band of the line's colour
-runs from the median to it, so that the spread of the runs shows (up for
-latency: the slow runs; up for bandwidth too: the fast ones).
-Both axes are logarithmic. The panels are the ring passes (ringpong
+Each line is the median of the repeats' usec/xfer, and MB/sec is drawn as
+size over it (which is what MB/sec is in a ping-pong; fi_pingpong prints
+it to two decimals, 0.00 at the smallest sizes, which a log axis cannot
+show). Where the JSON has the p99 of usec/xfer (the repeats' 99th
+percentile, bench_report.py) a band of the line's colour runs from the
+median to it: the slow runs, up in latency, down in bandwidth.
+Where bench.json's load check has a quiet run's libfabric figures for the
+panel's endpoint type (msg, rdm), a dashed grey line shows them, so that
+a loaded run shows as libfabric far above (latency) or below (bandwidth)
+its quiet self. Both axes are logarithmic. The panels are the ring passes (ringpong
 through the tree against fi_pingpong -p tcp: msg, rdm), the provider pass
 (fi_pingpong -p fabricfs against -p tcp: msg, rdm, rdm-tagged) and, with
 the verbs pass, ringpong over the verbs domain.
@@ -40,23 +45,27 @@ def size_label(n, _pos=None):
 
 
 def panels(doc):
-    """(title, medians) per panel, in the order the passes ran."""
+    """(title, ep, medians) per panel, in the order the passes ran."""
     out = []
     for ep in dict.fromkeys(m["ep"] for m in doc.get("medians", [])):
-        out.append(("-e %s: ringpong against fi_pingpong" % ep,
+        out.append(("-e %s: ringpong against fi_pingpong" % ep, ep,
                     [m for m in doc["medians"] if m["ep"] == ep]))
     prov = doc.get("provider", {}).get("medians", [])
     for ep in dict.fromkeys(m["ep"] for m in prov):
         out.append(("provider, %s: fi_pingpong -p fabricfs against -p tcp"
-                    % doc["provider"]["endpoint_types"].get(ep, ep),
+                    % doc["provider"]["endpoint_types"].get(ep, ep), ep,
                     [m for m in prov if m["ep"] == ep]))
     if doc.get("verbs_tree"):
-        out.append(("verbs: ringpong over rxe_127_0_0_1",
+        out.append(("verbs: ringpong over rxe_127_0_0_1", "verbs",
                     [dict(m, impl="fabricfs") for m in doc["verbs_tree"]]))
     return out
 
 
-def draw(doc, key, ylabel, path):
+def draw(doc, bandwidth, ylabel, path):
+    """One figure: latency, or with bandwidth MB/sec (size / usec)."""
+    def value(size, usec):
+        return size / usec if bandwidth else usec
+
     ps = panels(doc)
     if not ps:
         sys.exit("bench_plot: no medians in the JSON")
@@ -64,20 +73,30 @@ def draw(doc, key, ylabel, path):
     rows = (len(ps) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 4 * rows),
                              squeeze=False, dpi=100)
-    for ax, (title, medians) in zip(axes.flat, ps):
+    quiet = (doc.get("load") or {}).get("quiet") or []
+    for ax, (title, ep, medians) in zip(axes.flat, ps):
+        lo, hi = min(m["bytes"] for m in medians), max(m["bytes"] for m in medians)
+        q = sorted((r["bytes"], r["usec_per_xfer"]) for r in quiet
+                   if r["ep"] == ep and lo <= r["bytes"] <= hi)
+        if q:
+            # MB/sec of a ping-pong is size over usec/xfer.
+            ax.plot([b for b, _ in q], [value(b, u) for b, u in q],
+                    linestyle="--", color="grey", linewidth=1,
+                    label="libfabric on a quiet machine (docs/bench.md, \"Load\")")
         impls = sorted(dict.fromkeys(m["impl"] for m in medians),
                        key=lambda i: (i not in COLOURS, i != "libfabric"))
         others = iter("C%d" % i for i in range(2, 10))
         for impl in impls:
             ms = sorted((m for m in medians if m["impl"] == impl), key=lambda m: m["bytes"])
             x = [m["bytes"] for m in ms]
-            y = [m[key] for m in ms]
+            y = [value(m["bytes"], m["usec_per_xfer"]) for m in ms]
             colour = COLOURS.get(impl) or next(others, "k")
             ax.plot(x, y, marker="o", markersize=3, color=colour, label=LABELS.get(impl, impl))
-            if all(key + "_p99" in m for m in ms):
-                ax.fill_between(x, y, [m[key + "_p99"] for m in ms],
+            if all("usec_per_xfer_p99" in m for m in ms):
+                ax.fill_between(x, y, [value(m["bytes"], m["usec_per_xfer_p99"]) for m in ms],
                                 color=colour, alpha=0.2, linewidth=0)
         ax.set_xscale("log", base=2)
+        ax.set_xticks([4 ** k for k in range(11) if lo <= 4 ** k <= hi] or [lo])
         ax.xaxis.set_major_formatter(size_label)
         ax.set_yscale("log")
         ax.set_title(title, fontsize=9)
@@ -102,9 +121,9 @@ def main():
     with open(sys.argv[1]) as f:
         doc = json.load(f)
     os.makedirs(sys.argv[2], exist_ok=True)
-    draw(doc, "usec_per_xfer", "usec/xfer (half a round trip; lower is better)",
+    draw(doc, False, "usec/xfer (half a round trip; lower is better)",
          os.path.join(sys.argv[2], "latency.png"))
-    draw(doc, "mb_per_sec", "MB/sec (higher is better)",
+    draw(doc, True, "MB/sec (higher is better)",
          os.path.join(sys.argv[2], "bandwidth.png"))
 
 

@@ -35,10 +35,10 @@ import os
 import sys
 
 # libfabric's own ping-pong (FI_TCP_IFACE=lo fi_pingpong -p tcp -d lo),
-# usec/xfer, on this project's 2-vCPU VM when nothing else ran (docs/bench.md,
-# "Load"). msg: scripts/bench.sh -o /tmp/bench-final.json, 2026-11-21,
-# fabricfs dcd2db2, medians of 5. rdm: scripts/bench.sh -r 3, fabricfs
-# c1bec7b, medians of 3.
+# usec/xfer, on this project's 2-vCPU VM in quiet runs (docs/bench.md,
+# "Load"). msg: scripts/bench.sh, 2026-11-21, fabricfs dcd2db2, medians of
+# 5. rdm: scripts/bench.sh -r 3, fabricfs c1bec7b, nothing else running,
+# medians of 3.
 QUIET = {
     "msg": {1: 5.88, 2: 7.64, 4: 7.66, 8: 5.40, 16: 5.75, 32: 7.45, 64: 7.51,
             128: 7.55, 256: 7.53, 512: 7.84, 1024: 5.77, 2048: 6.27,
@@ -159,7 +159,9 @@ def load_check(medians):
     check = {"reference": "fi_pingpong -p tcp (libfabric), usec/xfer against "
                           "a quiet run's (docs/bench.md, \"Load\")",
              "limit": LOAD_LIMIT, "compared": len(cells),
-             "slowdown": None, "loaded": None}
+             "slowdown": None, "loaded": None,
+             "quiet": [{"ep": ep, "bytes": size, "usec_per_xfer": usec}
+                       for ep, sizes in QUIET.items() for size, usec in sizes.items()]}
     if cells:
         check["slowdown"] = round(percentile(cells, 50), 4)
         check["loaded"] = check["slowdown"] > LOAD_LIMIT
