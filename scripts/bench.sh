@@ -76,7 +76,7 @@ usage: scripts/bench.sh [options]
   -s LIST   sizes in bytes, comma-separated (default the powers of two from 1 to 1048576)
   -o DIR    output directory: report.txt, bench.json, bench.yaml, bench.csv,
             bench-runs.csv, latency.png, bandwidth.png (default build/bench)
-  -q        quick: -r 2 -n 200 -N 50 -w 10 -s 64,65536, to check the outputs
+  -q        quick: -r 2 -n 100 -N 20 -w 10 -s 64,65536, to check the outputs
             in about a minute (options after -q override it)
   -x FLAGS  extra ringpong flags for both sides, e.g. '-spin 0' (default none)
   -b FILE   mount this fabricfs binary instead of building bin/fabricfs (a patched
@@ -101,7 +101,7 @@ eps=msg,rdm,provider repeats=5 iters=10000 iters_large=1000 warmup=100 out="" xf
 sizes=1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192,16384,32768,65536,131072,262144,524288,1048576
 while getopts "e:r:n:N:w:s:o:x:b:P:t:C:Fqh" opt; do
 	case $opt in
-	q) repeats=2 iters=200 iters_large=50 warmup=10 sizes=64,65536 ;;
+	q) repeats=2 iters=100 iters_large=20 warmup=10 sizes=64,65536 ;;
 	e) eps=$OPTARG ;;
 	r) repeats=$OPTARG ;;
 	n) iters=$OPTARG ;;
