@@ -348,7 +348,8 @@ func (g *group) setCPUs(set *unix.CPUSet, what string) error {
 // locked to its thread, that preemption (and a runtime.Gosched) is a
 // hand-off through two other threads, tens of microseconds, after which
 // the runtime's monitor thread runs every 20 us for a while, each time on
-// a CPU the worker or a client needs (docs/bench.md, session 10).
+// a CPU the worker or a client needs (docs/bench.md, "The Go runtime's
+// preemption").
 // Unlocked, the pass costs a third of a microsecond.
 //
 // Unlocked, the thread may run other goroutines, and threads the runtime

@@ -13,6 +13,14 @@
 # fabricfs's endpoint type (its getinfo file says) are skipped for that
 # type and listed as skipped. See docs/bench.md.
 #
+# Everything goes to one directory (-o, default build/bench): the printed
+# report (report.txt); bench.json, bench.yaml (fabtests' -m format), bench.csv
+# (mean, p50 and p99 of the repeats per size) and bench-runs.csv, written by
+# scripts/bench_report.py, which also warns when libfabric's own runs were
+# much slower than on a quiet machine (the JSON's "loaded"); latency.png and
+# bandwidth.png, drawn by scripts/bench_plot.py. -q is a short run that
+# only shows the outputs are well formed.
+#
 # -e provider (in the default list) runs the same libfabric program over
 # the project's libfabric provider: fi_pingpong -p fabricfs (bin/
 # libfabricfs-fi.so, built by scripts/provider.sh, loaded from
@@ -29,15 +37,15 @@
 # then ringpong -e msg over the verbs domain rxe_127_0_0_1 through the tree
 # (the JSON's "verbs_tree").
 #
-#   scripts/bench.sh [-e TYPES] [-r REPEATS] [-n ITERS] [-N ITERS_LARGE]
-#                    [-w WARMUP] [-s SIZES] [-o FILE] [-x 'RINGPONG FLAGS']
+#   scripts/bench.sh [-q] [-e TYPES] [-r REPEATS] [-n ITERS] [-N ITERS_LARGE]
+#                    [-w WARMUP] [-s SIZES] [-o DIR] [-x 'RINGPONG FLAGS']
 #                    [-b FABRICFS] [-P PORT] [-t SECS] [-C CC] [-F]
 #
 # The TCP congestion control in force is printed and recorded in the JSON:
 # with bbr (this machine's default) TCP paces each flow to its estimate of
 # the path's bandwidth, and on loopback that estimate moves between runs,
 # which makes large transfers of any implementation slow down by up to
-# half in some runs (docs/bench.md, "Session 5"). -C runs the whole bench
+# half in some runs (docs/bench.md, "TCP pacing (bbr)"). -C runs the whole bench
 # under another one (net.ipv4.tcp_congestion_control, restored at exit).
 #
 # -F adds the relay's other shapes to the msg pass (scripts/relay.c -m and
@@ -66,7 +74,10 @@ usage: scripts/bench.sh [options]
   -N N      timed round trips per run for sizes of 64 KiB and more (default 1000)
   -w N      untimed warm-up round trips per fabricfs run (default 100; fi_pingpong has none)
   -s LIST   sizes in bytes, comma-separated (default the powers of two from 1 to 1048576)
-  -o FILE   JSON output (default bench.json in the current directory)
+  -o DIR    output directory: report.txt, bench.json, bench.yaml, bench.csv,
+            bench-runs.csv, latency.png, bandwidth.png (default build/bench)
+  -q        quick: -r 2 -n 100 -N 20 -w 10 -s 64,65536, to check the outputs
+            in about a minute (options after -q override it)
   -x FLAGS  extra ringpong flags for both sides, e.g. '-spin 0' (default none)
   -b FILE   mount this fabricfs binary instead of building bin/fabricfs (a patched
             build to compare; it inherits the environment)
@@ -86,10 +97,11 @@ EOF
 }
 
 cmdline="scripts/bench.sh${*:+ $*}"
-eps=msg,rdm,provider repeats=5 iters=10000 iters_large=1000 warmup=100 out=bench.json xflags="" port=47592 limit=120 daemon_bin="" cc="" shapes=0
+eps=msg,rdm,provider repeats=5 iters=10000 iters_large=1000 warmup=100 out="" xflags="" port=47592 limit=120 daemon_bin="" cc="" shapes=0
 sizes=1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192,16384,32768,65536,131072,262144,524288,1048576
-while getopts "e:r:n:N:w:s:o:x:b:P:t:C:Fh" opt; do
+while getopts "e:r:n:N:w:s:o:x:b:P:t:C:Fqh" opt; do
 	case $opt in
+	q) repeats=2 iters=100 iters_large=20 warmup=10 sizes=64,65536 ;;
 	e) eps=$OPTARG ;;
 	r) repeats=$OPTARG ;;
 	n) iters=$OPTARG ;;
@@ -112,7 +124,7 @@ for v in "$repeats" "$iters" "$iters_large" "$warmup" "$port" "$limit"; do
 	[[ $v =~ ^[0-9]+$ ]] || { echo "bench: $v is not a number" >&2; usage; }
 done
 [ "$repeats" -ge 1 ] || usage
-case $out in /*) ;; *) out=$here/$out ;; esac # paths are the caller's
+case $out in /*) ;; "") out=$PWD/build/bench ;; *) out=$here/$out ;; esac # paths are the caller's
 case $daemon_bin in /* | "") ;; *) daemon_bin=$here/$daemon_bin ;; esac
 IFS=, read -r -a size_list <<<"$sizes"
 for s in "${size_list[@]}"; do [[ $s =~ ^[0-9]+$ ]] || { echo "bench: bad size $s" >&2; usage; }; done
@@ -147,6 +159,7 @@ if [ $shapes -eq 1 ]; then
 fi
 
 scripts/deps.sh
+mkdir -p "$out"
 if [ "$(nproc)" -lt 2 ]; then
 	say "warning: $(nproc) CPU: fi_pingpong spins, so its two sides take turns a time slice at a time (milliseconds per transfer)"
 fi
@@ -464,6 +477,7 @@ praw=$tmp/provider.tsv # the provider's pass, the same columns
 : >"$raw"
 : >"$praw"
 start=$(date +%s)
+loadavg_start=$(cut -d ' ' -f 1-3 /proc/loadavg)
 say "TCP congestion control $cc_used; endpoint types ${ep_list[*]}; $repeats repeats of each size, libfabric and fabricfs alternating first; $iters round trips below 64 KiB, $iters_large from 64 KiB"
 for ep in "${ep_list[@]}"; do
 	if [ "$ep" = msg ]; then
@@ -486,15 +500,16 @@ if [ $verbs -eq 1 ]; then
 	# domain of 127.0.0.1.
 	vdom=rxe_127_0_0_1
 	[ -d "$mnt/verbs/$vdom" ] || { say "no verbs domain $vdom in $mnt/verbs"; exit 1; }
-	vraw=$tmp/verbs_tree.tsv # size rep usec mbps
+	vraw=$tmp/verbs_tree.tsv # size rep iters usec mbps
 	: >"$vraw"
 	saved_xflags=$xflags
 	xflags="$xflags -prov verbs -domain $vdom"
 	for ((rep = 1; rep <= repeats; rep++)); do
 		for size in "${size_list[@]}"; do
 			usec="" mbps=""
-			run_fabricfs msg "$size" "$(iters_for "$size")" || { say "ringpong over verbs failed at $size B"; exit 1; }
-			printf '%s\t%s\t%s\t%s\n' "$size" "$rep" "$usec" "$mbps" >>"$vraw"
+			n=$(iters_for "$size")
+			run_fabricfs msg "$size" "$n" || { say "ringpong over verbs failed at $size B"; exit 1; }
+			printf '%s\t%s\t%s\t%s\t%s\n' "$size" "$rep" "$n" "$usec" "$mbps" >>"$vraw"
 			say "verbs tree [$rep/$repeats] $size B: $(printf '%.2f us %.2f MB/s' "$usec" "$mbps")"
 		done
 	done
@@ -502,7 +517,7 @@ if [ $verbs -eq 1 ]; then
 	sort -k1,1n "$vraw" | awk -F '\t' "$awk_median"'
 		function flush() { if (n) printf "%s\t%.2f\t%.2f\n", size, median(u, n), median(m, n); n = 0 }
 		$1 != size { flush(); size = $1 }
-		{ n++; u[n] = $3 + 0; m[n] = $4 + 0 }
+		{ n++; u[n] = $4 + 0; m[n] = $5 + 0 }
 		END { flush() }' >"$tmp/verbs_tree_medians.tsv"
 fi
 
@@ -640,8 +655,8 @@ for ep in "${ep_list[@]}"; do
 			for (i = 3; i < NF; i += 2) if ($i == "") printf " %15s %6s", "-", "-"; else printf " %15.2f %6.2f", $i, $(i + 1)
 			printf "\n" }' "$shape_floor"
 	fi
-done | tee "$tmp/report.txt"
-printf '\n' | tee -a "$tmp/report.txt"
+done | tee "$out/report.txt"
+printf '\n' | tee -a "$out/report.txt"
 # verdict_of EP IMPL: the verdicts line of IMPL in EP's pass, with "null"
 # verdicts when it has none (no size was run).
 verdict_of() {
@@ -657,14 +672,14 @@ verdict() {
 for ep in "${ep_list[@]}"; do
 	IFS='|' read -r _ _ lat64 lat_ok bwmin bw_ok bwmin_at < <(verdict_of "$ep" fabricfs)
 	printf 'targets, -e %s: %s\n' "$ep" "$(verdict "$lat64" "$lat_ok" "$bwmin" "$bw_ok" "$bwmin_at")"
-done | tee -a "$tmp/report.txt"
+done | tee -a "$out/report.txt"
 if [[ " ${ep_list[*]} " == *" msg "* ]]; then
 	printf 'the same targets for the floor and the other placements, -e msg:\n'
 	for impl in "${msg_extra[@]}"; do
 		IFS='|' read -r _ _ lat64 lat_ok bwmin bw_ok bwmin_at < <(verdict_of msg "$impl")
 		printf '  %-16s %s\n' "$impl" "$(verdict "$lat64" "$lat_ok" "$bwmin" "$bw_ok" "$bwmin_at")"
 	done
-fi | tee -a "$tmp/report.txt"
+fi | tee -a "$out/report.txt"
 # pp_flags EP: fi_pingpong's flags for the provider pass's type EP.
 pp_flags() { if [ "$1" = rdm-tagged ]; then echo "-e rdm -m tagged"; else echo "-e $1"; fi; }
 if [ $provider -eq 1 ]; then
@@ -675,101 +690,41 @@ if [ $provider -eq 1 ]; then
 		ratio_table "$pratios" "$ep" tcp prov
 		skipped_line "${ep%-tagged}"
 	done
-fi | tee -a "$tmp/report.txt"
+fi | tee -a "$out/report.txt"
 if [ $verbs -eq 1 ]; then
 	printf '\nverbs: software RDMA device (RC, 127.0.0.1 <-> 127.0.0.2) beside raw loopback UDP (medians; lat x = rc/udp, bw x = write/udp)\n'
 	cat "$tmp/verbs.txt"
 	printf '\nverbs through the tree: ringpong -prov verbs -domain rxe_127_0_0_1 -e msg (medians)\n'
 	printf '%-8s %12s %12s\n' bytes "usec/xfer" "MB/sec"
 	awk -F '\t' '{ printf "%-8s %12.2f %12.2f\n", $1, $2, $3 }' "$tmp/verbs_tree_medians.tsv"
-fi | tee -a "$tmp/report.txt"
+fi | tee -a "$out/report.txt"
 
-# JSON: the configuration, every run, the medians, the ratios and the verdict.
-json_num() { if [ -n "$1" ]; then printf '%s' "$1"; else printf 'null'; fi; }
-# json_runs RAW INDENT, json_medians MEDIANS INDENT, json_ratios RATIOS
-# INDENT: the members of a JSON array, one object a line, INDENT spaces in.
-json_runs() {
-	awk -F '\t' -v pad="$(printf '%*s' "$2" '')" '{ printf "%s%s{\"ep\": \"%s\", \"impl\": \"%s\", \"bytes\": %s, \"rep\": %s, \"order\": %s, \"iters\": %s, \"usec_per_xfer\": %s, \"mb_per_sec\": %s}", (NR > 1 ? ",\n" : ""), pad, $1, $2, $3, $4, $5, $6, $7, $8 } END { print "" }' "$1"
-}
-json_medians() {
-	awk -F '\t' -v pad="$(printf '%*s' "$2" '')" '{ printf "%s%s{\"ep\": \"%s\", \"impl\": \"%s\", \"bytes\": %s, \"iters\": %s, \"usec_per_xfer\": %s, \"mb_per_sec\": %s}", (NR > 1 ? ",\n" : ""), pad, $1, $2, $3, $4, $5, $6 } END { print "" }' "$1"
-}
-json_ratios() {
-	awk -F '\t' -v pad="$(printf '%*s' "$2" '')" '{ printf "%s%s{\"ep\": \"%s\", \"bytes\": %s, \"latency_ratio\": %s, \"bandwidth_ratio\": %s}", (NR > 1 ? ",\n" : ""), pad, $1, $2, $5, $8 } END { print "" }' "$1"
-}
+# The files: scripts/bench_report.py encodes what the script measured
+# and computed (its files in $tmp, and meta.tsv: the run's configuration
+# and host) and prints the load verdict; scripts/bench_plot.py draws it.
 {
-	printf '{\n'
-	printf '  "command": "%s",\n' "$(printf '%s' "$cmdline" | sed 's/\\/\\\\/g; s/"/\\"/g')"
-	printf '  "date": "%s",\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-	printf '  "host": {"kernel": "%s", "cpus": %s, "go": "%s", "libfabric": "%s", "fabricfs_commit": "%s", "mapping": "%s", "tcp_congestion_control": "%s"},\n' \
-		"$(uname -r)" "$(nproc)" "$(go env GOVERSION)" "$(dpkg-query -W -f='${Version}' libfabric1 2>/dev/null || echo unknown)" \
-		"$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "${mapping:-unknown}" "$cc_used"
-	printf '  "config": {"endpoint_types": [%s], "repeats": %s, "iters": %s, "iters_large": %s, "warmup": %s, "sizes": [%s], "ringpong_flags": "%s",\n' \
-		"$(printf '"%s",' "${all_eps[@]}" | sed 's/,$//')" "$repeats" "$iters" "$iters_large" "$warmup" "$sizes" "$xflags"
-	printf '    "libfabric_cmd": "FI_TCP_IFACE=lo fi_pingpong -p tcp -e EP -d lo -I ITERS -S SIZE [-B PORT | -P PORT 127.0.0.1]",\n'
-	printf '    "fabricfs_cmd": "ringpong -mnt MNT -e EP -sizes SIZE -iters ITERS -warmup %s -json%s -role server|client",\n' "$warmup" "${xflags:+ $xflags}"
-	printf '    "fabricfs_daemon": "%s"},\n' "$daemon_bin"
-	printf '  "runs": [\n'
-	json_runs "$raw" 4
-	printf '  ],\n  "medians": [\n'
-	json_medians "$medians" 4
-	printf '  ],\n  "ratios": [\n'
-	json_ratios "$ratios" 4
-	printf '  ],\n  "floor": [\n'
-	awk -F '\t' '{ printf "%s    {\"ep\": \"msg\", \"bytes\": %s, \"relay_usec_per_xfer\": %s, \"relay_over_libfabric\": %s, \"fabricfs_over_relay\": %s}", (NR > 1 ? ",\n" : ""), $1, $3, $4, $6 } END { print "" }' "$floor"
-	printf '  ],\n  "shapes": [\n'
-	awk -F '\t' -v shapes="${msg_extra[*]}" '
-		BEGIN { ns = split(shapes, sh, " ") }
-		{ for (i = 1; i <= ns; i++) if ($(2 * i + 1) != "") {
-			printf "%s    {\"ep\": \"msg\", \"bytes\": %s, \"shape\": \"%s\", \"usec_per_xfer\": %s, \"over_libfabric\": %s}", (n++ ? ",\n" : ""), $1, sh[i], $(2 * i + 1), $(2 * i + 2)
-		} } END { print "" }' "$shape_floor"
-	printf '  ],\n  "skipped": [\n'
-	awk -F '\t' '{ printf "%s    {\"ep\": \"%s\", \"bytes\": %s, \"reason\": \"above fabricfs max_msg_size %s\"}", (NR > 1 ? ",\n" : ""), $1, $2, $3 } END { print "" }' "$skipped"
-	printf '  ],\n  "targets": {\n'
-	target_json() { # NAME LAT64 LAT_OK BWMIN BW_OK AT
-		printf '"%s": {"latency_64B": {"ratio": %s, "limit": 1.5, "met": %s}, "bandwidth_from_64KiB": {"min_ratio": %s, "at_bytes": %s, "limit": 1.0, "met": %s}}' \
-			"$1" "$(json_num "$2")" "$3" "$(json_num "$4")" "$(json_num "$6")" "$5"
-	}
-	first=1
-	for ep in "${ep_list[@]}"; do
-		IFS='|' read -r _ _ lat64 lat_ok bwmin bw_ok bwmin_at < <(verdict_of "$ep" fabricfs)
-		[ $first -eq 1 ] || printf ',\n'
-		first=0
-		printf '    %s' "$(target_json "$ep" "$lat64" "$lat_ok" "$bwmin" "$bw_ok" "$bwmin_at")"
-	done
-	printf '\n  },\n  "shape_targets": {\n'
-	first=1
-	if [[ " ${ep_list[*]} " == *" msg "* ]]; then
-		for impl in "${msg_extra[@]}"; do
-			IFS='|' read -r _ _ lat64 lat_ok bwmin bw_ok bwmin_at < <(verdict_of msg "$impl")
-			[ $first -eq 1 ] || printf ',\n'
-			first=0
-			printf '    %s' "$(target_json "$impl" "$lat64" "$lat_ok" "$bwmin" "$bw_ok" "$bwmin_at")"
-		done
-	fi
-	printf '\n  }'
-	if [ $provider -eq 1 ]; then
-		printf ',\n  "provider": {\n'
-		printf '    "libfabric_cmd": "FI_TCP_IFACE=lo fi_pingpong -p tcp -e EP [-m tagged] -d lo -I ITERS -S SIZE [-B PORT | -P PORT 127.0.0.1]",\n'
-		printf '    "provider_cmd": "FI_PROVIDER_PATH=bin FI_FABRICFS_ROOT=MNT fi_pingpong -p fabricfs -e EP [-m tagged] -d tcp/lo -I ITERS -S SIZE [-B PORT | -P PORT 127.0.0.1]",\n'
-		printf '    "endpoint_types": {"msg": "-e msg", "rdm": "-e rdm", "rdm-tagged": "-e rdm -m tagged"},\n'
-		printf '    "runs": [\n'
-		json_runs "$praw" 6
-		printf '    ],\n    "medians": [\n'
-		json_medians "$pmedians" 6
-		printf '    ],\n    "ratios": [\n'
-		json_ratios "$pratios" 6
-		printf '    ]\n  }'
-	fi
-	if [ $verbs -eq 1 ]; then
-		printf ',\n  "verbs": '
-		printf '%s' "$(sed '2,$s/^/  /' "$tmp/verbs.json")"
-		printf ',\n  "verbs_tree": [\n'
-		awk -F '\t' '{ printf "%s    {\"bytes\": %s, \"usec_per_xfer\": %s, \"mb_per_sec\": %s}", (NR > 1 ? ",\n" : ""), $1, $2, $3 } END { print "" }' "$tmp/verbs_tree_medians.tsv"
-		printf '  ]\n'
-	else
-		printf '\n'
-	fi
-	printf '}\n'
-} >"$out"
-say "wrote $out ($(($(date +%s) - start))s of measurements)"
+	printf 'command\t%s\n' "$cmdline"
+	printf 'date\t%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	printf 'kernel\t%s\n' "$(uname -r)"
+	printf 'cpus\t%s\n' "$(nproc)"
+	printf 'go\t%s\n' "$(go env GOVERSION)"
+	printf 'libfabric\t%s\n' "$(dpkg-query -W -f='${Version}' libfabric1 2>/dev/null || echo unknown)"
+	printf 'fabricfs_commit\t%s\n' "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	printf 'mapping\t%s\n' "$mapping"
+	printf 'tcp_congestion_control\t%s\n' "$cc_used"
+	printf 'loadavg_start\t%s\n' "$loadavg_start"
+	printf 'loadavg_end\t%s\n' "$(cut -d ' ' -f 1-3 /proc/loadavg)"
+	printf 'endpoint_types\t%s\n' "$eps"
+	printf 'ep_list\t%s\n' "${ep_list[*]}"
+	printf 'msg_extra\t%s\n' "${msg_extra[*]}"
+	printf 'repeats\t%s\niters\t%s\niters_large\t%s\nwarmup\t%s\n' "$repeats" "$iters" "$iters_large" "$warmup"
+	printf 'sizes\t%s\n' "$sizes"
+	printf 'ringpong_flags\t%s\n' "$xflags"
+	printf 'fabricfs_daemon\t%s\n' "$daemon_bin"
+	printf 'provider\t%s\nverbs\t%s\n' "$provider" "$verbs"
+} >"$tmp/meta.tsv"
+# Debian's python3, which has the modules scripts/deps.sh installs (a
+# python3 earlier in PATH, such as pyenv's, may not).
+/usr/bin/python3 scripts/bench_report.py "$tmp" "$out" | tee -a "$out/report.txt"
+/usr/bin/python3 scripts/bench_plot.py "$out/bench.json" "$out"
+say "wrote $out: report.txt bench.json bench.yaml bench.csv bench-runs.csv latency.png bandwidth.png ($(($(date +%s) - start))s of measurements)"

@@ -12,12 +12,16 @@
 # its autogen.sh, configure and make), openmpi-bin and libopenmpi-dev
 # (mpirun and mpicc: an Open MPI program over the fabricfs provider,
 # tests/provider_mpi_test.go), patch (scripts/gofuse.sh, which it runs
-# last: the patched go-fuse the build uses).
+# last: the patched go-fuse the build uses), python3-yaml and
+# python3-matplotlib (scripts/bench.sh's YAML check and PNG plots).
 set -euo pipefail
 pkgs=(fuse3 libfabric-bin libfabric-dev libibverbs-dev gcc python3 tshark iproute2 util-linux autoconf automake libtool make openmpi-bin libopenmpi-dev patch)
 # groff-base (groff: internal/manpage's test renders the man pages) and
 # systemd (systemd-analyze: tests/systemd_test.go verifies the unit).
 pkgs+=(groff-base systemd)
+# python3-yaml and python3-matplotlib: scripts/bench_report.py and
+# bench_plot.py (bench.sh's YAML and PNG outputs, tests/bench_test.go).
+pkgs+=(python3-yaml python3-matplotlib)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -208,7 +208,7 @@ type side struct {
 // scheduler. The runtime preempts a goroutine that has run for 10 ms
 // without doing so, with a signal, and its monitor thread then wakes every
 // 20 us for a while, on the CPU the other side needs (docs/bench.md,
-// session 10).
+// "The Go runtime's preemption").
 const reschedEvery = 5 * time.Millisecond
 
 // newSide makes the side's CQ and memory region; the endpoint comes later.

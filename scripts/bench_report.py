@@ -1,0 +1,348 @@
+#!/usr/bin/env python3
+"""Writes scripts/bench.sh's results as JSON, YAML and CSV, and judges
+whether the machine was quiet enough for them to mean anything.
+
+usage: bench_report.py WORKDIR OUTDIR
+
+WORKDIR is bench.sh's scratch directory: meta.tsv (key, value: the run's
+configuration and host), raw.tsv and provider.tsv (every run: ep impl
+size rep order iters usec mbps), medians.tsv and provider_medians.tsv
+(ep impl size iters usec mbps), ratios.tsv and provider_ratios.tsv (ep
+size lib_usec impl_usec lat_ratio lib_mbps impl_mbps bw_ratio),
+floor.tsv, shapes.tsv, skipped.tsv, verdicts.tsv, and with the verbs pass
+verbs.json, verbs_tree.tsv (size rep iters usec mbps) and
+verbs_tree_medians.tsv (size usec mbps). bench.sh computes the
+medians, ratios and verdicts it prints; this script only adds the means
+and percentiles of the repeats and the load check, and encodes.
+
+Into OUTDIR it writes:
+  bench.json      everything, with a real encoder (no NaN, no hand-made
+                  quoting)
+  bench.yaml      the ping-pong medians in fabtests' machine-readable
+                  format (`-m`, common/shared.c show_perf_mr): one YAML
+                  document per program and endpoint type, a flow mapping
+                  per size
+  bench.csv       one row per pass, endpoint type, implementation and size:
+                  mean, p50 and p99 of usec/xfer and MB/sec over the repeats
+  bench-runs.csv  one row per run
+It prints the load verdict on stdout: a line starting with WARNING when
+libfabric's own runs were more than LOAD_LIMIT times slower than on a
+quiet machine.
+"""
+import csv
+import json
+import os
+import sys
+
+# libfabric's own ping-pong (FI_TCP_IFACE=lo fi_pingpong -p tcp -d lo),
+# usec/xfer, on this project's 2-vCPU VM in quiet runs (docs/bench.md,
+# "Load"). msg: scripts/bench.sh, 2026-11-21, fabricfs dcd2db2, medians of
+# 5. rdm: scripts/bench.sh -r 3, fabricfs c1bec7b, nothing else running,
+# medians of 3.
+QUIET = {
+    "msg": {1: 5.88, 2: 7.64, 4: 7.66, 8: 5.40, 16: 5.75, 32: 7.45, 64: 7.51,
+            128: 7.55, 256: 7.53, 512: 7.84, 1024: 5.77, 2048: 6.27,
+            4096: 6.58, 8192: 7.33, 16384: 9.45, 32768: 12.45, 65536: 22.13,
+            131072: 38.61, 262144: 42.60, 524288: 63.37, 1048576: 188.66},
+    "rdm": {64: 8.73, 4096: 9.50, 16384: 12.53, 32768: 36.21, 65536: 74.51,
+            262144: 92.62, 524288: 112.92, 1048576: 211.10},
+}
+# A run whose libfabric took more than LOAD_LIMIT times its quiet time
+# (the median over the sizes both have) was loaded.
+LOAD_LIMIT = 1.5
+
+SHAPE_FLAGS = {"relay": "", "relay-pinned": "-p", "split": "-m split",
+               "split-pinned": "-m split -p"}
+
+
+def rows(path):
+    """The tab-separated rows of path, [] when it does not exist."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [line.rstrip("\n").split("\t") for line in f if line.strip()]
+
+
+def num(s):
+    """s as an int or a float; None when empty."""
+    if s == "":
+        return None
+    try:
+        return int(s)
+    except ValueError:
+        return float(s)
+
+
+def percentile(values, p):
+    """The p-th percentile of values, interpolated linearly between the
+    two nearest ranks (p 50 is the median)."""
+    v = sorted(values)
+    k = (len(v) - 1) * p / 100
+    i = int(k)
+    if i + 1 >= len(v):
+        return v[-1]
+    return v[i] + (v[i + 1] - v[i]) * (k - i)
+
+
+def with_stats(record, runs):
+    """record with the mean and p99 of runs' usec_per_xfer and mb_per_sec
+    beside its medians (bench.sh's), which are the p50."""
+    for key in ("usec_per_xfer", "mb_per_sec"):
+        values = [r[key] for r in runs]
+        record.update({key + "_mean": round(sum(values) / len(values), 2),
+                       key + "_p50": record[key],
+                       key + "_p99": round(percentile(values, 99), 2)})
+    return record
+
+
+def read_runs(path):
+    runs = []
+    for ep, impl, size, rep, order, iters, usec, mbps in rows(path):
+        runs.append({"ep": ep, "impl": impl, "bytes": int(size),
+                     "rep": int(rep), "order": int(order),
+                     "iters": int(iters), "usec_per_xfer": float(usec),
+                     "mb_per_sec": float(mbps)})
+    return runs
+
+
+def read_medians(path, runs):
+    """The medians bench.sh computed, each with the mean, p50 and p99 of
+    its runs (fi_pingpong and ringpong time whole runs, not single round
+    trips, so the percentiles are over the repeats)."""
+    by = {}
+    for r in runs:
+        by.setdefault((r["ep"], r["impl"], r["bytes"]), []).append(r)
+    medians = []
+    for ep, impl, size, iters, usec, mbps in rows(path):
+        rs = by[(ep, impl, int(size))]
+        medians.append(with_stats({"ep": ep, "impl": impl, "bytes": int(size),
+                                   "iters": int(iters), "runs": len(rs),
+                                   "usec_per_xfer": float(usec), "mb_per_sec": float(mbps)}, rs))
+    return medians
+
+
+def read_ratios(path):
+    return [{"ep": ep, "bytes": int(size), "latency_ratio": float(lat),
+             "bandwidth_ratio": float(bw)}
+            for ep, size, _, _, lat, _, _, bw in rows(path)]
+
+
+def verdict(lat, lat_ok, bwmin, bw_ok, at):
+    ok = {"true": True, "false": False, "null": None}
+    return {"latency_64B": {"ratio": num(lat), "limit": 1.5, "met": ok[lat_ok]},
+            "bandwidth_from_64KiB": {"min_ratio": num(bwmin), "at_bytes": num(at),
+                                     "limit": 1.0, "met": ok[bw_ok]}}
+
+
+def targets(path, impls):
+    """The verdicts of verdicts.tsv ("ep|impl|lat|lat_ok|min|bw_ok|at")
+    for the (ep, impl) pairs of impls, keyed by the first of each pair's
+    names; null verdicts for a pair without a line (no size run)."""
+    lines = {}
+    for row in rows(path):
+        f = row[0].split("|")
+        lines[(f[0], f[1])] = f[2:]
+    out = {}
+    for name, ep, impl in impls:
+        out[name] = verdict(*lines.get((ep, impl), ["", "null", "", "null", ""]))
+    return out
+
+
+def load_check(medians):
+    """Compares libfabric's medians with QUIET: the slowdown is the median
+    over the sizes of both of this run's time over the quiet one."""
+    cells = []
+    for m in medians:
+        quiet = QUIET.get(m["ep"], {}).get(m["bytes"])
+        if m["impl"] == "libfabric" and quiet:
+            cells.append(m["usec_per_xfer"] / quiet)
+    check = {"reference": "fi_pingpong -p tcp (libfabric), usec/xfer against "
+                          "a quiet run's (docs/bench.md, \"Load\")",
+             "limit": LOAD_LIMIT, "compared": len(cells),
+             "slowdown": None, "loaded": None,
+             "quiet": [{"ep": ep, "bytes": size, "usec_per_xfer": usec}
+                       for ep, sizes in QUIET.items() for size, usec in sizes.items()]}
+    if cells:
+        check["slowdown"] = round(percentile(cells, 50), 4)
+        check["loaded"] = check["slowdown"] > LOAD_LIMIT
+    return check
+
+
+def command_of(section, ep, impl):
+    """The command an implementation's figures come from, as the key of
+    its fabtests-style YAML document."""
+    pp = "-e rdm -m tagged" if ep == "rdm-tagged" else "-e " + ep
+    if impl == "libfabric":
+        return "fi_pingpong -p tcp %s -d lo" % pp
+    if impl == "provider":
+        return "fi_pingpong -p fabricfs %s -d tcp/lo" % pp
+    if impl in SHAPE_FLAGS:
+        return ("relay " + SHAPE_FLAGS[impl]).strip()
+    if section == "verbs":
+        return "ringpong -prov verbs -domain rxe_127_0_0_1 -e " + ep
+    if impl == "fabricfs":
+        return "ringpong -e " + ep
+    return "ringpong -e %s (%s)" % (ep, impl)
+
+
+def write_yaml(path, sections):
+    """fabtests' -m output: per program a document "---", the command and
+    " :", then "- { xfer_size: ..., Mxfers/sec: ... }" per size, with
+    fabtests' fields and %f figures (a ping-pong moves two transfers per
+    iteration, as fabtests' pingpong counts them)."""
+    with open(path, "w") as f:
+        f.write("# scripts/bench.sh: medians of the repeats, in fabtests' -m format\n")
+        for section, medians in sections:
+            order = []
+            for m in medians:
+                if (m["ep"], m["impl"]) not in order:
+                    order.append((m["ep"], m["impl"]))
+            for ep, impl in order:
+                f.write("---\n%s :\n" % command_of(section, ep, impl))
+                for m in medians:
+                    if (m["ep"], m["impl"]) != (ep, impl):
+                        continue
+                    usec, iters = m["usec_per_xfer"], m["iters"]
+                    f.write("- { xfer_size: %d, iterations: %d, total: %d, time: %f, "
+                            "MB/sec: %f, usec/xfer: %f, Mxfers/sec: %f }\n"
+                            % (m["bytes"], iters, iters * m["bytes"] * 2,
+                               usec * iters * 2 / 1e6, m["mb_per_sec"], usec,
+                               1 / usec if usec > 0 else 0))
+
+
+def write_csv(path, header, records):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        for r in records:
+            w.writerow(r)
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    work, outdir = sys.argv[1], sys.argv[2]
+    meta = {}
+    for row in rows(os.path.join(work, "meta.tsv")):
+        meta[row[0]] = row[1] if len(row) > 1 else ""
+    path = lambda name: os.path.join(work, name)
+    words = lambda key: meta.get(key, "").split()
+
+    runs = read_runs(path("raw.tsv"))
+    medians = read_medians(path("medians.tsv"), runs)
+    ep_list, msg_extra = words("ep_list"), words("msg_extra")
+    doc = {
+        "command": meta["command"],
+        "date": meta["date"],
+        "host": {"kernel": meta["kernel"], "cpus": int(meta["cpus"]),
+                 "go": meta["go"], "libfabric": meta["libfabric"],
+                 "fabricfs_commit": meta["fabricfs_commit"],
+                 "mapping": meta["mapping"] or "unknown",
+                 "tcp_congestion_control": meta["tcp_congestion_control"],
+                 "loadavg_start": meta["loadavg_start"],
+                 "loadavg_end": meta["loadavg_end"]},
+        "config": {"endpoint_types": meta["endpoint_types"].split(","),
+                   "repeats": int(meta["repeats"]), "iters": int(meta["iters"]),
+                   "iters_large": int(meta["iters_large"]),
+                   "warmup": int(meta["warmup"]),
+                   "sizes": [int(s) for s in meta["sizes"].split(",")],
+                   "ringpong_flags": meta["ringpong_flags"],
+                   "libfabric_cmd": "FI_TCP_IFACE=lo fi_pingpong -p tcp -e EP -d lo "
+                                    "-I ITERS -S SIZE [-B PORT | -P PORT 127.0.0.1]",
+                   "fabricfs_cmd": ("ringpong -mnt MNT -e EP -sizes SIZE -iters ITERS "
+                                    "-warmup %s -json%s -role server|client"
+                                    % (meta["warmup"], " " + meta["ringpong_flags"]
+                                       if meta["ringpong_flags"] else "")),
+                   "fabricfs_daemon": meta["fabricfs_daemon"]},
+        "percentiles": "p50 and p99 are over the repeats' per-run figures: "
+                       "fi_pingpong and ringpong report one average per run",
+        "runs": runs,
+        "medians": medians,
+        "ratios": read_ratios(path("ratios.tsv")),
+        "floor": [{"ep": "msg", "bytes": int(s), "relay_usec_per_xfer": float(r),
+                   "relay_over_libfabric": float(rl), "fabricfs_over_relay": float(fr)}
+                  for s, _, r, rl, _, fr in rows(path("floor.tsv"))],
+        "shapes": [],
+        "skipped": [{"ep": ep, "bytes": int(s), "reason": "above fabricfs max_msg_size " + mx}
+                    for ep, s, mx in rows(path("skipped.tsv"))],
+        "targets": targets(path("verdicts.tsv"), [(ep, ep, "fabricfs") for ep in ep_list]),
+        "shape_targets": targets(path("verdicts.tsv"),
+                                 [(i, "msg", i) for i in msg_extra] if "msg" in ep_list else []),
+    }
+    for row in rows(path("shapes.tsv")):
+        for i, shape in enumerate(msg_extra):
+            usec, x = row[2 + 2 * i], row[3 + 2 * i]
+            if usec != "":
+                doc["shapes"].append({"ep": "msg", "bytes": int(row[0]), "shape": shape,
+                                      "usec_per_xfer": float(usec), "over_libfabric": float(x)})
+    yaml_sections = [("pass", medians)]
+    # (pass, record): a ring pass is named by its endpoint type.
+    csv_medians = [(m["ep"], m) for m in medians]
+    csv_runs = [(r["ep"], r) for r in runs]
+    reference = list(medians)
+    if meta.get("provider") == "1":
+        pruns = read_runs(path("provider.tsv"))
+        pmedians = read_medians(path("provider_medians.tsv"), pruns)
+        doc["provider"] = {
+            "libfabric_cmd": "FI_TCP_IFACE=lo fi_pingpong -p tcp -e EP [-m tagged] -d lo "
+                             "-I ITERS -S SIZE [-B PORT | -P PORT 127.0.0.1]",
+            "provider_cmd": "FI_PROVIDER_PATH=bin FI_FABRICFS_ROOT=MNT fi_pingpong -p fabricfs "
+                            "-e EP [-m tagged] -d tcp/lo -I ITERS -S SIZE [-B PORT | -P PORT 127.0.0.1]",
+            "endpoint_types": {"msg": "-e msg", "rdm": "-e rdm", "rdm-tagged": "-e rdm -m tagged"},
+            "runs": pruns, "medians": pmedians,
+            "ratios": read_ratios(path("provider_ratios.tsv"))}
+        yaml_sections.append(("provider", pmedians))
+        csv_medians += [("provider", m) for m in pmedians]
+        csv_runs += [("provider", r) for r in pruns]
+        reference += pmedians
+    if meta.get("verbs") == "1":
+        with open(path("verbs.json")) as f:
+            doc["verbs"] = json.load(f)
+        vruns = [{"ep": "msg", "impl": "fabricfs", "bytes": int(s), "rep": int(rep),
+                  "order": 1, "iters": int(it), "usec_per_xfer": float(u), "mb_per_sec": float(m)}
+                 for s, rep, it, u, m in rows(path("verbs_tree.tsv"))]
+        vmedians = []
+        for size, usec, mbps in rows(path("verbs_tree_medians.tsv")):
+            rs = [r for r in vruns if r["bytes"] == int(size)]
+            vmedians.append(with_stats({"ep": "msg", "impl": "fabricfs", "bytes": int(size),
+                                        "iters": rs[0]["iters"], "runs": len(rs),
+                                        "usec_per_xfer": float(usec), "mb_per_sec": float(mbps)}, rs))
+        doc["verbs_tree"] = vmedians
+        yaml_sections.append(("verbs", vmedians))
+        csv_medians += [("verbs", m) for m in vmedians]
+        csv_runs += [("verbs", r) for r in vruns]
+    load = load_check(reference)
+    load["loadavg_start"], load["loadavg_end"] = meta["loadavg_start"], meta["loadavg_end"]
+    doc["load"] = load
+    doc["loaded"] = load["loaded"]  # null when not judged
+
+    os.makedirs(outdir, exist_ok=True)
+    with open(os.path.join(outdir, "bench.json"), "w") as f:
+        json.dump(doc, f, indent=1, allow_nan=False)
+        f.write("\n")
+    write_yaml(os.path.join(outdir, "bench.yaml"), yaml_sections)
+    stat_cols = ["usec_per_xfer_mean", "usec_per_xfer_p50", "usec_per_xfer_p99",
+                 "mb_per_sec_mean", "mb_per_sec_p50", "mb_per_sec_p99"]
+    write_csv(os.path.join(outdir, "bench.csv"),
+              ["pass", "ep", "impl", "bytes", "iters", "runs"] + stat_cols,
+              [[p, m["ep"], m["impl"], m["bytes"], m["iters"], m["runs"]] + [m[c] for c in stat_cols]
+               for p, m in csv_medians])
+    write_csv(os.path.join(outdir, "bench-runs.csv"),
+              ["pass", "ep", "impl", "bytes", "rep", "order", "iters", "usec_per_xfer", "mb_per_sec"],
+              [[p, r["ep"], r["impl"], r["bytes"], r["rep"], r["order"], r["iters"],
+                r["usec_per_xfer"], r["mb_per_sec"]] for p, r in csv_runs])
+
+    if load["loaded"] is None:
+        print("load: not judged (no libfabric run at a size of the quiet reference)")
+    elif load["loaded"]:
+        print("WARNING: the machine was loaded: libfabric's own ping-pong took %.2fx its quiet-run "
+              "time (median over %d sizes; limit %.1fx; load average %s at the start, %s at the end): "
+              "the ratios of this run say little" % (load["slowdown"], load["compared"], LOAD_LIMIT,
+                                                     meta["loadavg_start"], meta["loadavg_end"]))
+    else:
+        print("load: libfabric's own ping-pong took %.2fx its quiet-run time (median over %d sizes; "
+              "a run above %.1fx is loaded)" % (load["slowdown"], load["compared"], LOAD_LIMIT))
+
+
+if __name__ == "__main__":
+    main()
