@@ -188,14 +188,14 @@ func (m *MR) Key() uint64 {
 	return m.key
 }
 
-func (m *MR) Status() string {
+func (m *MR) Status() Record {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	state := "unregistered"
 	if m.shm != nil {
 		state = "registered"
 	}
-	return fmt.Sprintf("%s len=%d access=%s", state, m.length, FlagText(m.access.String()))
+	return Record{bare("state", state), num("len", m.length), flagField("access", m.access.String())}
 }
 
 func (m *MR) frozen() error {
