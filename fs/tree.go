@@ -231,6 +231,7 @@ func (t *tree) domainDir(d *core.Domain, base string) *dir {
 			fileEntry("info", t.ino(base+"/info"), fileRO, nil, rendered(func() string { return infoText(d.Infos()) }, nil)),
 			t.jsonEntry(base+"/info", fileRO, func() any { return d.Infos() }),
 			fileEntry("query_atomic", t.ino(base+"/query_atomic"), meta{mode: syscall.S_IFREG | 0o666}, nil, openQueryAtomic(d)),
+			fileEntry("query_atomic.json", t.ino(base+"/query_atomic.json"), meta{mode: syscall.S_IFREG | 0o666}, nil, openQueryAtomicJSON(d)),
 			t.dirEntry(base+"/attr", "attr", dirRO, func() *dir {
 				return &dir{meta: dirRO, entries: func() []entry { return t.attrEntries(nil, d.Attrs(), base+"/attr") }}
 			}),
