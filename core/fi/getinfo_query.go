@@ -80,15 +80,11 @@ func GetInfoText(ctx context.Context, s string, offered []*Info) (string, error)
 		}
 		return "# The tree reads no environment variables.\n", nil
 	}
-	flags := q.Flags
-	if q.Form == FormList {
-		flags |= uint64(PROV_ATTR_ONLY)
-	}
-	infos, err := GetInfo(ctx, q.Version, q.Node, q.Service, flags, q.Hints, offered)
+	infos, err := GetInfo(ctx, q.Version, q.Node, q.Service, q.Flags, q.Hints, offered)
 	if err != nil {
 		return "", err
 	}
-	if q.Form == FormVerbose || q.Flags&uint64(PROV_ATTR_ONLY) != 0 {
+	if q.Form == FormVerbose || q.Flags&uint64(PROV_ATTR_ONLY) != 0 && q.Form != FormList {
 		if q.JSON {
 			return jsonAnswer(infos), nil
 		}
@@ -273,12 +269,19 @@ func ParseQuery(s string) (*Query, error) {
 		}
 	}
 
+	// fi_info's precedence (util/info.c, run): -e, then -v, then -l; -l
+	// asks for FI_PROV_ATTR_ONLY whatever form prints the answer.
+	if list {
+		q.Flags |= uint64(PROV_ATTR_ONLY)
+	}
 	switch {
-	case list:
-		q.Form = FormList
 	case env:
 		q.Form = FormEnv
-	case command && !verbose:
+	case verbose:
+		q.Form = FormVerbose
+	case list:
+		q.Form = FormList
+	case command:
 		q.Form = FormSummary
 	}
 	if block != "" {

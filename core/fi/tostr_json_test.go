@@ -127,3 +127,29 @@ func TestQueryJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryFormPrecedence: the forms' options combine as in fi_info
+// (util/info.c): -e before -v before -l, and -l asks FI_PROV_ATTR_ONLY
+// whatever the form.
+func TestQueryFormPrecedence(t *testing.T) {
+	fakeNet(t)
+	ask := func(s string) string {
+		t.Helper()
+		out, err := GetInfoText(context.Background(), s, testOffered())
+		if err != nil {
+			t.Fatalf("GetInfoText(%q): %v", s, err)
+		}
+		return out
+	}
+	env := ask("-e")
+	if got := ask("fi_info -l -e -v"); got != env {
+		t.Errorf("-l -e -v = %q, want -e's %q", got, env)
+	}
+	attrOnly := ask("--flags FI_PROV_ATTR_ONLY")
+	if got := ask("fi_info -l -v"); got != attrOnly || !strings.HasPrefix(got, "---\nfi_info:\n") {
+		t.Errorf("-l -v = %q, want the verbose form of FI_PROV_ATTR_ONLY entries %q", got, attrOnly)
+	}
+	if got := ask("fi_info -l"); !strings.HasPrefix(got, "tcp:\n    version: ") {
+		t.Errorf("fi_info -l = %q", got)
+	}
+}
