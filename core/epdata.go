@@ -388,12 +388,12 @@ func placed(op *Op, c Completion) []byte {
 }
 
 // fields are the data file's parameters in status: in the line only the
-// ones set (" tag=0x1/0x0 src=fi_addr:2 cqdata=0x5 rxbuf=64"), in JSON
+// ones set ("tag=0x1/0x0 src=fi_addr:2 cqdata=0x5 rxbuf=64"), in JSON
 // every one, null when not set.
 func (p dataParams) fields() []Field {
 	tag := Field{Key: "tag", Text: fmt.Sprintf("%#x/%#x", p.tag, p.ignore), Hide: !p.tagged}
 	if p.tagged {
-		tag.JSON = map[string]uint64{"tag": p.tag, "ignore": p.ignore}
+		tag.JSON = Record{{Key: "tag", JSON: p.tag}, {Key: "ignore", JSON: p.ignore}}
 	}
 	src := Field{Key: "src", Text: fmt.Sprintf("fi_addr:%d", p.src), Hide: p.src == uint64(fi.ADDR_UNSPEC)}
 	if !src.Hide {
