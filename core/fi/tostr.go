@@ -19,7 +19,9 @@ import (
 // fields are not printed at all: fabric_attr.fabric, the auth_key bytes
 // (only auth_key_size). ep_attr's tx_ctx_cnt and rx_ctx_cnt print
 // SHARED_CONTEXT as "FI_SHARED_CONTEXT". Info has no nic: it is always
-// "(nil)".
+// "(nil)". One walk of the structs (walkInfo) gives every field to a
+// sink: infoPrinter prints this text, jsonSink the same fields as JSON
+// (Info.MarshalJSON), so the two forms cannot list different fields.
 
 // String returns the text fi_tostr(info, FI_TYPE_INFO) returns: a block
 // that starts with "fi_info:\n" and ends with "    nic: (nil)\n".
