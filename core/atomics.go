@@ -136,19 +136,31 @@ func withoutAtomic(c fi.Caps) fi.Caps {
 	return c
 }
 
-// queryAtomicLine is the line of the query_atomic file for one supported
-// operation: endpoint type, kind, op, datatype, count and size.
-func queryAtomicLine(t fi.EPType, k OpKind, dt fi.AtomicType, op fi.AtomicOp, count, size uint64) string {
-	return fmt.Sprintf("%v %s %v %v %d %d\n", t, atomicName(k), op, dt, count, size)
+// AtomicAnswer is one operation a domain takes, as fi_query_atomic
+// answers for it: a line of query_atomic, an object of query_atomic.json.
+type AtomicAnswer struct {
+	EPType   string `json:"ep_type"`
+	Kind     string `json:"kind"`
+	Op       string `json:"op"`
+	Datatype string `json:"datatype"`
+	Count    uint64 `json:"count"`
+	Size     uint64 `json:"size"`
 }
 
-// QueryAtomicText is the query_atomic file before a query: one line per
-// operation the domain takes, `EP_TYPE KIND OP DATATYPE COUNT SIZE`
-// (`FI_EP_RDM fetch_atomic FI_SUM FI_UINT64 1 8`), by endpoint type, kind,
-// op and datatype in libfabric's order. Empty for a domain without
+// String is the answer's line, `EP_TYPE KIND OP DATATYPE COUNT SIZE`.
+func (a AtomicAnswer) String() string {
+	return fmt.Sprintf("%s %s %s %s %d %d\n", a.EPType, a.Kind, a.Op, a.Datatype, a.Count, a.Size)
+}
+
+func atomicAnswer(t fi.EPType, k OpKind, dt fi.AtomicType, op fi.AtomicOp, count, size uint64) AtomicAnswer {
+	return AtomicAnswer{EPType: t.String(), Kind: atomicName(k), Op: op.String(), Datatype: dt.String(), Count: count, Size: size}
+}
+
+// QueryAtomics are the operations the domain takes, by endpoint type,
+// kind, op and datatype in libfabric's order; none for a domain without
 // atomics.
-func (d *Domain) QueryAtomicText() string {
-	var b strings.Builder
+func (d *Domain) QueryAtomics() []AtomicAnswer {
+	out := []AtomicAnswer{}
 	for _, t := range atomicEPTypes {
 		if !d.atomicTypes[t] {
 			continue
@@ -157,11 +169,21 @@ func (d *Domain) QueryAtomicText() string {
 			for op := fi.AtomicOp(0); op < fi.ATOMIC_OP_LAST; op++ {
 				for dt := fi.AtomicType(0); dt <= fi.UINT128; dt++ {
 					if count, size, err := d.queryAtomic(t, k, dt, op); err == nil {
-						b.WriteString(queryAtomicLine(t, k, dt, op, count, size))
+						out = append(out, atomicAnswer(t, k, dt, op, count, size))
 					}
 				}
 			}
 		}
+	}
+	return out
+}
+
+// QueryAtomicText is the query_atomic file before a query: QueryAtomics,
+// one line each (`FI_EP_RDM fetch_atomic FI_SUM FI_UINT64 1 8`).
+func (d *Domain) QueryAtomicText() string {
+	var b strings.Builder
+	for _, a := range d.QueryAtomics() {
+		b.WriteString(a.String())
 	}
 	return b.String()
 }
@@ -169,34 +191,34 @@ func (d *Domain) QueryAtomicText() string {
 // QueryAtomicAsk answers one question written to the query_atomic file,
 // `EP_TYPE KIND OP DATATYPE` (`FI_EP_RDM fetch_atomic FI_SUM FI_UINT64`;
 // libfabric's names with or without FI_, in any case; KIND atomic,
-// fetch_atomic or compare_atomic): its line of QueryAtomicText, or the
-// error fi_query_atomic returns for it.
-func (d *Domain) QueryAtomicAsk(q string) (string, error) {
+// fetch_atomic or compare_atomic): its answer, or the error
+// fi_query_atomic returns for it.
+func (d *Domain) QueryAtomicAsk(q string) (AtomicAnswer, error) {
 	words := strings.Fields(q)
 	if len(words) != 4 {
-		return "", Errorf(fi.EINVAL, "fi_query_atomic: %d words, want EP_TYPE KIND OP DATATYPE", len(words))
+		return AtomicAnswer{}, Errorf(fi.EINVAL, "fi_query_atomic: %d words, want EP_TYPE KIND OP DATATYPE", len(words))
 	}
 	t, err := fi.Parse[fi.EPType](words[0])
 	if err != nil {
-		return "", &Error{Op: "fi_query_atomic", Code: fi.EINVAL, Err: err}
+		return AtomicAnswer{}, &Error{Op: "fi_query_atomic", Code: fi.EINVAL, Err: err}
 	}
 	k, err := parseAtomicKind(words[1])
 	if err != nil {
-		return "", WithOp("fi_query_atomic", err)
+		return AtomicAnswer{}, WithOp("fi_query_atomic", err)
 	}
 	op, err := fi.Parse[fi.AtomicOp](words[2])
 	if err != nil {
-		return "", &Error{Op: "fi_query_atomic", Code: fi.EINVAL, Err: err}
+		return AtomicAnswer{}, &Error{Op: "fi_query_atomic", Code: fi.EINVAL, Err: err}
 	}
 	dt, err := fi.Parse[fi.AtomicType](words[3])
 	if err != nil {
-		return "", &Error{Op: "fi_query_atomic", Code: fi.EINVAL, Err: err}
+		return AtomicAnswer{}, &Error{Op: "fi_query_atomic", Code: fi.EINVAL, Err: err}
 	}
 	count, size, err := d.QueryAtomic(t, k, dt, op)
 	if err != nil {
-		return "", WithOp("fi_query_atomic", err)
+		return AtomicAnswer{}, WithOp("fi_query_atomic", err)
 	}
-	return queryAtomicLine(t, k, dt, op, count, size), nil
+	return atomicAnswer(t, k, dt, op, count, size), nil
 }
 
 // checkAtomic checks an atomic operation of kind k on n bytes of

@@ -637,7 +637,7 @@ func TestQueryAtomic(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || got != c.want {
+		if err != nil || got.String() != c.want {
 			t.Errorf("%q = %q, %v; want %q", c.q, got, err, c.want)
 		}
 	}

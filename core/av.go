@@ -132,23 +132,38 @@ func (a *AV) setRxCtxBits(s string) error {
 	return nil
 }
 
-// Addrs is the text of av/N/addrs: "FIADDR ADDRESS" per line.
-func (a *AV) Addrs() string {
+// AVEntry is one address of an AV, a line of av/N/addrs.
+type AVEntry struct {
+	FIAddr uint64 `json:"fi_addr"`
+	Addr   string `json:"addr"`
+}
+
+// Entries are the AV's addresses in fi_addr order.
+func (a *AV) Entries() []AVEntry {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var b strings.Builder
+	out := []AVEntry{}
 	for i, e := range a.entries {
 		if e != nil {
-			fmt.Fprintf(&b, "%d %s\n", i, e)
+			out = append(out, AVEntry{FIAddr: uint64(i), Addr: e.String()})
 		}
+	}
+	return out
+}
+
+// Addrs is the text of av/N/addrs: "FIADDR ADDRESS" per line.
+func (a *AV) Addrs() string {
+	var b strings.Builder
+	for _, e := range a.Entries() {
+		fmt.Fprintf(&b, "%d %s\n", e.FIAddr, e.Addr)
 	}
 	return b.String()
 }
 
-func (a *AV) Status() string {
+func (a *AV) Status() Record {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return fmt.Sprintf("type=%s count=%d", a.typ, a.count)
+	return Record{word("type", a.typ.String()), num("count", a.count)}
 }
 
 func (a *AV) Attrs() []Attr {

@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -139,8 +138,8 @@ func (c *Cntr) unbind() {
 	c.obj.drop()
 }
 
-func (c *Cntr) Status() string {
-	return fmt.Sprintf("value=%d errors=%d bound=%d", c.Value(), c.Errors(), c.bound.Load())
+func (c *Cntr) Status() Record {
+	return Record{num("value", c.Value()), num("errors", c.Errors()), num("bound", c.bound.Load())}
 }
 
 func (c *Cntr) Attrs() []Attr {

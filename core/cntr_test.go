@@ -47,17 +47,17 @@ func TestBindCntr(t *testing.T) {
 	if got := links(ep); got != want {
 		t.Errorf("links %q, want %q", got, want)
 	}
-	if st := ep.Status(); !strings.Contains(st, " cntr=send:c,recv:c,read:x,write:x,remote_read:x,remote_write:x ") {
+	if st := ep.Status().String(); !strings.Contains(st, " cntr=send:c,recv:c,read:x,write:x,remote_read:x,remote_write:x ") {
 		t.Errorf("status %q does not show the counters", st)
 	}
-	if st := c.Status(); st != "cntr c value=0 errors=0 bound=2" {
+	if st := c.Status().String(); st != "cntr c value=0 errors=0 bound=2" {
 		t.Errorf("cntr status %q", st)
 	}
 	wantCode(t, "Remove of a bound cntr", c.Remove(), fi.EBUSY)
 	if err := ep.Remove(); err != nil {
 		t.Fatal(err)
 	}
-	if st := c.Status(); st != "cntr c value=0 errors=0 bound=0" {
+	if st := c.Status().String(); st != "cntr c value=0 errors=0 bound=0" {
 		t.Errorf("cntr status after its endpoint closed: %q", st)
 	}
 	if err := c.Remove(); err != nil {

@@ -366,8 +366,8 @@ func TestReject(t *testing.T) {
 	if !strings.Contains(got, "error fid=ep/a err=FI_ECONNREFUSED prov_errno=0 data='go away'\n") {
 		t.Errorf("EQ after reject:\n%s", got)
 	}
-	if !strings.Contains(a.Err(), "connection") || !strings.Contains(a.Status(), " error ") {
-		t.Errorf("rejected endpoint: err %q status %q", a.Err(), a.Status())
+	if !strings.Contains(a.Err(), "connection") || !strings.Contains(a.Status().String(), " error ") {
+		t.Errorf("rejected endpoint: err %q status %q", a.Err(), a.Status().String())
 	}
 	// The endpoint made for the request dies with its clone pep.
 	pep.Release()
@@ -545,12 +545,12 @@ func TestConnectAcceptEnable(t *testing.T) {
 	d := lo(t)
 	a, b, _, _, _ := pairEnabled(t, d, false, "bind cq c send,recv")
 	for _, o := range []*core.Object{a, b} {
-		if st := o.Impl.Status(); !strings.Contains(st, " connected ") {
+		if st := o.Impl.Status().String(); !strings.Contains(st, " connected ") {
 			t.Errorf("%s after connect/accept without enable: %s", o.ID, st)
 		}
 	}
 	run(t, b, "shutdown")
-	if st := b.Impl.Status(); !strings.Contains(st, " shutdown ") {
+	if st := b.Impl.Status().String(); !strings.Contains(st, " shutdown ") {
 		t.Fatalf("after shutdown: %s", st)
 	}
 	err := b.Ctl(context.Background(), 0, "enable")

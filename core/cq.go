@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,18 +59,31 @@ func entryOf(c ring.CQE) CQEntry {
 		Src: c.SrcAddr, Err: fi.Errno(-c.Err), ProvErrno: int(c.ProvErrno), OLen: c.OLen, Desc: c.Desc}
 }
 
-// String is the entry's line in cq/N/events.
-func (e CQEntry) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "op_context=%#x flags=%s len=%d buf=%#x data=%#x tag=%#x", e.Context, FlagText(e.Flags.String()), e.Len, e.Buf, e.Data, e.Tag)
-	if e.Src != uint64(fi.ADDR_NOTAVAIL) {
-		fmt.Fprintf(&b, " src=%d", e.Src)
+// Record is the entry's facts: in cq/N/events the line
+// "op_context=0x0 flags=FI_SEND|FI_MSG len=6 buf=0x0 data=0x0 tag=0x0",
+// then src=FIADDR when known and err=FI_E... prov_errno=N olen=N for an
+// error; in events.json the same keys, every one present (src and err
+// null when the line leaves them out).
+func (e CQEntry) Record() Record {
+	src := Field{Key: "src", Text: strconv.FormatUint(e.Src, 10), Hide: e.Src == uint64(fi.ADDR_NOTAVAIL)}
+	if !src.Hide {
+		src.JSON = e.Src
 	}
+	errName := Field{Key: "err", Text: e.Err.Name(), Hide: e.Err == 0}
 	if e.Err != 0 {
-		fmt.Fprintf(&b, " err=%s prov_errno=%d olen=%d", e.Err.Name(), e.ProvErrno, e.OLen)
+		errName.JSON = e.Err.Name()
 	}
-	return b.String()
+	provErrno, olen := num("prov_errno", e.ProvErrno), num("olen", e.OLen)
+	provErrno.Hide, olen.Hide = e.Err == 0, e.Err == 0
+	return Record{hexNum("op_context", e.Context), flagField("flags", e.Flags.String()), num("len", e.Len),
+		hexNum("buf", e.Buf), hexNum("data", e.Data), hexNum("tag", e.Tag), src, errName, provErrno, olen}
 }
+
+// String is the entry's line in cq/N/events.
+func (e CQEntry) String() string { return e.Record().String() }
+
+// MarshalJSON is the entry's line in cq/N/events.json.
+func (e CQEntry) MarshalJSON() ([]byte, error) { return e.Record().MarshalJSON() }
 
 // FlagText turns fi_tostr's "[ FI_MSG, FI_SEND ]" into the one-word form
 // "FI_MSG|FI_SEND" used inside status and event lines ("0" when empty).
@@ -382,14 +394,15 @@ func (c *CQ) unbind() {
 	c.obj.drop()
 }
 
-func (c *CQ) Status() string {
+func (c *CQ) Status() Record {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	queued := uint32(0)
 	if c.r != nil {
 		queued = c.r.Len()
 	}
-	return fmt.Sprintf("size=%d queued=%d overflow=%d total=%d overruns=%d bound=%d", c.size, queued, len(c.overflow), c.total, c.lost, c.bound)
+	return Record{num("size", c.size), num("queued", queued), num("overflow", len(c.overflow)), num("total", c.total),
+		num("overruns", c.lost), num("bound", c.bound)}
 }
 
 func (c *CQ) frozen() error {

@@ -33,8 +33,11 @@
 //   - object.go: Kind, Object and Domain. An Object is one directory of
 //     the tree: its id, owner, err sentence and references (open files,
 //     the mkdir pin, bindings); Domain.Create, Lookup and List make and
-//     find them. Each kind's Impl gives the object's status line and
+//     find them. Each kind's Impl gives the object's status and
 //     attributes (Attr, one file each) and, for a Linker, its bindings.
+//   - record.go: Record, a line of named facts (a status, a CQ or EQ
+//     entry) that renders both its text line and its JSON object, and
+//     AttrsRecord, an attr/ directory as attr.json.
 //   - commands.go: every ctl verb of every kind, in one table; Object.Ctl
 //     runs a line written to a ctl file (split by package core/ctl),
 //     Usage lists a kind's verbs.

@@ -586,14 +586,17 @@ func (e *EP) Peer() (fi.Addr, error) {
 	return p.Peer()
 }
 
+// addrText is an address for a status, "" (shown "-") when there is none.
 func addrText(a fi.Addr, err error) string {
 	if err != nil {
-		return "-"
+		return ""
 	}
 	return a.String()
 }
 
-func (e *EP) Status() string {
+// Status is `ep/N/status`: "TYPE STATE cq=TX/RX eq=ID av=ID cntr=... ops=N
+// local=ADDR remote=ADDR", then the data file's parameters that are set.
+func (e *EP) Status() Record {
 	local, remote := addrText(e.Name()), addrText(e.Peer())
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -605,16 +608,34 @@ func (e *EP) Status() string {
 	if e.connectionlessLocked() && e.dest != uint64(fi.ADDR_UNSPEC) {
 		remote = fmt.Sprintf("fi_addr:%d", e.dest)
 	}
-	return fmt.Sprintf("%s %s cq=%s/%s eq=%s av=%s cntr=%s ops=%d local=%s remote=%s%s", typ, state,
-		objID(e.txcq), objID(e.rxcq), objID(e.eq), objID(e.av), e.cntrStatusLocked(), e.inflight.n, local, remote, e.shell)
+	r := Record{
+		bare("type", typ),
+		bare("state", state),
+		{Key: "cq", JSON: Record{orDash("send", objRef(e.txcq)), orDash("recv", objRef(e.rxcq))}, Text: objID(e.txcq) + "/" + objID(e.rxcq)},
+		orDash("eq", objRef(e.eq)),
+		orDash("av", objRef(e.av)),
+		e.cntrFieldLocked(),
+		num("ops", e.inflight.n),
+		orDash("local", local),
+		orDash("remote", remote),
+	}
+	return append(r, e.shell.fields()...)
 }
 
 // objID is the id of a bound object, or "-".
 func objID(x interface{ object() *Object }) string {
+	if id := objRef(x); id != "" {
+		return id
+	}
+	return "-"
+}
+
+// objRef is the id of a bound object, or "".
+func objRef(x interface{ object() *Object }) string {
 	if o := x.object(); o != nil {
 		return o.ID
 	}
-	return "-"
+	return ""
 }
 
 func (c *CQ) object() *Object {

@@ -85,17 +85,21 @@ func (e *EP) BindCntr(c *Cntr, flags fi.Caps) error {
 	return nil
 }
 
-// cntrStatusLocked is the counters' part of the status line:
-// "send:ID,recv:ID", or "-".
-func (e *EP) cntrStatusLocked() string {
+// cntrFieldLocked is the counters' field of the status: in the line
+// "send:ID,recv:ID" (the bound ones) or "-"; in JSON every class's ID or null.
+func (e *EP) cntrFieldLocked() Field {
 	var b []string
+	ids := make(Record, numClasses)
 	for i, c := range e.cntrs {
+		ids[i] = Field{Key: classes[i].name}
 		if c != nil {
 			b = append(b, classes[i].name+":"+c.obj.ID)
+			ids[i].JSON = c.obj.ID
 		}
 	}
+	text := strings.Join(b, ",")
 	if len(b) == 0 {
-		return "-"
+		text = "-"
 	}
-	return strings.Join(b, ",")
+	return Field{Key: "cntr", JSON: ids, Text: text}
 }

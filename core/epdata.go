@@ -6,7 +6,6 @@ package core
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/fabricfs/fabricfs/core/fi"
 )
@@ -388,21 +387,25 @@ func placed(op *Op, c Completion) []byte {
 	return op.Buf[:min(c.Len, uint64(len(op.Buf)))]
 }
 
-// String is the data file's parameters in status: the ones set, each as
-// ` VERB=VALUE`.
-func (p dataParams) String() string {
-	var b strings.Builder
+// fields are the data file's parameters in status: in the line only the
+// ones set ("tag=0x1/0x0 src=fi_addr:2 cqdata=0x5 rxbuf=64"), in JSON
+// every one, null when not set.
+func (p dataParams) fields() []Field {
+	tag := Field{Key: "tag", Text: fmt.Sprintf("%#x/%#x", p.tag, p.ignore), Hide: !p.tagged}
 	if p.tagged {
-		fmt.Fprintf(&b, " tag=%#x/%#x", p.tag, p.ignore)
+		tag.JSON = Record{{Key: "tag", JSON: p.tag}, {Key: "ignore", JSON: p.ignore}}
 	}
-	if p.src != uint64(fi.ADDR_UNSPEC) {
-		fmt.Fprintf(&b, " src=fi_addr:%d", p.src)
+	src := Field{Key: "src", Text: fmt.Sprintf("fi_addr:%d", p.src), Hide: p.src == uint64(fi.ADDR_UNSPEC)}
+	if !src.Hide {
+		src.JSON = p.src
 	}
+	cqdata := Field{Key: "cqdata", Text: fmt.Sprintf("%#x", p.data), Hide: !p.hasData}
 	if p.hasData {
-		fmt.Fprintf(&b, " cqdata=%#x", p.data)
+		cqdata.JSON = p.data
 	}
+	rxbuf := Field{Key: "rxbuf", Text: fmt.Sprint(p.rxbuf), Hide: p.rxbuf == 0}
 	if p.rxbuf > 0 {
-		fmt.Fprintf(&b, " rxbuf=%d", p.rxbuf)
+		rxbuf.JSON = p.rxbuf
 	}
-	return b.String()
+	return []Field{tag, src, cqdata, rxbuf}
 }

@@ -23,32 +23,46 @@ type EQEvent struct {
 	ProvErrno int
 }
 
-// String is the event's line in eq/N/events, e.g.
-// "connreq fid=pep/0 ep=4 data=hello" or "error fid=ep/1 err=FI_ECONNREFUSED prov_errno=111".
-func (e EQEvent) String() string {
-	var b strings.Builder
-	if e.Err != 0 {
-		b.WriteString("error")
-	} else {
-		b.WriteString(strings.ToLower(strings.TrimPrefix(e.Event.String(), "FI_")))
+// Record is the event's facts: in eq/N/events the line
+// "connreq fid=pep/0 ep=4 data=hello" or "error fid=ep/1 err=FI_ECONNREFUSED
+// prov_errno=111"; in events.json the same keys, every one present (null
+// when the line leaves it out), data as DataWord gives it.
+func (e EQEvent) Record() Record {
+	event := "error"
+	if e.Err == 0 {
+		event = strings.ToLower(strings.TrimPrefix(e.Event.String(), "FI_"))
 	}
-	fmt.Fprintf(&b, " fid=%s", e.FID)
+	ep := Field{Key: "ep", Text: e.EP, Hide: e.EP == ""}
 	if e.EP != "" {
-		fmt.Fprintf(&b, " ep=%s", e.EP)
+		ep.JSON = e.EP
 	}
+	errName := Field{Key: "err", Text: e.Err.Name(), Hide: e.Err == 0}
 	if e.Err != 0 {
-		fmt.Fprintf(&b, " err=%s prov_errno=%d", e.Err.Name(), e.ProvErrno)
+		errName.JSON = e.Err.Name()
 	}
+	data := Field{Key: "data", Text: DataText(e.Data), Hide: len(e.Data) == 0}
 	if len(e.Data) > 0 {
-		fmt.Fprintf(&b, " data=%s", DataText(e.Data))
+		data.JSON = DataWord(e.Data)
 	}
-	return b.String()
+	provErrno := num("prov_errno", e.ProvErrno)
+	provErrno.Hide = e.Err == 0
+	return Record{bare("event", event), word("fid", e.FID), ep, errName, provErrno, data}
 }
 
-// DataText writes private data as one ctl word: the text itself (quoted if
-// needed) when it is printable, else "hex:" and its bytes in hex. ParseData
-// reads both back.
-func DataText(b []byte) string {
+// String is the event's line in eq/N/events.
+func (e EQEvent) String() string { return e.Record().String() }
+
+// MarshalJSON is the event's line in eq/N/events.json.
+func (e EQEvent) MarshalJSON() ([]byte, error) { return e.Record().MarshalJSON() }
+
+// DataText writes private data as one ctl word: DataWord, quoted if
+// needed. ParseData reads it back.
+func DataText(b []byte) string { return ctl.Quote(DataWord(b)) }
+
+// DataWord is private data as text: the text itself when it is printable,
+// else "hex:" and its bytes in hex (also for printable text that begins
+// with "hex:"). ParseData reads it back.
+func DataWord(b []byte) string {
 	for _, c := range b {
 		if c < 0x20 || c > 0x7e {
 			return "hex:" + hex.EncodeToString(b)
@@ -57,7 +71,7 @@ func DataText(b []byte) string {
 	if strings.HasPrefix(string(b), "hex:") {
 		return "hex:" + hex.EncodeToString(b)
 	}
-	return ctl.Quote(string(b))
+	return string(b)
 }
 
 // ParseData reads a DATA argument: text, or "hex:" followed by hex digits.
@@ -99,11 +113,11 @@ func (e *EQ) Read(ctx context.Context, max int, block bool) ([]EQEvent, error) {
 // Ready is poll(2) on eq/N/events (queue.ready).
 func (e *EQ) Ready() (bool, <-chan struct{}) { return e.q.ready() }
 
-func (e *EQ) Status() string {
+func (e *EQ) Status() Record {
 	e.q.mu.Lock()
 	lost := e.lost
 	e.q.mu.Unlock()
-	return fmt.Sprintf("queued=%d lost=%d", e.q.len(), lost)
+	return Record{num("queued", e.q.len()), num("lost", lost)}
 }
 
 func (e *EQ) Attrs() []Attr {

@@ -148,16 +148,35 @@ func (f *Fabric) Users() []uint32 {
 	return uids
 }
 
-// LimitsText renders what uid holds against the limits, one resource a
-// line: "objects 12 4096" (name, held, limit; 0 is no limit).
-func (f *Fabric) LimitsText(uid uint32) string {
+// Use is what a user holds of one resource and its limit (0: none), as
+// limits.json shows it.
+type Use struct {
+	Held  int64 `json:"held"`
+	Limit int64 `json:"limit"`
+}
+
+// Uses is what uid holds of each resource against the limits, by the
+// resource's name.
+func (f *Fabric) Uses(uid uint32) map[string]Use {
 	lim, use := f.Limits(), f.Held(uid)
 	if uid == 0 {
 		lim = Limits{}
 	}
+	out := make(map[string]Use, NumResources)
+	for r := Resource(0); r < NumResources; r++ {
+		out[r.String()] = Use{Held: use[r], Limit: lim[r]}
+	}
+	return out
+}
+
+// LimitsText renders Uses, one resource a line in Resource order:
+// "objects 12 4096" (name, held, limit; 0 is no limit).
+func (f *Fabric) LimitsText(uid uint32) string {
+	uses := f.Uses(uid)
 	var b strings.Builder
 	for r := Resource(0); r < NumResources; r++ {
-		fmt.Fprintf(&b, "%s %d %d\n", r, use[r], lim[r])
+		u := uses[r.String()]
+		fmt.Fprintf(&b, "%s %d %d\n", r, u.Held, u.Limit)
 	}
 	return b.String()
 }

@@ -251,7 +251,7 @@ func (m *MR) Key() uint64 {
 	return m.key
 }
 
-func (m *MR) Status() string {
+func (m *MR) Status() Record {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	state := "unregistered"
@@ -260,7 +260,7 @@ func (m *MR) Status() string {
 	} else if m.registering {
 		state = "registering"
 	}
-	return fmt.Sprintf("%s len=%d access=%s", state, m.length, FlagText(m.access.String()))
+	return Record{bare("state", state), num("len", m.length), flagField("access", m.access.String())}
 }
 
 func (m *MR) frozen() error {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
@@ -49,8 +50,9 @@ func ParseKind(s string) (Kind, bool) {
 // Impl is the kind-specific part of an object: *EP, *PEP, *CQ, *EQ, *AV, *MR,
 // *Cntr, *STX or *SRX.
 type Impl interface {
-	// Status is the object's one-line summary after "kind id ".
-	Status() string
+	// Status is the object's summary after its kind and id: the status
+	// file's line and status.json's fields.
+	Status() Record
 	// Attrs lists the object's attributes, each one file in attr/.
 	Attrs() []Attr
 	// Close releases the object. It is called once, when the last reference
@@ -106,6 +108,8 @@ type Object struct {
 
 	errMu   sync.Mutex
 	lastErr string
+	lastOp  string   // the operation lastErr names, "" if it names none
+	errCode fi.Errno // lastErr's libfabric code
 }
 
 var serial atomic.Uint64
@@ -115,8 +119,11 @@ func (o *Object) Path() string { return o.Kind.String() + "/" + o.ID }
 
 func (o *Object) String() string { return o.Kind.String() + " " + o.ID }
 
-// Status is the one-line status: "ep 0 msg connected ...".
-func (o *Object) Status() string { return o.String() + " " + o.Impl.Status() }
+// Status is the object's status, kind and id first: its String is the
+// status file's line, "ep 0 msg connected ...".
+func (o *Object) Status() Record {
+	return append(Record{bare("kind", o.Kind.String()), bare("id", o.ID)}, o.Impl.Status()...)
+}
 
 // Err is the text of the last failed command or asynchronous error.
 func (o *Object) Err() string {
@@ -136,9 +143,41 @@ func (o *Object) SetErr(err error) {
 		return
 	}
 	s := Abbrev(err.Error(), MaxErrLen)
+	var op string
+	if e, ok := err.(*Error); ok && strings.HasPrefix(s, e.Op+": ") {
+		op = e.Op
+	}
 	o.errMu.Lock()
-	o.lastErr = s
+	o.lastErr, o.lastOp, o.errCode = s, op, Code(err)
 	o.errMu.Unlock()
+}
+
+// ErrInfo is an object's last error as err.json shows it; every field is
+// null before the first error.
+type ErrInfo struct {
+	Err    *string `json:"err"`    // the err file's line, "OP: reason"
+	Op     *string `json:"op"`     // OP, the operation that failed
+	Reason *string `json:"reason"` // the line after "OP: "
+	Code   *string `json:"code"`   // the libfabric error code's name, FI_EINVAL
+}
+
+// ErrInfo is the object's last error, as Err has it, in parts.
+func (o *Object) ErrInfo() ErrInfo {
+	o.errMu.Lock()
+	defer o.errMu.Unlock()
+	if o.lastErr == "" {
+		return ErrInfo{}
+	}
+	s, op, code := o.lastErr, o.lastOp, o.errCode.Name()
+	reason := strings.TrimPrefix(s, op+": ")
+	info := ErrInfo{Err: &s, Reason: &reason}
+	if op != "" {
+		info.Op = &op
+	}
+	if code != "" {
+		info.Code = &code
+	}
+	return info
 }
 
 // Abbrev returns s if it has at most n bytes (n > 3), else its first

@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"sync"
 
@@ -148,11 +147,11 @@ func (p *PEP) Name() (fi.Addr, error) {
 	return prov.Name()
 }
 
-func (p *PEP) Status() string {
+func (p *PEP) Status() Record {
 	local := addrText(p.Name())
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return fmt.Sprintf("%s eq=%s local=%s pending=%d", p.state, objID(p.eq), local, p.accepted.len())
+	return Record{bare("state", p.state), orDash("eq", objRef(p.eq)), orDash("local", local), num("pending", p.accepted.len())}
 }
 
 func (p *PEP) Attrs() []Attr {

@@ -90,7 +90,7 @@ func TestCQOverflowAndOverrun(t *testing.T) {
 	if c.r.Flags()&ring.Overflow != 0 {
 		t.Error("RING_OVERFLOW still set after draining")
 	}
-	if st := c.Status(); !strings.Contains(st, " overruns=3 ") {
+	if st := c.Status().String(); !strings.Contains(st, " overruns=3 ") {
 		t.Errorf("status after the FI_EOVERRUN entry = %q, want overruns=3 (completions lost)", st)
 	}
 }

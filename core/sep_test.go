@@ -347,9 +347,9 @@ func TestContextCloseCancels(t *testing.T) {
 	slot, _ := rx.Reserve()
 	(&ring.WR{Op: ring.OpRecv, Context: 1, Desc: mr.Serial, Len: 64, Addr: fi.ADDR_UNSPEC}).Encode(slot)
 	rx.Publish(1)
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(c.Status(), "ops=1"); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(c.Status().String(), "ops=1"); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the receive is not posted: %s", c.Status())
+			t.Fatalf("the receive is not posted: %s", c.Status().String())
 		}
 	}
 	wantCode(t, "rmdir of a region a posted receive holds", mr.Remove(), fi.EBUSY)

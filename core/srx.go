@@ -8,7 +8,6 @@ package core
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -72,10 +71,10 @@ func newSTX(o *Object) (Impl, error) {
 	return &STX{obj: o, info: info}, nil
 }
 
-func (t *STX) Status() string {
+func (t *STX) Status() Record {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return fmt.Sprintf("eps=%d", t.eps)
+	return Record{num("eps", t.eps)}
 }
 
 func (t *STX) Attrs() []Attr {
@@ -192,10 +191,10 @@ func newSRX(o *Object) (Impl, error) {
 	return &SRX{obj: o, info: info, state: stateIdle}, nil
 }
 
-func (s *SRX) Status() string {
+func (s *SRX) Status() Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return fmt.Sprintf("%s eps=%d posted=%d held=%d", s.state, len(s.eps), len(s.posted), len(s.held))
+	return Record{bare("state", s.state), num("eps", len(s.eps)), num("posted", len(s.posted)), num("held", len(s.held))}
 }
 
 func (s *SRX) Attrs() []Attr {

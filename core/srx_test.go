@@ -94,9 +94,9 @@ func (p *sharedPair) post(t *testing.T, context, off uint64) {
 // await waits until the context's status line has want.
 func (p *sharedPair) await(t *testing.T, want string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.srx.Status(), want); {
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.srx.Status().String(), want); {
 		if time.Now().After(deadline) {
-			t.Fatalf("status %q, want %q", p.srx.Status(), want)
+			t.Fatalf("status %q, want %q", p.srx.Status().String(), want)
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -36,6 +36,13 @@
 // poll is woken when that changes (with Options.Poll, which the daemon
 // sets).
 //
+// A record or list file F has a JSON view F.json beside it, and a
+// directory with attr/ has attr.json (docs/tree.md, "JSON views"): one
+// line each, jsonText of a value core gives (a core.Record, a struct with
+// json tags, fi.Info), made by objectDir's j for an object's files and
+// tree.jsonEntry for the fixed ones; a queue's F.json is the same queue
+// read through jsonLines (JSON Lines).
+//
 // A write to a ctl file is one command. Errors become an errno in exactly
 // one place (errno.go); the full sentence goes to the object's err file.
 //

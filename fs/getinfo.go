@@ -58,7 +58,21 @@ func (t *tree) openGetinfo(ctx context.Context, flags uint32) (fusefs.FileHandle
 // file (core.Domain.QueryAtomicText, QueryAtomicAsk).
 func openQueryAtomic(d *core.Domain) func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
 	return openQuery(func(context.Context) (string, error) { return d.QueryAtomicText(), nil },
-		func(_ context.Context, q string) (string, error) { return d.QueryAtomicAsk(q) })
+		func(_ context.Context, q string) (string, error) {
+			a, err := d.QueryAtomicAsk(q)
+			return a.String(), err
+		})
+}
+
+// openQueryAtomicJSON opens query_atomic.json, query_atomic's JSON view,
+// asked as query_atomic is: an array of every operation the domain
+// takes, and a question's answer as one object.
+func openQueryAtomicJSON(d *core.Domain) func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
+	return openQuery(func(context.Context) (string, error) { return jsonText(d.QueryAtomics()), nil },
+		func(_ context.Context, q string) (string, error) {
+			a, err := d.QueryAtomicAsk(q)
+			return jsonText(a), err
+		})
 }
 
 // Write asks the question written.

@@ -2,6 +2,7 @@ package fs
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	pathpkg "path"
@@ -136,6 +137,9 @@ const (
 	objBase  = 1 << 40
 	slotAttr = 1 << 11 // attribute files start here; links at 1<<10
 	slotLink = 1 << 10
+	// slotJSON: the JSON view F.json of an object's file F is in F's slot
+	// plus slotJSON.
+	slotJSON = 1 << 9
 )
 
 func objIno(o *core.Object, slot int) uint64 { return objBase + o.Serial<<12 + uint64(slot) }
@@ -162,10 +166,15 @@ func (t *tree) root() *dir {
 		es := []entry{
 			fileEntry("abi_version", t.ino("/abi_version"), fileRO, nil, rendered(func() string { return fmt.Sprintf("%d\n", ring.Version) }, nil)),
 			fileEntry("version", t.ino("/version"), fileRO, nil, rendered(func() string { return core.DaemonVersions().String() }, nil)),
+			t.jsonEntry("/version", fileRO, func() any { return core.DaemonVersions() }),
 			fileEntry("info", t.ino("/info"), fileRO, nil, rendered(func() string { t.fab.Rescan(); return infoText(t.fab.Infos()) }, nil)),
+			t.jsonEntry("/info", fileRO, func() any { t.fab.Rescan(); return t.fab.Infos() }),
 			fileEntry("getinfo", t.ino("/getinfo"), meta{mode: syscall.S_IFREG | 0o666}, nil, t.openGetinfo),
 			fileEntry("limits", t.ino("/limits"), fileRO, nil, func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
 				return &textHandle{text: []byte(t.fab.LimitsText(callerUID(ctx)))}, nil
+			}),
+			fileEntry("limits.json", t.ino("/limits.json"), fileRO, nil, func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
+				return &textHandle{text: []byte(jsonText(t.fab.Uses(callerUID(ctx))))}, nil
 			}),
 			t.dirEntry("/users", "users", meta{mode: syscall.S_IFDIR | 0o500}, t.usersDir),
 		}
@@ -185,8 +194,9 @@ func (t *tree) usersDir() *dir {
 		for _, uid := range t.fab.Users() {
 			uid := uid
 			name := strconv.FormatUint(uint64(uid), 10)
-			es = append(es, fileEntry(name, t.ino("/users/"+name), meta{mode: syscall.S_IFREG | 0o400, uid: uid}, nil,
-				rendered(func() string { return t.fab.LimitsText(uid) }, nil)))
+			m := meta{mode: syscall.S_IFREG | 0o400, uid: uid}
+			es = append(es, fileEntry(name, t.ino("/users/"+name), m, nil, rendered(func() string { return t.fab.LimitsText(uid) }, nil)),
+				t.jsonEntry("/users/"+name, m, func() any { return t.fab.Uses(uid) }))
 		}
 		return es
 	}}
@@ -205,7 +215,10 @@ func infoText(infos []*fi.Info) string {
 func (t *tree) providerDir(p core.Provider) *dir {
 	base := "/" + p.Name()
 	return &dir{meta: dirRO, rescan: t.fab.Rescan, entries: func() []entry {
-		es := []entry{fileEntry("info", t.ino(base+"/info"), fileRO, nil, rendered(func() string { t.fab.Rescan(); return infoText(t.fab.ProviderInfos(p)) }, nil))}
+		es := []entry{
+			fileEntry("info", t.ino(base+"/info"), fileRO, nil, rendered(func() string { t.fab.Rescan(); return infoText(t.fab.ProviderInfos(p)) }, nil)),
+			t.jsonEntry(base+"/info", fileRO, func() any { t.fab.Rescan(); return t.fab.ProviderInfos(p) }),
+		}
 		for _, d := range t.fab.Domains(p.Name()) {
 			d := d
 			es = append(es, t.dirEntry(base+"/"+d.Name, d.Name, dirRO, func() *dir { return t.domainDir(d, base+"/"+d.Name) }))
@@ -218,10 +231,13 @@ func (t *tree) domainDir(d *core.Domain, base string) *dir {
 	return &dir{meta: dirRO, entries: func() []entry {
 		es := []entry{
 			fileEntry("info", t.ino(base+"/info"), fileRO, nil, rendered(func() string { return infoText(d.Infos()) }, nil)),
+			t.jsonEntry(base+"/info", fileRO, func() any { return d.Infos() }),
 			fileEntry("query_atomic", t.ino(base+"/query_atomic"), meta{mode: syscall.S_IFREG | 0o666}, nil, openQueryAtomic(d)),
+			fileEntry("query_atomic.json", t.ino(base+"/query_atomic.json"), meta{mode: syscall.S_IFREG | 0o666}, nil, openQueryAtomicJSON(d)),
 			t.dirEntry(base+"/attr", "attr", dirRO, func() *dir {
 				return &dir{meta: dirRO, entries: func() []entry { return t.attrEntries(nil, d.Attrs(), base+"/attr") }}
 			}),
+			t.jsonEntry(base+"/attr", fileRO, func() any { return core.AttrsRecord(d.Attrs()) }),
 		}
 		for k := core.Kind(0); k < core.NumKinds; k++ {
 			k := k
@@ -330,6 +346,11 @@ func (t *tree) objectDir(o *core.Object) *dir {
 	f := func(name string, slot int, m meta, open func(context.Context, uint32) (fusefs.FileHandle, error)) entry {
 		return fileEntry(name, objIno(o, slot), m, o, open)
 	}
+	// j is the JSON view NAME.json of the file NAME in slot (docs/tree.md,
+	// "Conventions"): value marshalled at each read at offset 0.
+	j := func(name string, slot int, value func() any) entry {
+		return f(name+".json", slot+slotJSON, ro, rendered(func() string { return jsonText(value()) }, nil))
+	}
 	return &dir{meta: meta{mode: syscall.S_IFDIR | 0o700, uid: o.Owner}, entries: func() []entry {
 		if !o.Alive() {
 			return nil
@@ -338,13 +359,16 @@ func (t *tree) objectDir(o *core.Object) *dir {
 			f("ctl", slotCtl, rw, func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
 				return &textHandle{text: []byte(o.ID + "\n"), write: ctlWriter(o, callerUID(ctx)), ctl: true}, nil
 			}),
-			f("status", slotStatus, ro, rendered(func() string { return line(o.Status()) }, nil)),
+			f("status", slotStatus, ro, rendered(func() string { return line(o.Status().String()) }, nil)),
+			j("status", slotStatus, func() any { return o.Status() }),
 			f("err", slotErr, ro, rendered(func() string { return line(o.Err()) }, nil)),
+			j("err", slotErr, func() any { return o.ErrInfo() }),
 			{name: "attr", ino: objIno(o, slotAttrDir), meta: meta{mode: syscall.S_IFDIR | 0o700, uid: o.Owner}, node: func() fusefs.InodeEmbedder {
 				return &dir{meta: meta{mode: syscall.S_IFDIR | 0o700, uid: o.Owner}, entries: func() []entry { return t.attrEntries(o, o.Attrs(), "") }}
 			}},
+			j("attr", slotAttrDir, func() any { return core.AttrsRecord(o.Attrs()) }),
 		}
-		es = append(es, t.kindFiles(o, f, rw, ro)...)
+		es = append(es, t.kindFiles(o, f, j, rw, ro)...)
 		if l, ok := o.Impl.(core.Linker); ok {
 			for i, ln := range l.Links() {
 				target := "../../" + ln.Target.Path()
@@ -360,8 +384,11 @@ func (t *tree) objectDir(o *core.Object) *dir {
 
 type fileMaker func(name string, slot int, m meta, open func(context.Context, uint32) (fusefs.FileHandle, error)) entry
 
+// jsonMaker makes the JSON view of an object's file (objectDir's j).
+type jsonMaker func(name string, slot int, value func() any) entry
+
 // kindFiles are the files only some kinds have (DESIGN.md, "Kind-specific files").
-func (t *tree) kindFiles(o *core.Object, f fileMaker, rw, ro meta) []entry {
+func (t *tree) kindFiles(o *core.Object, f fileMaker, j jsonMaker, rw, ro meta) []entry {
 	addr := func(get func() (fi.Addr, error)) func() string {
 		return func() string {
 			a, err := get()
@@ -371,14 +398,27 @@ func (t *tree) kindFiles(o *core.Object, f fileMaker, rw, ro meta) []entry {
 			return a.String() + "\n"
 		}
 	}
+	// addrJSON is local.json and remote.json: {"addr": ADDRESS or null}.
+	addrJSON := func(get func() (fi.Addr, error)) func() any {
+		return func() any {
+			a, err := get()
+			if err != nil {
+				return map[string]any{"addr": nil}
+			}
+			return map[string]any{"addr": a.String()}
+		}
+	}
 	switch impl := o.Impl.(type) {
 	case *core.EP:
 		return []entry{
 			f("local", slotLocal, ro, rendered(addr(impl.Name), nil)),
+			j("local", slotLocal, addrJSON(impl.Name)),
 			f("remote", slotRemote, ro, rendered(addr(impl.Peer), nil)),
+			j("remote", slotRemote, addrJSON(impl.Peer)),
 			f("info", slotInfo, rw, rendered(impl.InfoText, func(ctx context.Context, data []byte) error {
 				return impl.SetInfo(string(data))
 			})),
+			j("info", slotInfo, func() any { return impl.Info() }),
 			f("data", slotData, rw, func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
 				return newDataHandle(impl, true), nil
 			}),
@@ -393,9 +433,10 @@ func (t *tree) kindFiles(o *core.Object, f fileMaker, rw, ro meta) []entry {
 			t.shmEntry(o, "rx", slotRx, impl.Ring),
 		}
 	case *core.PEP:
-		return []entry{
-			f("local", slotLocal, ro, rendered(addr(impl.Name), nil)),
-			f("listen", slotListen, ro, queue(func(ctx context.Context, max int, block bool) ([]string, error) {
+		// listen and listen.json: the id of the endpoint made for each
+		// request, as a line or as {"ep": ID}.
+		listen := func(form func(id string) string) func(context.Context, uint32) (fusefs.FileHandle, error) {
+			return queue(func(ctx context.Context, max int, block bool) ([]string, error) {
 				if !block {
 					if ready, _ := impl.Ready(); !ready {
 						return nil, core.Errorf(fi.EAGAIN, "no pending request")
@@ -405,14 +446,24 @@ func (t *tree) kindFiles(o *core.Object, f fileMaker, rw, ro meta) []entry {
 				if err != nil {
 					return nil, err
 				}
-				return []string{ep.ID}, nil
-			}, impl.Ready)),
+				return []string{form(ep.ID)}, nil
+			}, impl.Ready)
+		}
+		return []entry{
+			f("local", slotLocal, ro, rendered(addr(impl.Name), nil)),
+			j("local", slotLocal, addrJSON(impl.Name)),
+			f("listen", slotListen, ro, listen(func(id string) string { return id })),
+			f("listen.json", slotListen+slotJSON, ro, listen(func(id string) string { return jsonLine(map[string]string{"ep": id}) })),
 		}
 	case *core.CQ:
 		return []entry{
 			f("events", slotEvents, ro, queue(func(ctx context.Context, max int, block bool) ([]string, error) {
 				es, err := impl.Read(ctx, max, block)
 				return lines(es), err
+			}, impl.Ready)),
+			f("events.json", slotEvents+slotJSON, ro, queue(func(ctx context.Context, max int, block bool) ([]string, error) {
+				es, err := impl.Read(ctx, max, block)
+				return jsonLines(es), err
 			}, impl.Ready)),
 			f("wait", slotWait, ro, watch(func(ctx context.Context, max int, block bool) ([]string, error) {
 				n, err := impl.Wait(ctx, block)
@@ -424,12 +475,21 @@ func (t *tree) kindFiles(o *core.Object, f fileMaker, rw, ro meta) []entry {
 			t.shmEntry(o, "data", slotData, impl.Region),
 		}
 	case *core.EQ:
-		return []entry{f("events", slotEvents, ro, queue(func(ctx context.Context, max int, block bool) ([]string, error) {
-			es, err := impl.Read(ctx, max, block)
-			return lines(es), err
-		}, impl.Ready))}
+		return []entry{
+			f("events", slotEvents, ro, queue(func(ctx context.Context, max int, block bool) ([]string, error) {
+				es, err := impl.Read(ctx, max, block)
+				return lines(es), err
+			}, impl.Ready)),
+			f("events.json", slotEvents+slotJSON, ro, queue(func(ctx context.Context, max int, block bool) ([]string, error) {
+				es, err := impl.Read(ctx, max, block)
+				return jsonLines(es), err
+			}, impl.Ready)),
+		}
 	case *core.AV:
-		return []entry{f("addrs", slotAddrs, ro, rendered(impl.Addrs, nil))}
+		return []entry{
+			f("addrs", slotAddrs, ro, rendered(impl.Addrs, nil)),
+			j("addrs", slotAddrs, func() any { return impl.Entries() }),
+		}
 	case *core.MR:
 		return []entry{t.shmEntry(o, "data", slotData, impl.Region)}
 	case *core.Cntr:
@@ -457,4 +517,35 @@ func lines[T fmt.Stringer](es []T) []string {
 		out[i] = e.String()
 	}
 	return out
+}
+
+// jsonLines is lines for a queue's `.json` file: each entry as one line
+// of JSON (JSON Lines).
+func jsonLines[T any](es []T) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = jsonLine(e)
+	}
+	return out
+}
+
+// jsonLine is v as one line of JSON, without the newline. A value the
+// tree makes always marshals; were one to fail, the line is a JSON string
+// saying why rather than text that is not JSON.
+func jsonLine(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal("cannot encode: " + err.Error())
+	}
+	return string(b)
+}
+
+// jsonText is a `.json` file's text: v as one line of JSON.
+func jsonText(v any) string { return jsonLine(v) + "\n" }
+
+// jsonEntry makes PATH.json, the JSON view of the file (or attr directory)
+// at the fixed path PATH (docs/tree.md, "Conventions"): value marshalled
+// at each read at offset 0.
+func (t *tree) jsonEntry(path string, m meta, value func() any) entry {
+	return fileEntry(pathpkg.Base(path)+".json", t.ino(path+".json"), m, nil, rendered(func() string { return jsonText(value()) }, nil))
 }

@@ -2,6 +2,7 @@ package fi
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -38,6 +39,11 @@ import (
 // -e/--env the environment variables the tree reads, and a query whose
 // first word is "fi_info" (a whole fi_info command line) answers as
 // fi_info does, the summary form unless -v/--verbose is given.
+// fabricfs's -j/--json (no option of fi_info's) answers any form in JSON
+// instead: one array, of the entries' fi_info objects (Info.MarshalJSON)
+// in the verbose form, of {"provider", "fabric", "domain", "version",
+// "type", "protocol"} in the summary form, of {"provider", "version"} in
+// the list form, and empty for -e.
 type Query struct {
 	Version Version
 	Node    string
@@ -45,6 +51,7 @@ type Query struct {
 	Flags   uint64
 	Hints   *Info
 	Form    Form
+	JSON    bool
 }
 
 // Form is how the answer to a Query prints.
@@ -66,45 +73,92 @@ func GetInfoText(ctx context.Context, s string, offered []*Info) (string, error)
 	if err != nil {
 		return "", err
 	}
-	var b strings.Builder
-	switch q.Form {
-	case FormEnv:
+	if q.Form == FormEnv {
 		// fi_info -e prints "# NAME: type" and a description per variable.
+		if q.JSON {
+			return "[]\n", nil
+		}
 		// What libfabric's FI_TCP_IFACE, FI_TCP_PORT_LOW_RANGE and
 		// FI_TCP_PORT_HIGH_RANGE set, the daemon's flags set.
 		return "# The tree reads no environment variables: the daemon's flags (fabricfs(8)) set\n" +
 			"# what FI_TCP_IFACE, FI_TCP_PORT_LOW_RANGE and FI_TCP_PORT_HIGH_RANGE set for libfabric.\n", nil
-	case FormList:
-		infos, err := GetInfo(ctx, q.Version, q.Node, q.Service, q.Flags|uint64(PROV_ATTR_ONLY), q.Hints, offered)
-		if err != nil {
-			return "", err
-		}
-		for _, in := range infos {
-			fmt.Fprintf(&b, "%s:\n    version: %v\n", in.FabricAttr.ProvName, in.FabricAttr.ProvVersion)
-		}
-		return b.String(), nil
 	}
 	infos, err := GetInfo(ctx, q.Version, q.Node, q.Service, q.Flags, q.Hints, offered)
 	if err != nil {
 		return "", err
 	}
-	if q.Form == FormVerbose || q.Flags&uint64(PROV_ATTR_ONLY) != 0 {
+	if q.Form == FormVerbose || q.Flags&uint64(PROV_ATTR_ONLY) != 0 && q.Form != FormList {
+		if q.JSON {
+			return jsonAnswer(infos), nil
+		}
+		var b strings.Builder
 		err = WriteInfos(&b, infos)
 		return b.String(), err
 	}
+	var rows []summary
 	for _, in := range infos {
 		fab, dom, ep := in.FabricAttr, in.DomainAttr, in.EPAttr
+		if fab != nil && q.Form == FormList {
+			rows = append(rows, summary{{"provider", fab.ProvName}, {"version", fab.ProvVersion.String()}})
+			continue
+		}
 		if fab == nil || dom == nil || ep == nil {
 			continue // GetInfo's entries always have them
 		}
-		fmt.Fprintf(&b, "provider: %s\n    fabric: %s\n    domain: %s\n    version: %v\n    type: %v\n    protocol: %v\n",
-			cString(fab.ProvName), cString(fab.Name), cString(dom.Name), fab.ProvVersion, ep.Type, ep.Protocol)
+		rows = append(rows, summary{{"provider", fab.ProvName}, {"fabric", fab.Name}, {"domain", dom.Name},
+			{"version", fab.ProvVersion.String()}, {"type", ep.Type.String()}, {"protocol", ep.Protocol.String()}})
+	}
+	if q.JSON {
+		objs := make([]json.RawMessage, len(rows))
+		for i, r := range rows {
+			objs[i] = r.object()
+		}
+		return jsonAnswer(objs), nil
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		r.write(&b, q.Form == FormList)
 	}
 	return b.String(), nil
 }
 
+// summary is an entry as fi_info's summary form (print_short_info) or
+// list form (print_providers) shows it: fields by name, in order, strings
+// as the C structs hold them ("" for NULL).
+type summary [][2]string
+
+// write prints the entry as fi_info does: "provider: NAME" and the other
+// fields indented, or in the list form "NAME:" and its version.
+func (r summary) write(b *strings.Builder, list bool) {
+	for i, f := range r {
+		switch {
+		case i == 0 && list:
+			fmt.Fprintf(b, "%s:\n", cString(f[1]))
+		case i == 0:
+			fmt.Fprintf(b, "%s: %s\n", f[0], cString(f[1]))
+		default:
+			fmt.Fprintf(b, "    %s: %s\n", f[0], cString(f[1]))
+		}
+	}
+}
+
+// object is the entry as a JSON object: its fields in order, as strings,
+// NULL as null.
+func (r summary) object() json.RawMessage {
+	var j jsonSink
+	j.open("", false)
+	for _, f := range r {
+		putCStr(&j, f[0], f[1])
+	}
+	j.close()
+	return j.Bytes()
+}
+
+// jsonAnswer is v as one line of JSON.
+func jsonAnswer(v any) string { return string(jsonValue(v)) + "\n" }
+
 // queryOptions lists the options for messages.
-const queryOptions = "-p -t -c -m -a -d -f -n -P -s --flags --version -l -v -e"
+const queryOptions = "-p -t -c -m -a -d -f -n -P -s --flags --version -l -v -e -j"
 
 // ParseQuery parses a query's text.
 func ParseQuery(s string) (*Query, error) {
@@ -152,6 +206,9 @@ func ParseQuery(s string) (*Query, error) {
 			continue
 		case "-e", "--env":
 			env = true
+			continue
+		case "-j", "--json":
+			q.JSON = true
 			continue
 		}
 		if !hasVal {
@@ -215,12 +272,19 @@ func ParseQuery(s string) (*Query, error) {
 		}
 	}
 
+	// fi_info's precedence (util/info.c, run): -e, then -v, then -l; -l
+	// asks for FI_PROV_ATTR_ONLY whatever form prints the answer.
+	if list {
+		q.Flags |= uint64(PROV_ATTR_ONLY)
+	}
 	switch {
-	case list:
-		q.Form = FormList
 	case env:
 		q.Form = FormEnv
-	case command && !verbose:
+	case verbose:
+		q.Form = FormVerbose
+	case list:
+		q.Form = FormList
+	case command:
 		q.Form = FormSummary
 	}
 	if block != "" {

@@ -1,6 +1,8 @@
 package fi
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -17,14 +19,28 @@ import (
 // fields are not printed at all: fabric_attr.fabric, the auth_key bytes
 // (only auth_key_size). ep_attr's tx_ctx_cnt and rx_ctx_cnt print
 // SHARED_CONTEXT as "FI_SHARED_CONTEXT". Info has no nic: it is always
-// "(nil)".
+// "(nil)". One walk of the structs (walkInfo) gives every field to a
+// sink: infoPrinter prints this text, jsonSink the same fields as JSON
+// (Info.MarshalJSON), so the two forms cannot list different fields.
 
 // String returns the text fi_tostr(info, FI_TYPE_INFO) returns: a block
 // that starts with "fi_info:\n" and ends with "    nic: (nil)\n".
 func (info *Info) String() string {
 	var p infoPrinter
-	p.info(info)
+	walkInfo(&p, info)
 	return p.String()
+}
+
+// MarshalJSON writes info as one JSON object with fi_info's field names as
+// keys, in the order fi_tostr prints them: the attribute structs as
+// objects under their field names (tx_attr, rx_attr, ep_attr, domain_attr,
+// fabric_attr), numbers as numbers, flag sets as arrays of their names,
+// enumerations, versions and addresses as fi_tostr prints them, and NULL
+// (a missing struct, address or string, handle and nic) as null.
+func (info *Info) MarshalJSON() ([]byte, error) {
+	var j jsonSink
+	walkInfo(&j, info)
+	return j.Bytes(), nil
 }
 
 // WriteTo writes info.String() to w.
@@ -39,62 +55,159 @@ func WriteInfos(w io.Writer, infos []*Info) error {
 	var p infoPrinter
 	for _, info := range infos {
 		p.WriteString("---\n")
-		p.info(info)
+		walkInfo(&p, info)
 	}
 	_, err := io.WriteString(w, p.String())
 	return err
 }
 
 // String returns fi_tostr(attr, FI_TYPE_TX_ATTR): "fi_tx_attr:\n    caps: ...".
-func (attr *TxAttr) String() string { var p infoPrinter; p.tx("", attr); return p.String() }
+func (attr *TxAttr) String() string { var p infoPrinter; walkTx(&p, attr); return p.String() }
 
 // String returns fi_tostr(attr, FI_TYPE_RX_ATTR).
-func (attr *RxAttr) String() string { var p infoPrinter; p.rx("", attr); return p.String() }
+func (attr *RxAttr) String() string { var p infoPrinter; walkRx(&p, attr); return p.String() }
 
 // String returns fi_tostr(attr, FI_TYPE_EP_ATTR).
-func (attr *EPAttr) String() string { var p infoPrinter; p.ep("", attr); return p.String() }
+func (attr *EPAttr) String() string { var p infoPrinter; walkEP(&p, attr); return p.String() }
 
 // String returns fi_tostr(attr, FI_TYPE_DOMAIN_ATTR).
-func (attr *DomainAttr) String() string { var p infoPrinter; p.domain("", attr); return p.String() }
+func (attr *DomainAttr) String() string { var p infoPrinter; walkDomain(&p, attr); return p.String() }
 
 // String returns fi_tostr(attr, FI_TYPE_FABRIC_ATTR).
-func (attr *FabricAttr) String() string { var p infoPrinter; p.fabric("", attr); return p.String() }
+func (attr *FabricAttr) String() string { var p infoPrinter; walkFabric(&p, attr); return p.String() }
 
-type infoPrinter struct{ strings.Builder }
+// infoSink takes fi_info's fields from walkInfo in fi_tostr's order:
+// infoPrinter prints fi_tostr's text, jsonSink writes JSON.
+type infoSink interface {
+	// field is one field: text as fi_tostr prints it, v its JSON value.
+	field(key, text string, v any)
+	// open starts the struct in field key (fi_tostr's label is "fi_"+key);
+	// it reports false, having written NULL, when the struct is absent.
+	open(key string, absent bool) bool
+	// close ends the struct open started.
+	close()
+}
+
+// infoPrinter prints fi_tostr's text: "key: value" lines, four spaces of
+// indent per level.
+type infoPrinter struct {
+	strings.Builder
+	ind string
+}
 
 const tostrIndent = "    "
 
-func (p *infoPrinter) kv(ind, key, value string) {
-	p.WriteString(ind)
+func (p *infoPrinter) field(key, text string, _ any) {
+	p.WriteString(p.ind)
 	p.WriteString(key)
 	p.WriteString(": ")
-	p.WriteString(value)
+	p.WriteString(text)
 	p.WriteByte('\n')
 }
 
-func (p *infoPrinter) num(ind, key string, v uint64) { p.kv(ind, key, strconv.FormatUint(v, 10)) }
-
-// ctxCnt prints ep_attr's tx_ctx_cnt and rx_ctx_cnt, which may hold
-// SHARED_CONTEXT.
-func (p *infoPrinter) ctxCnt(ind, key string, v uint64) {
-	if v == SHARED_CONTEXT {
-		p.kv(ind, key, "FI_SHARED_CONTEXT")
-		return
-	}
-	p.num(ind, key, v)
-}
-
-func (p *infoPrinter) hex(ind, key string, v uint64) { p.kv(ind, key, "0x"+strconv.FormatUint(v, 16)) }
-
-// head starts an attribute block; it reports false, having printed
-// "(null)", when the block is absent.
-func (p *infoPrinter) head(ind, key string, absent bool) bool {
+func (p *infoPrinter) open(key string, absent bool) bool {
 	if absent {
-		p.kv(ind, key, "(null)")
+		p.field("fi_"+key, "(null)", nil)
 		return false
 	}
-	p.WriteString(ind + key + ":\n")
+	p.WriteString(p.ind + "fi_" + key + ":\n")
+	p.ind += tostrIndent
 	return true
+}
+
+func (p *infoPrinter) close() { p.ind = p.ind[:len(p.ind)-len(tostrIndent)] }
+
+// jsonSink writes one JSON object; a struct opened at the top is the
+// object itself, deeper ones are objects under their keys.
+type jsonSink struct {
+	bytes.Buffer
+	depth int
+	first bool // nothing written yet in the current object
+}
+
+func (j *jsonSink) key(k string) {
+	if !j.first {
+		j.WriteByte(',')
+	}
+	j.first = false
+	j.Write(jsonValue(k))
+	j.WriteByte(':')
+}
+
+func (j *jsonSink) field(key, _ string, v any) {
+	j.key(key)
+	j.Write(jsonValue(v))
+}
+
+func (j *jsonSink) open(key string, absent bool) bool {
+	if j.depth > 0 {
+		j.key(key)
+	}
+	if absent {
+		j.WriteString("null")
+		return false
+	}
+	j.WriteByte('{')
+	j.depth++
+	j.first = true
+	return true
+}
+
+func (j *jsonSink) close() {
+	j.WriteByte('}')
+	j.depth--
+	j.first = false
+}
+
+// jsonValue marshals the values walkInfo gives: strings, numbers, string
+// slices and nil, none of which encoding/json fails on.
+func jsonValue(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return []byte("null")
+	}
+	return b
+}
+
+// FlagNames turns a flag set as fi_tostr prints it, "[ FI_MSG, FI_SEND ]",
+// into its names, the form flag sets take in JSON (empty when none).
+func FlagNames(set string) []string {
+	s := strings.TrimSpace(set)
+	s = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]"))
+	if s == "" {
+		return []string{}
+	}
+	names := strings.Split(s, ",")
+	for i := range names {
+		names[i] = strings.TrimSpace(names[i])
+	}
+	return names
+}
+
+// Field writers for walkInfo.
+
+func putStr(s infoSink, key, v string)        { s.field(key, v, v) }
+func putNum(s infoSink, key string, v uint64) { s.field(key, strconv.FormatUint(v, 10), v) }
+func putHex(s infoSink, key string, v uint64) { s.field(key, "0x"+strconv.FormatUint(v, 16), v) }
+func putFlags(s infoSink, key, set string)    { s.field(key, set, FlagNames(set)) }
+
+// putCStr writes a C string field; "" stands for NULL.
+func putCStr(s infoSink, key, v string) {
+	if v == "" {
+		s.field(key, "(null)", nil)
+		return
+	}
+	putStr(s, key, v)
+}
+
+// putCtxCnt writes ep_attr's tx_ctx_cnt and rx_ctx_cnt, which may hold
+// SHARED_CONTEXT.
+func putCtxCnt(s infoSink, key string, v uint64) {
+	if v == SHARED_CONTEXT {
+		putStr(s, key, "FI_SHARED_CONTEXT")
+		return
+	}
+	putNum(s, key, v)
 }
 
 // cString prints a C string field; "" stands for NULL.
@@ -110,14 +223,15 @@ func cString(s string) string {
 // Within the formats it can, each Addr prints by its own family; that differs
 // from fi_tostr only for an fi_info whose addresses contradict its
 // addr_format, where fi_tostr misreads the bytes.
-func infoAddr(format AddrFormat, a *Addr) string {
+func infoAddr(s infoSink, key string, format AddrFormat, a *Addr) {
 	switch {
 	case a == nil:
-		return "(null)"
+		s.field(key, "(null)", nil)
 	case format == SOCKADDR || format == SOCKADDR_IN || format == SOCKADDR_IN6 || format == ADDR_STR:
-		return a.String()
+		putStr(s, key, a.String())
+	default:
+		putStr(s, key, "")
 	}
-	return ""
 }
 
 func infoAddrLen(a *Addr) uint64 {
@@ -127,125 +241,126 @@ func infoAddrLen(a *Addr) uint64 {
 	return uint64(a.Len())
 }
 
-func (p *infoPrinter) info(info *Info) {
+// walkInfo gives s every field of info fi_tostr prints, in its order.
+func walkInfo(s infoSink, info *Info) {
 	if info == nil {
 		info = &Info{}
 	}
-	const ind = tostrIndent
-	p.WriteString("fi_info:\n")
-	p.kv(ind, "caps", info.Caps.String())
-	p.kv(ind, "mode", info.Mode.String())
-	p.kv(ind, "addr_format", info.AddrFormat.String())
-	p.num(ind, "src_addrlen", infoAddrLen(info.SrcAddr))
-	p.num(ind, "dest_addrlen", infoAddrLen(info.DestAddr))
-	p.kv(ind, "src_addr", infoAddr(info.AddrFormat, info.SrcAddr))
-	p.kv(ind, "dest_addr", infoAddr(info.AddrFormat, info.DestAddr))
+	s.open("info", false)
+	putFlags(s, "caps", info.Caps.String())
+	putFlags(s, "mode", info.Mode.String())
+	putStr(s, "addr_format", info.AddrFormat.String())
+	putNum(s, "src_addrlen", infoAddrLen(info.SrcAddr))
+	putNum(s, "dest_addrlen", infoAddrLen(info.DestAddr))
+	infoAddr(s, "src_addr", info.AddrFormat, info.SrcAddr)
+	infoAddr(s, "dest_addr", info.AddrFormat, info.DestAddr)
 	if info.Handle == 0 {
-		p.kv(ind, "handle", "(nil)")
+		s.field("handle", "(nil)", nil)
 	} else {
-		p.hex(ind, "handle", info.Handle)
+		putHex(s, "handle", info.Handle)
 	}
-	p.tx(ind, info.TxAttr)
-	p.rx(ind, info.RxAttr)
-	p.ep(ind, info.EPAttr)
-	p.domain(ind, info.DomainAttr)
-	p.fabric(ind, info.FabricAttr)
-	p.kv(ind, "nic", "(nil)")
+	walkTx(s, info.TxAttr)
+	walkRx(s, info.RxAttr)
+	walkEP(s, info.EPAttr)
+	walkDomain(s, info.DomainAttr)
+	walkFabric(s, info.FabricAttr)
+	s.field("nic", "(nil)", nil)
+	s.close()
 }
 
-func (p *infoPrinter) tx(ind string, a *TxAttr) {
-	if !p.head(ind, "fi_tx_attr", a == nil) {
+func walkTx(s infoSink, a *TxAttr) {
+	if !s.open("tx_attr", a == nil) {
 		return
 	}
-	ind += tostrIndent
-	p.kv(ind, "caps", a.Caps.String())
-	p.kv(ind, "mode", a.Mode.String())
-	p.kv(ind, "op_flags", a.OpFlags.String())
-	p.kv(ind, "msg_order", a.MsgOrder.String())
-	p.kv(ind, "comp_order", a.CompOrder.String())
-	p.num(ind, "inject_size", a.InjectSize)
-	p.num(ind, "size", a.Size)
-	p.num(ind, "iov_limit", a.IovLimit)
-	p.num(ind, "rma_iov_limit", a.RMAIovLimit)
-	p.kv(ind, "tclass", a.TClass.String())
+	putFlags(s, "caps", a.Caps.String())
+	putFlags(s, "mode", a.Mode.String())
+	putFlags(s, "op_flags", a.OpFlags.String())
+	putFlags(s, "msg_order", a.MsgOrder.String())
+	putFlags(s, "comp_order", a.CompOrder.String())
+	putNum(s, "inject_size", a.InjectSize)
+	putNum(s, "size", a.Size)
+	putNum(s, "iov_limit", a.IovLimit)
+	putNum(s, "rma_iov_limit", a.RMAIovLimit)
+	putHex(s, "tclass", uint64(a.TClass))
+	s.close()
 }
 
-func (p *infoPrinter) rx(ind string, a *RxAttr) {
-	if !p.head(ind, "fi_rx_attr", a == nil) {
+func walkRx(s infoSink, a *RxAttr) {
+	if !s.open("rx_attr", a == nil) {
 		return
 	}
-	ind += tostrIndent
-	p.kv(ind, "caps", a.Caps.String())
-	p.kv(ind, "mode", a.Mode.String())
-	p.kv(ind, "op_flags", a.OpFlags.String())
-	p.kv(ind, "msg_order", a.MsgOrder.String())
-	p.kv(ind, "comp_order", a.CompOrder.String())
-	p.num(ind, "total_buffered_recv", a.TotalBufferedRecv)
-	p.num(ind, "size", a.Size)
-	p.num(ind, "iov_limit", a.IovLimit)
+	putFlags(s, "caps", a.Caps.String())
+	putFlags(s, "mode", a.Mode.String())
+	putFlags(s, "op_flags", a.OpFlags.String())
+	putFlags(s, "msg_order", a.MsgOrder.String())
+	putFlags(s, "comp_order", a.CompOrder.String())
+	putNum(s, "total_buffered_recv", a.TotalBufferedRecv)
+	putNum(s, "size", a.Size)
+	putNum(s, "iov_limit", a.IovLimit)
+	s.close()
 }
 
-func (p *infoPrinter) ep(ind string, a *EPAttr) {
-	if !p.head(ind, "fi_ep_attr", a == nil) {
+func walkEP(s infoSink, a *EPAttr) {
+	if !s.open("ep_attr", a == nil) {
 		return
 	}
-	ind += tostrIndent
-	p.kv(ind, "type", a.Type.String())
-	p.kv(ind, "protocol", a.Protocol.String())
-	p.num(ind, "protocol_version", uint64(a.ProtocolVersion))
-	p.num(ind, "max_msg_size", a.MaxMsgSize)
-	p.num(ind, "msg_prefix_size", a.MsgPrefixSize)
-	p.num(ind, "max_order_raw_size", a.MaxOrderRAWSize)
-	p.num(ind, "max_order_war_size", a.MaxOrderWARSize)
-	p.num(ind, "max_order_waw_size", a.MaxOrderWAWSize)
-	p.kv(ind, "mem_tag_format", fmt.Sprintf("0x%016x", a.MemTagFormat))
-	p.ctxCnt(ind, "tx_ctx_cnt", a.TxCtxCnt)
-	p.ctxCnt(ind, "rx_ctx_cnt", a.RxCtxCnt)
-	p.num(ind, "auth_key_size", a.AuthKeySize)
+	putStr(s, "type", a.Type.String())
+	putStr(s, "protocol", a.Protocol.String())
+	putNum(s, "protocol_version", uint64(a.ProtocolVersion))
+	putNum(s, "max_msg_size", a.MaxMsgSize)
+	putNum(s, "msg_prefix_size", a.MsgPrefixSize)
+	putNum(s, "max_order_raw_size", a.MaxOrderRAWSize)
+	putNum(s, "max_order_war_size", a.MaxOrderWARSize)
+	putNum(s, "max_order_waw_size", a.MaxOrderWAWSize)
+	s.field("mem_tag_format", fmt.Sprintf("0x%016x", a.MemTagFormat), a.MemTagFormat)
+	putCtxCnt(s, "tx_ctx_cnt", a.TxCtxCnt)
+	putCtxCnt(s, "rx_ctx_cnt", a.RxCtxCnt)
+	putNum(s, "auth_key_size", a.AuthKeySize)
+	s.close()
 }
 
-func (p *infoPrinter) domain(ind string, a *DomainAttr) {
-	if !p.head(ind, "fi_domain_attr", a == nil) {
+func walkDomain(s infoSink, a *DomainAttr) {
+	if !s.open("domain_attr", a == nil) {
 		return
 	}
-	ind += tostrIndent
-	p.hex(ind, "domain", a.Domain)
-	p.kv(ind, "name", cString(a.Name))
-	p.kv(ind, "threading", a.Threading.String())
-	p.kv(ind, "control_progress", a.ControlProgress.String())
-	p.kv(ind, "data_progress", a.DataProgress.String())
-	p.kv(ind, "resource_mgmt", a.ResourceMgmt.String())
-	p.kv(ind, "av_type", a.AVType.String())
-	p.kv(ind, "mr_mode", a.MRMode.String())
-	p.num(ind, "mr_key_size", a.MRKeySize)
-	p.num(ind, "cq_data_size", a.CQDataSize)
-	p.num(ind, "cq_cnt", a.CQCnt)
-	p.num(ind, "ep_cnt", a.EPCnt)
-	p.num(ind, "tx_ctx_cnt", a.TxCtxCnt)
-	p.num(ind, "rx_ctx_cnt", a.RxCtxCnt)
-	p.num(ind, "max_ep_tx_ctx", a.MaxEPTxCtx)
-	p.num(ind, "max_ep_rx_ctx", a.MaxEPRxCtx)
-	p.num(ind, "max_ep_stx_ctx", a.MaxEPStxCtx)
-	p.num(ind, "max_ep_srx_ctx", a.MaxEPSrxCtx)
-	p.num(ind, "cntr_cnt", a.CntrCnt)
-	p.num(ind, "mr_iov_limit", a.MRIovLimit)
-	p.kv(ind, "caps", a.Caps.String())
-	p.kv(ind, "mode", a.Mode.String())
-	p.num(ind, "auth_key_size", a.AuthKeySize)
-	p.num(ind, "max_err_data", a.MaxErrData)
-	p.num(ind, "mr_cnt", a.MRCnt)
-	p.kv(ind, "tclass", a.TClass.String())
+	putHex(s, "domain", a.Domain)
+	putCStr(s, "name", a.Name)
+	putStr(s, "threading", a.Threading.String())
+	putStr(s, "control_progress", a.ControlProgress.String())
+	putStr(s, "data_progress", a.DataProgress.String())
+	putStr(s, "resource_mgmt", a.ResourceMgmt.String())
+	putStr(s, "av_type", a.AVType.String())
+	putFlags(s, "mr_mode", a.MRMode.String())
+	putNum(s, "mr_key_size", a.MRKeySize)
+	putNum(s, "cq_data_size", a.CQDataSize)
+	putNum(s, "cq_cnt", a.CQCnt)
+	putNum(s, "ep_cnt", a.EPCnt)
+	putNum(s, "tx_ctx_cnt", a.TxCtxCnt)
+	putNum(s, "rx_ctx_cnt", a.RxCtxCnt)
+	putNum(s, "max_ep_tx_ctx", a.MaxEPTxCtx)
+	putNum(s, "max_ep_rx_ctx", a.MaxEPRxCtx)
+	putNum(s, "max_ep_stx_ctx", a.MaxEPStxCtx)
+	putNum(s, "max_ep_srx_ctx", a.MaxEPSrxCtx)
+	putNum(s, "cntr_cnt", a.CntrCnt)
+	putNum(s, "mr_iov_limit", a.MRIovLimit)
+	putFlags(s, "caps", a.Caps.String())
+	putFlags(s, "mode", a.Mode.String())
+	putNum(s, "auth_key_size", a.AuthKeySize)
+	putNum(s, "max_err_data", a.MaxErrData)
+	putNum(s, "mr_cnt", a.MRCnt)
+	putHex(s, "tclass", uint64(a.TClass))
+	s.close()
 }
 
-func (p *infoPrinter) fabric(ind string, a *FabricAttr) {
-	if !p.head(ind, "fi_fabric_attr", a == nil) {
+func walkFabric(s infoSink, a *FabricAttr) {
+	if !s.open("fabric_attr", a == nil) {
 		return
 	}
-	ind += tostrIndent
-	p.kv(ind, "name", cString(a.Name))
-	p.kv(ind, "prov_name", cString(a.ProvName))
-	p.kv(ind, "prov_version", a.ProvVersion.String())
-	p.kv(ind, "api_version", a.APIVersion.String())
+	putCStr(s, "name", a.Name)
+	putCStr(s, "prov_name", a.ProvName)
+	putStr(s, "prov_version", a.ProvVersion.String())
+	putStr(s, "api_version", a.APIVersion.String())
+	s.close()
 }
 
 // Clone returns a deep copy of info: attribute structs, addresses and auth
