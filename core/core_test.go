@@ -615,7 +615,7 @@ func TestMRRegisterAsync(t *testing.T) {
 	if got, want := events(t, eq, 1), "error fid=mr/bad err=FI_ENOKEY prov_errno=0\n"; got != want {
 		t.Errorf("event %q, want %q", got, want)
 	}
-	if !strings.Contains(bad.Err(), "reg: ") || !strings.Contains(bad.Status(), "unregistered") {
+	if !strings.Contains(bad.Err(), "reg: ") || !strings.Contains(bad.Status().String(), "unregistered") {
 		t.Errorf("after a failed registration: err %q, status %q", bad.Err(), bad.Status())
 	}
 

@@ -55,7 +55,7 @@ func testMsgOrder(t *testing.T, g *iovRig) {
 	// message finding no receive may be buffered and placed later, after
 	// the operations behind it: rxm's unexpected messages).
 	ops := func() int {
-		_, after, _ := strings.Cut(g.a.Status(), " ops=")
+		_, after, _ := strings.Cut(g.a.Status().String(), " ops=")
 		n, _ := strconv.Atoi(strings.Fields(after)[0])
 		return n
 	}
