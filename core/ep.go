@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/trace"
 )
 
 // Endpoint states, as shown in status.
@@ -282,6 +283,9 @@ func (e *EP) Enable() error {
 		srx, err = e.enableIdleLocked()
 	}
 	e.mu.Unlock()
+	if err == nil && trace.On(trace.Object) {
+		e.obj.tracef(trace.Object, "enabled")
+	}
 	e.attach(srx)
 	return err
 }
@@ -401,6 +405,9 @@ func (e *EP) connect(addr fi.Addr, data []byte) (srx *SRX, err error) {
 		return srx, err
 	}
 	e.state = stateConnecting
+	if trace.On(trace.CM) {
+		e.obj.tracef(trace.CM, "connect %s", addr)
+	}
 	return srx, nil
 }
 
@@ -437,6 +444,9 @@ func (e *EP) accept(data []byte) (srx *SRX, err error) {
 		return srx, err
 	}
 	e.state = stateConnecting
+	if trace.On(trace.CM) {
+		e.obj.tracef(trace.CM, "accept")
+	}
 	return srx, nil
 }
 
@@ -457,6 +467,9 @@ func (e *EP) Reject(data []byte) error {
 		return err
 	}
 	e.state = stateRejected
+	if trace.On(trace.CM) {
+		e.obj.tracef(trace.CM, "reject")
+	}
 	return nil
 }
 
@@ -479,6 +492,9 @@ func (e *EP) Shutdown() error {
 	e.mu.Unlock()
 	if err := prov.Shutdown(); err != nil {
 		return err
+	}
+	if trace.On(trace.CM) {
+		e.obj.tracef(trace.CM, "shutdown")
 	}
 	e.mu.Lock()
 	if e.state == stateConnected || e.state == stateConnecting {
@@ -813,6 +829,9 @@ func (ev epEvents) Connected(data []byte) {
 	e.setStateLocked(stateConnected)
 	eq := e.eq
 	e.mu.Unlock()
+	if trace.On(trace.CM) {
+		e.obj.tracef(trace.CM, "connected")
+	}
 	if eq != nil {
 		eq.post(EQEvent{Event: fi.CONNECTED, FID: e.obj.Path(), Data: data})
 	}
@@ -824,6 +843,9 @@ func (ev epEvents) Shutdown() {
 	e.setStateLocked(stateShutdown)
 	eq := e.eq
 	e.mu.Unlock()
+	if trace.On(trace.CM) {
+		e.obj.tracef(trace.CM, "connection lost: shut down")
+	}
 	if eq != nil {
 		eq.post(EQEvent{Event: fi.SHUTDOWN, FID: e.obj.Path()})
 	}
@@ -835,6 +857,9 @@ func (ev epEvents) Failed(err error, data []byte) {
 	e.setStateLocked(stateError)
 	eq := e.eq
 	e.mu.Unlock()
+	if trace.On(trace.CM) {
+		e.obj.tracef(trace.CM, "connection lost: %v", err)
+	}
 	e.obj.SetErr(WithOp("connection", err))
 	if eq != nil {
 		eq.post(EQEvent{FID: e.obj.Path(), Err: Code(err), ProvErrno: provErrno(err), Data: data})

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/trace"
 )
 
 // Kind is the kind of a domain object; its String is the directory name.
@@ -136,6 +137,9 @@ func (o *Object) SetErr(err error) {
 		return
 	}
 	s := Abbrev(err.Error(), MaxErrLen)
+	if trace.On(trace.Error) {
+		o.tracef(trace.Error, "err %s", s)
+	}
 	o.errMu.Lock()
 	o.lastErr = s
 	o.errMu.Unlock()
@@ -340,6 +344,9 @@ func (d *Domain) closeAll(dead []*Object) {
 		if err := o.Impl.Close(); err != nil {
 			d.fab.logf("close %s/%s: %v", d.Name, o.Path(), err)
 		}
+		if trace.On(trace.Object) {
+			o.tracef(trace.Object, "closed")
+		}
 		if d.fab.Gone != nil {
 			d.fab.Gone(o)
 		}
@@ -456,6 +463,9 @@ func (d *Domain) create(k Kind, name string, uid uint32, charged bool) (*Object,
 	d.objs[k][name] = o
 	d.bySerial[o.Serial] = o
 	d.mu.Unlock()
+	if trace.On(trace.Object) {
+		o.tracef(trace.Object, "made")
+	}
 	return o, nil
 }
 

@@ -1,0 +1,78 @@
+package core
+
+// What the model tells the trace log (package core/trace, the tree's
+// /log). Every trace point tests trace.On where it stands, so that while
+// nobody reads its category it costs one atomic load: the functions here
+// format, and are called only when someone reads.
+
+import (
+	"strings"
+
+	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/trace"
+)
+
+// tracef logs a line of category c about o: its path in the tree
+// (tcp/lo/ep/3) and owner.
+func (o *Object) tracef(c trace.Cat, format string, a ...any) {
+	trace.Printf(c, o.Owner, o.Dom.Prov.Name()+"/"+o.Dom.Name+"/"+o.Path(), format, a...)
+}
+
+// opCat is the category of an operation: data (sends and receives) or
+// rma (reads, writes, atomics).
+func opCat(k OpKind) trace.Cat {
+	if k <= OpTRecv {
+		return trace.Data
+	}
+	return trace.RMA
+}
+
+// opTraceNames name the operations in trace lines, after their libfabric
+// calls.
+var opTraceNames = [...]string{
+	OpSend: "send", OpRecv: "recv", OpTSend: "tsend", OpTRecv: "trecv",
+	OpWrite: "write", OpRead: "read",
+	OpAtomic: "atomic", OpFetchAtomic: "fetch_atomic", OpCompareAtomic: "compare_atomic",
+}
+
+func opTraceName(k OpKind) string {
+	if int(k) < len(opTraceNames) {
+		return opTraceNames[k]
+	}
+	return "op"
+}
+
+// tracePost logs an operation the endpoint posts: its kind, its length
+// (a receive's: the buffer's) and, on a connectionless endpoint, its peer.
+func (e *EP) tracePost(op *Op) {
+	c := opCat(op.Kind)
+	if !trace.On(c) {
+		return
+	}
+	to := ""
+	if op.Peer != (fi.Addr{}) {
+		to = " peer " + op.Peer.String()
+	}
+	e.obj.tracef(c, "%s posted %d bytes%s", opTraceName(op.Kind), len(op.Buf), to)
+}
+
+// traceDone logs the completion of an operation the endpoint posted.
+func (e *EP) traceDone(op *Op, c Completion) {
+	cat := opCat(op.Kind)
+	if !trace.On(cat) {
+		return
+	}
+	if c.Err != 0 {
+		e.obj.tracef(cat, "%s failed: %s (%s)", opTraceName(op.Kind), c.Err.Name(), c.Err)
+		return
+	}
+	e.obj.tracef(cat, "%s completed %d bytes", opTraceName(op.Kind), c.Len)
+}
+
+// traceCtl logs the commands that change an object's bindings and
+// registration (bind, enable, reg) in the object category.
+func (o *Object) traceCtl(verb string, args []string) {
+	if strings.HasPrefix(verb, "bind") || verb == "enable" || verb == "reg" {
+		o.tracef(trace.Object, "%s", strings.TrimSpace(verb+" "+strings.Join(args, " ")))
+	}
+}
