@@ -13,10 +13,32 @@ import (
 )
 
 // tracef logs a line of category c about o: its path in the tree
-// (tcp/lo/ep/3) and owner.
+// and owner.
 func (o *Object) tracef(c trace.Cat, format string, a ...any) {
-	trace.Printf(c, o.Owner, o.Dom.Prov.Name()+"/"+o.Dom.Name+"/"+o.Path(), format, a...)
+	trace.Printf(c, o.Owner, o.tracePath(), format, a...)
 }
+
+// tracePath is o's path in the tree, as trace lines name it: tcp/lo/ep/3.
+func (o *Object) tracePath() string { return o.Dom.Prov.Name() + "/" + o.Dom.Name + "/" + o.Path() }
+
+// Traced is implemented by the events core gives providers (endpoint and
+// passive endpoint events): TracePath names their object in trace lines,
+// as Owned's Owner names its owner.
+type Traced interface {
+	TracePath() string
+}
+
+// TracePathOf is the path ev names (Traced), or "" when it names none.
+// A provider's trace lines (core/trace) give it with OwnerOf(ev).
+func TracePathOf(ev any) string {
+	if t, ok := ev.(Traced); ok {
+		return t.TracePath()
+	}
+	return ""
+}
+
+func (ev epEvents) TracePath() string  { return ev.e.obj.tracePath() }
+func (ev pepEvents) TracePath() string { return ev.p.obj.tracePath() }
 
 // opCat is the category of an operation: data (sends and receives) or
 // rma (reads, writes, atomics).

@@ -96,21 +96,7 @@ func TestLogConnectSend(t *testing.T) {
 		t.Fatalf("a fresh log read %q before any category was set", got)
 	}
 	logCtl(t, d, "only cm data")
-	out, err := shell(`set -e
-mkdir $D/eq/ev $D/eq/ea $D/cq/c $D/pep/l $D/ep/a
-echo bind eq ev > $D/pep/l/ctl
-echo listen 127.0.0.1:0 > $D/pep/l/ctl
-for c in 'bind eq ea' 'bind cq c send,recv' enable "connect $(cat $D/pep/l/local) hi"; do echo $c > $D/ep/a/ctl; done
-b=$(cat $D/pep/l/listen)
-for c in 'bind eq ev' 'bind cq c send,recv' enable 'accept welcome'; do echo $c > $D/ep/$b/ctl; done
-cat $D/eq/ev/events $D/eq/ea/events >/dev/null
-echo hello > $D/ep/a/data
-cat $D/ep/$b/data
-echo $b`, "D="+D)
-	if err != nil {
-		t.Fatalf("session: %v\n%s", err, out)
-	}
-	b := strings.TrimSpace(out[strings.LastIndexByte(strings.TrimSpace(out), '\n')+1:])
+	b := session(t, D)
 	got := r.waitFor(t,
 		`^\S+ cm tcp/lo/pep/l 0 listen fi_sockaddr_in://127\.0\.0\.1:\d+$`,
 		`^\S+ cm tcp/lo/ep/a 0 connect fi_sockaddr_in://127\.0\.0\.1:\d+$`,
@@ -148,6 +134,47 @@ echo $b`, "D="+D)
 	}
 	if out, err := shell(`rmdir $D/ep/a $D/ep/$B $D/pep/l $D/cq/c $D/cq/late $D/eq/ev $D/eq/ea`, "D="+D, "B="+b); err != nil {
 		t.Errorf("rmdir: %v\n%s", err, out)
+	}
+}
+
+// session connects endpoint a of domain D to endpoint b (returned),
+// made by pep l, and sends "hello\n" from a to b, as README's session.
+// It runs under timeout: a hung step fails the test, not the run.
+func session(t *testing.T, D string) (b string) {
+	t.Helper()
+	out, err := shell(`exec timeout 30 sh -ec "$S"`, "D="+D, "S="+`
+mkdir $D/eq/ev $D/eq/ea $D/cq/c $D/pep/l $D/ep/a
+echo bind eq ev > $D/pep/l/ctl
+echo listen 127.0.0.1:0 > $D/pep/l/ctl
+for c in 'bind eq ea' 'bind cq c send,recv' enable "connect $(cat $D/pep/l/local) hi"; do echo $c > $D/ep/a/ctl; done
+b=$(cat $D/pep/l/listen)
+for c in 'bind eq ev' 'bind cq c send,recv' enable 'accept welcome'; do echo $c > $D/ep/$b/ctl; done
+cat $D/eq/ev/events $D/eq/ea/events >/dev/null
+cat $D/ep/$b/data >/dev/null &   # verbs: the send waits for a receive
+echo hello > $D/ep/a/data
+wait
+echo $b`)
+	if err != nil {
+		t.Fatalf("session: %v\n%s", err, out)
+	}
+	return strings.TrimSpace(out)
+}
+
+// TestLogVerbsPackets: the packet category shows each RoCE packet of a
+// verbs connection with its opcode, PSN and QPN, about the endpoint.
+func TestLogVerbsPackets(t *testing.T) {
+	d := mount(t)
+	r := openLog(t, d)
+	logCtl(t, d, "only packet")
+	session(t, d.path("verbs", verbsDevice))
+	got := r.waitFor(t,
+		`^\S+ packet verbs/`+verbsDevice+`/ep/a 0 qpn \d+ send RC_SEND_ONLY psn \d+ to qpn \d+, \d+ bytes$`,
+		`^\S+ packet verbs/`+verbsDevice+`/ep/\d+ 0 qpn \d+ recv RC_SEND_ONLY psn \d+, \d+ bytes$`,
+	)
+	for _, l := range got {
+		if m := linePattern.FindStringSubmatch(l); m == nil || m[1] != "packet" {
+			t.Errorf("line %q: not a packet line", l)
+		}
 	}
 }
 
