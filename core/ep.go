@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -283,9 +284,6 @@ func (e *EP) Enable() error {
 		srx, err = e.enableIdleLocked()
 	}
 	e.mu.Unlock()
-	if err == nil && trace.On(trace.Object) {
-		e.obj.tracef(trace.Object, "enabled")
-	}
 	e.attach(srx)
 	return err
 }
@@ -832,6 +830,7 @@ func (ev epEvents) Connected(data []byte) {
 	if trace.On(trace.CM) {
 		e.obj.tracef(trace.CM, "connected")
 	}
+	e.obj.log(slog.LevelInfo, "connected")
 	if eq != nil {
 		eq.post(EQEvent{Event: fi.CONNECTED, FID: e.obj.Path(), Data: data})
 	}
@@ -844,8 +843,9 @@ func (ev epEvents) Shutdown() {
 	eq := e.eq
 	e.mu.Unlock()
 	if trace.On(trace.CM) {
-		e.obj.tracef(trace.CM, "connection lost: shut down")
+		e.obj.tracef(trace.CM, "connection shut down")
 	}
+	e.obj.log(slog.LevelInfo, "connection shut down")
 	if eq != nil {
 		eq.post(EQEvent{Event: fi.SHUTDOWN, FID: e.obj.Path()})
 	}
@@ -860,6 +860,7 @@ func (ev epEvents) Failed(err error, data []byte) {
 	if trace.On(trace.CM) {
 		e.obj.tracef(trace.CM, "connection lost: %v", err)
 	}
+	e.obj.log(slog.LevelInfo, "connection lost", "why", err.Error())
 	e.obj.SetErr(WithOp("connection", err))
 	if eq != nil {
 		eq.post(EQEvent{FID: e.obj.Path(), Err: Code(err), ProvErrno: provErrno(err), Data: data})

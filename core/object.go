@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"log/slog"
 	"sort"
 	"strconv"
 	"sync"
@@ -347,6 +348,7 @@ func (d *Domain) closeAll(dead []*Object) {
 		if trace.On(trace.Object) {
 			o.tracef(trace.Object, "closed")
 		}
+		o.log(slog.LevelDebug, "object closed")
 		if d.fab.Gone != nil {
 			d.fab.Gone(o)
 		}
@@ -466,6 +468,7 @@ func (d *Domain) create(k Kind, name string, uid uint32, charged bool) (*Object,
 	if trace.On(trace.Object) {
 		o.tracef(trace.Object, "made")
 	}
+	o.log(slog.LevelDebug, "object made")
 	return o, nil
 }
 

@@ -1,11 +1,15 @@
 package core
 
 // What the model tells the trace log (package core/trace, the tree's
-// /log). Every trace point tests trace.On where it stands, so that while
-// nobody reads its category it costs one atomic load: the functions here
-// format, and are called only when someone reads.
+// /log) and the daemon's log (log/slog). Every trace point tests
+// trace.On where it stands, so that while nobody reads its category it
+// costs one atomic load: the functions here format, and are called only
+// when someone reads. The daemon's log hears of connections made and
+// lost (info) and objects made and closed (debug), never of data.
 
 import (
+	"context"
+	"log/slog"
 	"strings"
 
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -16,6 +20,15 @@ import (
 // and owner.
 func (o *Object) tracef(c trace.Cat, format string, a ...any) {
 	trace.Printf(c, o.Owner, o.tracePath(), format, a...)
+}
+
+// log logs msg about o in the daemon's log at level, with its path and
+// owner.
+func (o *Object) log(level slog.Level, msg string, args ...any) {
+	ctx := context.Background()
+	if slog.Default().Enabled(ctx, level) {
+		slog.Log(ctx, level, msg, append([]any{"object", o.tracePath(), "uid", o.Owner}, args...)...)
+	}
 }
 
 // tracePath is o's path in the tree, as trace lines name it: tcp/lo/ep/3.
@@ -75,6 +88,10 @@ func (e *EP) tracePost(op *Op) {
 	if op.Peer != (fi.Addr{}) {
 		to = " peer " + op.Peer.String()
 	}
+	if op.Buf == nil && op.Kind.IsRecv() {
+		e.obj.tracef(c, "%s posted, a buffer of the message's size%s", opTraceName(op.Kind), to)
+		return
+	}
 	e.obj.tracef(c, "%s posted %d bytes%s", opTraceName(op.Kind), len(op.Buf), to)
 }
 
@@ -91,8 +108,8 @@ func (e *EP) traceDone(op *Op, c Completion) {
 	e.obj.tracef(cat, "%s completed %d bytes", opTraceName(op.Kind), c.Len)
 }
 
-// traceCtl logs the commands that change an object's bindings and
-// registration (bind, enable, reg) in the object category.
+// traceCtl logs the commands that change an object's bindings and state
+// (bind, enable, reg) in the object category.
 func (o *Object) traceCtl(verb string, args []string) {
 	if strings.HasPrefix(verb, "bind") || verb == "enable" || verb == "reg" {
 		o.tracef(trace.Object, "%s", strings.TrimSpace(verb+" "+strings.Join(args, " ")))

@@ -1,7 +1,7 @@
 // Command fabricfs mounts the fabricfs tree: libfabric's object model as
 // files.
 //
-//	fabricfs [-debug] [-verbs-addrs ADDR,...] [-roce-port PORT] [-engine-cpus LIST]
+//	fabricfs [-debug] [-log-level LEVEL] [-verbs-addrs ADDR,...] [-roce-port PORT] [-engine-cpus LIST]
 //		[-limit-objects N] [-limit-memory BYTES] [-limit-connections N] MOUNTPOINT
 //
 // It serves in the foreground until SIGINT or SIGTERM, then unmounts (lazily
@@ -26,6 +26,10 @@
 // applications kept off them (taskset), the engine has CPUs of its own,
 // as a polling core does (docs/design.md, "The ring engine").
 //
+// The daemon logs (log/slog, text lines on standard error) from
+// -log-level up: debug, info (the default: the mount, domains found,
+// connections made and lost), warn, error; docs/log.md.
+//
 // -limit-objects, -limit-memory and -limit-connections set what each user
 // other than root may hold (core.DefaultLimits by default; 0: no limit);
 // /limits shows them (docs/design.md, "Security model").
@@ -35,7 +39,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log"
+	"log/slog"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -66,8 +70,6 @@ func main() {
 		}
 		return
 	}
-	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
-	log.SetPrefix("fabricfs: ")
 	debug := flag.Bool("debug", false, "log every FUSE request")
 	allowOther := flag.Bool("allow-other", os.Geteuid() == 0, "let every user use the tree (default as root)")
 	mapping := flag.String("mapping", shm.DefaultMapping(), "how clients reach shared memory: passthrough (FUSE passthrough; root, Linux >= 6.9) or symlink (links to /proc/PID/fd/N of the daemon or of a holder process running as the user)")
@@ -82,6 +84,7 @@ func main() {
 		r := core.Resource(r)
 		limits[r] = flag.Int64("limit-"+strings.TrimSuffix(r.String(), "_bytes"), core.DefaultLimits[r], usage)
 	}
+	logLevel := flag.String("log-level", "info", "the least level of the daemon's log: debug, info, warn or error")
 	engineCPUs := flag.String("engine-cpus", "", "CPUs the ring engine's threads run on, e.g. 0 or 2-3,6 (default: wherever the scheduler puts them)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: fabricfs [flags] MOUNTPOINT\n\nMounts libfabric's object model as a file tree; see docs/tree.md.\n\n")
@@ -90,6 +93,10 @@ func main() {
 	flag.Parse()
 	if flag.NArg() != 1 {
 		flag.Usage()
+		os.Exit(2)
+	}
+	if err := setLogLevel(*logLevel); err != nil {
+		fmt.Fprintln(os.Stderr, "fabricfs: -log-level:", err)
 		os.Exit(2)
 	}
 	vcfg, err := verbsConfig(*verbsAddrs, *rocePort)
@@ -113,8 +120,21 @@ func main() {
 		lim[r] = *p
 	}
 	if err := run(flag.Arg(0), *mapping, cpus, lim, vcfg, fs.Options{AllowOther: *allowOther, Debug: *debug, Poll: true}); err != nil {
-		log.Fatal(err)
+		slog.Error(err.Error())
+		os.Exit(1)
 	}
+}
+
+// setLogLevel makes the daemon's log (log/slog, and the log package's,
+// which go-fuse's -debug uses) text lines on standard error from level
+// (debug, info, warn, error) up.
+func setLogLevel(level string) error {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return fmt.Errorf("%q is not debug, info, warn or error", level)
+	}
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})))
+	return nil
 }
 
 // verbsConfig reads the verbs flags.
@@ -206,7 +226,7 @@ func run(mnt, mapping string, engineCPUs *unix.CPUSet, limits core.Limits, vcfg 
 	}
 	fab.Shm.HolderCommand = []string{"/proc/self/exe", shm.HolderArg}
 	if st, err := os.Stat("/proc/self/exe"); err == nil && mapping == shm.MapSymlink && os.Geteuid() == 0 && st.Mode().Perm()&0o005 != 0o005 {
-		log.Printf("warning: this binary is not readable and executable by other users (mode %v): the kernel will not let them open their ring files through the holder processes of -mapping=symlink; make it 0755", st.Mode().Perm())
+		slog.Warn(fmt.Sprintf("this binary is not readable and executable by other users (mode %v): the kernel will not let them open their ring files through the holder processes of -mapping=symlink; make it 0755", st.Mode().Perm()))
 	}
 	if err := clearStale(mnt); err != nil {
 		return err
@@ -219,7 +239,7 @@ func run(mnt, mapping string, engineCPUs *unix.CPUSet, limits core.Limits, vcfg 
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", mnt, err)
 	}
-	log.Printf("mounted on %s (pid %d)", mnt, os.Getpid())
+	slog.Info("mounted on "+mnt, "pid", os.Getpid())
 
 	done := make(chan struct{})
 	go func() {
@@ -228,18 +248,18 @@ func run(mnt, mapping string, engineCPUs *unix.CPUSet, limits core.Limits, vcfg 
 	}()
 	select {
 	case s := <-sig:
-		log.Printf("%v: unmounting %s", s, mnt)
+		slog.Info(fmt.Sprintf("%v: unmounting %s", s, mnt))
 		fab.Close() // ends blocked reads and closes every socket
 		if err := srv.Unmount(); err != nil {
 			// Files are still open: detach the mount now; the kernel drops
 			// the connection when this process exits.
-			log.Printf("unmount: %v; detaching lazily", err)
+			slog.Warn(fmt.Sprintf("unmount: %v; detaching lazily", err))
 			detach(mnt)
 			return nil
 		}
 		<-done
 	case <-done:
-		log.Printf("%s was unmounted", mnt)
+		slog.Info(mnt + " was unmounted")
 	}
 	return nil
 }
@@ -261,7 +281,7 @@ func clearStale(mnt string) error {
 	if fstype != "fuse.fabricfs" {
 		return fmt.Errorf("%s is a stale mount (%s) whose server is gone: run 'umount -l %s' (or 'fusermount3 -u -z %s') and start again", mnt, fstype, abs, abs)
 	}
-	log.Printf("%s is a stale fabricfs mount whose daemon is gone (killed?): detaching it", abs)
+	slog.Warn(abs + " is a stale fabricfs mount whose daemon is gone (killed?): detaching it")
 	detach(abs)
 	if _, err := os.Stat(mnt); err != nil {
 		return fmt.Errorf("%s: stale fabricfs mount could not be detached (%v): run 'umount -l %s' and start again", mnt, err, abs)
@@ -296,6 +316,6 @@ func detach(mnt string) {
 		return
 	}
 	if out, err := exec.Command("fusermount3", "-u", "-z", mnt).CombinedOutput(); err != nil {
-		log.Printf("fusermount3 -u -z %s: %v: %s", mnt, err, out)
+		slog.Warn(fmt.Sprintf("fusermount3 -u -z %s: %v: %s", mnt, err, out))
 	}
 }

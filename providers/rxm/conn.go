@@ -265,6 +265,7 @@ func (e *endpoint) connected(c *conn, data []byte) {
 	if trace.On(trace.CM) {
 		e.tracef(trace.CM, "peer %s connected", fi.SockAddr(p.addr))
 	}
+	e.log("peer connected", "peer", fi.SockAddr(p.addr).String())
 	e.flush(p)
 }
 
@@ -435,11 +436,10 @@ func (e *endpoint) connDown(c *conn, err error, data []byte) {
 	}
 	e.mu.Unlock()
 	if mine && !already && trace.On(trace.CM) {
-		why := "shut down"
-		if err != nil {
-			why = err.Error()
-		}
-		e.tracef(trace.CM, "peer %s connection lost: %s", fi.SockAddr(p.addr), why)
+		e.tracef(trace.CM, "peer %s connection lost: %s", fi.SockAddr(p.addr), errText(err))
+	}
+	if mine && !already {
+		e.log("peer connection lost", "peer", fi.SockAddr(p.addr).String(), "why", errText(err))
 	}
 	if mine && err != nil && !already && !closed {
 		e.asyncError(core.WithOp("connection to "+fi.SockAddr(p.addr).String(), err))

@@ -1,6 +1,8 @@
 package rxm
 
 import (
+	"log/slog"
+
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/trace"
 )
@@ -10,6 +12,20 @@ import (
 // Callers test trace.On first.
 func (e *endpoint) tracef(c trace.Cat, format string, a ...any) {
 	trace.Printf(c, core.OwnerOf(e.ev), core.TracePathOf(e.ev), format, a...)
+}
+
+// log logs msg about the RDM endpoint in the daemon's log, at level info
+// (its connections to peers made and lost).
+func (e *endpoint) log(msg string, args ...any) {
+	slog.Info(msg, append([]any{"object", core.TracePathOf(e.ev), "uid", core.OwnerOf(e.ev)}, args...)...)
+}
+
+// errText says why a connection ended: err, or a shutdown when nil.
+func errText(err error) string {
+	if err == nil {
+		return "shut down"
+	}
+	return err.Error()
 }
 
 // TracePath is core.Traced's: the RDM endpoint's, so that the lines of
