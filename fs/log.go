@@ -44,6 +44,13 @@ func openLog(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
 	return h, nil
 }
 
+// setNode gives the reader its node, which its poll notifies.
+func (h *logHandle) setNode(node *fusefs.Inode) {
+	if h.q != nil {
+		h.q.node = node
+	}
+}
+
 func (h *logHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	if h.q == nil {
 		return nil, syscall.EBADF

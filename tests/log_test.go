@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // logReader is an open /log, read without blocking (O_NONBLOCK).
@@ -280,4 +282,28 @@ exit 0`, "D="+D, "M="+d.mnt)
 	if out, err := shell(`rmdir $D/pep/rp $D/eq/re`, "D="+D); err != nil {
 		t.Errorf("rmdir: %v\n%s", err, out)
 	}
+}
+
+// TestLogPoll: poll(2) on /log says POLLIN exactly when a read would
+// return lines, and wakes when one comes.
+func TestLogPoll(t *testing.T) {
+	d := mount(t)
+	r := openLog(t, d)
+	logCtl(t, d, "only object")
+	fds := []unix.PollFd{{Fd: int32(r.fd), Events: unix.POLLIN}}
+	if n, err := unix.Poll(fds, 100); err != nil || n != 0 {
+		t.Fatalf("poll of an empty log: %d, %v (revents %#x); want a timeout", n, err, fds[0].Revents)
+	}
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		os.Mkdir(d.path("tcp", "lo", "cq", "p"), 0o755)
+	}()
+	n, err := unix.Poll(fds, 10000)
+	if err != nil || n != 1 || fds[0].Revents&unix.POLLIN == 0 {
+		t.Fatalf("poll while an object is made: %d, %v (revents %#x); want POLLIN", n, err, fds[0].Revents)
+	}
+	if got := r.lines(t); !matchesAny(got, `^\S+ object tcp/lo/cq/p 0 made$`) {
+		t.Errorf("after POLLIN, read %q", got)
+	}
+	os.Remove(d.path("tcp", "lo", "cq", "p"))
 }
