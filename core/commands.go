@@ -7,6 +7,7 @@ import (
 
 	"github.com/fabricfs/fabricfs/core/ctl"
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/trace"
 )
 
 // command is one verb of a ctl file: for which kind, its usage, and what it
@@ -452,7 +453,13 @@ func (o *Object) Ctl(ctx context.Context, uid uint32, line string) error {
 	if err != nil {
 		return &Error{Code: fi.EINVAL, Err: err}
 	}
-	return commands[cmd.Index].run(&call{ctx: ctx, obj: o, uid: uid, args: args})
+	if err := commands[cmd.Index].run(&call{ctx: ctx, obj: o, uid: uid, args: args}); err != nil {
+		return err
+	}
+	if trace.On(trace.Object) {
+		o.traceCtl(cmd.Verb, args)
+	}
+	return nil
 }
 
 // bindFlags parses the FLAGS of a bind command: libfabric names with or

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/core/ring"
+	"github.com/fabricfs/fabricfs/core/trace"
 )
 
 // CQ limits.
@@ -164,6 +165,9 @@ func (c *CQ) Region() (*ring.Region, error) {
 // post adds a completion: into the ring, or behind it while the ring is
 // full, or, past CQOverflowFactor times the size, as an overrun.
 func (c *CQ) post(e CQEntry) {
+	if e.Err != 0 && trace.On(trace.Error) {
+		c.obj.tracef(trace.Error, "error entry %s", e)
+	}
 	c.mu.Lock()
 	r, err := c.ringLocked()
 	if err != nil {

@@ -23,6 +23,10 @@
 //     requests, at most MaxPendingReqs).
 //   - errors.go: Error, the error of core and the providers: an fi.Errno
 //     and a sentence (Errorf, WithOp); Code reads the code of any error.
+//   - tracepoints.go: the model's lines in the trace log (package
+//     core/trace, the tree's /log) and the daemon's log (log/slog);
+//     TracePathOf gives a provider the path of the object its events
+//     name (Traced), for its own trace lines.
 //
 // # What fs uses
 //

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/trace"
 )
 
 // Endpoint states, as shown in status.
@@ -402,6 +404,9 @@ func (e *EP) connect(addr fi.Addr, data []byte) (srx *SRX, err error) {
 		return srx, err
 	}
 	e.state = stateConnecting
+	if trace.On(trace.CM) {
+		e.obj.tracef(trace.CM, "connect %s", addr)
+	}
 	return srx, nil
 }
 
@@ -438,6 +443,9 @@ func (e *EP) accept(data []byte) (srx *SRX, err error) {
 		return srx, err
 	}
 	e.state = stateConnecting
+	if trace.On(trace.CM) {
+		e.obj.tracef(trace.CM, "accept")
+	}
 	return srx, nil
 }
 
@@ -458,6 +466,9 @@ func (e *EP) Reject(data []byte) error {
 		return err
 	}
 	e.state = stateRejected
+	if trace.On(trace.CM) {
+		e.obj.tracef(trace.CM, "reject")
+	}
 	return nil
 }
 
@@ -480,6 +491,9 @@ func (e *EP) Shutdown() error {
 	e.mu.Unlock()
 	if err := prov.Shutdown(); err != nil {
 		return err
+	}
+	if trace.On(trace.CM) {
+		e.obj.tracef(trace.CM, "shutdown")
 	}
 	e.mu.Lock()
 	if e.state == stateConnected || e.state == stateConnecting {
@@ -835,6 +849,10 @@ func (ev epEvents) Connected(data []byte) {
 	e.setStateLocked(stateConnected)
 	eq := e.eq
 	e.mu.Unlock()
+	if trace.On(trace.CM) {
+		e.obj.tracef(trace.CM, "connected")
+	}
+	e.obj.log(slog.LevelInfo, "connected")
 	if eq != nil {
 		eq.post(EQEvent{Event: fi.CONNECTED, FID: e.obj.Path(), Data: data})
 	}
@@ -846,6 +864,10 @@ func (ev epEvents) Shutdown() {
 	e.setStateLocked(stateShutdown)
 	eq := e.eq
 	e.mu.Unlock()
+	if trace.On(trace.CM) {
+		e.obj.tracef(trace.CM, "connection shut down")
+	}
+	e.obj.log(slog.LevelInfo, "connection shut down")
 	if eq != nil {
 		eq.post(EQEvent{Event: fi.SHUTDOWN, FID: e.obj.Path()})
 	}
@@ -857,6 +879,10 @@ func (ev epEvents) Failed(err error, data []byte) {
 	e.setStateLocked(stateError)
 	eq := e.eq
 	e.mu.Unlock()
+	if trace.On(trace.CM) {
+		e.obj.tracef(trace.CM, "connection lost: %v", err)
+	}
+	e.obj.log(slog.LevelInfo, "connection lost", "why", err.Error())
 	e.obj.SetErr(WithOp("connection", err))
 	if eq != nil {
 		eq.post(EQEvent{FID: e.obj.Path(), Err: Code(err), ProvErrno: provErrno(err), Data: data})

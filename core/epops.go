@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/trace"
 )
 
 // post starts op on the endpoint; wait, if not nil, gets the completion too.
@@ -32,6 +33,9 @@ func (e *EP) post(op *Op, wait func(Completion)) error {
 	e.mu.Unlock()
 	// A function value, not a closure: no allocation per operation.
 	op.done, op.ep, op.wait = opDone, e, wait
+	if trace.On(trace.Data | trace.RMA) {
+		e.tracePost(op)
+	}
 	if err := postTo(prov, op); err != nil {
 		e.mu.Lock()
 		e.inflight.remove(op)
@@ -69,6 +73,9 @@ func opDone(op *Op, c Completion) { op.ep.completed(op, c) }
 // completed delivers the completion of an operation the endpoint posted,
 // and lets its work queue, if it waited for room, go on.
 func (e *EP) completed(op *Op, c Completion) {
+	if trace.On(trace.Data | trace.RMA) {
+		e.traceDone(op, c)
+	}
 	// A receive with FI_MULTI_RECV completes once per message, and is
 	// over when its buffer is released.
 	final := op.Flags&fi.OpFlags(fi.MULTI_RECV) == 0 || c.Flags&fi.CQFlags(fi.MULTI_RECV) != 0

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fabricfs/fabricfs/core/ctl"
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/trace"
 )
 
 // MaxEQEvents bounds an EQ; further events are counted as lost.
@@ -96,6 +97,9 @@ type EQ struct {
 func newEQ(o *Object) (Impl, error) { return &EQ{obj: o, q: newQueue[EQEvent]()}, nil }
 
 func (e *EQ) post(ev EQEvent) {
+	if ev.Err != 0 && trace.On(trace.Error) {
+		e.obj.tracef(trace.Error, "error event %s", ev)
+	}
 	if e.q.len() >= MaxEQEvents {
 		e.q.mu.Lock()
 		e.lost++

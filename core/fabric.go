@@ -3,7 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
-	"log"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -26,7 +26,8 @@ type Fabric struct {
 	lastRescan time.Time            // when the last Rescan looked; under rescanMu
 	domains    map[string][]*Domain // by provider name, in the provider's order; under mu
 
-	// Logf logs daemon-side events; nil logs with the log package.
+	// Logf logs daemon-side failures; nil logs with log/slog, at level
+	// warn.
 	Logf func(format string, a ...any)
 	// Gone, if set, is called with each object once it died and was
 	// closed, whatever ended it (rmdir, its last file closed, its
@@ -89,6 +90,7 @@ func (f *Fabric) openDomains(p Provider) error {
 		f.mu.Lock()
 		f.domains[p.Name()] = append(f.domains[p.Name()], d)
 		f.mu.Unlock()
+		slog.Info("domain found", "domain", d.String())
 	}
 	return nil
 }
@@ -282,5 +284,5 @@ func (f *Fabric) logf(format string, a ...any) {
 		f.Logf(format, a...)
 		return
 	}
-	log.Printf(format, a...)
+	slog.Warn(fmt.Sprintf(format, a...))
 }

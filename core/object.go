@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/trace"
 )
 
 // Kind is the kind of a domain object; its String is the directory name.
@@ -143,6 +145,9 @@ func (o *Object) SetErr(err error) {
 		return
 	}
 	s := Abbrev(err.Error(), MaxErrLen)
+	if trace.On(trace.Error) {
+		o.tracef(trace.Error, "err %s", s)
+	}
 	var op string
 	if e, ok := err.(*Error); ok && strings.HasPrefix(s, e.Op+": ") {
 		op = e.Op
@@ -379,6 +384,10 @@ func (d *Domain) closeAll(dead []*Object) {
 		if err := o.Impl.Close(); err != nil {
 			d.fab.logf("close %s/%s: %v", d.Name, o.Path(), err)
 		}
+		if trace.On(trace.Object) {
+			o.tracef(trace.Object, "closed")
+		}
+		o.log(slog.LevelDebug, "object closed")
 		if d.fab.Gone != nil {
 			d.fab.Gone(o)
 		}
@@ -495,6 +504,10 @@ func (d *Domain) create(k Kind, name string, uid uint32, charged bool) (*Object,
 	d.objs[k][name] = o
 	d.bySerial[o.Serial] = o
 	d.mu.Unlock()
+	if trace.On(trace.Object) {
+		o.tracef(trace.Object, "made")
+	}
+	o.log(slog.LevelDebug, "object made")
 	return o, nil
 }
 

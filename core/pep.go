@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/trace"
 )
 
 // listenBacklog is the most requests waiting for a reader of the listen
@@ -91,6 +92,9 @@ func (p *PEP) Listen(ctx context.Context, uid uint32, addr *fi.Addr) error {
 		return err
 	}
 	p.prov, p.state = prov, "listening"
+	if trace.On(trace.CM) {
+		p.obj.tracef(trace.CM, "listen %s", a)
+	}
 	return nil
 }
 
@@ -236,6 +240,13 @@ func (ev pepEvents) ConnReq(req ConnReq) {
 	ep.req, ep.info = req, req.Info().Clone()
 	ep.mu.Unlock()
 	o.Release() // the pin alone holds it now
+	if trace.On(trace.CM) {
+		from := "an unknown address"
+		if peer := req.Info().DestAddr; peer != nil {
+			from = peer.String()
+		}
+		p.obj.tracef(trace.CM, "connection request from %s: ep/%s", from, o.ID)
+	}
 	p.mu.Lock()
 	eq := p.eq
 	p.mu.Unlock()
@@ -256,6 +267,9 @@ func (ev pepEvents) Failed(err error) {
 	p.state = stateError
 	eq := p.eq
 	p.mu.Unlock()
+	if trace.On(trace.CM) {
+		p.obj.tracef(trace.CM, "listener lost: %v", err)
+	}
 	p.obj.SetErr(WithOp("listen", err))
 	if eq != nil {
 		eq.post(EQEvent{FID: p.obj.Path(), Err: Code(err), ProvErrno: provErrno(err)})

@@ -132,6 +132,8 @@ type queueHandle struct {
 	// peek: pop does not consume (cq/N/wait), so only a read at offset 0
 	// asks it; later offsets are end of file.
 	peek bool
+	// stream: a read blocks at every offset, not only at 0 (/log).
+	stream bool
 
 	mu   sync.Mutex // held by a read, also while it blocks
 	rest []byte
@@ -168,11 +170,11 @@ func (h *queueHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Re
 		if h.peek && off != 0 {
 			return fuse.ReadResultData(nil), 0
 		}
-		block := off == 0 && !h.nonblock
+		block := (off == 0 || h.stream) && !h.nonblock
 		lines, err := h.pop(ctx, max(1, len(dest)/lineBudget), block)
 		if err != nil {
 			if core.Code(err) == fi.EAGAIN {
-				if off != 0 {
+				if off != 0 && !h.stream {
 					return fuse.ReadResultData(nil), 0
 				}
 				return nil, errno(err) // nothing yet is no failure

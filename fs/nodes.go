@@ -188,6 +188,9 @@ func (f *file) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, uint3
 	}); ok && f.obj != nil {
 		r.setRef(f.obj, f.name, &f.Inode)
 	}
+	if n, ok := h.(interface{ setNode(*fusefs.Inode) }); ok {
+		n.setNode(&f.Inode) // a file of no object whose poll notifies its node (/log)
+	}
 	if _, ok := h.(fusefs.FilePassthroughFder); ok {
 		return h, 0, 0 // the kernel serves it from the backing file
 	}

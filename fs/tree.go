@@ -178,6 +178,8 @@ func (t *tree) root() *dir {
 			}),
 			t.dirEntry("/users", "users", meta{mode: syscall.S_IFDIR | 0o500}, t.usersDir),
 		}
+		// the trace log (log.go)
+		es = append(es, fileEntry("log", t.ino("/log"), meta{mode: syscall.S_IFREG | 0o666}, nil, openLog))
 		for _, p := range t.fab.Providers() {
 			p := p
 			es = append(es, t.dirEntry("/"+p.Name(), p.Name(), dirRO, func() *dir { return t.providerDir(p) }))

@@ -34,6 +34,10 @@
 // applications kept off them (taskset), the engine has CPUs of its own,
 // as a polling core does (docs/design.md, "The ring engine").
 //
+// The daemon logs (log/slog, text lines on standard error) from
+// -log-level up: debug, info (the default: the mount, domains found,
+// connections made and lost), warn, error; docs/log.md.
+//
 // -limit-objects, -limit-memory and -limit-connections set what each user
 // other than root may hold (core.DefaultLimits by default; 0: no limit);
 // /limits shows them (docs/design.md, "Security model").
@@ -43,7 +47,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -71,8 +75,6 @@ func main() {
 		}
 		return
 	}
-	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
-	log.SetPrefix("fabricfs: ")
 	s := settings.Register(flag.CommandLine)
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: fabricfs [flags] MOUNTPOINT\n\nMounts libfabric's object model as a file tree; see fabricfs(8), fabricfs(5).\n\n")
@@ -90,6 +92,10 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
+	if err := setLogLevel(s.LogLevel); err != nil {
+		fmt.Fprintln(os.Stderr, "fabricfs: -log-level:", err)
+		os.Exit(2)
+	}
 	tcfg, err := s.TCP()
 	var vcfg verbs.Config
 	if err == nil {
@@ -104,7 +110,8 @@ func main() {
 		os.Exit(2)
 	}
 	if err := run(flag.Arg(0), s.Mapping, cpus, s.Limits, tcfg, vcfg, fs.Options{AllowOther: s.AllowOther, Debug: s.Debug, Poll: true}); err != nil {
-		log.Fatal(err)
+		slog.Error(err.Error())
+		os.Exit(1)
 	}
 }
 
@@ -146,7 +153,7 @@ func run(mnt, mapping string, engineCPUs *unix.CPUSet, limits core.Limits, tcfg 
 	}
 	fab.Shm.HolderCommand = []string{"/proc/self/exe", shm.HolderArg}
 	if st, err := os.Stat("/proc/self/exe"); err == nil && mapping == shm.MapSymlink && os.Geteuid() == 0 && st.Mode().Perm()&0o005 != 0o005 {
-		log.Printf("warning: this binary is not readable and executable by other users (mode %v): the kernel will not let them open their ring files through the holder processes of -mapping=symlink; make it 0755", st.Mode().Perm())
+		slog.Warn(fmt.Sprintf("this binary is not readable and executable by other users (mode %v): the kernel will not let them open their ring files through the holder processes of -mapping=symlink; make it 0755", st.Mode().Perm()))
 	}
 	if err := clearStale(mnt); err != nil {
 		return err
@@ -159,7 +166,7 @@ func run(mnt, mapping string, engineCPUs *unix.CPUSet, limits core.Limits, tcfg 
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", mnt, err)
 	}
-	log.Printf("mounted on %s (pid %d)", mnt, os.Getpid())
+	slog.Info("mounted on "+mnt, "pid", os.Getpid())
 	notify("READY=1\nSTATUS=mounted on " + mnt)
 
 	done := make(chan struct{})
@@ -169,19 +176,19 @@ func run(mnt, mapping string, engineCPUs *unix.CPUSet, limits core.Limits, tcfg 
 	}()
 	select {
 	case s := <-sig:
-		log.Printf("%v: unmounting %s", s, mnt)
+		slog.Info(fmt.Sprintf("%v: unmounting %s", s, mnt))
 		notify("STOPPING=1\nSTATUS=unmounting " + mnt)
 		fab.Close() // ends blocked reads and closes every socket
 		if err := srv.Unmount(); err != nil {
 			// Files are still open: detach the mount now; the kernel drops
 			// the connection when this process exits.
-			log.Printf("unmount: %v; detaching lazily", err)
+			slog.Warn(fmt.Sprintf("unmount: %v; detaching lazily", err))
 			detach(mnt)
 			return nil
 		}
 		<-done
 	case <-done:
-		log.Printf("%s was unmounted", mnt)
+		slog.Info(mnt + " was unmounted")
 	}
 	return nil
 }
@@ -203,7 +210,7 @@ func clearStale(mnt string) error {
 	if fstype != "fuse.fabricfs" {
 		return fmt.Errorf("%s is a stale mount (%s) whose server is gone: run 'umount -l %s' (or 'fusermount3 -u -z %s') and start again", mnt, fstype, abs, abs)
 	}
-	log.Printf("%s is a stale fabricfs mount whose daemon is gone (killed?): detaching it", abs)
+	slog.Warn(abs + " is a stale fabricfs mount whose daemon is gone (killed?): detaching it")
 	detach(abs)
 	if _, err := os.Stat(mnt); err != nil {
 		return fmt.Errorf("%s: stale fabricfs mount could not be detached (%v): run 'umount -l %s' and start again", mnt, err, abs)
@@ -238,6 +245,18 @@ func detach(mnt string) {
 		return
 	}
 	if out, err := exec.Command("fusermount3", "-u", "-z", mnt).CombinedOutput(); err != nil {
-		log.Printf("fusermount3 -u -z %s: %v: %s", mnt, err, out)
+		slog.Warn(fmt.Sprintf("fusermount3 -u -z %s: %v: %s", mnt, err, out))
 	}
+}
+
+// setLogLevel makes the daemon's log (log/slog, and the log package's,
+// which go-fuse's -debug uses) text lines on standard error from level
+// (debug, info, warn, error) up.
+func setLogLevel(level string) error {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return fmt.Errorf("%q is not debug, info, warn or error", level)
+	}
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})))
+	return nil
 }

@@ -38,6 +38,7 @@ type Settings struct {
 	Config     string // -config: the config file
 	Version    bool   // -version: print the versions and exit
 	Debug      bool
+	LogLevel   string // -log-level: debug, info, warn or error
 	AllowOther bool
 	Mapping    string
 	VerbsAddrs string
@@ -72,6 +73,7 @@ func Register(fs *flag.FlagSet) *Settings {
 	fs.StringVar(&s.Config, "config", "", "read settings from `FILE`: lines key = value, the keys these flags' names; flags given here override it")
 	fs.BoolVar(&s.Version, "version", false, "print the versions (fabricfs, tree ABI, Go, libfabric API) and exit")
 	fs.BoolVar(&s.Debug, "debug", false, "log every FUSE request")
+	fs.StringVar(&s.LogLevel, "log-level", "info", "the least `level` of the daemon's log: debug, info, warn or error (docs/log.md)")
 	fs.BoolVar(&s.AllowOther, "allow-other", os.Geteuid() == 0, "let every user use the tree; as another user than root, needs user_allow_other in /etc/fuse.conf")
 	fs.StringVar(&s.Mapping, "mapping", shm.DefaultMapping(), "how clients reach shared memory, a `mode`: passthrough (FUSE passthrough; root, Linux >= 6.9) or symlink (links to /proc/PID/fd/N of the daemon or of a holder process running as the user)")
 	fs.StringVar(&s.VerbsAddrs, "verbs-addrs", "", "comma-separated IP `addresses`, one verbs device each (default: the host's interface addresses; none: no device)")

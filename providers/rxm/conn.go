@@ -8,6 +8,7 @@ import (
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/trace"
 	"github.com/fabricfs/fabricfs/providers/rxm/wire"
 )
 
@@ -177,6 +178,9 @@ func (e *endpoint) forgetLocked(p *peer) {
 func (e *endpoint) connectLocked(p *peer) {
 	c := &conn{ep: e, peer: p}
 	p.conn, p.state = c, pConnecting
+	if trace.On(trace.CM) {
+		e.tracef(trace.CM, "connect to peer %s", fi.SockAddr(p.addr))
+	}
 	e.conns[c] = struct{}{}
 	e.wg.Add(1)
 	go e.dial(c)
@@ -258,6 +262,10 @@ func (e *endpoint) connected(c *conn, data []byte) {
 	p.state, p.retries = pConnected, 0
 	c.upAt = time.Now()
 	e.mu.Unlock()
+	if trace.On(trace.CM) {
+		e.tracef(trace.CM, "peer %s connected", fi.SockAddr(p.addr))
+	}
+	e.log("peer connected", "peer", fi.SockAddr(p.addr).String())
 	e.flush(p)
 }
 
@@ -405,6 +413,9 @@ func (e *endpoint) connDown(c *conn, err error, data []byte) {
 		case was == pConnecting:
 			failed, p.queue = p.queue, nil
 		case len(p.queue) > 0:
+			if trace.On(trace.Retransmit) {
+				e.tracef(trace.Retransmit, "reconnect to peer %s: sends are queued", fi.SockAddr(p.addr))
+			}
 			e.connectLocked(p)
 		}
 	}
@@ -424,6 +435,12 @@ func (e *endpoint) connDown(c *conn, err error, data []byte) {
 		e.wg.Add(1) // under mu while open: Close waits for it
 	}
 	e.mu.Unlock()
+	if mine && !already && trace.On(trace.CM) {
+		e.tracef(trace.CM, "peer %s connection lost: %s", fi.SockAddr(p.addr), errText(err))
+	}
+	if mine && !already {
+		e.log("peer connection lost", "peer", fi.SockAddr(p.addr).String(), "why", errText(err))
+	}
 	if mine && err != nil && !already && !closed {
 		e.asyncError(core.WithOp("connection to "+fi.SockAddr(p.addr).String(), err))
 	}
@@ -454,6 +471,9 @@ func (e *endpoint) retry(p *peer) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.state == epEnabled && p.state == pIdle && p.conn == nil && len(p.queue) > 0 {
+		if trace.On(trace.Retransmit) {
+			e.tracef(trace.Retransmit, "connect to peer %s again: it was connecting to us at the same time", fi.SockAddr(p.addr))
+		}
 		e.connectLocked(p)
 	}
 	e.forgetLocked(p)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/trace"
 	"github.com/fabricfs/fabricfs/providers/verbs/cm"
 	"github.com/fabricfs/fabricfs/providers/verbs/ibv"
 )
@@ -123,7 +124,8 @@ func (a *agent) setup() error {
 		return ibvError("connection manager: CQ", err)
 	}
 	a.qp, err = a.pd.CreateQP(ibv.QPInitAttr{Type: ibv.QPTGSI, SendCQ: a.cq, RecvCQ: a.cq,
-		Cap: ibv.QPCap{MaxSendWR: cmSends, MaxRecvWR: cmRecvs, MaxSendSGE: 1, MaxRecvSGE: 1}})
+		Cap:      ibv.QPCap{MaxSendWR: cmSends, MaxRecvWR: cmRecvs, MaxSendSGE: 1, MaxRecvSGE: 1},
+		TraceUID: trace.NoUID, TracePath: "verbs/" + a.d.name + "/qp1"}) // the device's own: root's readers see its CM packets
 	if err != nil {
 		return ibvError("connection manager: QP1", err)
 	}

@@ -2,7 +2,7 @@ package verbs
 
 import (
 	"fmt"
-	"log"
+	"log/slog"
 	"net"
 	"net/netip"
 	"strings"
@@ -28,7 +28,8 @@ type Config struct {
 	// 0 means 4791 (roce.Port). Devices address each other by IP and
 	// this port, so all the devices of one fabric must use the same.
 	Port int
-	// Logf reports devices left out; nil logs with the log package.
+	// Logf reports devices left out; nil logs with log/slog, at level
+	// warn.
 	Logf func(format string, a ...any)
 
 	fault *ibv.Fault // the devices' transmit faults, for tests
@@ -56,7 +57,7 @@ var (
 // New opens the devices of cfg.
 func New(cfg Config) (*Provider, error) {
 	if cfg.Logf == nil {
-		cfg.Logf = log.Printf
+		cfg.Logf = func(format string, a ...any) { slog.Warn(fmt.Sprintf(format, a...)) }
 	}
 	if cfg.Port == 0 {
 		cfg.Port = roce.Port

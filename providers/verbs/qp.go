@@ -87,6 +87,7 @@ func (b *qpBase) createQPLocked(t ibv.QPType) error {
 	if t == ibv.QPTRC {
 		a.Executed = b.executed
 	}
+	a.TraceUID, a.TracePath = core.OwnerOf(b.ev), core.TracePathOf(b.ev)
 	qp, err := b.o.pd.CreateQP(a)
 	if err != nil {
 		cq.Destroy()

@@ -271,6 +271,11 @@ type QPInitAttr struct {
 	// released, on the device's receive goroutine. An extension of
 	// ibverbs, which has no such event.
 	Executed func(access Access, n, rkey uint32)
+	// TraceUID and TracePath name whom the QP's lines in the trace log
+	// (package core/trace: packets, retransmits) are about: the owner of
+	// the endpoint and its path in the tree. An extension of ibverbs.
+	TraceUID  uint32
+	TracePath string
 }
 
 // AHAttr names a destination: the Go equivalent of ibv_ah_attr with a

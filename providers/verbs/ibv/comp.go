@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net/netip"
 
+	"github.com/fabricfs/fabricfs/core/trace"
 	"github.com/fabricfs/fabricfs/providers/verbs/roce"
 )
 
@@ -110,6 +111,9 @@ func (qp *QP) onAck(p *roce.Packet) {
 	switch {
 	case syn.Kind() == roce.AETHRNRNAK:
 		qp.dev.stats.rnrRcvd.Add(1)
+		if trace.On(trace.Retransmit) {
+			qp.tracef(trace.Retransmit, "qpn %d RNR NAK received for psn %d", qp.qpn, psn)
+		}
 		if c.rnrRetries == 0 {
 			qp.failHead(WCRNRRetryExcErr)
 			return
@@ -122,6 +126,9 @@ func (qp *QP) onAck(p *roce.Packet) {
 		qp.rnrWait(wait)
 	case syn == roce.AETHNAKPSNSeqError:
 		qp.dev.stats.naksRcvd.Add(1)
+		if trace.On(trace.Retransmit) {
+			qp.tracef(trace.Retransmit, "qpn %d sequence NAK received: resend from psn %d", qp.qpn, psn)
+		}
 		if qp.req.psn != psn {
 			qp.retry(psn, false)
 		}

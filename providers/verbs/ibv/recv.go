@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/netip"
 
+	"github.com/fabricfs/fabricfs/core/trace"
 	"github.com/fabricfs/fabricfs/providers/verbs/roce"
 	"golang.org/x/sys/unix"
 )
@@ -60,6 +61,9 @@ func (d *Device) input(b []byte, src netip.AddrPort) {
 	if qp == nil || p.PKey&0x7fff != 0x7fff {
 		d.stats.dropped.Add(1)
 		return
+	}
+	if trace.On(trace.Packet) {
+		qp.tracef(trace.Packet, "qpn %d recv %s psn %d, %d bytes", p.DestQP, p.Opcode, p.PSN, len(b))
 	}
 	ud := p.Opcode == roce.UDSendOnly || p.Opcode == roce.UDSendOnlyWithImmediate
 	switch {

@@ -3,6 +3,7 @@ package ibv
 import (
 	"syscall"
 
+	"github.com/fabricfs/fabricfs/core/trace"
 	"github.com/fabricfs/fabricfs/providers/verbs/roce"
 )
 
@@ -278,6 +279,9 @@ func (qp *QP) sendPacket(w *sendWQE) bool {
 	p.Payload = payload
 	if roce.PSNCompare(r.psn, r.maxPSN) < 0 {
 		d.stats.retransmits.Add(1)
+		if trace.On(trace.Retransmit) {
+			qp.tracef(trace.Retransmit, "qpn %d retransmit %s psn %d", qp.qpn, p.Opcode, r.psn)
+		}
 	} else {
 		qp.sentNew(r.psn, p.AckReq)
 	}

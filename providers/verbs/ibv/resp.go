@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net/netip"
 
+	"github.com/fabricfs/fabricfs/core/trace"
 	"github.com/fabricfs/fabricfs/providers/verbs/roce"
 )
 
@@ -59,6 +60,9 @@ func (qp *QP) inputRequest(p *roce.Packet, src netip.AddrPort) {
 	case diff > 0:
 		if !r.nakSent || restarted(p.PSN, r.epsn, r.aheadMax) {
 			qp.dev.stats.naksSent.Add(1)
+			if trace.On(trace.Retransmit) {
+				qp.tracef(trace.Retransmit, "qpn %d sequence NAK sent: psn %d came, %d expected", qp.qpn, p.PSN, r.epsn)
+			}
 			qp.sendAck(roce.AETHNAKPSNSeqError, r.epsn)
 		}
 		if !r.nakSent || roce.PSNCompare(p.PSN, r.aheadMax) > 0 || diff == 1 {
@@ -68,6 +72,9 @@ func (qp *QP) inputRequest(p *roce.Packet, src netip.AddrPort) {
 		return
 	case diff < 0:
 		qp.dev.stats.duplicates.Add(1)
+		if trace.On(trace.Retransmit) {
+			qp.tracef(trace.Retransmit, "qpn %d duplicate psn %d", qp.qpn, p.PSN)
+		}
 		qp.duplicate(p)
 		return
 	}
@@ -478,6 +485,9 @@ func (qp *QP) duplicate(p *roce.Packet) {
 func (qp *QP) rnrNAK(psn uint32) {
 	r := &qp.resp
 	qp.dev.stats.rnrSent.Add(1)
+	if trace.On(trace.Retransmit) {
+		qp.tracef(trace.Retransmit, "qpn %d RNR NAK sent for psn %d: no receive posted", qp.qpn, psn)
+	}
 	qp.sendAck(roce.RNRNAKSyndrome(qp.attr.MinRNRTimer), psn)
 	r.nakSent, r.aheadMax = true, psn
 }

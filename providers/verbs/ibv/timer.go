@@ -3,6 +3,7 @@ package ibv
 import (
 	"time"
 
+	"github.com/fabricfs/fabricfs/core/trace"
 	"github.com/fabricfs/fabricfs/providers/verbs/roce"
 )
 
@@ -165,6 +166,9 @@ func (qp *QP) onTimer() {
 		return
 	case !now.Before(c.deadline):
 		qp.dev.stats.timeouts.Add(1)
+		if trace.On(trace.Retransmit) {
+			qp.tracef(trace.Retransmit, "qpn %d timeout at psn %d, %d retries left", qp.qpn, c.psn, c.retries)
+		}
 		if c.retries == 0 {
 			qp.failHead(WCRetryExcErr)
 			return

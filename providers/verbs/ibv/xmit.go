@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"sync"
 
+	"github.com/fabricfs/fabricfs/core/trace"
 	"github.com/fabricfs/fabricfs/providers/verbs/roce"
 )
 
@@ -92,6 +93,9 @@ func (qp *QP) transmit(p *roce.Packet, dest netip.AddrPort) {
 		// Only a bug builds a packet Encode refuses; the peer sees a
 		// lost packet.
 		return
+	}
+	if trace.On(trace.Packet) {
+		qp.tracef(trace.Packet, "qpn %d send %s psn %d to qpn %d, %d bytes", qp.qpn, p.Opcode, p.PSN, p.DestQP, n)
 	}
 	qp.dev.tx.send(qp.txbuf[:n], dest)
 }
