@@ -52,7 +52,9 @@ type EP struct {
 	// rings (a group of the endpoints placed there, pinned to it); -1: a
 	// shared group, on the engine's CPUs.
 	engineCPU int
-	inflight  opList // posted and not finally completed
+	inflight  opList     // posted and not finally completed
+	ops       opCounters // its stats (stats.go): atomic, counted without mu
+	provStats []Count    // the provider endpoint's last counts, kept at Close
 	// cancelling counts the Cancel calls under way: see opPool.
 	cancelling atomic.Int32
 	rings      *epRings   // after enable
@@ -768,6 +770,7 @@ func (e *EP) Close() error {
 			rs = nil
 		}
 	case p != nil:
+		e.keepProvStats(p)
 		err = p.Close()
 	case req != nil:
 		rejectRequest(e.obj.Dom, req)

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/fabricfs/fabricfs/core/ctl"
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -76,12 +77,18 @@ func ParseData(s string) ([]byte, error) {
 type EQ struct {
 	obj  *Object
 	q    *queue[EQEvent]
-	lost uint64
+	lost uint64 // under q.mu
+
+	events, errs atomic.Uint64 // events posted, error events among them (stats)
 }
 
 func newEQ(o *Object) (Impl, error) { return &EQ{obj: o, q: newQueue[EQEvent]()}, nil }
 
 func (e *EQ) post(ev EQEvent) {
+	e.events.Add(1)
+	if ev.Err != 0 {
+		e.errs.Add(1)
+	}
 	if e.q.len() >= MaxEQEvents {
 		e.q.mu.Lock()
 		e.lost++

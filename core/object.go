@@ -298,6 +298,10 @@ func (d *Domain) forgetLocked(o *Object) {
 	o.dead = true
 	delete(d.objs[o.Kind], o.ID)
 	delete(d.bySerial, o.Serial)
+	if d.stats.closing == nil {
+		d.stats.closing = map[*Object]bool{}
+	}
+	d.stats.closing[o] = true // until closeAll retires it
 	o.giveObject()
 }
 
@@ -340,6 +344,7 @@ func (d *Domain) closeAll(dead []*Object) {
 		if err := o.Impl.Close(); err != nil {
 			d.fab.logf("close %s/%s: %v", d.Name, o.Path(), err)
 		}
+		d.retire(o)
 		if d.fab.Gone != nil {
 			d.fab.Gone(o)
 		}
@@ -359,6 +364,7 @@ type Domain struct {
 	next     [NumKinds]uint64
 	bySerial map[uint64]*Object
 	mrKeys   map[uint64]*Object // registered memory regions by key
+	stats    domainStats        // the counts of closed objects (stats.go)
 
 	// atomicTypes are the endpoint types the provider domain takes
 	// atomics on (answersAtomics), found when the domain opened.

@@ -1,0 +1,466 @@
+package core
+
+// Statistics: what each object counts since it was made (its stats file),
+// and the sums of a domain, a provider and the daemon, which keep the
+// counts of closed objects so that they never go backwards.
+// docs/observability.md describes what is counted where.
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// NumSizeBuckets is the number of size buckets of a histogram: those of
+// libfabric's monitor hook (prov/hook/monitor, enum mon_size_bucket).
+const NumSizeBuckets = 9
+
+// sizeBounds are the buckets' upper bounds, inclusive as in the monitor
+// hook (a size of 64 is in 0_64, 65 in 64_512); the last bucket has none.
+var sizeBounds = [NumSizeBuckets - 1]uint64{64, 512, 1 << 10, 4 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20}
+
+// SizeBucketNames name the buckets in stats files, after MON_SIZE_*.
+var SizeBucketNames = [NumSizeBuckets]string{"0_64", "64_512", "512_1k", "1k_4k", "4k_64k", "64k_256k", "256k_1m", "1m_4m", "4m_up"}
+
+// SizeBucket is the bucket of a size of n bytes.
+func SizeBucket(n uint64) int {
+	for i, b := range sizeBounds {
+		if n <= b {
+			return i
+		}
+	}
+	return NumSizeBuckets - 1
+}
+
+// SizeBound is bucket i's upper bound, inclusive; the last bucket's is
+// +Inf (math.MaxUint64 here).
+func SizeBound(i int) uint64 {
+	if i < len(sizeBounds) {
+		return sizeBounds[i]
+	}
+	return math.MaxUint64
+}
+
+// opKindNames name the operation kinds, as the ctl verbs and ring
+// operations do.
+var opKindNames = [...]string{
+	OpSend: "send", OpRecv: "recv", OpTSend: "tsend", OpTRecv: "trecv", OpWrite: "write", OpRead: "read",
+	OpAtomic: "atomic", OpFetchAtomic: "fetch_atomic", OpCompareAtomic: "compare_atomic",
+}
+
+// numOpKinds is the number of OpKinds.
+const numOpKinds = len(opKindNames)
+
+func (k OpKind) String() string {
+	if int(k) < numOpKinds {
+		return opKindNames[k]
+	}
+	return "op" + strconv.Itoa(int(k))
+}
+
+// An endpoint counts the operations it posts by kind, and after them the
+// peers' operations on its memory: remote_read and remote_write (their
+// counter classes' names).
+const (
+	statRemoteRead = numOpKinds + iota
+	statRemoteWrite
+	numOpStats
+)
+
+// opStatName is the name of the operations counted at index i.
+func opStatName(i int) string {
+	switch i {
+	case statRemoteRead:
+		return classes[classRemoteRead].name
+	case statRemoteWrite:
+		return classes[classRemoteWrite].name
+	}
+	return OpKind(i).String()
+}
+
+// Histogram counts sizes by bucket (SizeBucket).
+type Histogram [NumSizeBuckets]uint64
+
+// MarshalJSON writes the buckets as an object keyed by SizeBucketNames,
+// in order.
+func (h Histogram) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, v := range h {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, SizeBucketNames[i])
+		b = append(b, ':')
+		b = strconv.AppendUint(b, v, 10)
+	}
+	return append(b, '}'), nil
+}
+
+// OpStats are the counts of one kind of operation: completions, bytes
+// and sizes of the successful ones, and the failed ones.
+type OpStats struct {
+	Op     string    `json:"op"`
+	Ops    uint64    `json:"ops"`    // completions, failed ones included
+	Bytes  uint64    `json:"bytes"`  // bytes of the successful ones
+	Errors uint64    `json:"errors"` // completions with an error
+	Size   Histogram `json:"size"`   // sizes of the successful ones
+}
+
+// Count is one named count of a stats file.
+type Count struct {
+	Name  string
+	Value uint64
+	// Gauge marks a level (a round-trip time), not a count since the
+	// object was made; sums leave gauges out.
+	Gauge bool
+	// Help says what is counted, for /metrics.
+	Help string
+}
+
+// Stats is what a stats file shows: the operations of an endpoint (Ops,
+// or nil) and the counts of the object's kind and its provider. Text and
+// MarshalJSON show the same names.
+type Stats struct {
+	Ops    []OpStats
+	Counts []Count
+}
+
+// each calls f with every name and value of s, in the order of the text.
+func (s Stats) each(f func(name string, v uint64)) {
+	for _, o := range s.Ops {
+		f(o.Op+"_ops", o.Ops)
+		f(o.Op+"_bytes", o.Bytes)
+		f(o.Op+"_errors", o.Errors)
+		for i, v := range o.Size {
+			f(o.Op+"_size_"+SizeBucketNames[i], v)
+		}
+	}
+	for _, c := range s.Counts {
+		f(c.Name, c.Value)
+	}
+}
+
+// Text is the stats file: one "name value" line each, a histogram as one
+// line per bucket ("send_size_64_512 3").
+func (s Stats) Text() string {
+	var b strings.Builder
+	s.each(func(name string, v uint64) {
+		b.WriteString(name)
+		b.WriteByte(' ')
+		b.WriteString(strconv.FormatUint(v, 10))
+		b.WriteByte('\n')
+	})
+	return b.String()
+}
+
+// MarshalJSON writes s as one object whose keys are the names of the text,
+// in its order: {"send_ops":3,...}.
+func (s Stats) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	s.each(func(name string, v uint64) {
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, name)
+		b = append(b, ':')
+		b = strconv.AppendUint(b, v, 10)
+	})
+	return append(b, '}'), nil
+}
+
+var _ json.Marshaler = Stats{}
+
+// Add adds t's counts to s, name by name; gauges are left out.
+func (s *Stats) Add(t Stats) {
+	if len(t.Ops) > 0 && len(s.Ops) == 0 {
+		s.Ops = zeroOps()
+	}
+	for _, o := range t.Ops {
+		for i := range s.Ops {
+			if s.Ops[i].Op == o.Op {
+				p := &s.Ops[i]
+				p.Ops += o.Ops
+				p.Bytes += o.Bytes
+				p.Errors += o.Errors
+				for j, v := range o.Size {
+					p.Size[j] += v
+				}
+			}
+		}
+	}
+next:
+	for _, c := range t.Counts {
+		if c.Gauge {
+			continue
+		}
+		for i := range s.Counts {
+			if s.Counts[i].Name == c.Name {
+				s.Counts[i].Value += c.Value
+				continue next
+			}
+		}
+		s.Counts = append(s.Counts, c)
+	}
+}
+
+// zeroOps is every operation's OpStats, zero.
+func zeroOps() []OpStats {
+	out := make([]OpStats, numOpStats)
+	for i := range out {
+		out[i].Op = opStatName(i)
+	}
+	return out
+}
+
+// opCounter counts one kind of operation: atomic adds, no lock and no
+// allocation, as it runs for every completion.
+type opCounter struct {
+	ops, bytes, errors atomic.Uint64
+	size               [NumSizeBuckets]atomic.Uint64
+}
+
+// opCounters are an endpoint's counts by operation (numOpStats).
+type opCounters [numOpStats]opCounter
+
+// count counts one completion of the operations at index i, of n bytes.
+func (c *opCounters) count(i int, n uint64, failed bool) {
+	p := &c[i]
+	p.ops.Add(1)
+	if failed {
+		p.errors.Add(1)
+		return
+	}
+	p.bytes.Add(n)
+	p.size[SizeBucket(n)].Add(1)
+}
+
+func (c *opCounters) snapshot() []OpStats {
+	out := zeroOps()
+	for i := range c {
+		p, o := &c[i], &out[i]
+		o.Ops, o.Bytes, o.Errors = p.ops.Load(), p.bytes.Load(), p.errors.Load()
+		for j := range p.size {
+			o.Size[j] = p.size[j].Load()
+		}
+	}
+	return out
+}
+
+// opSize is the size an operation's completion counts: the bytes placed
+// for a receive, the bytes sent, written, read or combined otherwise.
+func opSize(op *Op, c Completion) uint64 {
+	switch {
+	case op.Kind.IsRecv():
+		return c.Len
+	case len(op.Buf) == 0:
+		return uint64(len(op.Result)) // a fetch of FI_ATOMIC_READ
+	}
+	return uint64(len(op.Buf))
+}
+
+// Counts of the kinds of objects, each with its help text. An object's
+// stats show its kind's, in this order; the sums show all of them.
+var kindCounts = [NumKinds][]struct{ name, help string }{
+	KindPEP: {
+		{"pep_requests", "connection requests the passive endpoint received"},
+	},
+	KindCQ: {
+		{"cq_entries", "completions posted to the CQ, error entries included"},
+		{"cq_errors", "error completions posted to the CQ"},
+		{"cq_overruns", "completions lost behind a full CQ"},
+		{"cq_reads", "completions read through the CQ's events file"},
+	},
+	KindEQ: {
+		{"eq_events", "events posted to the EQ"},
+		{"eq_errors", "error events posted to the EQ"},
+		{"eq_lost", "events lost behind a full EQ"},
+	},
+	KindAV: {
+		{"av_inserts", "addresses inserted"},
+		{"av_removes", "addresses removed"},
+		{"av_lookups", "lookups of an fi_addr (each operation to a peer of the AV)"},
+	},
+	KindMR: {
+		{"mr_registrations", "registrations (reg)"},
+		{"mr_bytes", "bytes registered"},
+		{"mr_remote_accesses", "peers' operations on the region that core resolved"},
+	},
+	KindCntr: {
+		{"cntr_successes", "completions counted in the value"},
+		{"cntr_errors", "completions counted in the error value"},
+		{"cntr_adds", "adds to the value or error value (ctl add, adderr, value file)"},
+		{"cntr_sets", "sets of the value or error value (ctl set, seterr, value file)"},
+	},
+}
+
+// kindStats makes the stats of an object of kind k from its counts'
+// values, in kindCounts' order.
+func kindStats(k Kind, values ...uint64) Stats {
+	defs := kindCounts[k]
+	s := Stats{Counts: make([]Count, len(defs))}
+	for i, d := range defs {
+		s.Counts[i] = Count{Name: d.name, Value: values[i], Help: d.help}
+	}
+	return s
+}
+
+// HasStats reports whether objects of kind k have a stats file.
+func HasStats(k Kind) bool { return k == KindEP || len(kindCounts[k]) > 0 }
+
+// statser is the Impl of a kind with stats.
+type statser interface{ stats() Stats }
+
+// Stats are the object's counts since it was made; for a kind without
+// stats (HasStats), none.
+func (o *Object) Stats() Stats {
+	if s, ok := o.Impl.(statser); ok {
+		return s.stats()
+	}
+	return Stats{}
+}
+
+// EndpointStats is an optional interface of a provider's Endpoint that
+// counts things of its own (a tcp socket's retransmits and round-trip
+// time): Stats returns them, their names prefixed by the provider's
+// ("tcp_total_retrans"). It is called from any goroutine, not on the
+// data path, and must not block.
+type EndpointStats interface {
+	Stats() []Count
+}
+
+// zeroSums is what a sum starts from, so that its names are there before
+// anything counted: every operation and every kind's counts.
+func zeroSums() Stats {
+	s := Stats{Ops: zeroOps()}
+	for k := range kindCounts {
+		s.Add(kindStats(Kind(k), make([]uint64, len(kindCounts[k]))...))
+	}
+	return s
+}
+
+// domainStats are a domain's sums of the objects it closed. An object
+// that died is in closing (under the domain's mu) until its counts are in
+// retired, so that a sum sees it in one place or the other.
+type domainStats struct {
+	mu      sync.Mutex // held while retiring, and while a sum reads retired and the objects
+	retired Stats
+	closing map[*Object]bool
+}
+
+// retire adds the counts of an object that was closed to the domain's.
+func (d *Domain) retire(o *Object) {
+	s := o.Stats()
+	d.stats.mu.Lock()
+	d.stats.retired.Add(s)
+	d.mu.Lock()
+	delete(d.stats.closing, o)
+	d.mu.Unlock()
+	d.stats.mu.Unlock()
+}
+
+// Stats are the sums of everything of the domain since it opened: its
+// objects' counts and those of the objects it closed.
+func (d *Domain) Stats() Stats {
+	s := zeroSums()
+	d.stats.mu.Lock()
+	s.Add(d.stats.retired)
+	d.mu.Lock()
+	objs := make([]*Object, 0, len(d.bySerial)+len(d.stats.closing))
+	for _, o := range d.bySerial {
+		objs = append(objs, o)
+	}
+	for o := range d.stats.closing {
+		objs = append(objs, o)
+	}
+	d.mu.Unlock()
+	d.stats.mu.Unlock()
+	for _, o := range objs {
+		s.Add(o.Stats())
+	}
+	return s
+}
+
+// ProviderStats are the sums of the domains of provider prov.
+func (f *Fabric) ProviderStats(prov string) Stats {
+	s := zeroSums()
+	for _, d := range f.Domains(prov) {
+		s.Add(d.Stats())
+	}
+	return s
+}
+
+// Stats are the sums of every domain of every provider.
+func (f *Fabric) Stats() Stats {
+	s := zeroSums()
+	for _, p := range f.Providers() {
+		s.Add(f.ProviderStats(p.Name()))
+	}
+	return s
+}
+
+// The stats of each kind.
+
+// stats of an endpoint: its operations, and its provider endpoint's
+// counts (EndpointStats), kept from before its Close once closed. A
+// context of a scalable endpoint and an alias share their provider
+// endpoint with it, which shows its counts.
+func (e *EP) stats() Stats {
+	s := Stats{Ops: e.ops.snapshot()}
+	e.mu.Lock()
+	prov, shared, kept := e.prov, e.sep != nil || e.parent != nil, e.provStats
+	closed := e.state == stateClosed
+	e.mu.Unlock()
+	switch p, ok := prov.(EndpointStats); {
+	case shared:
+	case closed:
+		s.Counts = kept
+	case ok:
+		s.Counts = p.Stats()
+	}
+	return s
+}
+
+// keepProvStats keeps the counts of the provider endpoint p before it
+// closes, so that the endpoint's and its domain's never go backwards.
+func (e *EP) keepProvStats(p Endpoint) {
+	if ps, ok := p.(EndpointStats); ok {
+		c := ps.Stats()
+		e.mu.Lock()
+		e.provStats = c
+		e.mu.Unlock()
+	}
+}
+
+func (p *PEP) stats() Stats { return kindStats(KindPEP, p.requests.Load()) }
+
+func (c *CQ) stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return kindStats(KindCQ, c.total, c.errs, c.lost, c.reads)
+}
+
+func (e *EQ) stats() Stats {
+	e.q.mu.Lock()
+	lost := e.lost
+	e.q.mu.Unlock()
+	return kindStats(KindEQ, e.events.Load(), e.errs.Load(), lost)
+}
+
+func (a *AV) stats() Stats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return kindStats(KindAV, a.inserts, a.removes, a.lookups)
+}
+
+func (m *MR) stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return kindStats(KindMR, m.registrations, m.regBytes, m.remotes)
+}
+
+func (c *Cntr) stats() Stats {
+	return kindStats(KindCntr, c.successes.Load(), c.failures.Load(), c.adds.Load(), c.sets.Load())
+}
