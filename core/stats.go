@@ -191,19 +191,32 @@ func (s *Stats) Add(t Stats) {
 			}
 		}
 	}
+	s.Counts = SumCounts(s.Counts, t.Counts, false)
+}
+
+// SumCounts adds src's counts to dst's, name by name, and returns dst:
+// counts add up; with gauges a gauge keeps the larger value (an RDM
+// endpoint's round-trip time is its slowest connection's), without them
+// src's gauges are left out.
+func SumCounts(dst, src []Count, gauges bool) []Count {
 next:
-	for _, c := range t.Counts {
-		if c.Gauge {
+	for _, c := range src {
+		if c.Gauge && !gauges {
 			continue
 		}
-		for i := range s.Counts {
-			if s.Counts[i].Name == c.Name {
-				s.Counts[i].Value += c.Value
+		for i := range dst {
+			if d := &dst[i]; d.Name == c.Name {
+				if c.Gauge {
+					d.Value = max(d.Value, c.Value)
+				} else {
+					d.Value += c.Value
+				}
 				continue next
 			}
 		}
-		s.Counts = append(s.Counts, c)
+		dst = append(dst, c)
 	}
+	return dst
 }
 
 // zeroOps is every operation's OpStats, zero.

@@ -315,7 +315,7 @@ func (e *endpoint) closeIdle(now time.Time) {
 		go func() {
 			defer e.wg.Done()
 			t.Shutdown()
-			t.Close()
+			e.closeInner(t)
 		}()
 	}
 	for i, c := range quiet {
@@ -575,6 +575,6 @@ func (e *endpoint) protocolError(c *conn, err error) {
 func (e *endpoint) closeAsync(t core.Endpoint) {
 	go func() {
 		defer e.wg.Done()
-		t.Close()
+		e.closeInner(t)
 	}()
 }
