@@ -91,6 +91,7 @@ type Object struct {
 	ID     string // directory name: a number for clone objects, else the mkdir name
 	Serial uint64 // unique for the life of the daemon; fs derives inode numbers from it
 	Owner  uint32 // uid of the creator
+	Pid    uint32 // the process that made it (mkdir, clone; an accepted endpoint: its pep's); 0 if unknown
 	Dom    *Domain
 	Impl   Impl
 
@@ -418,12 +419,17 @@ func (d *Domain) List(k Kind) []*Object {
 // next number and lives while its files are open (clone); with a name it is
 // pinned until Remove (mkdir).
 func (d *Domain) Create(k Kind, name string, uid uint32) (*Object, error) {
-	return d.create(k, name, uid, true)
+	return d.create(k, name, uid, 0, true)
+}
+
+// CreateBy is Create for the process pid (Object.Pid).
+func (d *Domain) CreateBy(k Kind, name string, uid, pid uint32) (*Object, error) {
+	return d.create(k, name, uid, pid, true)
 }
 
 // create is Create; an object made with charged false is not counted in
 // uid's Objects until charge.
-func (d *Domain) create(k Kind, name string, uid uint32, charged bool) (*Object, error) {
+func (d *Domain) create(k Kind, name string, uid, pid uint32, charged bool) (*Object, error) {
 	if k < 0 || k >= NumKinds {
 		return nil, Errorf(fi.EINVAL, "no object kind %d", k)
 	}
@@ -437,7 +443,7 @@ func (d *Domain) create(k Kind, name string, uid uint32, charged bool) (*Object,
 			return nil, err
 		}
 	}
-	o := &Object{Kind: k, Owner: uid, Dom: d, Serial: serial.Add(1), uncharged: !charged}
+	o := &Object{Kind: k, Owner: uid, Pid: pid, Dom: d, Serial: serial.Add(1), uncharged: !charged}
 	impl, err := newImpl[k](o)
 	if err != nil {
 		o.giveObject()

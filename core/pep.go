@@ -226,7 +226,7 @@ func (ev pepEvents) ConnReq(req ConnReq) {
 	p := ev.p
 	p.requests.Add(1)
 	d := p.obj.Dom
-	o, err := d.create(KindEP, "", p.obj.Owner, false)
+	o, err := d.create(KindEP, "", p.obj.Owner, p.obj.Pid, false)
 	if err == nil && !p.obj.adoptIfAlive(o) {
 		o.Release()
 		err = Errorf(fi.ESHUTDOWN, "%s is closed", p.obj)

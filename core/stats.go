@@ -7,11 +7,14 @@ package core
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/fabricfs/fabricfs/core/fi"
 )
 
 // NumSizeBuckets is the number of size buckets of a histogram: those of
@@ -354,12 +357,14 @@ func zeroSums() Stats {
 	return s
 }
 
-// domainStats are a domain's sums of the objects it closed. An object
-// that died is in closing (under the domain's mu) until its counts are in
-// retired, so that a sum sees it in one place or the other.
+// domainStats are a domain's sums of the objects it closed, in all and
+// by owner. An object that died is in closing (under the domain's mu)
+// until its counts are in retired, so that a sum sees it in one place or
+// the other.
 type domainStats struct {
 	mu      sync.Mutex // held while retiring, and while a sum reads retired and the objects
 	retired Stats
+	byUser  map[uint32]*Stats // one per user that closed an object of the domain
 	closing map[*Object]bool
 }
 
@@ -368,6 +373,15 @@ func (d *Domain) retire(o *Object) {
 	s := o.Stats()
 	d.stats.mu.Lock()
 	d.stats.retired.Add(s)
+	if d.stats.byUser == nil {
+		d.stats.byUser = map[uint32]*Stats{}
+	}
+	u := d.stats.byUser[o.Owner]
+	if u == nil {
+		u = &Stats{}
+		d.stats.byUser[o.Owner] = u
+	}
+	u.Add(s)
 	d.mu.Lock()
 	delete(d.stats.closing, o)
 	d.mu.Unlock()
@@ -376,17 +390,33 @@ func (d *Domain) retire(o *Object) {
 
 // Stats are the sums of everything of the domain since it opened: its
 // objects' counts and those of the objects it closed.
-func (d *Domain) Stats() Stats {
+func (d *Domain) Stats() Stats { return d.sum(0, true) }
+
+// UserStats are the sums of what uid made in the domain since it opened.
+func (d *Domain) UserStats(uid uint32) Stats { return d.sum(uid, false) }
+
+// sum adds up the counts of the domain's objects, live and closed: all
+// of them, or uid's.
+func (d *Domain) sum(uid uint32, all bool) Stats {
+	mine := func(o *Object) bool { return all || o.Owner == uid }
 	s := zeroSums()
 	d.stats.mu.Lock()
-	s.Add(d.stats.retired)
+	if all {
+		s.Add(d.stats.retired)
+	} else if u := d.stats.byUser[uid]; u != nil {
+		s.Add(*u)
+	}
 	d.mu.Lock()
-	objs := make([]*Object, 0, len(d.bySerial)+len(d.stats.closing))
+	var objs []*Object
 	for _, o := range d.bySerial {
-		objs = append(objs, o)
+		if mine(o) {
+			objs = append(objs, o)
+		}
 	}
 	for o := range d.stats.closing {
-		objs = append(objs, o)
+		if mine(o) {
+			objs = append(objs, o)
+		}
 	}
 	d.mu.Unlock()
 	d.stats.mu.Unlock()
@@ -412,6 +442,103 @@ func (f *Fabric) Stats() Stats {
 		s.Add(f.ProviderStats(p.Name()))
 	}
 	return s
+}
+
+// UserStats are the sums of what uid made in every domain.
+func (f *Fabric) UserStats(uid uint32) Stats {
+	s := zeroSums()
+	for _, p := range f.Providers() {
+		for _, d := range f.Domains(p.Name()) {
+			s.Add(d.UserStats(uid))
+		}
+	}
+	return s
+}
+
+// Held is one line of /resources: a live object, who made it and
+// what it did, in the manner of `rdma resource show`.
+type Held struct {
+	Obj   *Object
+	State string // an endpoint's or passive endpoint's state, registered or not for an MR, else "open"
+	// Ops, Bytes and Errors add up an endpoint's operations of every
+	// kind (Stats); 0 for other kinds.
+	Ops, Bytes, Errors uint64
+}
+
+// String is the line: "UID PID PROVIDER/DOMAIN/KIND/ID STATE OPS BYTES
+// ERRORS", with "-" for the counts of a kind without operations.
+func (r Held) String() string {
+	o := r.Obj
+	counts := "- - -"
+	if o.Kind == KindEP {
+		counts = fmt.Sprintf("%d %d %d", r.Ops, r.Bytes, r.Errors)
+	}
+	return fmt.Sprintf("%d %d %s/%s %s %s", o.Owner, o.Pid, o.Dom, o.Path(), r.State, counts)
+}
+
+// Resources lists the live objects uid may see (root: all, another user:
+// its own), by provider, domain, kind and age.
+func (f *Fabric) Resources(uid uint32) []Held {
+	var out []Held
+	for _, p := range f.Providers() {
+		for _, d := range f.Domains(p.Name()) {
+			for k := Kind(0); k < NumKinds; k++ {
+				for _, o := range d.List(k) {
+					if uid == 0 || o.Owner == uid {
+						out = append(out, resourceOf(o))
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func resourceOf(o *Object) Held {
+	r := Held{Obj: o, State: "open"}
+	switch impl := o.Impl.(type) {
+	case *EP:
+		impl.mu.Lock()
+		r.State = impl.state
+		impl.mu.Unlock()
+		for _, s := range impl.ops.snapshot() {
+			r.Ops, r.Bytes, r.Errors = r.Ops+s.Ops, r.Bytes+s.Bytes, r.Errors+s.Errors
+		}
+	case *PEP:
+		impl.mu.Lock()
+		r.State = impl.state
+		impl.mu.Unlock()
+	case *MR:
+		if impl.Key() == uint64(fi.KEY_NOTAVAIL) {
+			r.State = "unregistered"
+		} else {
+			r.State = "registered"
+		}
+	}
+	return r
+}
+
+// DeviceCounters is an optional interface of a ProviderDomain whose
+// device counts what it does (verbs): its counters, shown as Linux's rdma
+// sysfs shows a port's, under the domain's ports/1/.
+type DeviceCounters interface {
+	DeviceCounters() []DeviceCounter
+}
+
+// DeviceCounter is one counter of a device: a file ports/1/DIR/NAME.
+type DeviceCounter struct {
+	Dir   string // "hw_counters" (the driver's) or "counters" (the port's, IB PMA names)
+	Name  string // as Linux's drivers name them: sent_pkts, port_xmit_packets...
+	Value uint64
+}
+
+// DeviceCounters are the counters of the domain's device, if its provider
+// has them (DeviceCounters); nil if not.
+func (d *Domain) DeviceCounters() []DeviceCounter {
+	if dc, ok := d.prov.(DeviceCounters); ok {
+		return dc.DeviceCounters()
+	}
+	return nil
 }
 
 // The stats of each kind.
