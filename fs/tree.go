@@ -168,6 +168,7 @@ func (t *tree) root() *dir {
 			}),
 			t.dirEntry("/users", "users", meta{mode: syscall.S_IFDIR | 0o500}, t.usersDir),
 		}
+		es = append(es, t.rootStatsEntries()...)
 		for _, p := range t.fab.Providers() {
 			p := p
 			es = append(es, t.dirEntry("/"+p.Name(), p.Name(), dirRO, func() *dir { return t.providerDir(p) }))
@@ -186,6 +187,7 @@ func (t *tree) usersDir() *dir {
 			name := strconv.FormatUint(uint64(uid), 10)
 			es = append(es, fileEntry(name, t.ino("/users/"+name), meta{mode: syscall.S_IFREG | 0o400, uid: uid}, nil,
 				rendered(func() string { return t.fab.LimitsText(uid) }, nil)))
+			es = append(es, t.userStatsEntry(uid, name))
 		}
 		return es
 	}}
@@ -205,6 +207,7 @@ func (t *tree) providerDir(p core.Provider) *dir {
 	base := "/" + p.Name()
 	return &dir{meta: dirRO, rescan: t.fab.Rescan, entries: func() []entry {
 		es := []entry{fileEntry("info", t.ino(base+"/info"), fileRO, nil, rendered(func() string { t.fab.Rescan(); return infoText(t.fab.ProviderInfos(p)) }, nil))}
+		es = append(es, t.statsFile(base+"/stats", func() core.Stats { return t.fab.ProviderStats(p.Name()) }))
 		for _, d := range t.fab.Domains(p.Name()) {
 			d := d
 			es = append(es, t.dirEntry(base+"/"+d.Name, d.Name, dirRO, func() *dir { return t.domainDir(d, base+"/"+d.Name) }))
@@ -222,6 +225,7 @@ func (t *tree) domainDir(d *core.Domain, base string) *dir {
 				return &dir{meta: dirRO, entries: func() []entry { return t.attrEntries(nil, d.Attrs(), base+"/attr") }}
 			}),
 		}
+		es = append(es, t.domainStatsEntries(d, base)...)
 		for k := core.Kind(0); k < core.NumKinds; k++ {
 			k := k
 			es = append(es, t.dirEntry(base+"/"+k.String(), k.String(), meta{mode: syscall.S_IFDIR | 0o1777}, func() *dir { return t.kindDir(d, k, base+"/"+k.String()) }))
@@ -266,7 +270,7 @@ func (t *tree) kindDir(d *core.Domain, k core.Kind, base string) *dir {
 			es := []entry{fileEntry("clone", t.ino(base+"/clone"), meta{mode: syscall.S_IFREG | 0o666}, nil,
 				func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
 					uid := callerUID(ctx)
-					o, err := d.Create(k, "", uid)
+					o, err := d.CreateBy(k, "", uid, callerPid(ctx))
 					if err != nil {
 						return nil, err
 					}
@@ -278,7 +282,7 @@ func (t *tree) kindDir(d *core.Domain, k core.Kind, base string) *dir {
 			return es
 		},
 		mkdir: func(ctx context.Context, uid uint32, name string) (entry, error) {
-			o, err := d.Create(k, name, uid)
+			o, err := d.CreateBy(k, name, uid, callerPid(ctx))
 			if err != nil {
 				return entry{}, err
 			}
@@ -344,6 +348,7 @@ func (t *tree) objectDir(o *core.Object) *dir {
 			}},
 		}
 		es = append(es, t.kindFiles(o, f, rw, ro)...)
+		es = append(es, statsEntry(o, f, ro)...)
 		if l, ok := o.Impl.(core.Linker); ok {
 			for i, ln := range l.Links() {
 				target := "../../" + ln.Target.Path()
