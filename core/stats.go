@@ -232,10 +232,12 @@ func zeroOps() []OpStats {
 }
 
 // opCounter counts one kind of operation: atomic adds, no lock and no
-// allocation, as it runs for every completion.
+// allocation, as it runs for every completion. The completions are the
+// sum of the buckets and the errors, not a count of their own: two adds
+// per success, one per error.
 type opCounter struct {
-	ops, bytes, errors atomic.Uint64
-	size               [NumSizeBuckets]atomic.Uint64
+	bytes, errors atomic.Uint64
+	size          [NumSizeBuckets]atomic.Uint64
 }
 
 // opCounters are an endpoint's counts by operation (numOpStats).
@@ -244,7 +246,6 @@ type opCounters [numOpStats]opCounter
 // count counts one completion of the operations at index i, of n bytes.
 func (c *opCounters) count(i int, n uint64, failed bool) {
 	p := &c[i]
-	p.ops.Add(1)
 	if failed {
 		p.errors.Add(1)
 		return
@@ -257,9 +258,11 @@ func (c *opCounters) snapshot() []OpStats {
 	out := zeroOps()
 	for i := range c {
 		p, o := &c[i], &out[i]
-		o.Ops, o.Bytes, o.Errors = p.ops.Load(), p.bytes.Load(), p.errors.Load()
+		o.Bytes, o.Errors = p.bytes.Load(), p.errors.Load()
+		o.Ops = o.Errors
 		for j := range p.size {
 			o.Size[j] = p.size[j].Load()
+			o.Ops += o.Size[j]
 		}
 	}
 	return out
