@@ -84,32 +84,14 @@ func opStatName(i int) string {
 	return OpKind(i).String()
 }
 
-// Histogram counts sizes by bucket (SizeBucket).
-type Histogram [NumSizeBuckets]uint64
-
-// MarshalJSON writes the buckets as an object keyed by SizeBucketNames,
-// in order.
-func (h Histogram) MarshalJSON() ([]byte, error) {
-	b := []byte{'{'}
-	for i, v := range h {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendQuote(b, SizeBucketNames[i])
-		b = append(b, ':')
-		b = strconv.AppendUint(b, v, 10)
-	}
-	return append(b, '}'), nil
-}
-
 // OpStats are the counts of one kind of operation: completions, bytes
 // and sizes of the successful ones, and the failed ones.
 type OpStats struct {
-	Op     string    `json:"op"`
-	Ops    uint64    `json:"ops"`    // completions, failed ones included
-	Bytes  uint64    `json:"bytes"`  // bytes of the successful ones
-	Errors uint64    `json:"errors"` // completions with an error
-	Size   Histogram `json:"size"`   // sizes of the successful ones
+	Op     string                 // its name: an OpKind's, remote_read or remote_write
+	Ops    uint64                 // completions, failed ones included
+	Bytes  uint64                 // bytes of the successful ones
+	Errors uint64                 // completions with an error
+	Size   [NumSizeBuckets]uint64 // sizes of the successful ones, by SizeBucket
 }
 
 // Count is one named count of a stats file.
