@@ -26,7 +26,8 @@ const MaxMRLen = 1 << 34
 // byte; peers name it by its key and an address counted from its base
 // (attr/base), reaching only [base, len).
 type MR struct {
-	obj *Object
+	obj    *Object
+	counts mrStats // stats.go
 
 	mu           sync.Mutex
 	length       uint64
@@ -37,8 +38,6 @@ type MR struct {
 	shm          *ring.Region // after reg
 	mem          Memory       // the provider's registration of shm, if the domain makes them
 	closed       bool         // by Close: nothing is registered again
-
-	registrations, regBytes, remotes uint64 // stats
 }
 
 // mrDefaultAccess is a region's access until attr/access says otherwise:
@@ -93,8 +92,7 @@ func (m *MR) Register() error {
 		return err
 	}
 	m.key, m.shm, m.mem = key, shm, mem
-	m.registrations++
-	m.regBytes += m.length
+	m.counts.registered(m.length)
 	return nil
 }
 
@@ -179,7 +177,6 @@ func (m *MR) remote(addr, n uint64) ([]byte, error) {
 		return nil, Errorf(fi.EINVAL, "[%d, %d+%d) is outside memory region %s's %d bytes from its base %d", addr, addr, n, m.obj.ID, reach, m.base)
 	}
 	off := m.base + addr
-	m.remotes++
 	return m.shm.Mem[off : off+n : off+n], nil
 }
 

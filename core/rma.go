@@ -76,6 +76,7 @@ func (ev epEvents) Region(key, addr, n uint64, access fi.Caps) ([]byte, func(), 
 		o.drop()
 		return nil, nil, err
 	}
+	m.counts.remotes.Add(1)
 	return buf, o.drop, nil
 }
 

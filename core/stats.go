@@ -580,10 +580,19 @@ func (a *AV) stats() Stats {
 	return kindStats(KindAV, a.inserts, a.removes, a.lookups)
 }
 
+// mrStats are a memory region's counts.
+type mrStats struct {
+	registrations, bytes, remotes atomic.Uint64
+}
+
+// registered counts a registration of n bytes.
+func (s *mrStats) registered(n uint64) {
+	s.registrations.Add(1)
+	s.bytes.Add(n)
+}
+
 func (m *MR) stats() Stats {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return kindStats(KindMR, m.registrations, m.regBytes, m.remotes)
+	return kindStats(KindMR, m.counts.registrations.Load(), m.counts.bytes.Load(), m.counts.remotes.Load())
 }
 
 func (c *Cntr) stats() Stats {
