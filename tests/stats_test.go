@@ -306,4 +306,21 @@ func TestMetrics(t *testing.T) {
 	if !strings.Contains(res, " tcp/lo/ep/a connected 7 ") {
 		t.Errorf("/resources:\n%s", res)
 	}
+	// Another user sees the domain's sums, and its own objects only: an
+	// object it makes, none of root's.
+	openUp(t, filepath.Dir(d.mnt))
+	out, err := asUser(nobody, "mkdir "+dom+"/cq/mine && cat "+d.path("metrics")+" && echo === && cat "+d.path("resources")+"; rmdir "+dom+"/cq/mine")
+	if err != nil {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+	m, r, _ := strings.Cut(out, "===\n")
+	if !strings.Contains(m, `fabricfs_domain_ops_total{provider="tcp",domain="lo",op="send"} 7`) ||
+		!strings.Contains(m, `id="mine",uid="65534"`) || strings.Contains(m, `uid="0"`) {
+		t.Errorf("nobody's /metrics:\n%s", m)
+	}
+	// One line: UID PID PATH STATE and no counts, for a CQ.
+	if f := strings.Fields(r); strings.Count(r, "\n") != 1 || len(f) != 7 || f[0] != "65534" || f[1] == "0" ||
+		f[2] != "tcp/lo/cq/mine" || f[3] != "open" || f[4] != "-" {
+		t.Errorf("nobody's /resources: %q", r)
+	}
 }
