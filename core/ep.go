@@ -52,9 +52,12 @@ type EP struct {
 	// rings (a group of the endpoints placed there, pinned to it); -1: a
 	// shared group, on the engine's CPUs.
 	engineCPU int
-	inflight  opList     // posted and not finally completed
-	ops       opCounters // its stats (stats.go): atomic, counted without mu
-	provStats []Count    // the provider endpoint's last counts, kept at Close
+	inflight  opList // posted and not finally completed
+	// ops are its stats (stats.go): atomic, counted without mu, in an
+	// allocation of their own, so that their cache lines hold no field
+	// of the endpoint that other threads use.
+	ops       *opCounters
+	provStats []Count // the provider endpoint's last counts, kept at Close
 	// cancelling counts the Cancel calls under way: see opPool.
 	cancelling atomic.Int32
 	rings      *epRings   // after enable
@@ -95,7 +98,7 @@ func newEP(o *Object) (Impl, error) {
 		return nil, Errorf(fi.ENODATA, "domain %s offers no endpoint", o.Dom.Name)
 	}
 	return &EP{obj: o, info: info, state: stateIdle, opts: map[string]uint64{}, engineCPU: -1,
-		dest: uint64(fi.ADDR_UNSPEC), shell: defaultDataParams}, nil
+		dest: uint64(fi.ADDR_UNSPEC), shell: defaultDataParams, ops: new(opCounters)}, nil
 }
 
 // bestInfo returns a copy of the domain's first entry of type t, or of its
