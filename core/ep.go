@@ -53,11 +53,6 @@ type EP struct {
 	// shared group, on the engine's CPUs.
 	engineCPU int
 	inflight  opList // posted and not finally completed
-	// ops are its stats (stats.go): atomic, counted without mu, in an
-	// allocation of their own, so that their cache lines hold no field
-	// of the endpoint that other threads use.
-	ops       *opCounters
-	provStats []Count // the provider endpoint's last counts, kept at Close
 	// cancelling counts the Cancel calls under way: see opPool.
 	cancelling atomic.Int32
 	rings      *epRings   // after enable
@@ -87,6 +82,12 @@ type EP struct {
 	// on the provider endpoint it shares; the last of them to complete
 	// releases the memory regions they use.
 	releaseOnDrain bool
+
+	// ops are its stats (stats.go): atomic, counted without mu, in an
+	// allocation of their own, so that their cache lines hold no field
+	// of the endpoint that other threads use.
+	ops       *opCounters
+	provStats []Count // the provider endpoint's last counts, kept at Close
 }
 
 func newEP(o *Object) (Impl, error) {

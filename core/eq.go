@@ -79,16 +79,12 @@ type EQ struct {
 	q    *queue[EQEvent]
 	lost uint64 // under q.mu
 
-	events, errs atomic.Uint64 // events posted, error events among them (stats)
+	events, errs atomic.Uint64 // events queued, error events among them (stats)
 }
 
 func newEQ(o *Object) (Impl, error) { return &EQ{obj: o, q: newQueue[EQEvent]()}, nil }
 
 func (e *EQ) post(ev EQEvent) {
-	e.events.Add(1)
-	if ev.Err != 0 {
-		e.errs.Add(1)
-	}
 	if e.q.len() >= MaxEQEvents {
 		e.q.mu.Lock()
 		e.lost++
@@ -96,6 +92,10 @@ func (e *EQ) post(ev EQEvent) {
 		return
 	}
 	e.q.push(ev)
+	e.events.Add(1)
+	if ev.Err != 0 {
+		e.errs.Add(1)
+	}
 }
 
 // Read consumes up to max events; with block it waits for at least one.

@@ -345,10 +345,10 @@ func (d *Domain) closeAll(dead []*Object) {
 		if err := o.Impl.Close(); err != nil {
 			d.fab.logf("close %s/%s: %v", d.Name, o.Path(), err)
 		}
-		d.retire(o)
 		if d.fab.Gone != nil {
 			d.fab.Gone(o)
 		}
+		d.retire(o)
 	}
 }
 

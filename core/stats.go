@@ -275,8 +275,8 @@ var kindCounts = [NumKinds][]struct{ name, help string }{
 		{"cq_reads", "completions read through the CQ's events file"},
 	},
 	KindEQ: {
-		{"eq_events", "events posted to the EQ"},
-		{"eq_errors", "error events posted to the EQ"},
+		{"eq_events", "events queued on the EQ"},
+		{"eq_errors", "error events queued on the EQ"},
 		{"eq_lost", "events lost behind a full EQ"},
 	},
 	KindAV: {

@@ -56,7 +56,8 @@ func (t *tree) rootStatsEntries() []entry {
 
 // userStatsEntry is /users/UID.stats: the sums of what uid made,
 // readable by root and uid.
-func (t *tree) userStatsEntry(uid uint32, name string) entry {
+func (t *tree) userStatsEntry(uid uint32) entry {
+	name := strconv.FormatUint(uint64(uid), 10)
 	return fileEntry(name+".stats", t.ino("/users/"+name+".stats"), meta{mode: syscall.S_IFREG | 0o400, uid: uid}, nil,
 		rendered(func() string { return t.fab.UserStats(uid).Text() }, nil))
 }

@@ -168,11 +168,11 @@ func (t *tree) root() *dir {
 			}),
 			t.dirEntry("/users", "users", meta{mode: syscall.S_IFDIR | 0o500}, t.usersDir),
 		}
-		es = append(es, t.rootStatsEntries()...)
 		for _, p := range t.fab.Providers() {
 			p := p
 			es = append(es, t.dirEntry("/"+p.Name(), p.Name(), dirRO, func() *dir { return t.providerDir(p) }))
 		}
+		es = append(es, t.rootStatsEntries()...)
 		return es
 	}}
 }
@@ -187,7 +187,9 @@ func (t *tree) usersDir() *dir {
 			name := strconv.FormatUint(uint64(uid), 10)
 			es = append(es, fileEntry(name, t.ino("/users/"+name), meta{mode: syscall.S_IFREG | 0o400, uid: uid}, nil,
 				rendered(func() string { return t.fab.LimitsText(uid) }, nil)))
-			es = append(es, t.userStatsEntry(uid, name))
+		}
+		for _, uid := range t.fab.Users() {
+			es = append(es, t.userStatsEntry(uid))
 		}
 		return es
 	}}
@@ -207,11 +209,11 @@ func (t *tree) providerDir(p core.Provider) *dir {
 	base := "/" + p.Name()
 	return &dir{meta: dirRO, rescan: t.fab.Rescan, entries: func() []entry {
 		es := []entry{fileEntry("info", t.ino(base+"/info"), fileRO, nil, rendered(func() string { t.fab.Rescan(); return infoText(t.fab.ProviderInfos(p)) }, nil))}
-		es = append(es, t.statsFile(base+"/stats", func() core.Stats { return t.fab.ProviderStats(p.Name()) }))
 		for _, d := range t.fab.Domains(p.Name()) {
 			d := d
 			es = append(es, t.dirEntry(base+"/"+d.Name, d.Name, dirRO, func() *dir { return t.domainDir(d, base+"/"+d.Name) }))
 		}
+		es = append(es, t.statsFile(base+"/stats", func() core.Stats { return t.fab.ProviderStats(p.Name()) }))
 		return es
 	}}
 }
@@ -348,7 +350,6 @@ func (t *tree) objectDir(o *core.Object) *dir {
 			}},
 		}
 		es = append(es, t.kindFiles(o, f, rw, ro)...)
-		es = append(es, statsEntry(o, f, ro)...)
 		if l, ok := o.Impl.(core.Linker); ok {
 			for i, ln := range l.Links() {
 				target := "../../" + ln.Target.Path()
@@ -358,6 +359,7 @@ func (t *tree) objectDir(o *core.Object) *dir {
 					}})
 			}
 		}
+		es = append(es, statsEntry(o, f, ro)...)
 		return es
 	}}
 }
