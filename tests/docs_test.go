@@ -3,6 +3,7 @@ package tests
 import (
 	"io/fs"
 	"os"
+	pathpkg "path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -75,12 +76,11 @@ func treeKinds(t *testing.T, dom string) []string {
 
 // generic turns a real path into the documented pattern, given the
 // providers: /tcp/lo/ep/a/ctl -> /<prov>/<domain>/ep/<id>/ctl,
-// /users/0 -> /users/<uid>.
+// /users/0 -> /users/<uid>, /users/0.json -> /users/<uid>.json.
 func generic(rel string, provs map[string]bool) string {
 	p := strings.Split(strings.TrimPrefix(rel, "/"), "/")
 	if len(p) == 2 && p[0] == "users" {
-		_, ext, _ := strings.Cut(p[1], ".") // a sibling of the uid's file: /users/<uid>.stats
-		p[1] = "<uid>" + strings.TrimSuffix("."+ext, ".")
+		p[1] = "<uid>" + pathpkg.Ext(p[1]) // users/0.json: <uid>.json
 	}
 	if len(p) >= 1 && provs[p[0]] {
 		p[0] = "<prov>"
