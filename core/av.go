@@ -26,6 +26,8 @@ type AV struct {
 	// rxCtxBits is fi_av_attr.rx_ctx_bits: the high bits of an fi_addr
 	// that name a receive context of a scalable endpoint (fi_rx_addr).
 	rxCtxBits int
+
+	inserts, removes, lookups uint64 // stats
 }
 
 // MaxRxCtxBits bounds rx_ctx_bits: a receive context's index travels in
@@ -51,6 +53,7 @@ func (a *AV) Insert(addrs []fi.Addr) ([]uint64, error) {
 		out[i] = uint64(len(a.entries))
 		a.entries = append(a.entries, &ad)
 		a.count++
+		a.inserts++
 		if a.byAddr == nil {
 			a.byAddr = map[fi.Addr]uint64{}
 		}
@@ -71,6 +74,7 @@ func (a *AV) Remove(fiAddr uint64) error {
 	ad := *a.entries[fiAddr]
 	a.entries[fiAddr] = nil
 	a.count--
+	a.removes++
 	if a.byAddr[ad] == fiAddr {
 		delete(a.byAddr, ad)
 		for i, e := range a.entries {
@@ -106,6 +110,7 @@ func (a *AV) Lookup(fiAddr uint64) (fi.Addr, bool) {
 func (a *AV) LookupRx(fiAddr uint64) (fi.Addr, uint8, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.lookups++
 	var rx uint8
 	if a.rxCtxBits > 0 {
 		shift := 64 - a.rxCtxBits

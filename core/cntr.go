@@ -25,6 +25,9 @@ type Cntr struct {
 	waiters atomic.Int32 // goroutines in Wait
 	bound   atomic.Int32 // endpoint bindings, one per bind flag
 
+	// stats: completions counted, and the application's adds and sets
+	successes, failures, adds, sets atomic.Uint64
+
 	mu     sync.Mutex
 	signal chan struct{} // closed and replaced to wake the waiters
 	closed bool
@@ -40,24 +43,28 @@ func (c *Cntr) Errors() uint64 { return c.errs.Load() }
 
 // Add is fi_cntr_add.
 func (c *Cntr) Add(n uint64) {
+	c.adds.Add(1)
 	c.value.Add(n)
 	c.changed()
 }
 
 // Set is fi_cntr_set.
 func (c *Cntr) Set(n uint64) {
+	c.sets.Add(1)
 	c.value.Store(n)
 	c.changed()
 }
 
 // AddErr is fi_cntr_adderr.
 func (c *Cntr) AddErr(n uint64) {
+	c.adds.Add(1)
 	c.errs.Add(n)
 	c.changed()
 }
 
 // SetErr is fi_cntr_seterr.
 func (c *Cntr) SetErr(n uint64) {
+	c.sets.Add(1)
 	c.errs.Store(n)
 	c.changed()
 }
@@ -66,10 +73,13 @@ func (c *Cntr) SetErr(n uint64) {
 // value, or in the error count if it failed.
 func (c *Cntr) completed(failed bool) {
 	if failed {
-		c.AddErr(1)
+		c.failures.Add(1)
+		c.errs.Add(1)
 	} else {
-		c.Add(1)
+		c.successes.Add(1)
+		c.value.Add(1)
 	}
+	c.changed()
 }
 
 // changed wakes the goroutines in Wait, if there are any.

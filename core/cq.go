@@ -115,6 +115,8 @@ type CQ struct {
 	overruns uint64     // lost completions the next FI_EOVERRUN entry reports
 	lost     uint64     // completions lost to overruns since the CQ was made (status)
 	total    uint64
+	errs     uint64        // error entries posted (stats)
+	reads    uint64        // entries read through the events file (stats)
 	signal   chan struct{} // closed and replaced when completions arrive, if a reader took it
 	awaited  bool          // a blocked reader took signal since it was made
 	signals  uint64        // fi_cq_signal calls, so a woken reader knows why
@@ -175,6 +177,9 @@ func (c *CQ) post(e CQEntry) {
 		return
 	}
 	c.total++
+	if e.Err != 0 {
+		c.errs++
+	}
 	c.flushLocked()
 	if len(c.overflow) == 0 {
 		if slot, ok := r.Reserve(); ok {
@@ -289,6 +294,7 @@ func (c *CQ) Read(ctx context.Context, max int, block bool) ([]CQEntry, error) {
 			out = append(out, entryOf(q))
 		}
 		r.Release(head)
+		c.reads += uint64(len(out))
 		return len(out) > 0
 	})
 	return out, err

@@ -88,6 +88,11 @@
 //   - mr.go: MR, a memory region in shared memory (Register, Region, Key).
 //   - queue.go: the blocking FIFO behind CQ and EQ events and a passive
 //     endpoint's connections.
+//   - stats.go: what objects count (Stats, Object.Stats: operations by
+//     kind with size histograms, each kind's counts, a provider
+//     endpoint's EndpointStats), the sums of a domain (closed objects
+//     kept), a provider, the daemon and a user, the /resources lines
+//     (Fabric.Resources) and a device's counters (DeviceCounters).
 //
 // # Packages under core
 //

@@ -85,6 +85,12 @@ type EP struct {
 	// on the provider endpoint it shares; the last of them to complete
 	// releases the memory regions they use.
 	releaseOnDrain bool
+
+	// ops are its stats (stats.go): atomic, counted without mu, in an
+	// allocation of their own, so that their cache lines hold no field
+	// of the endpoint that other threads use.
+	ops       *opCounters
+	provStats []Count // the provider endpoint's last counts, kept at Close
 }
 
 func newEP(o *Object) (Impl, error) {
@@ -96,7 +102,7 @@ func newEP(o *Object) (Impl, error) {
 		return nil, Errorf(fi.ENODATA, "domain %s offers no endpoint", o.Dom.Name)
 	}
 	return &EP{obj: o, info: info, state: stateIdle, opts: map[string]uint64{}, engineCPU: -1,
-		dest: uint64(fi.ADDR_UNSPEC), shell: defaultDataParams}, nil
+		dest: uint64(fi.ADDR_UNSPEC), shell: defaultDataParams, ops: new(opCounters)}, nil
 }
 
 // bestInfo returns a copy of the domain's first entry of type t, or of its
@@ -804,6 +810,7 @@ func (e *EP) Close() error {
 			rs = nil
 		}
 	case p != nil:
+		e.keepProvStats(p)
 		err = p.Close()
 	case req != nil:
 		rejectRequest(e.obj.Dom, req)

@@ -101,6 +101,9 @@ func (e *EP) completed(op *Op, c Completion) {
 	discarded := e.state == stateClosed && !e.cancelOnClose
 	to, av := e.sinkLocked(op.Kind.class()), e.av
 	e.mu.Unlock()
+	if !withdrawn {
+		e.ops.count(int(op.Kind), opSize(op, c), c.Err != 0)
+	}
 	if !withdrawn && !discarded {
 		to.deliver(CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Buf: op.offset + c.Offset, Data: c.Data,
 			Tag: c.Tag, Src: source(av, c.Src), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc},

@@ -454,6 +454,7 @@ func (e *EP) requestFailed(w *ring.WR, kind OpKind, err error) {
 		kind = k
 	}
 	cl := kind.class()
+	e.ops.count(int(kind), 0, true)
 	e.deliver(cl, CQEntry{Context: w.Context, Flags: kind.CQFlags(), Err: Code(err),
 		Src: uint64(fi.ADDR_NOTAVAIL), Desc: w.Desc, Buf: w.Offset}, true)
 }

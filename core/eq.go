@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/fabricfs/fabricfs/core/ctl"
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -91,7 +92,9 @@ func ParseData(s string) ([]byte, error) {
 type EQ struct {
 	obj  *Object
 	q    *queue[EQEvent]
-	lost uint64
+	lost uint64 // under q.mu
+
+	events, errs atomic.Uint64 // events queued, error events among them (stats)
 }
 
 func newEQ(o *Object) (Impl, error) { return &EQ{obj: o, q: newQueue[EQEvent]()}, nil }
@@ -107,6 +110,10 @@ func (e *EQ) post(ev EQEvent) {
 		return
 	}
 	e.q.push(ev)
+	e.events.Add(1)
+	if ev.Err != 0 {
+		e.errs.Add(1)
+	}
 }
 
 // Read consumes up to max events; with block it waits for at least one.

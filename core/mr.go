@@ -35,7 +35,8 @@ const MaxMRLen = 1 << 34
 // memory registration operations asynchronously, with the completion
 // reported through the event queue."
 type MR struct {
-	obj *Object
+	obj    *Object
+	counts mrStats // stats.go
 
 	mu           sync.Mutex
 	length       uint64
@@ -154,6 +155,7 @@ func (m *MR) registerLocked() error {
 		return err
 	}
 	m.key, m.shm, m.mem = key, shm, mem
+	m.counts.registered(m.length)
 	return nil
 }
 

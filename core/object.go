@@ -95,6 +95,7 @@ type Object struct {
 	ID     string // directory name: a number for clone objects, else the mkdir name
 	Serial uint64 // unique for the life of the daemon; fs derives inode numbers from it
 	Owner  uint32 // uid of the creator
+	Pid    uint32 // the process that made it (mkdir, clone; an accepted endpoint: its pep's); 0 if unknown
 	Dom    *Domain
 	Impl   Impl
 
@@ -342,6 +343,10 @@ func (d *Domain) forgetLocked(o *Object) {
 	o.dead = true
 	delete(d.objs[o.Kind], o.ID)
 	delete(d.bySerial, o.Serial)
+	if d.stats.closing == nil {
+		d.stats.closing = map[*Object]bool{}
+	}
+	d.stats.closing[o] = true // until closeAll retires it
 	o.giveObject()
 }
 
@@ -391,6 +396,7 @@ func (d *Domain) closeAll(dead []*Object) {
 		if d.fab.Gone != nil {
 			d.fab.Gone(o)
 		}
+		d.retire(o)
 	}
 }
 
@@ -407,6 +413,7 @@ type Domain struct {
 	next     [NumKinds]uint64
 	bySerial map[uint64]*Object
 	mrKeys   map[uint64]*Object // registered memory regions by key
+	stats    domainStats        // the counts of closed objects (stats.go)
 
 	// atomicTypes are the endpoint types the provider domain takes
 	// atomics on (answersAtomics), found when the domain opened.
@@ -460,12 +467,17 @@ func (d *Domain) List(k Kind) []*Object {
 // next number and lives while its files are open (clone); with a name it is
 // pinned until Remove (mkdir).
 func (d *Domain) Create(k Kind, name string, uid uint32) (*Object, error) {
-	return d.create(k, name, uid, true)
+	return d.create(k, name, uid, 0, true)
+}
+
+// CreateBy is Create for the process pid (Object.Pid).
+func (d *Domain) CreateBy(k Kind, name string, uid, pid uint32) (*Object, error) {
+	return d.create(k, name, uid, pid, true)
 }
 
 // create is Create; an object made with charged false is not counted in
 // uid's Objects until charge.
-func (d *Domain) create(k Kind, name string, uid uint32, charged bool) (*Object, error) {
+func (d *Domain) create(k Kind, name string, uid, pid uint32, charged bool) (*Object, error) {
 	if k < 0 || k >= NumKinds {
 		return nil, Errorf(fi.EINVAL, "no object kind %d", k)
 	}
@@ -479,7 +491,7 @@ func (d *Domain) create(k Kind, name string, uid uint32, charged bool) (*Object,
 			return nil, err
 		}
 	}
-	o := &Object{Kind: k, Owner: uid, Dom: d, Serial: serial.Add(1), uncharged: !charged}
+	o := &Object{Kind: k, Owner: uid, Pid: pid, Dom: d, Serial: serial.Add(1), uncharged: !charged}
 	impl, err := newImpl[k](o)
 	if err != nil {
 		o.giveObject()

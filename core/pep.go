@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/core/trace"
@@ -30,6 +31,8 @@ type PEP struct {
 	// request backlog for listening endpoints"): at most this many
 	// requests wait in the listen file.
 	backlog int
+
+	requests atomic.Uint64 // connection requests received (stats)
 }
 
 func newPEP(o *Object) (Impl, error) {
@@ -224,8 +227,9 @@ type pepEvents struct{ p *PEP }
 // (MaxPendingReqs per passive endpoint) bounds these endpoints.
 func (ev pepEvents) ConnReq(req ConnReq) {
 	p := ev.p
+	p.requests.Add(1)
 	d := p.obj.Dom
-	o, err := d.create(KindEP, "", p.obj.Owner, false)
+	o, err := d.create(KindEP, "", p.obj.Owner, p.obj.Pid, false)
 	if err == nil && !p.obj.adoptIfAlive(o) {
 		o.Release()
 		err = Errorf(fi.ESHUTDOWN, "%s is closed", p.obj)

@@ -76,6 +76,7 @@ func (ev epEvents) Region(key, addr, n uint64, access fi.Caps) ([]byte, func(), 
 		o.drop()
 		return nil, nil, err
 	}
+	m.counts.remotes.Add(1)
 	return buf, o.drop, nil
 }
 
@@ -90,10 +91,11 @@ func (ev epEvents) Region(key, addr, n uint64, access fi.Caps) ([]byte, func(), 
 // gives it: FI_REMOTE_WRITE|FI_REMOTE_CQ_DATA (0x22000, seen from a C peer
 // in providers/rxm's interop test), without FI_RMA.
 func (ev epEvents) Remote(c Completion) {
-	cl := classRemoteRead
+	cl, st := classRemoteRead, statRemoteRead
 	if c.Flags&fi.CQFlags(fi.REMOTE_WRITE) != 0 {
-		cl = classRemoteWrite
+		cl, st = classRemoteWrite, statRemoteWrite
 	}
+	ev.e.ops.count(st, c.Len, c.Err != 0)
 	if c.Flags&fi.CQFlags(fi.REMOTE_CQ_DATA) == 0 {
 		ev.e.count(cl, c.Err != 0)
 		return

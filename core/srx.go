@@ -574,6 +574,7 @@ func (s *SRX) complete(r *srxRecv, m *srxMsg) {
 	e.mu.Lock()
 	ent.Src = source(e.av, m.c.Src)
 	e.mu.Unlock()
+	e.ops.count(int(r.kind), uint64(n), ent.Err != 0)
 	e.deliver(classRecv, ent, r.flags&fi.COMPLETION != 0)
 	if r.shell != nil {
 		r.shell <- r.buf[:n]

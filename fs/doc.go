@@ -9,6 +9,11 @@
 // info, attr/ and one directory per object kind (ep, pep, cq, eq, av, mr,
 // cntr). A kind directory holds clone and one directory per object.
 //
+// The statistics files (stats.go, docs/observability.md): each counting
+// object's stats, the sums in a domain's, a provider's and the root's
+// stats and in /users/UID.stats, /resources, /metrics in Prometheus's
+// text format, and a verbs domain's ports/1/ device counters.
+//
 // # Lifetimes
 //
 // Opening any file of an object takes a reference on it (core.Object.Open)

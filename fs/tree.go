@@ -184,6 +184,7 @@ func (t *tree) root() *dir {
 			p := p
 			es = append(es, t.dirEntry("/"+p.Name(), p.Name(), dirRO, func() *dir { return t.providerDir(p) }))
 		}
+		es = append(es, t.rootStatsEntries()...)
 		return es
 	}}
 }
@@ -199,6 +200,9 @@ func (t *tree) usersDir() *dir {
 			m := meta{mode: syscall.S_IFREG | 0o400, uid: uid}
 			es = append(es, fileEntry(name, t.ino("/users/"+name), m, nil, rendered(func() string { return t.fab.LimitsText(uid) }, nil)),
 				t.jsonEntry("/users/"+name, m, func() any { return t.fab.Uses(uid) }))
+		}
+		for _, uid := range t.fab.Users() {
+			es = append(es, t.userStatsEntries(uid)...)
 		}
 		return es
 	}}
@@ -225,6 +229,7 @@ func (t *tree) providerDir(p core.Provider) *dir {
 			d := d
 			es = append(es, t.dirEntry(base+"/"+d.Name, d.Name, dirRO, func() *dir { return t.domainDir(d, base+"/"+d.Name) }))
 		}
+		es = append(es, t.statsFiles(base+"/stats", func() core.Stats { return t.fab.ProviderStats(p.Name()) })...)
 		return es
 	}}
 }
@@ -241,6 +246,7 @@ func (t *tree) domainDir(d *core.Domain, base string) *dir {
 			}),
 			t.jsonEntry(base+"/attr", fileRO, func() any { return core.AttrsRecord(d.Attrs()) }),
 		}
+		es = append(es, t.domainStatsEntries(d, base)...)
 		for k := core.Kind(0); k < core.NumKinds; k++ {
 			k := k
 			es = append(es, t.dirEntry(base+"/"+k.String(), k.String(), meta{mode: syscall.S_IFDIR | 0o1777}, func() *dir { return t.kindDir(d, k, base+"/"+k.String()) }))
@@ -285,7 +291,7 @@ func (t *tree) kindDir(d *core.Domain, k core.Kind, base string) *dir {
 			es := []entry{fileEntry("clone", t.ino(base+"/clone"), meta{mode: syscall.S_IFREG | 0o666}, nil,
 				func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
 					uid := callerUID(ctx)
-					o, err := d.Create(k, "", uid)
+					o, err := d.CreateBy(k, "", uid, callerPid(ctx))
 					if err != nil {
 						return nil, err
 					}
@@ -297,7 +303,7 @@ func (t *tree) kindDir(d *core.Domain, k core.Kind, base string) *dir {
 			return es
 		},
 		mkdir: func(ctx context.Context, uid uint32, name string) (entry, error) {
-			o, err := d.Create(k, name, uid)
+			o, err := d.CreateBy(k, name, uid, callerPid(ctx))
 			if err != nil {
 				return entry{}, err
 			}
@@ -380,6 +386,7 @@ func (t *tree) objectDir(o *core.Object) *dir {
 					}})
 			}
 		}
+		es = append(es, statsEntries(o, f, j, ro)...)
 		return es
 	}}
 }

@@ -414,6 +414,36 @@ func checkJSONView(t *testing.T, path, rel string, b []byte) {
 		if strings.HasSuffix(dir, "tcp/lo/av/j") && len(es) != 2 {
 			t.Errorf("%s has %d entries, want the 2 inserted", rel, len(es))
 		}
+	case name == "stats.json" || strings.HasSuffix(name, ".stats.json"):
+		// The text's names, in order, with values the JSON may see
+		// moved on (live objects): compare the names.
+		var m map[string]uint64
+		fail(strictDecode(b, &m))
+		var names []string
+		for _, l := range strings.Split(text(strings.TrimSuffix(name, ".json")), "\n") {
+			if f := strings.Fields(l); len(f) == 2 {
+				names = append(names, f[0])
+			}
+		}
+		for _, k := range names {
+			if _, ok := m[k]; !ok {
+				t.Errorf("%s has no %s, which the text has", rel, k)
+			}
+		}
+		if len(m) != len(names) {
+			t.Errorf("%s has %d names, the text %d", rel, len(m), len(names))
+		}
+	case name == "resources.json":
+		var hs []core.HeldJSON
+		fail(strictDecode(b, &hs))
+		if lines := strings.Split(text("resources"), "\n"); len(hs) != len(lines) {
+			t.Errorf("%s has %d objects, resources %d lines", rel, len(hs), len(lines))
+		}
+		for _, h := range hs {
+			if h.Path == "" || h.State == "" {
+				t.Errorf("%s: %+v", rel, h)
+			}
+		}
 	case name == "version.json":
 		var v core.Versions
 		fail(strictDecode(b, &v))

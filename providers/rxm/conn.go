@@ -323,7 +323,7 @@ func (e *endpoint) closeIdle(now time.Time) {
 		go func() {
 			defer e.wg.Done()
 			t.Shutdown()
-			t.Close()
+			e.closeInner(t)
 		}()
 	}
 	for i, c := range quiet {
@@ -595,6 +595,6 @@ func (e *endpoint) protocolError(c *conn, err error) {
 func (e *endpoint) closeAsync(t core.Endpoint) {
 	go func() {
 		defer e.wg.Done()
-		t.Close()
+		e.closeInner(t)
 	}()
 }

@@ -107,9 +107,12 @@ type endpoint struct {
 	byHost map[core.HostKey]int // how many peers each host and user has: see core.HostOf
 	free   []uint32             // indexes of forgotten peers, for new ones
 	conns  map[*conn]struct{}   // every connection not yet closed
-	rx     matcher
-	rxSize int
-	txOut  int // application sends not completed
+	// closedStats are the counts of the connections' endpoints that
+	// closed (stats.go).
+	closedStats []core.Count
+	rx          matcher
+	rxSize      int
+	txOut       int // application sends not completed
 
 	rndvSends map[uint64]*sendItem       // rendezvous sends in progress, by msg_id
 	rndvNext  uint64                     // the next msg_id to try
@@ -341,7 +344,7 @@ func (e *endpoint) Close() error {
 		close(e.done)
 	}
 	for _, t := range tcps {
-		t.Close()
+		e.closeInner(t)
 	}
 	e.wg.Wait()
 	for _, it := range queued {

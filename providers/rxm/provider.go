@@ -233,6 +233,15 @@ func (d *domain) EndpointOptions(t fi.EPType, passive bool) []core.Option {
 
 func (d *domain) Close() error { return d.inner.Close() }
 
+// DeviceCounters is core.DeviceCounters: the wrapped domain's device's
+// counters, none if it has none.
+func (d *domain) DeviceCounters() []core.DeviceCounter {
+	if dc, ok := d.inner.(core.DeviceCounters); ok {
+		return dc.DeviceCounters()
+	}
+	return nil
+}
+
 // msgInfo is the fi_info of the MSG endpoints under an RDM endpoint of
 // rdm: the wrapped provider's FI_EP_MSG entry of the same domain and
 // address, asking for FI_TAGGED (the tcp provider then takes rxm's bare

@@ -119,6 +119,7 @@ type endpoint struct {
 	// with rxMu, txMu and mu all held, so holding any one keeps it open.
 	// fdOut is a dup of it for waiting until the socket has room.
 	fd, fdOut int
+	lastInfo  *unix.TCPInfo // the socket's TCP_INFO when it closed (stats.go), under mu
 	rxW, txW  *watch
 	pollFD    atomic.Int32 // fd, for PollFD, which holds no lock
 
@@ -698,6 +699,7 @@ func (e *endpoint) closeSocket() {
 		e.rxW.remove()
 		e.txW.remove()
 		e.pollFD.Store(-1)
+		e.lastInfo = tcpInfo(e.fd)
 		unix.Close(e.fd)
 		unix.Close(e.fdOut)
 		e.fd, e.fdOut = -1, -1
