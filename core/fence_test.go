@@ -31,38 +31,8 @@ func TestFence(t *testing.T) {
 }
 
 func testFence(t *testing.T, fenced bool) {
-	d := lo(t)
-	a, b, _, _, cq := pair(t, d, "bind cq c send,recv")
-	x, err := regMR(t, d, "x", 4096, "", "FI_SEND,FI_RECV,FI_READ,FI_WRITE,FI_REMOTE_READ,FI_REMOTE_WRITE")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := x.Impl.(*core.MR).Region()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem, key := reg.Mem, x.Impl.(*core.MR).Key()
+	_, mem, key, tx, brx, cqr, post := msgRig(t)
 	copy(mem[100:], "written!")
-	tx, _ := ringsOf(t, a)
-	_, brx := ringsOf(t, b)
-	creg, err := cq.Region()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cqr, err := ring.Open(creg.Mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	post := func(r *ring.Ring, w ring.WR) {
-		t.Helper()
-		slot, ok := r.Reserve()
-		if !ok {
-			t.Fatal("ring full")
-		}
-		w.Desc = x.Serial
-		w.Encode(slot)
-		r.Publish(1)
-	}
 	var fence uint64
 	if fenced {
 		fence = uint64(fi.FENCE)
@@ -121,39 +91,9 @@ func testFence(t *testing.T, fenced bool) {
 // flight until the peer has placed it (a receive posted), and a write with
 // it completes only once the target's memory holds the bytes.
 func TestCommitComplete(t *testing.T) {
-	d := lo(t)
-	a, b, _, _, cq := pair(t, d, "bind cq c send,recv")
+	a, mem, key, tx, brx, cqr, post := msgRig(t)
 	if !strings.Contains(a.Impl.(*core.EP).InfoText(), "FI_RMA_PMEM") {
 		t.Fatal("tcp FI_EP_MSG endpoint without FI_RMA_PMEM")
-	}
-	x, err := regMR(t, d, "x", 4096, "", "FI_SEND,FI_RECV,FI_READ,FI_WRITE,FI_REMOTE_READ,FI_REMOTE_WRITE")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := x.Impl.(*core.MR).Region()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem, key := reg.Mem, x.Impl.(*core.MR).Key()
-	tx, _ := ringsOf(t, a)
-	_, brx := ringsOf(t, b)
-	creg, err := cq.Region()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cqr, err := ring.Open(creg.Mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	post := func(r *ring.Ring, w ring.WR) {
-		t.Helper()
-		slot, ok := r.Reserve()
-		if !ok {
-			t.Fatal("ring full")
-		}
-		w.Desc = x.Serial
-		w.Encode(slot)
-		r.Publish(1)
 	}
 	commit := uint64(fi.COMMIT_COMPLETE | fi.COMPLETION)
 	post(tx, ring.WR{Op: ring.OpSend, Context: 1, Offset: 0, Len: 8, Flags: commit})
@@ -179,4 +119,41 @@ func TestCommitComplete(t *testing.T) {
 			t.Fatalf("write %d completed with FI_COMMIT_COMPLETE before the target held its bytes (%q)", i, mem[200:208])
 		}
 	}
+}
+
+// msgRig connects two tcp FI_EP_MSG endpoints a and b on one CQ and
+// registers a region of 4096 bytes both use (remote access); post
+// publishes a request on a ring with the region as its buffer.
+func msgRig(t *testing.T) (a *core.Object, mem []byte, key uint64, tx, brx, cqr *ring.Ring, post func(*ring.Ring, ring.WR)) {
+	t.Helper()
+	d := lo(t)
+	a, b, _, _, cq := pair(t, d, "bind cq c send,recv")
+	x, err := regMR(t, d, "x", 4096, "", "FI_SEND,FI_RECV,FI_READ,FI_WRITE,FI_REMOTE_READ,FI_REMOTE_WRITE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := x.Impl.(*core.MR).Region()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, _ = ringsOf(t, a)
+	_, brx = ringsOf(t, b)
+	creg, err := cq.Region()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cqr, err = ring.Open(creg.Mem); err != nil {
+		t.Fatal(err)
+	}
+	post = func(r *ring.Ring, w ring.WR) {
+		t.Helper()
+		slot, ok := r.Reserve()
+		if !ok {
+			t.Fatal("ring full")
+		}
+		w.Desc = x.Serial
+		w.Encode(slot)
+		r.Publish(1)
+	}
+	return a, reg.Mem, x.Impl.(*core.MR).Key(), tx, brx, cqr, post
 }

@@ -465,15 +465,7 @@ func (t *tree) kindFiles(o *core.Object, f fileMaker, j jsonMaker, rw, ro meta) 
 			f("listen.json", slotListen+slotJSON, ro, listen(func(id string) string { return jsonLine(map[string]string{"ep": id}) })),
 		}
 	case *core.CQ:
-		return []entry{
-			f("events", slotEvents, ro, queue(func(ctx context.Context, max int, block bool) ([]string, error) {
-				es, err := impl.Read(ctx, max, block)
-				return lines(es), err
-			}, impl.Ready)),
-			f("events.json", slotEvents+slotJSON, ro, queue(func(ctx context.Context, max int, block bool) ([]string, error) {
-				es, err := impl.Read(ctx, max, block)
-				return jsonLines(es), err
-			}, impl.Ready)),
+		return append(eventFiles(f, ro, impl.Read, impl.Ready),
 			f("wait", slotWait, ro, watch(func(ctx context.Context, max int, block bool) ([]string, error) {
 				n, err := impl.Wait(ctx, block)
 				if err != nil || n == 0 {
@@ -482,18 +474,9 @@ func (t *tree) kindFiles(o *core.Object, f fileMaker, j jsonMaker, rw, ro meta) 
 				return []string{strconv.FormatUint(uint64(n), 10)}, nil
 			}, impl.Ready)),
 			t.shmEntry(o, "data", slotData, impl.Region),
-		}
+		)
 	case *core.EQ:
-		return []entry{
-			f("events", slotEvents, ro, queue(func(ctx context.Context, max int, block bool) ([]string, error) {
-				es, err := impl.Read(ctx, max, block)
-				return lines(es), err
-			}, impl.Ready)),
-			f("events.json", slotEvents+slotJSON, ro, queue(func(ctx context.Context, max int, block bool) ([]string, error) {
-				es, err := impl.Read(ctx, max, block)
-				return jsonLines(es), err
-			}, impl.Ready)),
-		}
+		return eventFiles(f, ro, impl.Read, impl.Ready)
 	case *core.AV:
 		return []entry{
 			f("addrs", slotAddrs, ro, rendered(impl.Addrs, nil)),
@@ -518,6 +501,21 @@ func (t *tree) kindFiles(o *core.Object, f fileMaker, j jsonMaker, rw, ro meta) 
 		}
 	}
 	return nil
+}
+
+// eventFiles are a CQ's or EQ's events queue and its JSON Lines view,
+// both consuming what read pops.
+func eventFiles[T fmt.Stringer](f fileMaker, ro meta, read func(context.Context, int, bool) ([]T, error), ready func() (bool, <-chan struct{})) []entry {
+	as := func(render func([]T) []string) func(context.Context, int, bool) ([]string, error) {
+		return func(ctx context.Context, max int, block bool) ([]string, error) {
+			es, err := read(ctx, max, block)
+			return render(es), err
+		}
+	}
+	return []entry{
+		f("events", slotEvents, ro, queue(as(lines[T]), ready)),
+		f("events.json", slotEvents+slotJSON, ro, queue(as(jsonLines[T]), ready)),
+	}
 }
 
 func lines[T fmt.Stringer](es []T) []string {
