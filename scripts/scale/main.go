@@ -4,7 +4,7 @@
 // endpoint's AV, and reports the daemon's memory, threads, descriptors and
 // idle CPU after each step.
 //
-//	scale -mnt DIR -pid PID [-domains lo,...] [-msg N] [-rdm N] [-verbs N] [-peers N] [-idle D] [-json FILE]
+//	scale -mnt DIR -pid PID [-domains lo,...] [-msg N] [-rdm N] [-verbs N] [-mapped N] [-peers N] [-idle D] [-json FILE]
 //
 // DIR is the mount point of the daemon whose process id is PID (scripts/
 // scale.sh mounts one). The steps, each measured when done:
@@ -17,6 +17,9 @@
 // domain has at most 8192 endpoints, its ep_cnt),
 //
 //	verbs     -verbs verbs FI_EP_MSG endpoints in -verbs-domain, enabled
+//	mapped    -mapped tcp FI_EP_MSG endpoints as above whose tx and rx
+//	          rings this program maps and keeps mapped, as the C provider
+//	          and clients/go/fabricfs do at enable
 //	peers     one more RDM endpoint (in the first domain) whose own AV gets -peers addresses (all
 //	          but -send of them ports nothing listens on), then one message
 //	          sent to each of the -send real peers (RDM endpoints of their own)
@@ -39,6 +42,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Step is the daemon's figures after one step.
@@ -54,6 +59,9 @@ type Step struct {
 	Threads    int     `json:"threads"`      // entries of /proc/PID/task
 	FDs        int     `json:"fds"`          // entries of /proc/PID/fd
 	IdleCPUPct float64 `json:"idle_cpu_pct"` // CPU used while idle, percent of one CPU
+	// What each endpoint the step made added (0 for a step that made none).
+	RSSPerNew float64 `json:"rss_bytes_per_new_endpoint"`
+	FDsPerNew float64 `json:"fds_per_new_endpoint"`
 }
 
 // Report is the JSON the program writes.
@@ -63,11 +71,13 @@ type Report struct {
 	MSG         int      `json:"msg"`
 	RDM         int      `json:"rdm"`
 	Verbs       int      `json:"verbs"`
+	Mapped      int      `json:"mapped"`
 	Peers       int      `json:"peers"`
 	Send        int      `json:"send"`
 	IdleSeconds float64  `json:"idle_seconds"`
 	Steps       []Step   `json:"steps"`
-	// Per enabled endpoint, from baseline to the last endpoint step.
+	// Per enabled endpoint without mapped rings: from the baseline to the
+	// last of the steps msg, rdm and verbs.
 	RSSPerEndpoint float64 `json:"rss_bytes_per_endpoint"`
 	PSSPerEndpoint float64 `json:"pss_bytes_per_endpoint"`
 	FDsPerEndpoint float64 `json:"fds_per_endpoint"`
@@ -83,6 +93,7 @@ var (
 	nMSG     = flag.Int("msg", 1000, "tcp FI_EP_MSG endpoints")
 	nRDM     = flag.Int("rdm", 1000, "tcp FI_EP_RDM endpoints")
 	nVerbs   = flag.Int("verbs", 0, "verbs FI_EP_MSG endpoints")
+	nMapped  = flag.Int("mapped", 0, "tcp FI_EP_MSG endpoints with their rings mapped")
 	verbsDom = flag.String("verbs-domain", "rxe_127_0_0_1", "verbs domain of -verbs")
 	nPeers   = flag.Int("peers", 10000, "AV entries of the peers step")
 	nSend    = flag.Int("send", 4, "peers the peers step sends to")
@@ -99,7 +110,7 @@ func main() {
 	if *nSend > *nPeers {
 		*nSend = *nPeers
 	}
-	rep := &Report{PID: *pid, Domains: strings.Split(*domains, ","), MSG: *nMSG, RDM: *nRDM, Verbs: *nVerbs,
+	rep := &Report{PID: *pid, Domains: strings.Split(*domains, ","), MSG: *nMSG, RDM: *nRDM, Verbs: *nVerbs, Mapped: *nMapped,
 		Peers: *nPeers, Send: *nSend, IdleSeconds: idle.Seconds()}
 	err := run(rep)
 	if err != nil {
@@ -139,6 +150,11 @@ func run(rep *Report) error {
 		s, err := measure(name, total, peers, time.Since(t0))
 		if err != nil {
 			return err
+		}
+		if n := len(rep.Steps); n > 0 && s.Endpoints > rep.Steps[n-1].Endpoints {
+			p, made := rep.Steps[n-1], float64(s.Endpoints-rep.Steps[n-1].Endpoints)
+			s.RSSPerNew = float64(s.RSSKiB-p.RSSKiB) * 1024 / made
+			s.FDsPerNew = float64(s.FDs-p.FDs) / made
 		}
 		rep.Steps = append(rep.Steps, s)
 		if ferr != nil {
@@ -197,6 +213,25 @@ func run(rep *Report) error {
 			return err
 		}
 	}
+	if *nMapped > 0 {
+		if err := step("mapped", 0, func() error {
+			return made("mapped", *nMapped, func(i int) error {
+				d := doms[i%len(doms)]
+				name := fmt.Sprintf("x%d", i)
+				if err := newEP(d, name, "", "bind eq e", "bind cq c send,recv", "enable"); err != nil {
+					return err
+				}
+				for _, r := range []string{"tx", "rx"} {
+					if err := mapRing(filepath.Join(d, "ep", name, r)); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}); err != nil {
+			return err
+		}
+	}
 	last := rep.Steps[len(rep.Steps)-1]
 	if *nPeers > 0 {
 		if err := step("peers", *nPeers, func() error { return peers(tcp, &total) }); err != nil {
@@ -209,14 +244,14 @@ func run(rep *Report) error {
 }
 
 // perEndpoint sets the figures per endpoint of rep: from the baseline to
-// the last step that made endpoints.
+// the last step that made endpoints without mapping their rings.
 func perEndpoint(rep *Report) {
 	var base, last *Step
 	for i := range rep.Steps {
-		switch s := &rep.Steps[i]; {
-		case s.Step == "baseline":
+		switch s := &rep.Steps[i]; s.Step {
+		case "baseline":
 			base = s
-		case s.Step != "peers":
+		case "msg", "rdm", "verbs":
 			last = s
 		}
 	}
@@ -248,6 +283,22 @@ func newEP(dom, name, typ string, cmds ...string) error {
 		}
 	}
 	return nil
+}
+
+// mapRing maps the ring file path for good, as a program that drives the
+// ring does; the mapping holds the endpoint (docs/abi.md).
+func mapRing(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	_, err = unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	return err
 }
 
 // write writes s to the file path in one write.
@@ -420,12 +471,15 @@ func cpuTicks(proc string) (int64, error) {
 }
 
 func printTable(r *Report) {
-	fmt.Printf("%-9s %9s %6s %8s %10s %10s %10s %10s %7s %6s %8s\n",
-		"step", "endpoints", "peers", "seconds", "rss_kib", "anon_kib", "shmem_kib", "pss_kib", "threads", "fds", "idle_cpu")
+	fmt.Printf("%-9s %9s %6s %8s %10s %10s %10s %10s %7s %6s %8s %8s %6s\n",
+		"step", "endpoints", "peers", "seconds", "rss_kib", "anon_kib", "shmem_kib", "pss_kib", "threads", "fds", "idle_cpu", "B/new_ep", "fd/new")
 	for _, s := range r.Steps {
-		fmt.Printf("%-9s %9d %6d %8.1f %10d %10d %10d %10d %7d %6d %7.2f%%\n",
-			s.Step, s.Endpoints, s.Peers, s.Seconds, s.RSSKiB, s.AnonKiB, s.ShmemKiB, s.PSSKiB, s.Threads, s.FDs, s.IdleCPUPct)
+		fmt.Printf("%-9s %9d %6d %8.1f %10d %10d %10d %10d %7d %6d %7.2f%% %8.0f %6.2f\n",
+			s.Step, s.Endpoints, s.Peers, s.Seconds, s.RSSKiB, s.AnonKiB, s.ShmemKiB, s.PSSKiB, s.Threads, s.FDs, s.IdleCPUPct, s.RSSPerNew, s.FDsPerNew)
 	}
-	fmt.Printf("per endpoint: %.0f bytes RSS, %.0f bytes PSS, %.3f fds; per peer: %.0f bytes RSS\n",
+	fmt.Printf("per endpoint (unmapped rings): %.0f bytes RSS, %.0f bytes PSS, %.3f fds; per peer: %.0f bytes RSS\n",
 		r.RSSPerEndpoint, r.PSSPerEndpoint, r.FDsPerEndpoint, r.RSSPerPeer)
+	if r.Error != "" {
+		fmt.Printf("failed: %s\n", r.Error)
+	}
 }
