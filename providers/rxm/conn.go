@@ -177,7 +177,7 @@ func (e *endpoint) forgetLocked(p *peer) {
 func (e *endpoint) connectLocked(p *peer) {
 	c := &conn{ep: e, peer: p}
 	p.conn, p.state = c, pConnecting
-	e.conns[c] = struct{}{}
+	e.addConnLocked(c)
 	e.wg.Add(1)
 	go e.dial(c)
 }
@@ -512,7 +512,7 @@ func (e *endpoint) connReq(req core.ConnReq) {
 	if !self {
 		p.conn, p.state = c, pAccepting
 	}
-	e.conns[c] = struct{}{}
+	e.addConnLocked(c)
 	var oldTCP core.Endpoint
 	var fins []func()
 	if old != nil {

@@ -128,8 +128,12 @@ type endpoint struct {
 	pollFD atomic.Int32
 	evs    []unix.EpollEvent // PollReady's, used by the one engine group polling the endpoint
 
-	kick    chan struct{} // wakes the worker
-	pending atomic.Bool   // the worker's work is waiting: reposts, rendezvous reads, read-dones
+	kick chan struct{} // wakes the worker
+	// worker is whether the worker runs: from the first connection (it
+	// serves connections only), so that the thousands of endpoints a
+	// daemon may hold that never connect cost no goroutine and no ticker.
+	worker  bool
+	pending atomic.Bool // the worker's work is waiting: reposts, rendezvous reads, read-dones
 
 	repostMu  sync.Mutex    // one repost at a time: the worker's or the engine group's
 	reposting []repostWork  // repost's list, kept for its room
@@ -229,10 +233,19 @@ func (e *endpoint) Enable() error {
 		return core.Errorf(fi.EOPBADSTATE, "rxm: endpoint was closed")
 	}
 	e.pep, e.name, e.state = pep, canon(name.IP), epEnabled
-	e.wg.Add(1)
 	e.mu.Unlock()
-	go e.worker()
 	return nil
+}
+
+// addConnLocked adds c to the endpoint's connections, starting the worker
+// with the first. Called with mu held while the endpoint is enabled.
+func (e *endpoint) addConnLocked(c *conn) {
+	e.conns[c] = struct{}{}
+	if !e.worker {
+		e.worker = true
+		e.wg.Add(1) // under mu while open: Close waits for it
+		go e.runWorker()
+	}
 }
 
 // Name is the listening address: what a peer inserts into its AV.
@@ -490,11 +503,11 @@ func (e *endpoint) updatePollersLocked() {
 	e.pollers.Store(&ps)
 }
 
-// worker reposts the receive buffers that messages have been taken from,
+// runWorker reposts the receive buffers that messages have been taken from,
 // and posts the reads and read-dones of rendezvous receives; every half
 // connIdleTimeout it closes the connections that never carried a message
 // and shrinks those that carried none meanwhile (closeIdle).
-func (e *endpoint) worker() {
+func (e *endpoint) runWorker() {
 	defer e.wg.Done()
 	tick := time.NewTicker(max(connIdleTimeout/2, time.Millisecond))
 	defer tick.Stop()
