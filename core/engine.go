@@ -14,7 +14,8 @@ import (
 )
 
 // The engine consumes the work queues (ep/N/tx, ep/N/rx) of every enabled
-// endpoint. Queues are served by groups of at most groupSize; each group is
+// endpoint whose rings were made (at the first open of either file:
+// EP.Ring). Queues are served by groups of at most groupSize; each group is
 // one goroutine that polls its queues without system calls while there is
 // work, and after spinFor idle sets RING_NEED_WAKEUP on all of them and
 // sleeps in one futex_waitv on their wake words and its own control word. So
