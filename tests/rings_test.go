@@ -626,8 +626,13 @@ func pingPongPinned(t *testing.T, d *daemon, p *ringPair, cpus []int) {
 		}
 		return lists
 	}
-	// The groups pin their threads when they start, as the endpoints are
-	// enabled.
+	// The groups pin their threads when they start, as the endpoints'
+	// rings are made: at the first open of one (here, the map of tx).
+	for _, e := range []*fabricfs.EP{p.a, p.b} {
+		if _, err := e.Tx(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	settled := func(lists map[string][]string) bool {
 		for l := range pinned {
 			if len(lists[l]) != 1 {
