@@ -14,7 +14,8 @@ import (
 )
 
 // The engine consumes the work queues (ep/N/tx, ep/N/rx) of every enabled
-// endpoint. Queues are served by groups of at most groupSize; each group is
+// endpoint whose rings were made (at the first open of either file:
+// EP.Ring). Queues are served by groups of at most groupSize; each group is
 // one goroutine that polls its queues without system calls while there is
 // work, and after spinFor idle sets RING_NEED_WAKEUP on all of them and
 // sleeps in one futex_waitv on their wake words and its own control word. So
@@ -129,10 +130,10 @@ type group struct {
 }
 
 // add starts serving an endpoint's tx and rx queues (a shared receive
-// context's rx alone), in one group: with cpu -1 a shared group on the
-// engine's CPUs, else the group of the endpoints placed on that CPU,
+// context's rx alone: tx nil), in one group: with cpu -1 a shared group on
+// the engine's CPUs, else the group of the endpoints placed on that CPU,
 // pinned to it.
-func (e *engine) add(rs *epRings, cpu int) {
+func (e *engine) add(tx, rx *workQueue, cpu int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	placed := cpu >= 0
@@ -158,7 +159,7 @@ func (e *engine) add(rs *epRings, cpu int) {
 	}
 	g.mu.Lock()
 	qs := g.queues[:len(g.queues):len(g.queues)]
-	for _, q := range []*workQueue{rs.tx, rs.rx} {
+	for _, q := range []*workQueue{tx, rx} {
 		if q != nil {
 			q.g = g
 			qs = append(qs, q)
@@ -205,12 +206,13 @@ func (e *engine) remove(rs *epRings) {
 	g.iter.Unlock()
 }
 
-// kick wakes the worker serving rs: the doorbell (ctl verb kick) of a
-// producer that posts to a ring without futex_wake.
-func (e *engine) kick(rs *epRings) {
+// kick wakes the worker serving the queue q (and its endpoint's other
+// queue): the doorbell (ctl verb kick) of a producer that posts to a ring
+// without futex_wake.
+func (e *engine) kick(q *workQueue) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if g := rs.rx.g; g != nil {
+	if g := q.g; g != nil {
 		g.kick()
 	}
 }

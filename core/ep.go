@@ -353,11 +353,11 @@ func (e *EP) enableLocked() error {
 		return err
 	}
 	if err := e.makeProvLocked(); err != nil {
-		rs.free()
+		rs.free(e.obj.Dom.fab, e.obj.Owner)
 		return err
 	}
 	if err := e.prov.Enable(); err != nil {
-		rs.free()
+		rs.free(e.obj.Dom.fab, e.obj.Owner)
 		return err
 	}
 	e.startRingsLocked(rs)

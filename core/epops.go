@@ -82,6 +82,7 @@ func (e *EP) completed(op *Op, c Completion) {
 	op.received(c)
 	// One hold of the lock for the bookkeeping and where the entry goes.
 	var rings, drained *epRings
+	var q *workQueue // the ring the completion frees room in, if made
 	e.mu.Lock()
 	if final {
 		e.inflight.remove(op)
@@ -89,6 +90,9 @@ func (e *EP) completed(op *Op, c Completion) {
 			e.txBusy--
 		}
 		rings = e.rings
+		if rings != nil {
+			q = rings.queueFor(op.Kind)
+		}
 		if e.releaseOnDrain && e.inflight.n == 0 {
 			e.releaseOnDrain, drained = false, rings
 		}
@@ -112,12 +116,8 @@ func (e *EP) completed(op *Op, c Completion) {
 	if op.wait != nil {
 		op.wait(c)
 	}
-	if rings != nil {
-		if op.Kind.IsRecv() {
-			rings.rx.unblock()
-		} else {
-			rings.tx.unblock()
-		}
+	if q != nil {
+		q.unblock()
 	}
 	if final && op.pooled && e.cancelling.Load() == 0 {
 		freeOp(op)

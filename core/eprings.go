@@ -9,11 +9,19 @@ import (
 )
 
 // epRings are an enabled endpoint's work queues (docs/abi.md) and the
-// memory regions its requests have used.
+// memory regions its requests have used. The rings themselves are made
+// when the tx or rx file is first opened (Ring), not at enable: their
+// memory is charged to the owner at enable (so enable fails when it would
+// not fit, as before), but an endpoint driven through its data file never
+// has the two memfds, their pages, nor a place in an engine group, whose
+// sleeping worker is a thread per groupSize queues.
 type epRings struct {
-	tx, rx     *workQueue
+	tx, rx     *workQueue // nil until made; set under the owner's mu
 	txShm      *ring.Region
 	rxShm      *ring.Region
+	txEntries  uint32 // the rings' entries, for the files' sizes before they exist
+	rxEntries  uint32
+	reserved   int64          // bytes charged at enable that no region holds yet
 	mrs        map[uint64]*MR // by desc; each held until the endpoint closes
 	closed     bool
 	injectSize uint64
@@ -23,37 +31,90 @@ type epRings struct {
 	sent       bool     // took a send in the group's current pass; used by the worker only
 }
 
-// newRingsLocked makes the endpoint's tx and rx rings. Called by Enable
+// newRingsLocked charges the endpoint's tx and rx rings. Called by Enable
 // with e.mu held.
 func (e *EP) newRingsLocked() (*epRings, error) { return e.newRingsFor(e.info) }
 
-// newRingsFor makes the endpoint's tx and rx rings, of the sizes and
-// inject size of info.
+// newRingsFor checks the sizes of the endpoint's tx and rx rings, of the
+// sizes and inject size of info, and charges their memory to its owner;
+// makeRingsLocked makes them.
 func (e *EP) newRingsFor(info *fi.Info) (*epRings, error) {
-	txShm, txr, err := newWorkRing(e.obj, "tx", info.TxAttr.Size, ring.FeatIOV)
+	tx, err := ringEntries("tx", info.TxAttr.Size)
 	if err != nil {
 		return nil, err
 	}
-	rxShm, rxr, err := newWorkRing(e.obj, "rx", info.RxAttr.Size, ring.FeatIOV)
+	rx, err := ringEntries("rx", info.RxAttr.Size)
 	if err != nil {
-		txShm.Close()
 		return nil, err
 	}
-	rs := &epRings{
-		txShm: txShm, rxShm: rxShm, mrs: map[uint64]*MR{}, injectSize: info.TxAttr.InjectSize,
+	size := ring.Size(tx) + ring.Size(rx)
+	if err := e.obj.Dom.fab.takeMemory(e.obj, "tx and rx", size); err != nil {
+		return nil, err
 	}
-	rs.tx = &workQueue{to: e, rs: rs, r: txr, kind: OpSend}
-	rs.rx = &workQueue{to: e, rs: rs, r: rxr, kind: OpRecv}
-	return rs, nil
+	return &epRings{txEntries: tx, rxEntries: rx, reserved: int64(size), mrs: map[uint64]*MR{}, injectSize: info.TxAttr.InjectSize}, nil
+}
+
+// ringEntries is the entries of the work ring called name of at least
+// size entries.
+func ringEntries(name string, size uint64) (uint32, error) {
+	n, err := ring.RoundUp(size)
+	if err != nil {
+		return 0, Errorf(fi.EINVAL, "%s_size %d: %v", name, size, err)
+	}
+	return n, nil
+}
+
+// makeRingsLocked makes the rings of rs in the memory charged at enable,
+// if they do not exist yet, and hands them to the engine. A failure keeps
+// what was made, for the next try. Called with e.mu held, on an endpoint
+// that is not closed.
+func (e *EP) makeRingsLocked(rs *epRings) error {
+	if rs.tx != nil {
+		return nil
+	}
+	for _, r := range []struct {
+		name    string
+		entries uint32
+		shm     **ring.Region
+	}{{"tx", rs.txEntries, &rs.txShm}, {"rx", rs.rxEntries, &rs.rxShm}} {
+		if *r.shm != nil {
+			continue
+		}
+		size := ring.Size(r.entries)
+		reg, err := e.obj.Dom.fab.allocTaken(e.obj, r.name, size)
+		rs.reserved -= int64(size) // given back by the region's close, or by allocTaken's failure
+		if err != nil {
+			// Charge it again for the next try, which free gives back
+			// if there is none.
+			if terr := e.obj.Dom.fab.takeMemory(e.obj, r.name, size); terr == nil {
+				rs.reserved += int64(size)
+			}
+			return err
+		}
+		*r.shm = reg
+	}
+	txr, err := ring.Init(rs.txShm.Mem, ring.TypeWork, rs.txEntries, ring.FeatFutex|ring.FeatIOV)
+	if err != nil {
+		return Errorf(fi.EIO, "tx ring: %v", err)
+	}
+	rxr, err := ring.Init(rs.rxShm.Mem, ring.TypeWork, rs.rxEntries, ring.FeatFutex|ring.FeatIOV)
+	if err != nil {
+		return Errorf(fi.EIO, "rx ring: %v", err)
+	}
+	tx := &workQueue{to: e, rs: rs, r: txr, kind: OpSend}
+	rx := &workQueue{to: e, rs: rs, r: rxr, kind: OpRecv}
+	e.obj.Dom.fab.eng.add(tx, rx, e.engineCPU)
+	rs.tx, rs.rx = tx, rx
+	return nil
 }
 
 // newWorkRing makes the work ring called name of o, of at least size
 // entries, in shared memory charged to o's owner; its header has
 // FeatFutex and the features feat.
 func newWorkRing(o *Object, name string, size uint64, feat uint64) (*ring.Region, *ring.Ring, error) {
-	n, err := ring.RoundUp(size)
+	n, err := ringEntries(name, size)
 	if err != nil {
-		return nil, nil, Errorf(fi.EINVAL, "%s_size %d: %v", name, size, err)
+		return nil, nil, err
 	}
 	reg, err := o.Dom.fab.alloc(o, name, ring.Size(n))
 	if err != nil {
@@ -67,39 +128,55 @@ func newWorkRing(o *Object, name string, size uint64, feat uint64) (*ring.Region
 	return reg, r, nil
 }
 
-// free gives back the memory of rings that were never started, or that
-// stop unmapped.
-func (rs *epRings) free() {
+// free gives back the memory of the rings, made or only charged.
+func (rs *epRings) free(f *Fabric, owner uint32) {
 	for _, m := range []*ring.Region{rs.txShm, rs.rxShm} {
 		if m != nil {
 			m.Close()
 		}
 	}
+	if rs.reserved > 0 {
+		f.Give(owner, MemoryBytes, rs.reserved)
+		rs.reserved = 0
+	}
 }
 
-// queues are the rings' work queues: tx and rx, or a shared receive
-// context's rx alone.
+// queues are the rings' work queues that exist: tx and rx, or a shared
+// receive context's rx alone, or none before the rings are made.
 func (rs *epRings) queues() []*workQueue {
-	if rs.tx == nil {
+	switch {
+	case rs.rx == nil:
+		return nil
+	case rs.tx == nil:
 		return []*workQueue{rs.rx}
 	}
 	return []*workQueue{rs.tx, rs.rx}
 }
 
-// startRingsLocked hands the rings to the engine, over the enabled
-// provider endpoint. Called by Enable with e.mu held.
+// queueFor is the queue operations of kind k are posted on: rx for
+// receives, tx for the rest; nil before the rings are made. Called with
+// the owner's mu held.
+func (rs *epRings) queueFor(k OpKind) *workQueue {
+	if k.IsRecv() {
+		return rs.rx
+	}
+	return rs.tx
+}
+
+// startRingsLocked makes rs the endpoint's rings, over the enabled
+// provider endpoint; the engine serves them once they are made
+// (makeRingsLocked). Called by Enable with e.mu held.
 func (e *EP) startRingsLocked(rs *epRings) {
 	rs.poller, _ = e.prov.(Poller)
 	rs.fdPoller, _ = e.prov.(FDPoller)
 	e.rings = rs
-	e.obj.Dom.fab.eng.add(rs, e.engineCPU)
 }
 
 // stopRings stops the engine serving the endpoint's rings rs (nil: it had
 // none) and unmaps them.
 func (e *EP) stopRings(rs *epRings) {
 	if rs != nil {
-		rs.stop(&e.obj.Dom.fab.eng, &e.ringMu)
+		rs.stop(e.obj, &e.ringMu)
 	}
 }
 
@@ -109,11 +186,17 @@ func (e *EP) stopRings(rs *epRings) {
 func (e *EP) Kick() error {
 	e.mu.Lock()
 	rs := e.rings
+	var rx *workQueue
+	if rs != nil {
+		rx = rs.rx
+	}
 	e.mu.Unlock()
 	if rs == nil {
 		return Errorf(fi.EOPBADSTATE, "endpoint is not enabled; it has no rings")
 	}
-	e.obj.Dom.fab.eng.kick(rs)
+	if rx != nil { // else no ring was opened: nothing can be posted
+		e.obj.Dom.fab.eng.kick(rx)
+	}
 	return nil
 }
 
@@ -125,22 +208,26 @@ func (s *SRX) Kick() error {
 	if rs == nil {
 		return Errorf(fi.EOPBADSTATE, "shared receive context is not enabled; it has no ring")
 	}
-	s.obj.Dom.fab.eng.kick(rs)
+	s.obj.Dom.fab.eng.kick(rs.rx)
 	return nil
 }
 
-// stop has eng stop serving the rings, marks them dead, and unmaps them;
-// mu is their owner's lock of lockRing.
-func (rs *epRings) stop(eng *engine, mu *sync.Mutex) {
-	eng.remove(rs)
+// stop has the engine stop serving the rings of o, marks them dead, and
+// unmaps them; mu is o's lock of lockRing. o is closed: no ring is made
+// from now on.
+func (rs *epRings) stop(o *Object, mu *sync.Mutex) {
+	qs := rs.queues()
+	if len(qs) > 0 {
+		o.Dom.fab.eng.remove(rs)
+	}
 	mu.Lock()
 	rs.closed = true
 	mu.Unlock()
-	for _, q := range rs.queues() {
+	for _, q := range qs {
 		q.r.SetFlags(ring.Dead)
 		q.r.Wake()
 	}
-	rs.free()
+	rs.free(o.Dom.fab, o.Owner)
 }
 
 // releaseRegions lets go of the memory regions the endpoint's requests
@@ -165,23 +252,47 @@ func (rs *epRings) release(mu *sync.Mutex) {
 }
 
 // Ring returns the shared memory of the tx or rx ring, for ep/N/tx and
-// ep/N/rx.
+// ep/N/rx, making both rings on first use.
 func (e *EP) Ring(name string) (*ring.Region, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.state == stateClosed {
-		return nil, gone(e.obj)
+	if err := e.ringsLocked(); err != nil {
+		return nil, err
 	}
-	if e.scalable {
-		return nil, Errorf(fi.EOPNOTSUPP, "%s is a scalable endpoint; its contexts have the rings", e.obj)
-	}
-	if e.rings == nil {
-		return nil, Errorf(fi.EOPBADSTATE, "endpoint is %s; its rings exist once it is enabled", stateText(e.state))
+	if err := e.makeRingsLocked(e.rings); err != nil {
+		return nil, err
 	}
 	if name == "tx" {
 		return e.rings.txShm, nil
 	}
 	return e.rings.rxShm, nil
+}
+
+// RingSize is the size of the tx or rx ring's file, whether or not the
+// ring has been made, so that a stat of the file does not make it.
+func (e *EP) RingSize(name string) (uint64, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.ringsLocked(); err != nil {
+		return 0, err
+	}
+	if name == "tx" {
+		return uint64(ring.Size(e.rings.txEntries)), nil
+	}
+	return uint64(ring.Size(e.rings.rxEntries)), nil
+}
+
+// ringsLocked reports why the endpoint has no rings, if it has none.
+func (e *EP) ringsLocked() error {
+	switch {
+	case e.state == stateClosed:
+		return gone(e.obj)
+	case e.scalable:
+		return Errorf(fi.EOPNOTSUPP, "%s is a scalable endpoint; its contexts have the rings", e.obj)
+	case e.rings == nil:
+		return Errorf(fi.EOPBADSTATE, "endpoint is %s; its rings exist once it is enabled", stateText(e.state))
+	}
+	return nil
 }
 
 // sizeLeft is attr/tx_size_left (rx false) or rx_size_left:
@@ -192,13 +303,20 @@ func (e *EP) Ring(name string) (*ring.Region, error) {
 func (e *EP) sizeLeft(rx bool) string {
 	e.mu.Lock()
 	rs := e.rings
+	var q *workQueue
+	free := uint64(0)
+	if rs != nil {
+		q, free = rs.tx, uint64(rs.txEntries)
+		if rx {
+			q, free = rs.rx, uint64(rs.rxEntries)
+		}
+	}
 	e.mu.Unlock()
 	if rs == nil {
 		return "-"
 	}
-	q := rs.tx
-	if rx {
-		q = rs.rx
+	if q == nil { // not made yet: empty
+		return strconv.FormatUint(free, 10)
 	}
 	e.ringMu.Lock()
 	defer e.ringMu.Unlock()

@@ -172,9 +172,24 @@ func (f *Fabric) SetShm(s *shm.Allocator) {
 // no descriptor is left for the memory (or only the daemon's reserve:
 // CheckFD), else with ENOMEM.
 func (f *Fabric) alloc(o *Object, name string, size int) (*ring.Region, error) {
-	if err := f.Take(o.Owner, MemoryBytes, int64(size)); err != nil {
-		return nil, Errorf(Code(err), "%d bytes of shared memory for %s %s: %w", size, o, name, err)
+	if err := f.takeMemory(o, name, size); err != nil {
+		return nil, err
 	}
+	return f.allocTaken(o, name, size)
+}
+
+// takeMemory charges size bytes of shared memory for o's name to o's
+// owner, as alloc does, for allocTaken to use later.
+func (f *Fabric) takeMemory(o *Object, name string, size int) error {
+	if err := f.Take(o.Owner, MemoryBytes, int64(size)); err != nil {
+		return Errorf(Code(err), "%d bytes of shared memory for %s %s: %w", size, o, name, err)
+	}
+	return nil
+}
+
+// allocTaken is alloc of memory takeMemory charged already: the region
+// gives the charge back when it closes, and so does a failure.
+func (f *Fabric) allocTaken(o *Object, name string, size int) (*ring.Region, error) {
 	label := fmt.Sprintf("fabricfs-%s-%s-%s-%d", o.Dom.Name, o.Kind, name, o.Serial)
 	r, err := f.Shm.Alloc(label, size)
 	if err != nil {

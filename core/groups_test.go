@@ -38,7 +38,7 @@ func TestGroupsByCPU(t *testing.T) {
 	placeOf := map[*epRings]int{}
 	add := func(cpu int) *epRings {
 		rs := mk()
-		e.add(rs, cpu)
+		e.add(rs.tx, rs.rx, cpu)
 		placeOf[rs] = cpu
 		t.Cleanup(func() {
 			if _, ok := placeOf[rs]; ok { // not removed by the test

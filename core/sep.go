@@ -206,7 +206,7 @@ func (e *EP) enableScalableLocked() error {
 	}
 	sep.mu.Unlock()
 	if err != nil {
-		rs.free()
+		rs.free(e.obj.Dom.fab, e.obj.Owner)
 		return err
 	}
 	e.prov, e.av = p, av
@@ -328,7 +328,7 @@ func (e *EP) MakeAlias(parent *EP, flags fi.OpFlags) error {
 		return err
 	}
 	if err := parent.obj.hold(); err != nil {
-		rs.free()
+		rs.free(e.obj.Dom.fab, e.obj.Owner)
 		return err
 	}
 	in := parent.info.Clone()

@@ -239,7 +239,7 @@ func (s *SRX) enableLocked() error {
 	rs := &epRings{rxShm: reg, mrs: map[uint64]*MR{}}
 	rs.rx = &workQueue{to: s, rs: rs, r: r, kind: OpRecv}
 	s.rings, s.state = rs, stateEnabled
-	s.obj.Dom.fab.eng.add(rs, -1)
+	s.obj.Dom.fab.eng.add(nil, rs.rx, -1)
 	return nil
 }
 
@@ -604,7 +604,7 @@ func (s *SRX) Close() error {
 	s.posted, s.held = nil, nil
 	s.mu.Unlock()
 	if rs != nil {
-		rs.stop(&s.obj.Dom.fab.eng, &s.ringMu)
+		rs.stop(s.obj, &s.ringMu)
 		rs.release(&s.ringMu)
 	}
 	return nil

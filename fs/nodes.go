@@ -45,6 +45,10 @@ type dir struct {
 	fusefs.Inode
 	meta
 	entries func() []entry
+	// lookup, if set, finds one entry by name without listing them all:
+	// a directory of thousands of objects is looked up in once per path
+	// walk.
+	lookup func(name string) (entry, bool)
 	// rescan, if set, looks for entries that appeared outside the model
 	// (core.Fabric.Rescan): at readdir, and at a lookup of a name not
 	// found, which is then looked up again.
@@ -68,9 +72,15 @@ func (d *dir) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.AttrOu
 
 func (d *dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
 	for try := 0; try < 2; try++ {
-		for _, e := range d.entries() {
-			if e.name == name {
+		if d.lookup != nil {
+			if e, ok := d.lookup(name); ok {
 				return d.child(ctx, e, out), 0
+			}
+		} else {
+			for _, e := range d.entries() {
+				if e.name == name {
+					return d.child(ctx, e, out), 0
+				}
 			}
 		}
 		if d.rescan == nil {

@@ -102,6 +102,30 @@ func (h *shmHandle) Write(ctx context.Context, data []byte, off int64) (uint32, 
 	return uint32(n), 0
 }
 
+// ringEntry is shmEntry for an endpoint's tx or rx ring, which the
+// endpoint makes on the file's first open (core's EP.Ring): the size a
+// stat shows comes from size and makes nothing. (In the symlink mode,
+// reading the link makes the ring, as its target is the ring's memfd.)
+func (t *tree) ringEntry(o *core.Object, name string, slot int, region func() (*ring.Region, error), size func() (uint64, error)) entry {
+	e := t.shmEntry(o, name, slot, region)
+	if t.fab.Shm.Mode == shm.MapSymlink {
+		return e
+	}
+	node := e.node
+	e.node = func() fusefs.InodeEmbedder {
+		f := node().(*file)
+		f.size = func() uint64 {
+			n, err := size()
+			if err != nil {
+				return 0
+			}
+			return n
+		}
+		return f
+	}
+	return e
+}
+
 // shmEntry makes the entry of a shared-memory file of o whose memory region
 // returns (creating it if that is how the object works).
 func (t *tree) shmEntry(o *core.Object, name string, slot int, region func() (*ring.Region, error)) entry {

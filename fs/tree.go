@@ -285,22 +285,33 @@ func (t *tree) kindDir(d *core.Domain, k core.Kind, base string) *dir {
 		return entry{name: o.ID, ino: objIno(o, 0), meta: meta{mode: syscall.S_IFDIR | 0o700, uid: o.Owner},
 			node: func() fusefs.InodeEmbedder { return t.objectDir(o) }}
 	}
+	clone := fileEntry("clone", t.ino(base+"/clone"), meta{mode: syscall.S_IFREG | 0o666}, nil,
+		func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
+			uid := callerUID(ctx)
+			o, err := d.CreateBy(k, "", uid, callerPid(ctx))
+			if err != nil {
+				return nil, err
+			}
+			return &textHandle{ref: ref{obj: o, name: "clone"}, text: []byte(o.ID + "\n"), write: ctlWriter(o, uid), ctl: true}, nil
+		})
 	return &dir{
 		meta: meta{mode: syscall.S_IFDIR | 0o1777},
 		entries: func() []entry {
-			es := []entry{fileEntry("clone", t.ino(base+"/clone"), meta{mode: syscall.S_IFREG | 0o666}, nil,
-				func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
-					uid := callerUID(ctx)
-					o, err := d.CreateBy(k, "", uid, callerPid(ctx))
-					if err != nil {
-						return nil, err
-					}
-					return &textHandle{ref: ref{obj: o, name: "clone"}, text: []byte(o.ID + "\n"), write: ctlWriter(o, uid), ctl: true}, nil
-				})}
+			es := []entry{clone}
 			for _, o := range d.List(k) {
 				es = append(es, objEntry(o))
 			}
 			return es
+		},
+		lookup: func(name string) (entry, bool) {
+			if name == clone.name {
+				return clone, true
+			}
+			o, ok := d.Lookup(k, name)
+			if !ok {
+				return entry{}, false
+			}
+			return objEntry(o), true
 		},
 		mkdir: func(ctx context.Context, uid uint32, name string) (entry, error) {
 			o, err := d.CreateBy(k, name, uid, callerPid(ctx))
@@ -431,8 +442,8 @@ func (t *tree) kindFiles(o *core.Object, f fileMaker, j jsonMaker, rw, ro meta) 
 			f("data", slotData, rw, func(ctx context.Context, flags uint32) (fusefs.FileHandle, error) {
 				return newDataHandle(impl, true), nil
 			}),
-			t.shmEntry(o, "tx", slotTx, func() (*ring.Region, error) { return impl.Ring("tx") }),
-			t.shmEntry(o, "rx", slotRx, func() (*ring.Region, error) { return impl.Ring("rx") }),
+			t.ringEntry(o, "tx", slotTx, func() (*ring.Region, error) { return impl.Ring("tx") }, func() (uint64, error) { return impl.RingSize("tx") }),
+			t.ringEntry(o, "rx", slotRx, func() (*ring.Region, error) { return impl.Ring("rx") }, func() (uint64, error) { return impl.RingSize("rx") }),
 		}
 	case *core.SRX:
 		return []entry{

@@ -376,8 +376,8 @@ func pollN(t *testing.T, cq *fabricfs.CQ, n int) []ring.CQE {
 }
 
 // TestIdleEndpoints enables 1,000 endpoints, each with its two rings served
-// by the daemon, and checks that the idle daemon runs fewer than 64 threads
-// and uses under 1% of a CPU.
+// by the daemon (made by an open of tx, which makes both), and checks that
+// the idle daemon runs fewer than 64 threads and uses under 1% of a CPU.
 func TestIdleEndpoints(t *testing.T) {
 	d := mount(t)
 	pid := d.cmd.Process.Pid
@@ -398,6 +398,16 @@ func TestIdleEndpoints(t *testing.T) {
 				t.Fatalf("ep %d: %s: %v", i, c, err)
 			}
 		}
+		f, err := os.OpenFile(filepath.Join(ep, "tx"), os.O_RDWR, 0)
+		if err != nil {
+			t.Fatalf("ep %d: open tx: %v", i, err)
+		}
+		f.Close()
+	}
+	// The opens made the rings, a memfd each; their 2,000 queues are 16
+	// engine groups, each asleep in a thread of its own.
+	if fds := procFDs(t, pid); fds < 2*n {
+		t.Fatalf("the daemon holds %d descriptors for %d endpoints' rings; want a memfd per ring", fds, n)
 	}
 	time.Sleep(500 * time.Millisecond) // let the engine go to sleep
 	t0, c0 := time.Now(), cpuTicks(t, fmt.Sprintf("/proc/%d", pid))
@@ -435,6 +445,15 @@ func statTicks(dir string) (int64, error) {
 	u, _ := strconv.ParseInt(f[11], 10, 64)
 	s, _ := strconv.ParseInt(f[12], 10, 64)
 	return u + s, nil
+}
+
+// procFDs is the number of descriptors process pid holds.
+func procFDs(t *testing.T, pid int) int {
+	es, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(es)
 }
 
 func procThreads(t *testing.T, pid int) int {
@@ -607,8 +626,13 @@ func pingPongPinned(t *testing.T, d *daemon, p *ringPair, cpus []int) {
 		}
 		return lists
 	}
-	// The groups pin their threads when they start, as the endpoints are
-	// enabled.
+	// The groups pin their threads when they start, as the endpoints'
+	// rings are made: at the first open of one (here, the map of tx).
+	for _, e := range []*fabricfs.EP{p.a, p.b} {
+		if _, err := e.Tx(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	settled := func(lists map[string][]string) bool {
 		for l := range pinned {
 			if len(lists[l]) != 1 {

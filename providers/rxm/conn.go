@@ -181,7 +181,7 @@ func (e *endpoint) connectLocked(p *peer) {
 	if trace.On(trace.CM) {
 		e.tracef(trace.CM, "connect to peer %s", fi.SockAddr(p.addr))
 	}
-	e.conns[c] = struct{}{}
+	e.addConnLocked(c)
 	e.wg.Add(1)
 	go e.dial(c)
 }
@@ -532,7 +532,7 @@ func (e *endpoint) connReq(req core.ConnReq) {
 	if !self {
 		p.conn, p.state = c, pAccepting
 	}
-	e.conns[c] = struct{}{}
+	e.addConnLocked(c)
 	var oldTCP core.Endpoint
 	var fins []func()
 	if old != nil {

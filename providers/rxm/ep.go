@@ -3,7 +3,6 @@ package rxm
 import (
 	"math/rand/v2"
 	"net/netip"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,13 +125,20 @@ type endpoint struct {
 	// endpoints that are core.FDPollers), level-triggered: readable when
 	// any of them is, it is the endpoint's own descriptor for an engine
 	// group's poll(2) (PollFD). Registrations end when the sockets close.
-	// pollFD is epfd until Close closes it, then -1.
+	// It is made, under mu, when an engine group first polls a connection
+	// (watch), so that the thousands of endpoints a daemon may hold that
+	// never connect through the rings hold no descriptor for it; -1
+	// before. pollFD is epfd until Close closes it, then -1.
 	epfd   int
 	pollFD atomic.Int32
 	evs    []unix.EpollEvent // PollReady's, used by the one engine group polling the endpoint
 
-	kick    chan struct{} // wakes the worker
-	pending atomic.Bool   // the worker's work is waiting: reposts, rendezvous reads, read-dones
+	kick chan struct{} // wakes the worker
+	// worker is whether the worker runs: from the first connection (it
+	// serves connections only), so that the thousands of endpoints a
+	// daemon may hold that never connect cost no goroutine and no ticker.
+	worker  bool
+	pending atomic.Bool // the worker's work is waiting: reposts, rendezvous reads, read-dones
 
 	repostMu  sync.Mutex    // one repost at a time: the worker's or the engine group's
 	reposting []repostWork  // repost's list, kept for its room
@@ -187,15 +193,8 @@ func newEndpoint(d *domain, info *fi.Info, ev core.EndpointEvents) (*endpoint, e
 	e.rx.directed, e.rx.limit = info.Caps&fi.DIRECTED_RECV != 0, UnexpectedLimit
 	e.rx.named = info.Caps&fi.NAMED_RX_CTX != 0 && info.EPAttr.RxCtxCnt > 1 && info.EPAttr.RxCtxCnt != fi.SHARED_CONTEXT
 	e.rx.multi, e.rx.minMulti = map[*core.Op]*multiRecv{}, DefaultMinMultiRecv
-	if e.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
-		return nil, core.Errorf(core.Code(err), "rxm: %v", os.NewSyscallError("epoll_create1", err))
-	}
-	if err := core.CheckFD(core.OwnerOf(ev), e.epfd, "rxm: epoll set"); err != nil {
-		unix.Close(e.epfd)
-		return nil, err
-	}
-	e.pollFD.Store(int32(e.epfd))
-	e.evs = make([]unix.EpollEvent, 64)
+	e.epfd = -1
+	e.pollFD.Store(-1)
 	return e, nil
 }
 
@@ -232,10 +231,19 @@ func (e *endpoint) Enable() error {
 		return core.Errorf(fi.EOPBADSTATE, "rxm: endpoint was closed")
 	}
 	e.pep, e.name, e.state = pep, canon(name.IP), epEnabled
-	e.wg.Add(1)
 	e.mu.Unlock()
-	go e.worker()
 	return nil
+}
+
+// addConnLocked adds c to the endpoint's connections, starting the worker
+// with the first. Called with mu held while the endpoint is enabled.
+func (e *endpoint) addConnLocked(c *conn) {
+	e.conns[c] = struct{}{}
+	if !e.worker {
+		e.worker = true
+		e.wg.Add(1) // under mu while open: Close waits for it
+		go e.runWorker()
+	}
 }
 
 // Name is the listening address: what a peer inserts into its AV.
@@ -317,7 +325,9 @@ func (e *endpoint) Close() error {
 	wasEnabled := e.state == epEnabled
 	e.state = epClosed
 	e.pollFD.Store(-1)
-	unix.Close(e.epfd) // under mu: connected adds to it only before this
+	if e.epfd >= 0 {
+		unix.Close(e.epfd) // under mu: watch makes it and adds to it only before this
+	}
 	pep := e.pep
 	var tcps []core.Endpoint
 	var fins []func()
@@ -407,8 +417,14 @@ func (e *endpoint) PollReady(ready bool) bool {
 	// error (EINTR, or closed under us) or a full array reads them all.
 	var evs []unix.EpollEvent
 	filter := false
-	if ready && len(*ps) > 1 {
-		if n, err := unix.EpollWait(e.epfd, e.evs, 0); err == nil && n < len(e.evs) {
+	epfd := int(e.pollFD.Load())
+	if epfd < 0 {
+		// No epoll set yet (watch makes it), or it could not be made:
+		// the group's poll(2) knows nothing of the sockets, so all are
+		// read.
+		ready = true
+	} else if ready && len(*ps) > 1 {
+		if n, err := unix.EpollWait(epfd, e.evs, 0); err == nil && n < len(e.evs) {
 			evs, filter = e.evs[:n], true
 		}
 	}
@@ -428,9 +444,12 @@ func (e *endpoint) PollReady(ready bool) bool {
 }
 
 // watch adds c's socket to the endpoint's epoll set (PollFD) once it has
-// one, so that the group's poll(2) sees it from its next pass on. (What it
-// holds now is in the set's ready list at once, level-triggered.) It takes
-// mu so that Close's closing of the set cannot come between.
+// one, making the set with the first, so that the group's poll(2) sees it
+// from its next pass on. (What it holds now is in the set's ready list at
+// once, level-triggered.) It takes mu so that Close's closing of the set
+// cannot come between. A set that cannot be made (no descriptor left for
+// the owner: core.CheckFD) is tried again at the next pass; meanwhile
+// PollReady reads every socket.
 func (e *endpoint) watch(c *conn, fp core.FDPoller) {
 	fd := fp.PollFD()
 	if fd < 0 {
@@ -440,6 +459,18 @@ func (e *endpoint) watch(c *conn, fp core.FDPoller) {
 	defer e.mu.Unlock()
 	if e.state == epClosed {
 		return
+	}
+	if e.epfd < 0 {
+		epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+		if err != nil {
+			return
+		}
+		if core.CheckFD(core.OwnerOf(e.ev), epfd, "rxm: epoll set") != nil {
+			unix.Close(epfd)
+			return
+		}
+		e.epfd, e.evs = epfd, make([]unix.EpollEvent, 64)
+		e.pollFD.Store(int32(epfd))
 	}
 	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
 	// A registration ends when its socket closes; EEXIST would mean the
@@ -493,11 +524,11 @@ func (e *endpoint) updatePollersLocked() {
 	e.pollers.Store(&ps)
 }
 
-// worker reposts the receive buffers that messages have been taken from,
+// runWorker reposts the receive buffers that messages have been taken from,
 // and posts the reads and read-dones of rendezvous receives; every half
 // connIdleTimeout it closes the connections that never carried a message
 // and shrinks those that carried none meanwhile (closeIdle).
-func (e *endpoint) worker() {
+func (e *endpoint) runWorker() {
 	defer e.wg.Done()
 	tick := time.NewTicker(max(connIdleTimeout/2, time.Millisecond))
 	defer tick.Stop()

@@ -1,8 +1,10 @@
 package tcp
 
-// ring is a FIFO of bounded capacity. Its room grows with use, doubling
-// up to the capacity, and is kept: an idle connection costs little, and a
-// busy one stops allocating once its queues have grown to their use.
+// ring is a FIFO of bounded capacity. Its room is made at the first push
+// and grows with use, doubling up to the capacity, and is kept: an
+// endpoint that never queues anything costs nothing here (a daemon holds
+// thousands), an idle connection little, and a busy one stops allocating
+// once its queues have grown to their use.
 type ring[T any] struct {
 	buf  []T
 	head int // index of the oldest element
@@ -10,12 +12,10 @@ type ring[T any] struct {
 	max  int // the capacity
 }
 
-// ringStart is the room a ring starts with.
+// ringStart is the room a ring gets at its first push.
 const ringStart = 8
 
-func newRing[T any](capacity int) ring[T] {
-	return ring[T]{buf: make([]T, min(capacity, ringStart)), max: capacity}
-}
+func newRing[T any](capacity int) ring[T] { return ring[T]{max: capacity} }
 
 func (r *ring[T]) len() int   { return r.n }
 func (r *ring[T]) full() bool { return r.n == r.max }
@@ -29,9 +29,10 @@ func (r *ring[T]) push(v T) {
 	r.n++
 }
 
-// grow doubles the room, up to the capacity, keeping the order.
+// grow doubles the room (none: ringStart), up to the capacity, keeping
+// the order.
 func (r *ring[T]) grow() {
-	buf := make([]T, min(max(2*len(r.buf), 1), r.max))
+	buf := make([]T, min(max(2*len(r.buf), ringStart), r.max))
 	for i := range r.n {
 		buf[i] = r.buf[(r.head+i)%len(r.buf)]
 	}

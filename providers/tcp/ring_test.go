@@ -2,13 +2,21 @@ package tcp
 
 import "testing"
 
-// A ring grows with use, up to its capacity, keeping its order across
-// the wrap.
+// A ring has no room until its first push, then grows with use, up to
+// its capacity, keeping its order across the wrap.
 func TestRingGrows(t *testing.T) {
 	r := newRing[int](20)
-	if len(r.buf) > ringStart {
-		t.Fatalf("a new ring has room for %d", len(r.buf))
+	if _, ok := r.pop(); ok || r.len() != 0 || len(r.buf) != 0 {
+		t.Fatalf("a new ring pops %v, holds %d, has room for %d; want nothing and no room", ok, r.len(), len(r.buf))
 	}
+	if _, ok := r.remove(func(int) bool { return true }); ok {
+		t.Fatal("an empty ring removed an element")
+	}
+	r.push(-1)
+	if len(r.buf) != ringStart {
+		t.Fatalf("after the first push a ring has room for %d, want %d", len(r.buf), ringStart)
+	}
+	r.pop()
 	next, want := 0, 0
 	for range ringStart { // fill the first room, then wrap and grow
 		r.push(next)

@@ -44,20 +44,16 @@ type sendQueue struct {
 	head, tail uint32 // the oldest incomplete request; the next free slot
 }
 
+// newSendQueue makes the queue's slots. A slot gets its SGE and inline
+// arrays at its first post (of the QP's maximum sizes, kept from then on):
+// a daemon holds thousands of QPs, most of which never use most of their
+// slots, and untouched slots cost no page.
 func newSendQueue(c QPCap) sendQueue {
 	n := 1
 	for n < int(c.MaxSendWR) {
 		n <<= 1
 	}
-	q := sendQueue{slots: make([]sendWQE, n), size: c.MaxSendWR}
-	sges := make([]SGE, n*int(c.MaxSendSGE))
-	inline := make([]byte, n*int(c.MaxInlineData))
-	for i := range q.slots {
-		s, n := int(c.MaxSendSGE), int(c.MaxInlineData)
-		q.slots[i].sges = sges[i*s : i*s : (i+1)*s]
-		q.slots[i].inline = inline[i*n : i*n : (i+1)*n]
-	}
-	return q
+	return sendQueue{slots: make([]sendWQE, n), size: c.MaxSendWR}
 }
 
 func (q *sendQueue) at(i uint32) *sendWQE { return &q.slots[i&uint32(len(q.slots)-1)] }
@@ -97,6 +93,9 @@ func (qp *QP) postRC(wr *SendWR) error {
 	// would make every caller's SGE array escape to the heap.
 	w.wr = SendWR{WRID: wr.WRID, Opcode: wr.Opcode, Flags: wr.Flags, Imm: wr.Imm, RemoteAddr: wr.RemoteAddr,
 		RKey: wr.RKey, CompareAdd: wr.CompareAdd, Swap: wr.Swap}
+	if w.sges == nil {
+		w.sges = make([]SGE, 0, qp.init.Cap.MaxSendSGE)
+	}
 	w.sges = append(w.sges[:0], wr.SGList...)
 	w.wr.SGList = w.sges
 	w.length = uint32(sgeTotal(wr.SGList))
@@ -108,6 +107,9 @@ func (qp *QP) postRC(wr *SendWR) error {
 		d.mrMu.RLock()
 		b, ok := d.gather(qp.pd, wr.SGList, 0, int(w.length), qp.scratch)
 		if ok {
+			if w.inline == nil {
+				w.inline = make([]byte, 0, qp.init.Cap.MaxInlineData)
+			}
 			w.inline = append(w.inline, b...)
 		}
 		d.mrMu.RUnlock()

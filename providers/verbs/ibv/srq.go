@@ -8,11 +8,13 @@ import (
 // A recvWQE is a posted receive: its ID and its SGEs, copied at post.
 type recvWQE struct {
 	wrid uint64
-	sges []SGE // a slice of the queue's own storage
+	sges []SGE // room for the queue's maxSGE, made at the slot's first push
 }
 
-// A recvQueue is a ring of receives: a QP's receive queue or an SRQ. Its
-// storage is allocated once, so posting and consuming do not allocate.
+// A recvQueue is a ring of receives: a QP's receive queue or an SRQ. A
+// slot's SGE array is made at its first push and kept, so posting and
+// consuming do not allocate once the slots in use have theirs, and slots
+// never used cost no page.
 type recvQueue struct {
 	slots   []recvWQE
 	head, n int
@@ -20,12 +22,7 @@ type recvQueue struct {
 }
 
 func newRecvQueue(maxWR, maxSGE int) recvQueue {
-	q := recvQueue{slots: make([]recvWQE, maxWR), maxSGE: maxSGE}
-	store := make([]SGE, maxWR*maxSGE)
-	for i := range q.slots {
-		q.slots[i].sges = store[i*maxSGE : i*maxSGE : (i+1)*maxSGE]
-	}
-	return q
+	return recvQueue{slots: make([]recvWQE, maxWR), maxSGE: maxSGE}
 }
 
 // check says why wr cannot be posted to the queue, if it cannot.
@@ -46,6 +43,9 @@ func (q *recvQueue) push(wr *RecvWR) {
 	i := (q.head + q.n) % len(q.slots)
 	s := &q.slots[i]
 	s.wrid = wr.WRID
+	if s.sges == nil {
+		s.sges = make([]SGE, 0, q.maxSGE)
+	}
 	s.sges = append(s.sges[:0], wr.SGList...)
 	q.n++
 }

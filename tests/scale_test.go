@@ -1,0 +1,89 @@
+package tests
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// scaleStep is one step of scripts/scale's JSON report (docs/bench.md,
+// "Scale"), the figures the budget below is about.
+type scaleStep struct {
+	Step       string  `json:"step"`
+	Endpoints  int     `json:"endpoints"`
+	RSSKiB     int64   `json:"rss_kib"`
+	Threads    int     `json:"threads"`
+	FDs        int     `json:"fds"`
+	IdleCPUPct float64 `json:"idle_cpu_pct"`
+	FDsPerNew  float64 `json:"fds_per_new_endpoint"`
+}
+
+type scaleReport struct {
+	Steps          []scaleStep `json:"steps"`
+	RSSPerEndpoint float64     `json:"rss_bytes_per_endpoint"`
+	RSSPerPeer     float64     `json:"rss_bytes_per_peer"`
+	Error          string      `json:"error"`
+}
+
+// TestScale runs scripts/scale's short form against a daemon of its own
+// and holds the daemon to the budget that 10,000 endpoints in under
+// 256 MiB and 64 threads imply (issue 24, Scale): an enabled endpoint
+// that nobody maps the rings of costs no descriptor (FI_EP_MSG) or only
+// its listener (FI_EP_RDM), and under 25 KB of RSS; one with mapped rings
+// its two memfds; the daemon stays under 64 threads and idle; an AV entry
+// costs under 2 KB (the RSS the step adds moves with the garbage
+// collector's timing: 150-800 bytes measured).
+func TestScale(t *testing.T) {
+	d := mount(t)
+	bin := filepath.Join(t.TempDir(), "scale")
+	if out, err := exec.Command("go", "build", "-o", bin, "../scripts/scale").CombinedOutput(); err != nil {
+		t.Fatalf("building scripts/scale: %v\n%s", err, out)
+	}
+	const msg, rdm, mapped = 500, 500, 100
+	js := filepath.Join(t.TempDir(), "scale.json")
+	cmd := exec.Command(bin, "-mnt", d.mnt, "-pid", strconv.Itoa(d.cmd.Process.Pid), "-msg", strconv.Itoa(msg),
+		"-rdm", strconv.Itoa(rdm), "-mapped", strconv.Itoa(mapped), "-peers", "10000", "-idle", "2s", "-json", js)
+	out, err := cmd.CombinedOutput()
+	t.Logf("scale:\n%s", out)
+	if err != nil {
+		t.Fatalf("scale: %v", err)
+	}
+	b, err := os.ReadFile(js)
+	must(t, err)
+	var r scaleReport
+	must(t, json.Unmarshal(b, &r))
+	steps := map[string]scaleStep{}
+	for _, s := range r.Steps {
+		steps[s.Step] = s
+		if s.Threads >= 64 {
+			t.Errorf("%s: the daemon runs %d threads, want < 64", s.Step, s.Threads)
+		}
+	}
+	for name, max := range map[string]float64{"msg": 0.02, "rdm": 1, "mapped": 2} {
+		s, ok := steps[name]
+		if !ok {
+			t.Fatalf("no step %s in %s", name, b)
+		}
+		if s.FDsPerNew > max {
+			t.Errorf("%s: %.2f descriptors per endpoint, want at most %v", name, s.FDsPerNew, max)
+		}
+		if s.IdleCPUPct >= 1 {
+			t.Errorf("%s: the idle daemon uses %.2f%% CPU, want < 1%%", name, s.IdleCPUPct)
+		}
+	}
+	if raceEnabled {
+		return // the race detector's shadow memory is no measure
+	}
+	if r.RSSPerEndpoint >= 25000 {
+		t.Errorf("%.0f bytes of RSS per enabled endpoint, want < 25000 (10,000 in 256 MiB)", r.RSSPerEndpoint)
+	}
+	if r.RSSPerPeer >= 2048 {
+		t.Errorf("%.0f bytes of RSS per AV entry, want < 2048", r.RSSPerPeer)
+	}
+	if t.Failed() {
+		t.Logf("scale JSON:\n%s", b)
+	}
+}
