@@ -603,10 +603,12 @@ run_stream_fabtests() {
 		return 1
 	fi
 	# - { xfer_size: 64, iterations: 2000, ..., MB/sec: 0.46, usec/xfer: 137.7, Mxfers/sec: 0.0072 }
+	# The rate is the inverse of usec/xfer, which has six decimals of
+	# microseconds where Mxfers/sec has six of Mmsg/s.
 	read -r mbps rate < <(awk '/^- \{ xfer_size:/ {
 		m = $0; sub(/.*MB\/sec: /, "", m); sub(/,.*/, "", m)
-		r = $0; sub(/.*Mxfers\/sec: /, "", r); sub(/ .*/, "", r)
-		print m, r }' "$tmp/ft_cli.out")
+		u = $0; sub(/.*usec\/xfer: /, "", u); sub(/,.*/, "", u)
+		if (u + 0 > 0) printf "%s %.9f\n", m, 1 / u }' "$tmp/ft_cli.out")
 }
 # run_stream_libfabric KIND SIZE ITERS: libfabric's own, -p tcp.
 run_stream_libfabric() { run_stream_fabtests tcp "$@"; }
@@ -674,7 +676,7 @@ fi
 # runs' CPU seconds per million messages).
 smedians=$tmp/stream_medians.tsv
 sort -t "$(printf '\t')" -k1,1 -k2,2 -k3,3n "$sraw" | awk -F '\t' "$awk_median"'
-	function flush() { if (n) printf "%s\t%s\t%s\t%s\t%.2f\t%.6f\t%.4f\n", kind, impl, size, iters, median(m, n), median(r, n), median(c, n); n = 0 }
+	function flush() { if (n) printf "%s\t%s\t%s\t%s\t%.6f\t%.6f\t%.4f\n", kind, impl, size, iters, median(m, n), median(r, n), median(c, n); n = 0 }
 	$1 != kind || $2 != impl || $3 != size { flush(); kind = $1; impl = $2; size = $3 }
 	{ n++; m[n] = $7 + 0; r[n] = $8 + 0; c[n] = ($10 > 0 ? $9 * 1e6 / $10 : 0); iters = $6 }
 	END { flush() }' >"$smedians"

@@ -115,13 +115,13 @@ def draw(doc, bandwidth, ylabel, path):
         ax.legend(fontsize=7)
     for ax in list(axes.flat)[len(ps):]:
         ax.set_visible(False)
-    fig.suptitle(title(doc), fontsize=10)
+    fig.suptitle(suptitle(doc), fontsize=10)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
 
 
-def title(doc):
+def suptitle(doc):
     host = doc.get("host", {})
     return "scripts/bench.sh %s, fabricfs %s, %s CPUs%s" % (
         doc.get("date", ""), host.get("fabricfs_commit", "?"), host.get("cpus", "?"),
@@ -155,7 +155,7 @@ def draw_stream(doc, path):
             ax.set_ylabel(ylabel)
             ax.grid(True, which="major", alpha=0.3)
             ax.legend(fontsize=7)
-    fig.suptitle(title(doc), fontsize=10)
+    fig.suptitle(suptitle(doc), fontsize=10)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
