@@ -14,8 +14,9 @@ verbs.json, verbs_tree.tsv (size rep iters usec mbps) and
 verbs_tree_medians.tsv (size usec mbps); with the streaming pass
 stream.tsv (every run: kind impl size rep order iters mbps rate cpu_s
 msgs), stream_medians.tsv (kind impl size iters mbps rate cpu_per_mmsg),
-stream_ratios.tsv (kind impl size rate_ratio bw_ratio) and
-stream_verdicts.tsv. bench.sh computes the
+stream_ratios.tsv (kind impl size rate_ratio bw_ratio),
+stream_verdicts.tsv and stream_failed.tsv (kind impl size rep: the runs
+that failed twice and have no figure). bench.sh computes the
 medians, ratios and verdicts it prints; this script only adds the means
 and percentiles of the repeats and the load check, and encodes.
 
@@ -207,6 +208,8 @@ def read_stream(work, meta):
                    "daemon, from the kernel's accounting of waited-for children and /proc/PID/stat; "
                    "cpu_s_per_mmsg: per million messages moved, warm-up included (RMA: both sides')",
             "runs": runs, "medians": medians,
+            "failed": [{"ep": kind, "impl": impl, "bytes": int(size), "rep": int(rep)}
+                       for kind, impl, size, rep in rows(path("stream_failed.tsv"))],
             "ratios": [{"ep": kind, "impl": impl, "bytes": int(size), "rate_ratio": float(rr),
                         "bandwidth_ratio": float(br)}
                        for kind, impl, size, rr, br in rows(path("stream_ratios.tsv"))],

@@ -42,6 +42,14 @@ func (s *side) bandwidth(role string) error {
 	if o.op == "send" {
 		s.tagged = s.rdm
 	} else {
+		// One receive stays posted ahead for the next exchange, as
+		// fabtests keeps one (rx_seq one ahead): a message that finds
+		// no receive holds up the connection's bytes behind it, and
+		// behind the peer's last exchange come the responses to this
+		// side's reads.
+		if err := s.postRecv(); err != nil {
+			return err
+		}
 		key, err := s.mr.Attr("key")
 		if err != nil {
 			return err
@@ -177,16 +185,18 @@ func (s *side) checkRecv(size int) error {
 	return nil
 }
 
-// bwRMA is one size of fi_rma_bw on both sides: the RMA operations into
-// the peer's region (key key, offset 0: its receive buffer) from the
-// send buffer (write), or from it into the send buffer (read).
+// bwRMA is one size of fi_rma_bw on both sides: RMA writes from the
+// send buffer into the peer's (region key, the same offset: both sides
+// lay their regions out alike), or reads from there into the receive
+// buffer. Nothing reaches the peer's receive buffer, where the keys
+// arrive.
 func (s *side) bwRMA(size int, key uint64) (time.Duration, error) {
 	if _, err := s.exchange("sync"); err != nil {
 		return 0, err
 	}
-	op := ring.OpWrite
+	w := ring.WR{Op: ring.OpWrite, Offset: s.txOff, Len: uint64(size), RMAAddr: s.txOff, RMAKey: key}
 	if s.o.op == "read" {
-		op = ring.OpRead
+		w.Op, w.Offset = ring.OpRead, s.rxOff
 	}
 	done := func() bool { return s.sendsDone == s.sendsPosted }
 	var start time.Time
@@ -195,7 +205,7 @@ func (s *side) bwRMA(size int, key uint64) (time.Duration, error) {
 		if i == s.o.warmup {
 			start = time.Now()
 		}
-		if err := s.postTx(ring.WR{Op: op, Offset: s.txOff, Len: uint64(size), RMAKey: key}); err != nil {
+		if err := s.postTx(w); err != nil {
 			return 0, err
 		}
 		if j++; j == s.o.window {
@@ -219,11 +229,9 @@ func (s *side) bwRMA(size int, key uint64) (time.Duration, error) {
 }
 
 // exchange sends msg (untagged, at most the receive buffer's size) and
-// returns the peer's message, once both have completed.
+// returns the peer's message, once both have completed, into the
+// receive posted ahead; then it posts the next one.
 func (s *side) exchange(msg string) (string, error) {
-	if err := s.postRecv(); err != nil {
-		return "", err
-	}
 	copy(s.mr.Mem()[s.txOff:], msg)
 	if err := s.postTx(ring.WR{Op: ring.OpSend, Offset: s.txOff, Len: uint64(len(msg))}); err != nil {
 		return "", err
@@ -234,7 +242,8 @@ func (s *side) exchange(msg string) (string, error) {
 	if err := s.checkRecv(int(s.lastRecvLen)); err != nil {
 		return "", err
 	}
-	return string(s.mr.Mem()[s.rxOff:][:s.lastRecvLen]), nil
+	got := string(s.mr.Mem()[s.rxOff:][:s.lastRecvLen])
+	return got, s.postRecv()
 }
 
 // bwResult is one size's measurement with -bw -json.
