@@ -37,9 +37,21 @@
 # then ringpong -e msg over the verbs domain rxe_127_0_0_1 through the tree
 # (the JSON's "verbs_tree").
 #
+# -e stream (in the default list) is the streaming pass: libfabric's own
+# bandwidth programs from fabtests (built by scripts/fabtests.sh build):
+# fi_msg_bw, fi_rdm_tagged_bw and fi_rma_bw -o write|read, with -p tcp and
+# with -p fabricfs, beside ringpong -bw, the same loop through the rings
+# (a window of -W operations posted, completions reaped per window); each
+# size one run, alternating, medians of the repeats: message rate (Mmsg/s),
+# bandwidth and the CPU seconds per million messages of all the run's
+# processes and the daemon's; the ratios to -p tcp and the issue's targets
+# as "targets, -e stream KIND" lines; the JSON's "stream" member and
+# stream.png. Its sizes are 1 B, 64 B, 1, 16, 64 and 256 KiB and 1 MiB
+# unless -s (or -q) gives others.
+#
 #   scripts/bench.sh [-q] [-e TYPES] [-r REPEATS] [-n ITERS] [-N ITERS_LARGE]
 #                    [-w WARMUP] [-s SIZES] [-o DIR] [-x 'RINGPONG FLAGS']
-#                    [-b FABRICFS] [-P PORT] [-t SECS] [-C CC] [-F]
+#                    [-b FABRICFS] [-P PORT] [-t SECS] [-C CC] [-F] [-W WINDOW]
 #
 # The TCP congestion control in force is printed and recorded in the JSON:
 # with bbr (this machine's default) TCP paces each flow to its estimate of
@@ -68,14 +80,17 @@ usage: scripts/bench.sh [options]
   -e LIST   passes, comma-separated: msg, rdm (ringpong through the tree
             against fi_pingpong -p tcp), provider (fi_pingpong -p fabricfs
             against fi_pingpong -p tcp: -e msg, -e rdm, -e rdm -m tagged),
-            verbs (default msg,rdm,provider)
+            stream (fi_msg_bw, fi_rdm_tagged_bw, fi_rma_bw -o write|read
+            -p tcp and -p fabricfs against ringpong -bw), verbs
+            (default msg,rdm,provider,stream)
   -r N      repeats of each (libfabric, fabricfs) pair; medians are reported (default 5)
   -n N      timed round trips per run for sizes below 64 KiB (default 10000)
   -N N      timed round trips per run for sizes of 64 KiB and more (default 1000)
   -w N      untimed warm-up round trips per fabricfs run (default 100; fi_pingpong has none)
-  -s LIST   sizes in bytes, comma-separated (default the powers of two from 1 to 1048576)
+  -s LIST   sizes in bytes, comma-separated (default the powers of two from 1 to 1048576;
+            stream: 1,64,1024,16384,65536,262144,1048576)
   -o DIR    output directory: report.txt, bench.json, bench.yaml, bench.csv,
-            bench-runs.csv, latency.png, bandwidth.png (default build/bench)
+            bench-runs.csv, latency.png, bandwidth.png, stream.png (default build/bench)
   -q        quick: -r 2 -n 100 -N 20 -w 10 -s 64,65536, to check the outputs
             in about a minute (options after -q override it)
   -x FLAGS  extra ringpong flags for both sides, e.g. '-spin 0' (default none)
@@ -92,22 +107,24 @@ usage: scripts/bench.sh [options]
             on the first CPU with -engine-cpus, ringpong on the second) and
             in split-pinned's (fabricfs-split: each ringpong on one of the
             two CPUs, its endpoint's engine group beside it, -engine-cpu)
+  -W N      stream: operations per window, fabtests' -W (default 64)
 EOF
 	exit 2
 }
 
 cmdline="scripts/bench.sh${*:+ $*}"
-eps=msg,rdm,provider repeats=5 iters=10000 iters_large=1000 warmup=100 out="" xflags="" port=47592 limit=120 daemon_bin="" cc="" shapes=0
+eps=msg,rdm,provider,stream window=64 repeats=5 iters=10000 iters_large=1000 warmup=100 out="" xflags="" port=47592 limit=120 daemon_bin="" cc="" shapes=0
 sizes=1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192,16384,32768,65536,131072,262144,524288,1048576
-while getopts "e:r:n:N:w:s:o:x:b:P:t:C:Fqh" opt; do
+stream_sizes=1,64,1024,16384,65536,262144,1048576
+while getopts "e:r:n:N:w:s:o:x:b:P:t:C:W:Fqh" opt; do
 	case $opt in
-	q) repeats=2 iters=100 iters_large=20 warmup=10 sizes=64,65536 ;;
+	q) repeats=2 iters=100 iters_large=20 warmup=10 sizes=64,65536 stream_sizes=64,65536 ;;
 	e) eps=$OPTARG ;;
 	r) repeats=$OPTARG ;;
 	n) iters=$OPTARG ;;
 	N) iters_large=$OPTARG ;;
 	w) warmup=$OPTARG ;;
-	s) sizes=$OPTARG ;;
+	s) sizes=$OPTARG stream_sizes=$OPTARG ;;
 	o) out=$OPTARG ;;
 	x) xflags=$OPTARG ;;
 	b) daemon_bin=$OPTARG ;;
@@ -115,28 +132,31 @@ while getopts "e:r:n:N:w:s:o:x:b:P:t:C:Fqh" opt; do
 	t) limit=$OPTARG ;;
 	C) cc=$OPTARG ;;
 	F) shapes=1 ;;
+	W) window=$OPTARG ;;
 	*) usage ;;
 	esac
 done
 shift $((OPTIND - 1))
 [ $# -eq 0 ] || usage
-for v in "$repeats" "$iters" "$iters_large" "$warmup" "$port" "$limit"; do
+for v in "$repeats" "$iters" "$iters_large" "$warmup" "$port" "$limit" "$window"; do
 	[[ $v =~ ^[0-9]+$ ]] || { echo "bench: $v is not a number" >&2; usage; }
 done
-[ "$repeats" -ge 1 ] || usage
+[ "$repeats" -ge 1 ] && [ "$window" -ge 1 ] || usage
 case $out in /*) ;; "") out=$PWD/build/bench ;; *) out=$here/$out ;; esac # paths are the caller's
 case $daemon_bin in /* | "") ;; *) daemon_bin=$here/$daemon_bin ;; esac
 IFS=, read -r -a size_list <<<"$sizes"
-for s in "${size_list[@]}"; do [[ $s =~ ^[0-9]+$ ]] || { echo "bench: bad size $s" >&2; usage; }; done
+IFS=, read -r -a stream_size_list <<<"$stream_sizes"
+for s in "${size_list[@]}" "${stream_size_list[@]}"; do [[ $s =~ ^[0-9]+$ ]] || { echo "bench: bad size $s" >&2; usage; }; done
 IFS=, read -r -a all_eps <<<"$eps"
 [ ${#all_eps[@]} -ge 1 ] || usage
-ep_list=() verbs=0 provider=0
+ep_list=() verbs=0 provider=0 stream=0
 for e in "${all_eps[@]}"; do
 	case $e in
 	msg | rdm) ep_list+=("$e") ;;
 	provider) provider=1 ;;
+	stream) stream=1 ;;
 	verbs) verbs=1 ;;
-	*) echo "bench: bad endpoint type $e (msg, rdm, provider or verbs)" >&2; usage ;;
+	*) echo "bench: bad endpoint type $e (msg, rdm, provider, stream or verbs)" >&2; usage ;;
 	esac
 done
 
@@ -176,9 +196,17 @@ else
 fi
 go build -o bin/ringpong ./scripts/ringpong
 gcc -O2 -Wall -o bin/relay scripts/relay.c
-if [ $provider -eq 1 ]; then
+if [ $provider -eq 1 ] || [ $stream -eq 1 ]; then
 	say "building bin/libfabricfs-fi.so (scripts/provider.sh)"
 	scripts/provider.sh
+fi
+fabtests_bin=$PWD/build/fabtests/install/bin
+if [ $stream -eq 1 ]; then
+	say "building fabtests (scripts/fabtests.sh build)"
+	scripts/fabtests.sh build
+	for p in fi_msg_bw fi_rdm_tagged_bw fi_rma_bw; do
+		[ -x "$fabtests_bin/$p" ] || { say "stream: no $fabtests_bin/$p (scripts/fabtests.sh build needs ../shared/fabtests-1.17.1.tar.gz)"; exit 1; }
+	done
 fi
 
 cc_sysctl=/proc/sys/net/ipv4/tcp_congestion_control cc_saved="" # the system's, while -C's is in force
@@ -368,7 +396,9 @@ run_fabricfs() {
 		forget "$spid"
 		return 1
 	fi
-	run_fg timeout "$limit" "${cli_wrap[@]}" bin/ringpong "${common[@]}" "${cli_flags[@]}" -role client -addr "$addr" >"$tmp/rp_cli.out" 2>"$tmp/rp_cli.err" || rc=1
+	# A client that failed leaves its server waiting: end it rather than
+	# wait out its time limit.
+	run_fg timeout "$limit" "${cli_wrap[@]}" bin/ringpong "${common[@]}" "${cli_flags[@]}" -role client -addr "$addr" >"$tmp/rp_cli.out" 2>"$tmp/rp_cli.err" || { rc=1; kill "$spid" 2>/dev/null || true; }
 	wait "$spid" || rc=1
 	forget "$spid"
 	if [ $rc -ne 0 ]; then
@@ -490,6 +520,217 @@ if [ $provider -eq 1 ]; then
 	say "provider: fi_pingpong -p fabricfs (bin/libfabricfs-fi.so over $mnt, domain tcp/lo) against fi_pingpong -p tcp, alternating first"
 	for ep in msg rdm rdm-tagged; do run_pass "$praw" "$ep" libfabric provider; done
 fi
+
+# The streaming pass (-e stream): libfabric's own bandwidth programs from
+# fabtests (fi_msg_bw, fi_rdm_tagged_bw, fi_rma_bw -o write|read) with -p
+# tcp, the same programs with -p fabricfs (the provider over the tree's
+# tcp/lo), and ringpong -bw, the same loop through the rings (a window of
+# -W operations posted, their completions reaped per window), each size
+# a run of its own, the order alternating as in run_pass. Every run also
+# records the CPU time of all its processes and the daemon's.
+#
+# Kinds: msg (fi_msg_bw; ringpong -e msg), rdm (fi_rdm_tagged_bw;
+# ringpong -e rdm, tagged), write and read (fi_rma_bw -e msg -o OP;
+# ringpong -e msg -op OP, both ways at once as fi_rma_bw's).
+declare -A stream_prog=([msg]=fi_msg_bw [rdm]=fi_rdm_tagged_bw [write]="fi_rma_bw -e msg -o write" [read]="fi_rma_bw -e msg -o read")
+stream_kinds=(msg rdm write read)
+
+# cpu_mark: sets cpu_ms, the CPU milliseconds (user + system) of the
+# children this script has waited for, and cpu_ticks, the daemon's
+# (/proc/PID/stat utime + stime, clock ticks). The kernel adds a process's
+# CPU time to its parent's children's once the parent has waited for it,
+# and timeout waits for the program it runs: the difference of two marks
+# around a run is the CPU of every process of the run, which have all
+# exited by then (a process's own /proc/PID/stat is gone once it has).
+# Builtins only, so that marking costs no process of its own.
+cpu_mark() {
+	local line f m s
+	times >"$tmp/times"
+	{ read -r _; read -r line; } <"$tmp/times"
+	cpu_ms=0
+	for f in $line; do # "0m1.234s" user, then system
+		[[ $f =~ ^([0-9]+)m([0-9]+)\.([0-9]+)s$ ]] || { say "times printed $line"; exit 1; }
+		m=${BASH_REMATCH[1]} s=${BASH_REMATCH[2]}
+		cpu_ms=$((cpu_ms + m * 60000 + 10#$s * 1000 + 10#${BASH_REMATCH[3]:0:3}))
+	done
+	read -r line <"/proc/${daemons[0]}/stat"
+	read -r -a f <<<"${line##*) }" # the fields after the command's name, from the state (field 3) on
+	cpu_ticks=$((f[11] + f[12]))
+}
+clk_tck=$(getconf CLK_TCK)
+
+# listening PORT: whether a socket listens on 127.0.0.1 or any address at
+# PORT (/proc/net/tcp, read without starting a process).
+listening() {
+	local hex loc st
+	printf -v hex '%04X' "$1"
+	while read -r _ loc _ st _; do
+		[[ $loc == *":$hex" && $st == 0A ]] && return 0
+	done </proc/net/tcp
+	return 1
+}
+
+# run_stream_fabtests PROV KIND SIZE ITERS: KIND's fabtests program over
+# libfabric's provider PROV (tcp, or fabricfs: bin/libfabricfs-fi.so over
+# the script's mount) with -W, -S SIZE, -I ITERS and -w WARMUP; sets mbps
+# and rate (Mmsg/s) from the client's -m line. The client starts once the
+# server listens (fabtests' client does not retry).
+run_stream_fabtests() {
+	local prov=$1 kind=$2 size=$3 n=$4 spid rc=0 prog
+	read -r -a prog <<<"${stream_prog[$kind]}"
+	local common=("${prog[@]:1}" -p "$prov" -W "$window" -S "$size" -I "$n" -w "$warmup" -m)
+	if [ "$prov" = tcp ]; then
+		local -x FI_TCP_IFACE=lo
+		common+=(-d lo)
+	else
+		local -x FI_PROVIDER_PATH=$PWD/bin FI_FABRICFS_ROOT=$mnt
+		common+=(-d tcp/lo)
+	fi
+	timeout "$limit" "$fabtests_bin/${prog[0]}" "${common[@]}" -B "$port" >"$tmp/ft_srv.out" 2>&1 &
+	spid=$!
+	started+=("$spid")
+	for _ in $(seq 500); do
+		listening "$port" && break
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.01
+	done
+	run_fg timeout "$limit" "$fabtests_bin/${prog[0]}" "${common[@]}" -P "$port" 127.0.0.1 >"$tmp/ft_cli.out" 2>&1 || { rc=1; kill "$spid" 2>/dev/null || true; }
+	wait "$spid" || rc=1
+	forget "$spid"
+	if [ $rc -ne 0 ]; then
+		say "${prog[*]} ${common[*]} failed:"
+		cat "$tmp/ft_cli.out" "$tmp/ft_srv.out" >&2
+		return 1
+	fi
+	# - { xfer_size: 64, iterations: 2000, ..., MB/sec: 0.46, usec/xfer: 137.7, Mxfers/sec: 0.0072 }
+	# The rate is the inverse of usec/xfer, which has six decimals of
+	# microseconds where Mxfers/sec has six of Mmsg/s.
+	read -r mbps rate < <(awk '/^- \{ xfer_size:/ {
+		m = $0; sub(/.*MB\/sec: /, "", m); sub(/,.*/, "", m)
+		u = $0; sub(/.*usec\/xfer: /, "", u); sub(/,.*/, "", u)
+		if (u + 0 > 0) printf "%s %.9f\n", m, 1 / u }' "$tmp/ft_cli.out")
+}
+# run_stream_libfabric KIND SIZE ITERS: libfabric's own, -p tcp.
+run_stream_libfabric() { run_stream_fabtests tcp "$@"; }
+# run_stream_provider KIND SIZE ITERS: the same program over the provider.
+run_stream_provider() { run_stream_fabtests fabricfs "$@"; }
+
+# run_stream_fabricfs KIND SIZE ITERS: ringpong -bw, KIND's loop through
+# the rings.
+run_stream_fabricfs() {
+	local kind=$1 ep=msg op=send
+	case $kind in rdm) ep=rdm ;; write | read) op=$kind ;; esac
+	# A window without a completion for 3 s is stuck, not slow: fail
+	# early rather than after ringpong's default 30 s.
+	local xflags="$xflags -bw -W $window -op $op -timeout 3s"
+	run_fabricfs "$ep" "$2" "$3" || return 1
+	rate=$(awk '{ r = $0; sub(/.*"mxfers_per_sec":/, "", r); sub(/[,}].*/, "", r); print r }' <<<"$(grep '"role":"client"' "$tmp/rp_cli.out")")
+}
+
+# run_stream_pass: REPEATS runs of each implementation at each size of
+# each kind, appending "kind impl size rep order iters mbps rate cpu_s
+# msgs" to $sraw: cpu_s is the CPU seconds of all the run's processes and
+# the daemon's, msgs the messages the run moved, its warm-up included (for
+# RMA both sides', which operate at once).
+run_stream_pass() {
+	local rep k j size n kind impl order ms0 t0 cpu msgs line
+	local impls=(libfabric fabricfs provider)
+	for ((rep = 1; rep <= repeats; rep++)); do
+		for ((k = 0; k < ${#stream_size_list[@]}; k++)); do
+			size=${stream_size_list[$k]}
+			n=$(iters_for "$size")
+			for kind in "${stream_kinds[@]}"; do
+				order=("${impls[@]}")
+				if (((rep + k) % 2)); then order=(provider fabricfs libfabric); fi
+				msgs=$((n + warmup))
+				case $kind in write | read) msgs=$((2 * msgs)) ;; esac
+				line="stream $kind [$rep/$repeats] $size B:"
+				for ((j = 0; j < ${#order[@]}; j++)); do
+					impl=${order[$j]}
+					mbps="" rate=""
+					cpu_mark
+					ms0=$cpu_ms t0=$cpu_ticks
+					if ! "run_stream_$impl" "$kind" "$size" "$n"; then
+						say "retrying $impl $kind at $size B once"
+						cpu_mark
+						ms0=$cpu_ms t0=$cpu_ticks
+						if ! "run_stream_$impl" "$kind" "$size" "$n"; then
+							# A run that fails twice has no figure: it is
+							# listed (stream_failed), and the pass goes on.
+							printf '%s\t%s\t%s\t%s\n' "$kind" "$impl" "$size" "$rep" >>"$sfailed"
+							line="$line $impl failed;"
+							continue
+						fi
+					fi
+					cpu_mark
+					if [ -z "$mbps" ] || [ -z "$rate" ]; then
+						say "stream: $impl $kind at $size B printed no result"
+						exit 1
+					fi
+					cpu=$(awk -v ms=$((cpu_ms - ms0)) -v t=$((cpu_ticks - t0)) -v hz="$clk_tck" 'BEGIN { printf "%.3f", ms / 1000 + t / hz }')
+					printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$kind" "$impl" "$size" "$rep" "$((j + 1))" "$n" "$mbps" "$rate" "$cpu" "$msgs" >>"$sraw"
+					line="$line $(printf '%s %.4f Mmsg/s %.2f MB/s %.2f s CPU;' "$impl" "$rate" "$mbps" "$cpu")"
+				done
+				say "$line $(($(date +%s) - start))s"
+			done
+		done
+	done
+}
+
+sraw=$tmp/stream.tsv # kind impl size rep order iters mbps rate cpu_s msgs
+sfailed=$tmp/stream_failed.tsv # kind impl size rep: the runs that failed twice
+: >"$sraw"
+: >"$sfailed"
+if [ $stream -eq 1 ]; then
+	say "stream: ${stream_kinds[*]}: fabtests' programs -p tcp and -p fabricfs beside ringpong -bw, window $window, $repeats repeats, alternating first"
+	run_stream_pass
+fi
+
+# The streaming pass's medians per kind, implementation and size: "kind
+# impl size iters mbps rate cpu_per_mmsg" (cpu_per_mmsg: the median of the
+# runs' CPU seconds per million messages).
+smedians=$tmp/stream_medians.tsv
+sort -t "$(printf '\t')" -k1,1 -k2,2 -k3,3n "$sraw" | awk -F '\t' "$awk_median"'
+	function flush() { if (n) printf "%s\t%s\t%s\t%s\t%.6f\t%.6f\t%.4f\n", kind, impl, size, iters, median(m, n), median(r, n), median(c, n); n = 0 }
+	$1 != kind || $2 != impl || $3 != size { flush(); kind = $1; impl = $2; size = $3 }
+	{ n++; m[n] = $7 + 0; r[n] = $8 + 0; c[n] = ($10 > 0 ? $9 * 1e6 / $10 : 0); iters = $6 }
+	END { flush() }' >"$smedians"
+# Ratios to libfabric (-p tcp) per kind, implementation (fabricfs,
+# provider) and size: "kind impl size rate_ratio bw_ratio", four decimals.
+sratios=$tmp/stream_ratios.tsv
+awk -F '\t' '
+	$2 == "libfabric" { lm[$1, $3] = $5; lr[$1, $3] = $6; next }
+	{ key[$1 "\t" $2 "\t" $3] = 1; m[$1, $2, $3] = $5; r[$1, $2, $3] = $6 }
+	END {
+		for (k in key) {
+			split(k, f, "\t")
+			if (!((f[1], f[3]) in lm)) continue
+			printf "%s\t%.4f\t%.4f\n", k, (lr[f[1], f[3]] > 0 ? r[f[1], f[2], f[3]] / lr[f[1], f[3]] : 0), (lm[f[1], f[3]] > 0 ? m[f[1], f[2], f[3]] / lm[f[1], f[3]] : 0)
+		}
+	}' "$smedians" | sort -k1,1 -k2,2 -k3,3n >"$sratios"
+# The issue's streaming targets for fabricfs (ringpong -bw), a line per
+# kind: "kind|rate64|rate_ok|bwmin|bw_ok|bwmin_at|rate_limit|bw_from":
+# msg and rdm: the message rate at 64 B at least 2x, the bandwidth from
+# 64 KiB at least 1x; write and read: the bandwidth at every size at least
+# 1x (rate64 empty). Empty and null when the sizes were not run.
+sverdicts=$tmp/stream_verdicts.tsv
+awk -F '\t' '
+	$2 != "fabricfs" { next }
+	{ if (!($1 in seen)) { seen[$1] = 1; kinds[++nk] = $1 }; r[$1, $3] = $4; b[$1, $3] = $5; sizes[$1] = sizes[$1] " " $3 }
+	END {
+		for (k = 1; k <= nk; k++) {
+			kind = kinds[k]; rma = (kind == "write" || kind == "read"); from = (rma ? 0 : 65536)
+			rate = ""; min = ""; at = ""
+			ns = split(sizes[kind], sz, " ")
+			for (i = 1; i <= ns; i++) {
+				s = sz[i]
+				if (!rma && s == 64) rate = r[kind, s]
+				if (s >= from && (min == "" || b[kind, s] + 0 < min + 0)) { min = b[kind, s]; at = s }
+			}
+			printf "%s|%s|%s|%s|%s|%s|%s|%s\n", kind, rate, (rate != "" ? (rate + 0 >= 2 ? "true" : "false") : "null"),
+				min, (min != "" ? (min + 0 >= 1 ? "true" : "false") : "null"), at, (rma ? "" : 2), from
+		}
+	}' "$sratios" >"$sverdicts"
 
 if [ $verbs -eq 1 ]; then
 	say "verbs: scripts/verbsperf, the software RDMA device beside raw loopback UDP, $repeats repeats"
@@ -691,6 +932,52 @@ if [ $provider -eq 1 ]; then
 		skipped_line "${ep%-tagged}"
 	done
 fi | tee -a "$out/report.txt"
+# The streaming tables: per kind and size, the three implementations'
+# message rate, bandwidth and CPU per million messages, and the ratios
+# to libfabric; then the verdicts.
+if [ $stream -eq 1 ]; then
+	for kind in "${stream_kinds[@]}"; do
+		printf '\nstream, %s: %s -p tcp (lf), ringpong -bw (ff), %s -p fabricfs (prov); window %s, medians of %d runs\n' \
+			"$kind" "${stream_prog[$kind]}" "${stream_prog[$kind]}" "$window" "$repeats"
+		printf '%-8s %9s %9s %9s %6s %6s %10s %10s %10s %6s %6s %8s %8s %8s\n' bytes "lf Mmsg/s" "ff Mmsg/s" "pv Mmsg/s" "ff x" "pv x" \
+			"lf MB/s" "ff MB/s" "pv MB/s" "ff x" "pv x" "lf CPU" "ff CPU" "pv CPU"
+		awk -F '\t' -v kind="$kind" '
+			FILENAME == ARGV[1] { if ($1 == kind) { m[$2, $3] = $5; r[$2, $3] = $6; c[$2, $3] = $7; if ($2 == "fabricfs") sz[++ns] = $3 }; next }
+			$1 == kind { rr[$2, $3] = $4; br[$2, $3] = $5 }
+			END {
+				for (i = 1; i <= ns; i++) {
+					s = sz[i]
+					printf "%-8s %9.4f %9.4f %9.4f %6.2f %6.2f %10.2f %10.2f %10.2f %6.2f %6.2f %8.2f %8.2f %8.2f\n", s,
+						r["libfabric", s], r["fabricfs", s], r["provider", s], rr["fabricfs", s], rr["provider", s],
+						m["libfabric", s], m["fabricfs", s], m["provider", s], br["fabricfs", s], br["provider", s],
+						c["libfabric", s], c["fabricfs", s], c["provider", s]
+				}
+			}' "$smedians" "$sratios"
+	done
+	printf '(CPU: seconds per million messages of all processes together, the daemon included, warm-up counted)\n'
+	if [ -s "$sfailed" ]; then
+		printf 'failed twice, no figure (kind impl bytes repeat):'
+		awk -F '\t' '{ printf " %s %s %s #%s;", $1, $2, $3, $4 }' "$sfailed"
+		printf '\n'
+	fi
+	printf '\n'
+	for kind in "${stream_kinds[@]}"; do
+		IFS='|' read -r _ rate rate_ok bwmin bw_ok at _ _ < <(grep "^$kind|" "$sverdicts" || printf '%s||null||null|||\n' "$kind")
+		bw="$bw_ok (lowest ${bwmin}x at $at B)"
+		[ -n "$bwmin" ] || bw="not measured"
+		case $kind in
+		write | read)
+			printf 'targets, -e stream %s: bandwidth >= 1x %s -p tcp at every size: %s\n' "$kind" "${stream_prog[$kind]}" "$bw"
+			;;
+		*)
+			r="$rate_ok (${rate}x)"
+			[ -n "$rate" ] || r="not measured (no 64 B run)"
+			[ -n "$bwmin" ] || bw="not measured (no run from 64 KiB)"
+			printf 'targets, -e stream %s: message rate at 64 B >= 2x %s -p tcp: %s; bandwidth from 64 KiB >= 1x: %s\n' "$kind" "${stream_prog[$kind]}" "$r" "$bw"
+			;;
+		esac
+	done
+fi | tee -a "$out/report.txt"
 if [ $verbs -eq 1 ]; then
 	printf '\nverbs: software RDMA device (RC, 127.0.0.1 <-> 127.0.0.2) beside raw loopback UDP (medians; lat x = rc/udp, bw x = write/udp)\n'
 	cat "$tmp/verbs.txt"
@@ -722,9 +1009,10 @@ fi | tee -a "$out/report.txt"
 	printf 'ringpong_flags\t%s\n' "$xflags"
 	printf 'fabricfs_daemon\t%s\n' "$daemon_bin"
 	printf 'provider\t%s\nverbs\t%s\n' "$provider" "$verbs"
+	printf 'stream\t%s\nwindow\t%s\nstream_sizes\t%s\n' "$stream" "$window" "$stream_sizes"
 } >"$tmp/meta.tsv"
 # Debian's python3, which has the modules scripts/deps.sh installs (a
 # python3 earlier in PATH, such as pyenv's, may not).
 /usr/bin/python3 scripts/bench_report.py "$tmp" "$out" | tee -a "$out/report.txt"
 /usr/bin/python3 scripts/bench_plot.py "$out/bench.json" "$out"
-say "wrote $out: report.txt bench.json bench.yaml bench.csv bench-runs.csv latency.png bandwidth.png ($(($(date +%s) - start))s of measurements)"
+say "wrote $out: report.txt bench.json bench.yaml bench.csv bench-runs.csv$([ ${#ep_list[@]} -eq 0 ] && [ $provider -eq 0 ] && [ $verbs -eq 0 ] || echo ' latency.png bandwidth.png')$([ $stream -eq 0 ] || echo ' stream.png') ($(($(date +%s) - start))s of measurements)"

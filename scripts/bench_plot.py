@@ -18,6 +18,13 @@ its quiet self. Both axes are logarithmic. The panels are the ring passes (ringp
 through the tree against fi_pingpong -p tcp: msg, rdm), the provider pass
 (fi_pingpong -p fabricfs against -p tcp: msg, rdm, rdm-tagged) and, with
 the verbs pass, ringpong over the verbs domain.
+
+With the streaming pass, stream.png: a row per kind (msg, rdm, write,
+read), message rate (Mmsg/s) and bandwidth (MB/sec) against size, each
+line the median of the repeats: fabtests' program -p tcp (libfabric),
+ringpong -bw (fabricfs) and the program -p fabricfs (the provider).
+Without ping-pong passes (-e stream alone) latency.png and bandwidth.png
+are not drawn.
 """
 import json
 import os
@@ -31,6 +38,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 LABELS = {"libfabric": "libfabric (fi_pingpong -p tcp)",
           "fabricfs": "fabricfs (ringpong through the tree)",
           "provider": "fabricfs provider (fi_pingpong -p fabricfs)"}
+STREAM_LABELS = {"libfabric": "libfabric (-p tcp)", "fabricfs": "fabricfs (ringpong -bw)",
+                 "provider": "fabricfs provider (-p fabricfs)"}
+STREAM_COLOURS = {"libfabric": "C0", "fabricfs": "C1", "provider": "C2"}
+STREAM_KINDS = ("msg", "rdm", "write", "read")  # the order bench.sh runs them
 # libfabric is blue and fabricfs orange in every panel; the relay's shapes
 # and fabricfs's pinned placements (-F) take the colours after them.
 COLOURS = {"libfabric": "C0", "fabricfs": "C1", "provider": "C1"}
@@ -67,8 +78,6 @@ def draw(doc, bandwidth, ylabel, path):
         return size / usec if bandwidth else usec
 
     ps = panels(doc)
-    if not ps:
-        sys.exit("bench_plot: no medians in the JSON")
     cols = min(len(ps), 3)
     rows = (len(ps) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 4 * rows),
@@ -106,10 +115,47 @@ def draw(doc, bandwidth, ylabel, path):
         ax.legend(fontsize=7)
     for ax in list(axes.flat)[len(ps):]:
         ax.set_visible(False)
+    fig.suptitle(suptitle(doc), fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def suptitle(doc):
     host = doc.get("host", {})
-    fig.suptitle("scripts/bench.sh %s, fabricfs %s, %s CPUs%s" % (
+    return "scripts/bench.sh %s, fabricfs %s, %s CPUs%s" % (
         doc.get("date", ""), host.get("fabricfs_commit", "?"), host.get("cpus", "?"),
-        " (the machine was LOADED)" if doc.get("loaded") else ""), fontsize=10)
+        " (the machine was LOADED)" if doc.get("loaded") else "")
+
+
+def draw_stream(doc, path):
+    """stream.png: per kind, message rate and bandwidth against size."""
+    st = doc["stream"]
+    kinds = [k for k in STREAM_KINDS if any(m["ep"] == k for m in st["medians"])]
+    if not kinds:
+        sys.exit("bench_plot: no streaming medians in the JSON")
+    fig, axes = plt.subplots(len(kinds), 2, figsize=(10.4, 3.6 * len(kinds)), squeeze=False, dpi=100)
+    for row, kind in zip(axes, kinds):
+        medians = [m for m in st["medians"] if m["ep"] == kind]
+        lo, hi = min(m["bytes"] for m in medians), max(m["bytes"] for m in medians)
+        for ax, key, ylabel in ((row[0], "mmsg_per_sec", "Mmsg/s (higher is better)"),
+                                (row[1], "mb_per_sec", "MB/sec (higher is better)")):
+            for impl in ("libfabric", "fabricfs", "provider"):
+                ms = sorted((m for m in medians if m["impl"] == impl), key=lambda m: m["bytes"])
+                if ms:
+                    ax.plot([m["bytes"] for m in ms], [max(m[key], 1e-6) for m in ms], marker="o",
+                            markersize=3, color=STREAM_COLOURS[impl], label=STREAM_LABELS[impl])
+            ax.set_xscale("log", base=2)
+            ax.set_xticks([4 ** k for k in range(11) if lo <= 4 ** k <= hi] or [lo])
+            ax.xaxis.set_major_formatter(size_label)
+            ax.set_yscale("log")
+            ax.set_title("stream %s: %s, window %d" % (kind, st["commands"][kind]["libfabric"].split()[1],
+                                                       st["window"]), fontsize=9)
+            ax.set_xlabel("message size (bytes)")
+            ax.set_ylabel(ylabel)
+            ax.grid(True, which="major", alpha=0.3)
+            ax.legend(fontsize=7)
+    fig.suptitle(suptitle(doc), fontsize=10)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
@@ -121,10 +167,15 @@ def main():
     with open(sys.argv[1]) as f:
         doc = json.load(f)
     os.makedirs(sys.argv[2], exist_ok=True)
-    draw(doc, False, "usec/xfer (half a round trip; lower is better)",
-         os.path.join(sys.argv[2], "latency.png"))
-    draw(doc, True, "MB/sec (higher is better)",
-         os.path.join(sys.argv[2], "bandwidth.png"))
+    if panels(doc):
+        draw(doc, False, "usec/xfer (half a round trip; lower is better)",
+             os.path.join(sys.argv[2], "latency.png"))
+        draw(doc, True, "MB/sec (higher is better)",
+             os.path.join(sys.argv[2], "bandwidth.png"))
+    elif "stream" not in doc:
+        sys.exit("bench_plot: no medians in the JSON")
+    if "stream" in doc:
+        draw_stream(doc, os.path.join(sys.argv[2], "stream.png"))
 
 
 if __name__ == "__main__":

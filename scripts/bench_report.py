@@ -11,20 +11,28 @@ size rep order iters usec mbps), medians.tsv and provider_medians.tsv
 size lib_usec impl_usec lat_ratio lib_mbps impl_mbps bw_ratio),
 floor.tsv, shapes.tsv, skipped.tsv, verdicts.tsv, and with the verbs pass
 verbs.json, verbs_tree.tsv (size rep iters usec mbps) and
-verbs_tree_medians.tsv (size usec mbps). bench.sh computes the
+verbs_tree_medians.tsv (size usec mbps); with the streaming pass
+stream.tsv (every run: kind impl size rep order iters mbps rate cpu_s
+msgs), stream_medians.tsv (kind impl size iters mbps rate cpu_per_mmsg),
+stream_ratios.tsv (kind impl size rate_ratio bw_ratio),
+stream_verdicts.tsv and stream_failed.tsv (kind impl size rep: the runs
+that failed twice and have no figure). bench.sh computes the
 medians, ratios and verdicts it prints; this script only adds the means
 and percentiles of the repeats and the load check, and encodes.
 
 Into OUTDIR it writes:
   bench.json      everything, with a real encoder (no NaN, no hand-made
                   quoting)
-  bench.yaml      the ping-pong medians in fabtests' machine-readable
-                  format (`-m`, common/shared.c show_perf_mr): one YAML
-                  document per program and endpoint type, a flow mapping
-                  per size
+  bench.yaml      the medians in fabtests' machine-readable format (`-m`,
+                  common/shared.c show_perf_mr): one YAML document per
+                  program and endpoint type (or streaming kind), a flow
+                  mapping per size
   bench.csv       one row per pass, endpoint type, implementation and size:
-                  mean, p50 and p99 of usec/xfer and MB/sec over the repeats
-  bench-runs.csv  one row per run
+                  mean, p50 and p99 of usec/xfer and MB/sec over the
+                  repeats, and for the streaming pass (pass "stream", ep
+                  its kind) of the CPU seconds per million messages
+  bench-runs.csv  one row per run (with the streaming pass's CPU seconds
+                  and messages)
 It prints the load verdict on stdout: a line starting with WARNING when
 libfabric's own runs were more than LOAD_LIMIT times slower than on a
 quiet machine.
@@ -50,6 +58,13 @@ QUIET = {
 # A run whose libfabric took more than LOAD_LIMIT times its quiet time
 # (the median over the sizes both have) was loaded.
 LOAD_LIMIT = 1.5
+
+# The streaming pass's kinds: fabtests' program and ringpong's flags.
+STREAM_PROGS = {"msg": "fi_msg_bw", "rdm": "fi_rdm_tagged_bw",
+                "write": "fi_rma_bw -e msg -o write", "read": "fi_rma_bw -e msg -o read"}
+STREAM_RINGPONG = {"msg": "-e msg -op send", "rdm": "-e rdm -op send",
+                   "write": "-e msg -op write", "read": "-e msg -op read"}
+STREAM_KEYS = ("usec_per_xfer", "mb_per_sec", "mmsg_per_sec", "cpu_s_per_mmsg")
 
 SHAPE_FLAGS = {"relay": "", "relay-pinned": "-p", "split": "-m split",
                "split-pinned": "-m split -p"}
@@ -84,14 +99,15 @@ def percentile(values, p):
     return v[i] + (v[i + 1] - v[i]) * (k - i)
 
 
-def with_stats(record, runs):
-    """record with the mean and p99 of runs' usec_per_xfer and mb_per_sec
-    beside its medians (bench.sh's), which are the p50."""
-    for key in ("usec_per_xfer", "mb_per_sec"):
+def with_stats(record, runs, keys=("usec_per_xfer", "mb_per_sec")):
+    """record with the mean and p99 of runs' keys (usec_per_xfer and
+    mb_per_sec) beside its medians (bench.sh's), which are the p50."""
+    for key in keys:
         values = [r[key] for r in runs]
-        record.update({key + "_mean": round(sum(values) / len(values), 2),
+        digits = 6 if key == "mmsg_per_sec" else 2  # rates well below 1 Mmsg/s
+        record.update({key + "_mean": round(sum(values) / len(values), digits),
                        key + "_p50": record[key],
-                       key + "_p99": round(percentile(values, 99), 2)})
+                       key + "_p99": round(percentile(values, 99), digits)})
     return record
 
 
@@ -148,6 +164,58 @@ def targets(path, impls):
     return out
 
 
+def read_stream(work, meta):
+    """The streaming pass: its runs, medians (with the repeats' mean and
+    p99), ratios to libfabric -p tcp and verdicts. usec_per_xfer is the
+    inverse of the message rate, as fabtests prints it."""
+    path = lambda name: os.path.join(work, name)
+    runs = []
+    for kind, impl, size, rep, order, iters, mbps, rate, cpu, msgs in rows(path("stream.tsv")):
+        r = {"ep": kind, "impl": impl, "bytes": int(size), "rep": int(rep), "order": int(order),
+             "iters": int(iters), "mb_per_sec": float(mbps), "mmsg_per_sec": float(rate),
+             "usec_per_xfer": round(1 / float(rate), 4) if float(rate) > 0 else 0.0,
+             "cpu_s": float(cpu), "msgs": int(msgs),
+             "cpu_s_per_mmsg": round(float(cpu) * 1e6 / int(msgs), 4) if int(msgs) > 0 else 0.0}
+        runs.append(r)
+    by = {}
+    for r in runs:
+        by.setdefault((r["ep"], r["impl"], r["bytes"]), []).append(r)
+    medians = []
+    for kind, impl, size, iters, mbps, rate, cpu in rows(path("stream_medians.tsv")):
+        rs = by[(kind, impl, int(size))]
+        m = {"ep": kind, "impl": impl, "bytes": int(size), "iters": int(iters), "runs": len(rs),
+             "mb_per_sec": float(mbps), "mmsg_per_sec": float(rate),
+             "usec_per_xfer": round(percentile([r["usec_per_xfer"] for r in rs], 50), 4),
+             "cpu_s_per_mmsg": float(cpu)}
+        medians.append(with_stats(m, rs, STREAM_KEYS))
+    targets = {}
+    for row in rows(path("stream_verdicts.tsv")):
+        kind, rate, rate_ok, bwmin, bw_ok, at, _, bw_from = row[0].split("|")
+        ok = {"true": True, "false": False, "null": None}
+        t = {"bandwidth": {"min_ratio": num(bwmin), "at_bytes": num(at), "from_bytes": int(bw_from),
+                           "limit": 1.0, "met": ok[bw_ok]}}
+        if kind in ("msg", "rdm"):
+            t["message_rate_64B"] = {"ratio": num(rate), "limit": 2.0, "met": ok[rate_ok]}
+        targets[kind] = t
+    return {"window": int(meta["window"]),
+            "sizes": [int(s) for s in meta["stream_sizes"].split(",")],
+            "warmup": int(meta["warmup"]),
+            "commands": {kind: {"libfabric": "FI_TCP_IFACE=lo %s -p tcp -d lo -W W -S SIZE -I ITERS -w WARMUP -m" % prog,
+                                "provider": "FI_PROVIDER_PATH=bin FI_FABRICFS_ROOT=MNT %s -p fabricfs -d tcp/lo -W W -S SIZE -I ITERS -w WARMUP -m" % prog,
+                                "fabricfs": "ringpong -mnt MNT -bw -W W %s -sizes SIZE -iters ITERS -warmup WARMUP -json" % STREAM_RINGPONG[kind]}
+                         for kind, prog in STREAM_PROGS.items()},
+            "cpu": "cpu_s: CPU seconds (user + system) of every process of the run and of the "
+                   "daemon, from the kernel's accounting of waited-for children and /proc/PID/stat; "
+                   "cpu_s_per_mmsg: per million messages moved, warm-up included (RMA: both sides')",
+            "runs": runs, "medians": medians,
+            "failed": [{"ep": kind, "impl": impl, "bytes": int(size), "rep": int(rep)}
+                       for kind, impl, size, rep in rows(path("stream_failed.tsv"))],
+            "ratios": [{"ep": kind, "impl": impl, "bytes": int(size), "rate_ratio": float(rr),
+                        "bandwidth_ratio": float(br)}
+                       for kind, impl, size, rr, br in rows(path("stream_ratios.tsv"))],
+            "targets": targets}
+
+
 def load_check(medians):
     """Compares libfabric's medians with QUIET: the slowdown is the median
     over the sizes of both of this run's time over the quiet one."""
@@ -172,6 +240,11 @@ def command_of(section, ep, impl):
     """The command an implementation's figures come from, as the key of
     its fabtests-style YAML document."""
     pp = "-e rdm -m tagged" if ep == "rdm-tagged" else "-e " + ep
+    if section == "stream":
+        prog = STREAM_PROGS[ep]
+        if impl == "fabricfs":
+            return "ringpong -bw %s" % STREAM_RINGPONG[ep]
+        return "%s -p %s" % (prog, "tcp -d lo" if impl == "libfabric" else "fabricfs -d tcp/lo")
     if impl == "libfabric":
         return "fi_pingpong -p tcp %s -d lo" % pp
     if impl == "provider":
@@ -189,10 +262,11 @@ def write_yaml(path, sections):
     """fabtests' -m output: per program a document "---", the command and
     " :", then "- { xfer_size: ..., Mxfers/sec: ... }" per size, with
     fabtests' fields and %f figures (a ping-pong moves two transfers per
-    iteration, as fabtests' pingpong counts them)."""
+    iteration, as fabtests' pingpong counts them; a bandwidth test one)."""
     with open(path, "w") as f:
         f.write("# scripts/bench.sh: medians of the repeats, in fabtests' -m format\n")
         for section, medians in sections:
+            xfers = 1 if section == "stream" else 2
             order = []
             for m in medians:
                 if (m["ep"], m["impl"]) not in order:
@@ -205,9 +279,9 @@ def write_yaml(path, sections):
                     usec, iters = m["usec_per_xfer"], m["iters"]
                     f.write("- { xfer_size: %d, iterations: %d, total: %d, time: %f, "
                             "MB/sec: %f, usec/xfer: %f, Mxfers/sec: %f }\n"
-                            % (m["bytes"], iters, iters * m["bytes"] * 2,
-                               usec * iters * 2 / 1e6, m["mb_per_sec"], usec,
-                               1 / usec if usec > 0 else 0))
+                            % (m["bytes"], iters, iters * m["bytes"] * xfers,
+                               usec * iters * xfers / 1e6, m["mb_per_sec"], usec,
+                               m.get("mmsg_per_sec", 1 / usec if usec > 0 else 0)))
 
 
 def write_csv(path, header, records):
@@ -311,6 +385,11 @@ def main():
         yaml_sections.append(("verbs", vmedians))
         csv_medians += [("verbs", m) for m in vmedians]
         csv_runs += [("verbs", r) for r in vruns]
+    if meta.get("stream") == "1":
+        doc["stream"] = read_stream(work, meta)
+        yaml_sections.append(("stream", doc["stream"]["medians"]))
+        csv_medians += [("stream", m) for m in doc["stream"]["medians"]]
+        csv_runs += [("stream", r) for r in doc["stream"]["runs"]]
     load = load_check(reference)
     load["loadavg_start"], load["loadavg_end"] = meta["loadavg_start"], meta["loadavg_end"]
     doc["load"] = load
@@ -322,15 +401,19 @@ def main():
         f.write("\n")
     write_yaml(os.path.join(outdir, "bench.yaml"), yaml_sections)
     stat_cols = ["usec_per_xfer_mean", "usec_per_xfer_p50", "usec_per_xfer_p99",
-                 "mb_per_sec_mean", "mb_per_sec_p50", "mb_per_sec_p99"]
+                 "mb_per_sec_mean", "mb_per_sec_p50", "mb_per_sec_p99",
+                 "cpu_s_per_mmsg_mean", "cpu_s_per_mmsg_p50", "cpu_s_per_mmsg_p99"]
+    # The CPU columns are empty for the passes that do not measure it.
     write_csv(os.path.join(outdir, "bench.csv"),
               ["pass", "ep", "impl", "bytes", "iters", "runs"] + stat_cols,
-              [[p, m["ep"], m["impl"], m["bytes"], m["iters"], m["runs"]] + [m[c] for c in stat_cols]
+              [[p, m["ep"], m["impl"], m["bytes"], m["iters"], m["runs"]] + [m.get(c, "") for c in stat_cols]
                for p, m in csv_medians])
     write_csv(os.path.join(outdir, "bench-runs.csv"),
-              ["pass", "ep", "impl", "bytes", "rep", "order", "iters", "usec_per_xfer", "mb_per_sec"],
+              ["pass", "ep", "impl", "bytes", "rep", "order", "iters", "usec_per_xfer", "mb_per_sec",
+               "cpu_s", "msgs"],
               [[p, r["ep"], r["impl"], r["bytes"], r["rep"], r["order"], r["iters"],
-                r["usec_per_xfer"], r["mb_per_sec"]] for p, r in csv_runs])
+                r["usec_per_xfer"], r["mb_per_sec"], r.get("cpu_s", ""), r.get("msgs", "")]
+               for p, r in csv_runs])
 
     if load["loaded"] is None:
         print("load: not judged (no libfabric run at a size of the quiet reference)")

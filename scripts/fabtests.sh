@@ -4,9 +4,11 @@
 # only the processes it started (by process group), never by name.
 #
 #	scripts/fabtests.sh [-p PROVIDER [-d DOMAIN]]... [SET]...
+#	scripts/fabtests.sh build
 #
 # PROVIDER defaults to tcp; SETs (unit, functional, short, standard) default
-# to "unit functional short". docs/fabtests.md describes the output, the
+# to "unit functional short". "build" only builds them (build/fabtests/
+# install/bin, for scripts/bench.sh's streaming pass) and runs nothing. docs/fabtests.md describes the output, the
 # known failures (scripts/fabtests.known), the timeout and the exit status.
 #
 # Environment: FABTESTS_SRC, the fabtests tarball (default
@@ -26,10 +28,16 @@ readonly FI_ENODATA=61 FI_ENOSYS=38
 
 usage() {
 	echo "usage: scripts/fabtests.sh [-p PROVIDER [-d DOMAIN]]... [unit|functional|short|standard]..." >&2
+	echo "       scripts/fabtests.sh build" >&2
 	exit 2
 }
 
-provs=() doms=() sets=()
+provs=() doms=() sets=() build_only=0
+if [ "${1:-}" = build ]; then
+	[ $# -eq 1 ] || usage
+	build_only=1
+	shift
+fi
 while [ $# -gt 0 ]; do
 	case $1 in
 	-p)
@@ -115,6 +123,7 @@ if [ "$(cat "$build/stamp" 2>/dev/null)" != "$sum" ]; then
 	phase install make install
 	echo "$sum" >"$build/stamp"
 fi
+[ $build_only -eq 0 ] || exit 0
 
 # --- The tests of each set, read from the unpacked runfabtests.sh's arrays
 # (unit: unit_tests and neg_unit_tests; the others: SET_tests), so they

@@ -28,15 +28,27 @@ type benchMedian struct {
 	MBpsP99            float64 `json:"mb_per_sec_p99"`
 }
 
+// streamMedian is one record of bench.json's stream.medians.
+type streamMedian struct {
+	EP, Impl    string
+	Bytes, Runs int
+	MBps        float64 `json:"mb_per_sec"`
+	Rate        float64 `json:"mmsg_per_sec"`
+	RateP50     float64 `json:"mmsg_per_sec_p50"`
+	RateP99     float64 `json:"mmsg_per_sec_p99"`
+	CPU         float64 `json:"cpu_s_per_mmsg"`
+}
+
 // TestBenchOutputs runs scripts/bench.sh -q (its default passes, short)
 // and reads every file it writes with a strict reader: bench.json with
 // encoding/json, bench.yaml with a YAML parser (Debian's python3-yaml),
 // bench.csv and bench-runs.csv with encoding/csv (every row as wide as
-// the header), latency.png and bandwidth.png with image/png; and checks
-// that they agree with one another and with the run's configuration.
+// the header), latency.png, bandwidth.png and stream.png with image/png;
+// and checks that they agree with one another and with the run's
+// configuration.
 func TestBenchOutputs(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs scripts/bench.sh -q: about a minute")
+		t.Skip("runs scripts/bench.sh -q: a few minutes")
 	}
 	needCmd(t, "fi_pingpong")
 	needCmd(t, "gcc")
@@ -49,7 +61,7 @@ func TestBenchOutputs(t *testing.T) {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "../scripts/bench.sh", "-q", "-P", fmt.Sprint(port), "-o", dir)
 	var stdout, stderr bytes.Buffer
@@ -77,6 +89,14 @@ func TestBenchOutputs(t *testing.T) {
 		Provider struct {
 			Runs    []json.RawMessage
 			Medians []benchMedian
+		}
+		Stream struct {
+			Window  int
+			Runs    []json.RawMessage
+			Medians []streamMedian
+			Targets map[string]map[string]struct {
+				Met *bool
+			}
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -114,6 +134,23 @@ func TestBenchOutputs(t *testing.T) {
 	if n := len(doc.Runs); n != 2*len(doc.Medians) {
 		t.Fatalf("bench.json: %d runs for %d medians of 2 repeats", n, len(doc.Medians))
 	}
+	checkStream(t, doc.Stream.Window, doc.Stream.Medians, len(doc.Stream.Runs))
+	for _, kind := range []string{"msg", "rdm", "write", "read"} {
+		targets := []string{"bandwidth"}
+		if kind == "msg" || kind == "rdm" {
+			targets = append(targets, "message_rate_64B")
+		}
+		for _, target := range targets {
+			if v, ok := doc.Stream.Targets[kind][target]; !ok || v.Met == nil {
+				t.Fatalf("bench.json stream.targets: %s has no %s verdict: %v", kind, target, doc.Stream.Targets)
+			}
+		}
+	}
+	for _, kind := range []string{"msg", "rdm", "write", "read"} {
+		if !strings.Contains(stdout.String(), "targets, -e stream "+kind+": ") {
+			t.Fatalf("bench.sh printed no targets line for stream %s:\n%s", kind, tail(stdout.String(), 20))
+		}
+	}
 
 	// bench.yaml: fabtests' -m format, one document per program and
 	// endpoint type, one flow mapping per size.
@@ -127,8 +164,8 @@ func TestBenchOutputs(t *testing.T) {
 	if err := json.Unmarshal(out, &docs); err != nil {
 		t.Fatalf("bench.yaml: not documents of a program's sizes: %v\n%s", err, out)
 	}
-	if len(docs) != 5+6 {
-		t.Fatalf("bench.yaml: %d documents; want 11 (msg: libfabric, fabricfs, relay; rdm: 2; provider: 6)", len(docs))
+	if len(docs) != 5+6+12 {
+		t.Fatalf("bench.yaml: %d documents; want 23 (msg: libfabric, fabricfs, relay; rdm: 2; provider: 6; stream: 4 kinds of 3)", len(docs))
 	}
 	for _, d := range docs {
 		if len(d) != 1 {
@@ -144,8 +181,14 @@ func TestBenchOutputs(t *testing.T) {
 						t.Fatalf("bench.yaml: %q: %v has no %s", prog, s, k)
 					}
 				}
-				if s["total"] != 2*s["iterations"]*s["xfer_size"] || s["usec/xfer"] <= 0 {
-					t.Fatalf("bench.yaml: %q: %v: total is not 2 x iterations x xfer_size", prog, s)
+				// A ping-pong moves two transfers per iteration, a
+				// bandwidth test one.
+				xfers := 2.0
+				if strings.Contains(prog, "_bw ") || strings.Contains(prog, "ringpong -bw ") {
+					xfers = 1
+				}
+				if s["total"] != xfers*s["iterations"]*s["xfer_size"] || s["usec/xfer"] <= 0 {
+					t.Fatalf("bench.yaml: %q: %v: total is not %v x iterations x xfer_size", prog, s, xfers)
 				}
 			}
 		}
@@ -153,17 +196,19 @@ func TestBenchOutputs(t *testing.T) {
 
 	// The CSV files: every row as wide as the header (encoding/csv
 	// checks), one row per median and per run.
-	rows := readCSV(t, filepath.Join(dir, "bench.csv"), "pass,ep,impl,bytes,iters,runs,usec_per_xfer_mean,usec_per_xfer_p50,usec_per_xfer_p99,mb_per_sec_mean,mb_per_sec_p50,mb_per_sec_p99")
-	if n := len(doc.Medians) + len(doc.Provider.Medians); len(rows) != n {
+	rows := readCSV(t, filepath.Join(dir, "bench.csv"), "pass,ep,impl,bytes,iters,runs,usec_per_xfer_mean,usec_per_xfer_p50,usec_per_xfer_p99,mb_per_sec_mean,mb_per_sec_p50,mb_per_sec_p99,cpu_s_per_mmsg_mean,cpu_s_per_mmsg_p50,cpu_s_per_mmsg_p99")
+	if n := len(doc.Medians) + len(doc.Provider.Medians) + len(doc.Stream.Medians); len(rows) != n {
 		t.Fatalf("bench.csv: %d rows; want %d, one per median", len(rows), n)
 	}
-	rows = readCSV(t, filepath.Join(dir, "bench-runs.csv"), "pass,ep,impl,bytes,rep,order,iters,usec_per_xfer,mb_per_sec")
-	if n := len(doc.Runs) + len(doc.Provider.Runs); len(rows) != n {
+	checkCPUColumn(t, "bench.csv", rows, 13)
+	rows = readCSV(t, filepath.Join(dir, "bench-runs.csv"), "pass,ep,impl,bytes,rep,order,iters,usec_per_xfer,mb_per_sec,cpu_s,msgs")
+	if n := len(doc.Runs) + len(doc.Provider.Runs) + len(doc.Stream.Runs); len(rows) != n {
 		t.Fatalf("bench-runs.csv: %d rows; want %d, one per run", len(rows), n)
 	}
+	checkCPUColumn(t, "bench-runs.csv", rows, 9)
 
 	// The plots: PNG files of a plot's size with more than a background.
-	for _, name := range []string{"latency.png", "bandwidth.png"} {
+	for _, name := range []string{"latency.png", "bandwidth.png", "stream.png"} {
 		f, err := os.Open(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
@@ -211,6 +256,64 @@ func checkMedians(t *testing.T, what string, medians []benchMedian, want map[str
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("bench.json %s: %v; want %v", what, got, want)
+	}
+}
+
+// checkStream checks the streaming pass's medians: each kind's three
+// implementations at 64 B and 64 KiB over 2 runs, window 64, with a
+// message rate, a bandwidth that is the rate times the size, and the
+// CPU time of the run.
+func checkStream(t *testing.T, window int, medians []streamMedian, runs int) {
+	t.Helper()
+	if window != 64 {
+		t.Fatalf("bench.json stream: window %d; want the default 64", window)
+	}
+	want := map[string]bool{}
+	for _, kind := range []string{"msg", "rdm", "write", "read"} {
+		for _, impl := range []string{"libfabric", "fabricfs", "provider"} {
+			for _, size := range []int{64, 65536} {
+				want[fmt.Sprintf("%s %s %d", kind, impl, size)] = true
+			}
+		}
+	}
+	got := map[string]bool{}
+	for _, m := range medians {
+		key := fmt.Sprintf("%s %s %d", m.EP, m.Impl, m.Bytes)
+		got[key] = true
+		if m.Runs != 2 || m.Rate <= 0 || m.MBps <= 0 || m.CPU <= 0 {
+			t.Fatalf("bench.json stream.medians: %+v: want 2 runs, a rate, a bandwidth and CPU time", m)
+		}
+		if m.RateP50 != m.Rate || m.RateP99 < m.RateP50 {
+			t.Fatalf("bench.json stream.medians: %s: rate %v, p50 %v, p99 %v: want p50 = median <= p99", key, m.Rate, m.RateP50, m.RateP99)
+		}
+		// MB/sec is the rate (Mmsg/s) times the size; both medians of
+		// the same runs, so equal within the printed precision and the
+		// median of two runs (a mean of each).
+		if r := m.MBps / (m.Rate * float64(m.Bytes)); r < 0.9 || r > 1.1 {
+			t.Fatalf("bench.json stream.medians: %s: %v MB/s is not %v Mmsg/s x %d B", key, m.MBps, m.Rate, m.Bytes)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("bench.json stream.medians: %v; want %v", got, want)
+	}
+	if runs != 2*len(medians) {
+		t.Fatalf("bench.json stream: %d runs for %d medians of 2 repeats", runs, len(medians))
+	}
+}
+
+// checkCPUColumn checks that the CSV rows of pass stream, and only
+// those, have a positive number in column col (the CPU figures).
+func checkCPUColumn(t *testing.T, name string, rows [][]string, col int) {
+	t.Helper()
+	for _, r := range rows {
+		var v float64
+		_, err := fmt.Sscan(r[col], &v)
+		if r[0] == "stream" && (err != nil || v <= 0) {
+			t.Fatalf("%s: %v: no CPU time in column %d", name, r, col+1)
+		}
+		if r[0] != "stream" && r[col] != "" {
+			t.Fatalf("%s: %v: a CPU time in a pass that does not measure it", name, r)
+		}
 	}
 }
 

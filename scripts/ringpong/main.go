@@ -48,6 +48,12 @@
 // N and its engine thread runs beside it (scripts/bench.sh -F's
 // fabricfs-split).
 //
+// -bw runs fabtests' bandwidth loop instead of the ping-pong (bw.go):
+// -op send is fi_msg_bw (-e msg) or fi_rdm_tagged_bw (-e rdm), -op write
+// and -op read are fi_rma_bw -o write|read, each with a window of -W
+// operations. Its output is fabtests' bandwidth table, or with -json one
+// object per size.
+//
 // The output is fi_pingpong's table (util/pingpong.c show_perf): time is
 // the timed iterations' wall time, MB/sec is 10^6 bytes per second counting
 // both directions, usec/xfer is half a round trip. With -json each size is
@@ -78,6 +84,7 @@ const (
 	fiInject = 1 << 25 // FI_INJECT
 	fiSend   = 1 << 11 // FI_SEND (completion flags)
 	fiRecv   = 1 << 10 // FI_RECV
+	fiRMA    = 1 << 2  // FI_RMA (completion flags of WRITE and READ)
 
 	ctxSend = 1 // op_context of sends
 	ctxRecv = 2 // op_context of receives
@@ -101,6 +108,9 @@ type options struct {
 	json, check, quiet      bool
 	yield                   bool
 	engineCPU               int
+	bw                      bool   // -bw: the bandwidth loop (bw.go)
+	window                  int    // -W: operations per window with -bw
+	op                      string // -op with -bw: send, write or read
 }
 
 func main() {
@@ -124,6 +134,9 @@ func main() {
 	flag.BoolVar(&o.yield, "yield", true, "call sched_yield between empty polls of the CQ ring, so that the daemon's threads get the CPU (-yield=false: spin like fi_pingpong)")
 	flag.IntVar(&o.engineCPU, "engine-cpu", -1, "the CPU whose engine group serves this side's endpoint (its attr/engine_cpu; -1: the shared groups); with taskset -c on the same CPU, each side's engine runs beside it")
 	flag.BoolVar(&o.quiet, "q", false, "server: print only the address line")
+	flag.BoolVar(&o.bw, "bw", false, "run fabtests' bandwidth loop (fi_msg_bw, fi_rdm_tagged_bw, fi_rma_bw) instead of the ping-pong")
+	flag.IntVar(&o.window, "W", 64, "-bw: operations posted per window before their completions are reaped (fabtests -W)")
+	flag.StringVar(&o.op, "op", "send", "-bw: send (fi_msg_bw with -e msg, fi_rdm_tagged_bw with -e rdm), write or read (fi_rma_bw -o write|read)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: ringpong -mnt DIR -role server|client [-e msg|rdm] [-addr HOST:PORT] [flags]\n\n")
 		flag.PrintDefaults()
@@ -138,6 +151,9 @@ func main() {
 	}
 	if o.ep != "msg" && o.ep != "rdm" {
 		fatal(fmt.Errorf("-e %s: want msg or rdm", o.ep))
+	}
+	if o.window < 1 || (o.op != "send" && o.op != "write" && o.op != "read") {
+		fatal(errors.New("-W must be at least 1 and -op send, write or read"))
 	}
 	switch {
 	case o.role == "server" && o.ep == "rdm":
@@ -192,6 +208,11 @@ type side struct {
 	mapping string // the tree's attr/mapping: passthrough or symlink
 	peer    uint64 // -e rdm: the peer's fi_addr, where sends go
 	rdm     bool   // -e rdm: receives must come from peer (FI_SOURCE)
+	tagged  bool   // -bw -e rdm -op send: tagged messages, as fi_rdm_tagged_bw
+	// txTag and rxTag number the tagged sends and receives: each
+	// direction's n-th message carries tag n, as fabtests tags them
+	// with its sequence numbers.
+	txTag, rxTag uint64
 
 	sendsPosted, sendsDone uint64
 	recvsPosted, recvsDone uint64
@@ -221,12 +242,21 @@ func newSide(o *options, d *fabricfs.Domain) (*side, error) {
 	txOff := (rxLen + 4095) &^ 4095 // the send buffer starts on its own page, as in pp_alloc_msgs
 	s := &side{o: o, rxLen: rxLen, txOff: txOff}
 	var err error
-	// Twice the deepest queue the loop can build (a reposted receive, an
-	// unreaped inject completion, the send): the ring never fills.
-	if s.cq, err = d.NewCQ(64); err != nil {
+	// Twice the deepest queue the loop can build (the ping-pong: a
+	// reposted receive, an unreaped inject completion, the send; -bw: a
+	// window of operations and the acknowledgement): the ring never fills.
+	cqSize := 64
+	for cqSize < 2*(o.window+2) {
+		cqSize *= 2
+	}
+	if s.cq, err = d.NewCQ(cqSize); err != nil {
 		return nil, fmt.Errorf("cq: %w", err)
 	}
-	if s.mr, err = d.NewMR(int(txOff)+max(maxSize, minRecv), "FI_SEND,FI_RECV"); err != nil {
+	access := "FI_SEND,FI_RECV"
+	if o.bw && o.op != "send" {
+		access += ",FI_READ,FI_WRITE,FI_REMOTE_READ,FI_REMOTE_WRITE" // fi_rma_bw's peers reach each other's region
+	}
+	if s.mr, err = d.NewMR(int(txOff)+max(maxSize, minRecv), access); err != nil {
 		return nil, fmt.Errorf("mr: %w", err)
 	}
 	if s.mapping, err = s.mr.Attr("mapping"); err != nil {
@@ -286,13 +316,21 @@ func (s *side) ready() error {
 	if _, err := s.ep.Rx(); err != nil {
 		return err
 	}
+	if s.o.bw {
+		return nil // the bandwidth loop posts its receives itself
+	}
 	return s.postRecv()
 }
 
 // postRecv posts the receive, from any source (the endpoints have
 // FI_DIRECTED_RECV, so an RDM receive's addr must be FI_ADDR_UNSPEC).
+// With tagged, it is a tagged receive of the next tag.
 func (s *side) postRecv() error {
 	w := ring.WR{Op: ring.OpRecv, Context: ctxRecv, Offset: s.rxOff, Len: s.rxLen, Addr: fiAddrUnspec}
+	if s.tagged {
+		w.Op, w.Tag = ring.OpTRecv, s.rxTag
+		s.rxTag++
+	}
 	if err := s.ep.Post(s.mr, w); err != nil {
 		return err
 	}
@@ -309,19 +347,44 @@ func (s *side) send(size int, iter uint64) error {
 
 // sendBuf sends the first size bytes of the send buffer to the peer.
 func (s *side) sendBuf(size int) error {
-	var flags uint64
-	if uint64(size) < s.inject {
-		flags = fiInject
+	w := ring.WR{Op: ring.OpSend, Offset: s.txOff, Len: uint64(size)}
+	if s.tagged {
+		w.Op, w.Tag = ring.OpTSend, s.txTag
+		s.txTag++
 	}
-	w := ring.WR{Op: ring.OpSend, Flags: flags, Context: ctxSend, Offset: s.txOff, Len: uint64(size), Addr: s.peer}
-	if err := s.ep.Post(s.mr, w); err != nil {
+	if err := s.postTx(w); err != nil {
 		return err
 	}
-	s.sendsPosted++
-	if flags&fiInject != 0 {
+	if w.Len < s.inject {
 		return nil // pp_inject: no wait; its completion is reaped with the others
 	}
 	return s.wait(func() bool { return s.sendsDone == s.sendsPosted })
+}
+
+// postTx posts w, a send or an RMA operation of the send buffer's first
+// w.Len bytes, to the peer, with FI_INJECT below the endpoint's inject
+// size (fabtests: transfer_size < inject_size) unless it is a READ. While
+// the tx ring is full it reaps completions and tries again, as fabtests'
+// ft_post_tx does on -FI_EAGAIN.
+func (s *side) postTx(w ring.WR) error {
+	w.Context, w.Addr = ctxSend, s.peer
+	if w.Len < s.inject && w.Op != ring.OpRead {
+		w.Flags |= fiInject
+	}
+	for {
+		err := s.ep.Post(s.mr, w)
+		if err == nil {
+			s.sendsPosted++
+			return nil
+		}
+		if !errors.Is(err, syscall.EAGAIN) {
+			return err
+		}
+		if err := s.reap(s.cqes[:s.cq.Read(s.cqes[:])]); err != nil {
+			return err
+		}
+		syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+	}
 }
 
 // recv waits for the next message, checks it and reposts the receive.
@@ -397,7 +460,7 @@ func (s *side) reap(cs []ring.CQE) error {
 			return fmt.Errorf("completion op_context=%#x flags=%#x error %d (olen %d; ep err: %s)", c.Context, c.Flags, c.Err, c.OLen, s.ep.Err())
 		}
 		switch {
-		case c.Context == ctxSend && c.Flags&fiSend != 0:
+		case c.Context == ctxSend && c.Flags&(fiSend|fiRMA) != 0:
 			s.sendsDone++
 		case c.Context == ctxRecv && c.Flags&fiRecv != 0:
 			s.recvsDone++
@@ -555,6 +618,11 @@ func serverRDM(o *options) error {
 	}
 	defer av.Close() // after s.close: the endpoint is bound to it
 	defer s.close()
+	if o.bw { // the hello's receive (ready posts none with -bw)
+		if err := s.postRecv(); err != nil {
+			return err
+		}
+	}
 	local, err := s.ep.Local()
 	if err != nil {
 		return err
@@ -570,8 +638,10 @@ func serverRDM(o *options) error {
 	if s.peer, err = av.Insert(peer); err != nil {
 		return fmt.Errorf("the client's first message %q is not an address: %w", peer, err)
 	}
-	if err := s.postRecv(); err != nil {
-		return err
+	if !o.bw { // the ping-pong's receive posted ahead
+		if err := s.postRecv(); err != nil {
+			return err
+		}
 	}
 	if err := s.run(o, "server"); err != nil {
 		return err
@@ -614,10 +684,14 @@ func clientRDM(o *options) error {
 	return s.drain()
 }
 
-// run does the timed round trips of every size: the client sends first and
+// run does the timed round trips of every size (with -bw, the bandwidth
+// loop of bw.go instead): the client sends first and
 // the server answers. Before the server's very last answer it sets closing:
 // the client may shut down as soon as that answer is out.
 func (s *side) run(o *options, role string) error {
+	if o.bw {
+		return s.bandwidth(role)
+	}
 	var iter uint64
 	for k, size := range o.sizes {
 		var start time.Time
