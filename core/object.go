@@ -392,7 +392,7 @@ func (d *Domain) closeAll(dead []*Object) {
 		if trace.On(trace.Object) {
 			o.tracef(trace.Object, "closed")
 		}
-		o.log(slog.LevelDebug, "object closed")
+		o.log(slog.LevelInfo, "object closed")
 		if d.fab.Gone != nil {
 			d.fab.Gone(o)
 		}
@@ -519,7 +519,7 @@ func (d *Domain) create(k Kind, name string, uid, pid uint32, charged bool) (*Ob
 	if trace.On(trace.Object) {
 		o.tracef(trace.Object, "made")
 	}
-	o.log(slog.LevelDebug, "object made")
+	o.log(slog.LevelInfo, "object made")
 	return o, nil
 }
 

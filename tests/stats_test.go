@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -47,6 +49,24 @@ func readStats(t *testing.T, path string) map[string]uint64 {
 			t.Fatalf("%s: %s twice", path, f[0])
 		}
 		m[f[0]] = v
+	}
+	// Its JSON view (stats.json) says the same: the same names, and the
+	// same values but for the live socket's (tcp_), read again.
+	jb, err := os.ReadFile(path + ".json")
+	must(t, err)
+	var j map[string]uint64
+	dec := json.NewDecoder(bytes.NewReader(jb))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		t.Fatalf("%s.json: %v: %s", path, err, jb)
+	}
+	if len(j) != len(m) {
+		t.Errorf("%s.json has %d names, the text %d", path, len(j), len(m))
+	}
+	for k, v := range m {
+		if jv, ok := j[k]; !ok || (jv != v && !strings.HasPrefix(k, "tcp_")) {
+			t.Errorf("%s.json: %s is %d (present %v), the text says %d", path, k, jv, ok, v)
+		}
 	}
 	return m
 }

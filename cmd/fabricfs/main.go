@@ -36,7 +36,8 @@
 //
 // The daemon logs (log/slog, text lines on standard error) from
 // -log-level up: debug, info (the default: the mount, domains found,
-// connections made and lost), warn, error; docs/log.md.
+// users' objects made and closed, connections made and lost), warn,
+// error; docs/log.md.
 //
 // -limit-objects, -limit-memory and -limit-connections set what each user
 // other than root may hold (core.DefaultLimits by default; 0: no limit);
