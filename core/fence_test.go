@@ -2,7 +2,6 @@ package core_test
 
 import (
 	"bytes"
-	"strings"
 	"testing"
 	"time"
 
@@ -81,43 +80,6 @@ func testFence(t *testing.T, fenced bool) {
 	}
 	if fenced && (len(order) != 3 || order[0] != 1 || order[1] != 2 || order[2] != 3) {
 		t.Errorf("transmit completions in order %v, want [1 2 3]: the fenced write after the send before it, the send after it last", order)
-	}
-}
-
-// TestCommitComplete: FI_RMA_PMEM on tcp FI_EP_MSG, as libfabric's tcp
-// offers it, with fi_cq(3)'s FI_COMMIT_COMPLETE: "the operation completes
-// ... once the data is placed into persistent memory at the target" (the
-// target's memory here, as libfabric's tcp): a send with it stays in
-// flight until the peer has placed it (a receive posted), and a write with
-// it completes only once the target's memory holds the bytes.
-func TestCommitComplete(t *testing.T) {
-	a, mem, key, tx, brx, cqr, post := msgRig(t)
-	if !strings.Contains(a.Impl.(*core.EP).InfoText(), "FI_RMA_PMEM") {
-		t.Fatal("tcp FI_EP_MSG endpoint without FI_RMA_PMEM")
-	}
-	commit := uint64(fi.COMMIT_COMPLETE | fi.COMPLETION)
-	post(tx, ring.WR{Op: ring.OpSend, Context: 1, Offset: 0, Len: 8, Flags: commit})
-	time.Sleep(200 * time.Millisecond)
-	if head, tail := cqr.Peek(); head != tail {
-		t.Fatal("a send with FI_COMMIT_COMPLETE completed before the peer placed it")
-	}
-	post(brx, ring.WR{Op: ring.OpRecv, Context: 2, Offset: 1024, Len: 64, Flags: uint64(fi.COMPLETION)})
-	cs := reapCQEs(t, cqr, nil, 2, "the send and its receive")
-	for _, c := range cs {
-		if c.Err != 0 {
-			t.Fatalf("completion %+v", c)
-		}
-	}
-	for i := 0; i < 20; i++ {
-		copy(mem[100:], []byte{byte(i), 'c', 'o', 'm', 'm', 'i', 't', '!'})
-		post(tx, ring.WR{Op: ring.OpWrite, Context: uint64(10 + i), Offset: 100, Len: 8, RMAAddr: 200, RMAKey: key, Flags: commit})
-		c := reapCQEs(t, cqr, nil, 1, "the committed write")[0]
-		if c.Err != 0 || c.Context != uint64(10+i) {
-			t.Fatalf("completion %+v", c)
-		}
-		if !bytes.Equal(mem[200:208], mem[100:108]) {
-			t.Fatalf("write %d completed with FI_COMMIT_COMPLETE before the target held its bytes (%q)", i, mem[200:208])
-		}
 	}
 }
 
