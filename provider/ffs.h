@@ -250,6 +250,10 @@ int ffs_wait_control(struct ffs_wait *w, int command, void *arg);
 void ffs_wait_signal(struct ffs_wait *w);
 int ffs_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
 int ffs_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr, struct fid_wait **waitset);
+/* ffs_wait_stop ends this process's waiter thread, if it has one: at the
+ * provider's cleanup, before libfabric unloads the library (fi_fini at
+ * exit), which would otherwise leave the thread running unmapped code. */
+void ffs_wait_stop(void);
 int ffs_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr, struct fid_poll **pollset);
 /* The wait part of a fid of this provider's CQs, counters and EQs; NULL
  * for anything else. */

@@ -42,6 +42,7 @@ static struct fi_ops fabric_fi_ops;
 
 static void ffs_cleanup(void)
 {
+	ffs_wait_stop();
 }
 
 struct fi_provider ffs_prov = {

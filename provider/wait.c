@@ -38,6 +38,8 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ffs_wait *waits; /* every object with a descriptor */
 static pid_t running;          /* the process that started the waiter thread: a
 				* child made by fork has none until it arms */
+static pthread_t waiter_thread; /* valid while running is this process */
+static bool stopping;          /* ffs_wait_stop asks the waiter to end */
 static uint32_t kick;          /* futex word: arming adds 1 and wakes the waiter */
 
 struct ffs_waitset {
@@ -116,7 +118,7 @@ static void *waiter(void *arg)
 {
 	struct futex_waitv wv[FUTEX_WAITV_MAX];
 	pthread_mutex_lock(&lock);
-	for (;;) {
+	while (!stopping) {
 		bool polled;
 		unsigned n = look(wv, FUTEX_WAITV_MAX, &polled);
 		pthread_mutex_unlock(&lock);
@@ -131,7 +133,33 @@ static void *waiter(void *arg)
 		}
 		pthread_mutex_lock(&lock);
 	}
+	pthread_mutex_unlock(&lock);
 	return NULL;
+}
+
+/* wake_waiter makes the waiter look again. Under lock. */
+static void wake_waiter(void)
+{
+	__atomic_fetch_add(&kick, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &kick, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+void ffs_wait_stop(void)
+{
+	pthread_mutex_lock(&lock);
+	bool mine = running == getpid();
+	if (mine) {
+		stopping = true;
+		wake_waiter();
+	}
+	pthread_mutex_unlock(&lock);
+	if (!mine)
+		return;
+	pthread_join(waiter_thread, NULL);
+	pthread_mutex_lock(&lock);
+	running = 0;
+	stopping = false;
+	pthread_mutex_unlock(&lock);
 }
 
 /* arm arms w (nothing to read yet) and makes sure the waiter runs and
@@ -139,25 +167,21 @@ static void *waiter(void *arg)
 static int arm(struct ffs_wait *w)
 {
 	if (running != getpid()) {
-		pthread_t t;
-		pthread_attr_t a;
-		pthread_attr_init(&a);
-		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 		/* The waiter blocks every signal (it inherits the mask), so
-		 * that the application's signals go to its own threads. */
+		 * that the application's signals go to its own threads. It is
+		 * joinable: ffs_wait_stop ends it before libfabric unloads
+		 * the provider, whose code it runs. */
 		sigset_t all, old;
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old);
-		int e = pthread_create(&t, &a, waiter, NULL);
+		int e = pthread_create(&waiter_thread, NULL, waiter, NULL);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		pthread_attr_destroy(&a);
 		if (e)
 			return -FI_ENOMEM;
 		running = getpid();
 	}
 	w->armed = true;
-	__atomic_fetch_add(&kick, 1, __ATOMIC_SEQ_CST);
-	syscall(SYS_futex, &kick, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	wake_waiter();
 	return 0;
 }
 
