@@ -206,3 +206,25 @@ func TestRestartAfterKill(t *testing.T) {
 		t.Errorf("the new daemon's log does not say it detached the stale mount:\n%s", d2.logText())
 	}
 }
+
+// TestStackDumpOnSIGUSR1: fabricfs(8) "SIGUSR1: write the stack of every
+// goroutine to the log (at warn level) and go on serving". The tests' own
+// hang reports depend on it (stacks_test.go).
+func TestStackDumpOnSIGUSR1(t *testing.T) {
+	d := mount(t)
+	if err := d.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	// The main goroutine waits in main.run for a signal or the unmount.
+	for !strings.Contains(d.logText(), "level=WARN msg=\"SIGUSR1: the stacks of every goroutine follow") ||
+		!strings.Contains(d.logText(), "goroutine 1 [") || !strings.Contains(d.logText(), "main.run(") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no goroutine stacks in the log 10 s after SIGUSR1:\n%s", d.logText())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := os.ReadFile(d.path("version")); err != nil {
+		t.Fatalf("the tree after SIGUSR1: %v", err)
+	}
+}

@@ -170,7 +170,9 @@ func mountAt(t *testing.T, mnt string, argv []string) *daemon {
 		}
 		close(logDone)
 	}()
+	live.Store(d, true)
 	t.Cleanup(func() {
+		live.Delete(d)
 		d.stop(t)
 		<-logDone
 		if t.Failed() {

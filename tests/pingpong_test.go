@@ -111,6 +111,8 @@ func (p *proc) wait(t *testing.T, limit time.Duration) int {
 	case <-p.done:
 	case <-time.After(limit):
 		t.Errorf("%s did not finish in %v; killing it", p.name, limit)
+		t.Logf("where it waits:\n%s", stacks(p.cmd.Process.Pid))
+		dumpDaemons()
 		p.cmd.Process.Kill()
 		<-p.done
 	}

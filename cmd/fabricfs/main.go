@@ -163,6 +163,7 @@ func run(mnt, mapping string, engineCPUs *unix.CPUSet, limits core.Limits, tcfg 
 	// as soon as the tree answers (a test's cleanup) still unmounts it.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	dumpOnSignal()
 	srv, err := fs.Mount(fab, mnt, opts)
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", mnt, err)

@@ -49,6 +49,9 @@ deploy/fabricfs.conf lists every key at its default.
 - SIGTERM, SIGINT: unmount (lazily if files are still open: the kernel
   drops the mount once they close), close every object and exit with
   status 0. Under systemd the daemon first sends STOPPING=1.
+- SIGUSR1: write the stack of every goroutine to the log (at warn level)
+  and go on serving: what the daemon is waiting for, when a request
+  seems never answered.
 - SIGKILL leaves a stale mount, which answers ENOTCONN until it is
   detached; the next daemon on the same MOUNTPOINT detaches it.
 
