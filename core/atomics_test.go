@@ -209,16 +209,7 @@ func atomicFabric(t *testing.T, p *atomicProvider) (*core.Fabric, *core.Domain) 
 		t.Fatal(err)
 	}
 	p.Provider = tp
-	f, err := core.New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Close)
-	d, ok := f.Domain("tcp", "lo")
-	if !ok {
-		t.Fatal("no tcp/lo domain")
-	}
-	return f, d
+	return fabricOf(t, p)
 }
 
 // atomicRig is two connected endpoints of a domain taking atomics on

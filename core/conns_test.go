@@ -8,21 +8,14 @@ import (
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
-	"github.com/fabricfs/fabricfs/providers/tcp"
 )
 
 // A user's connections are refused past the user's limit, with a sentence
 // naming the user, the resource and the limit; root's still work, and a
 // closed connection gives its charge back.
 func TestConnectionLimit(t *testing.T) {
-	p, _ := tcp.New(tcp.Config{})
-	f, err := core.New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, d := loFabric(t)
 	f.SetLimit(core.Connections, 2)
-	d, _ := f.Domain("tcp", "lo")
 	ctx := context.Background()
 	ctl := func(o *core.Object, uid uint32, cmd string) error { return o.Ctl(ctx, uid, cmd) }
 	mk := func(k core.Kind, name string, uid uint32) *core.Object {
@@ -93,13 +86,7 @@ func TestConnectionLimit(t *testing.T) {
 // the user enables one (takes the request). Then both are, within the
 // user's limits.
 func TestRequestsAreNotCharged(t *testing.T) {
-	p, _ := tcp.New(tcp.Config{})
-	f, err := core.New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	d, _ := f.Domain("tcp", "lo")
+	f, d := loFabric(t)
 	ctx := context.Background()
 	const uid = 1000
 	mk := func(k core.Kind, uid uint32) *core.Object {

@@ -27,6 +27,25 @@ func lo(t testing.TB) *core.Domain {
 // returns its tcp/lo domain.
 func loOf(t testing.TB, p core.Provider) *core.Domain {
 	t.Helper()
+	_, d := fabricOf(t, p)
+	return d
+}
+
+// loFabric opens a fabric over the real tcp provider and returns it with
+// its tcp/lo domain.
+func loFabric(t testing.TB) (*core.Fabric, *core.Domain) {
+	t.Helper()
+	p, err := newTCP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fabricOf(t, p)
+}
+
+// fabricOf opens a fabric over p and returns it with its tcp/lo domain;
+// the test's cleanup closes it.
+func fabricOf(t testing.TB, p core.Provider) (*core.Fabric, *core.Domain) {
+	t.Helper()
 	f, err := core.New(p)
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +55,7 @@ func loOf(t testing.TB, p core.Provider) *core.Domain {
 	if !ok {
 		t.Fatal("no tcp/lo domain")
 	}
-	return d
+	return f, d
 }
 
 func newTCP() (core.Provider, error) { return tcp.New(tcp.Config{}) }
@@ -141,20 +160,14 @@ func TestBoundObjectsAreBusy(t *testing.T) {
 }
 
 func TestLimitsAndOwners(t *testing.T) {
-	p, _ := tcp.New(tcp.Config{})
-	f, err := core.New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, d := loFabric(t)
 	f.SetLimit(core.Objects, 2)
-	d, _ := f.Domain("tcp", "lo")
 	for i := 0; i < 2; i++ {
 		if _, err := d.Create(core.KindCntr, "", 1000); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err = d.Create(core.KindCntr, "", 1000)
+	_, err := d.Create(core.KindCntr, "", 1000)
 	wantCode(t, "third object of uid 1000", err, fi.ENOSPC)
 	if _, err := d.Create(core.KindCntr, "", 0); err != nil {
 		t.Errorf("root is not limited: %v", err)

@@ -26,16 +26,7 @@ func openFDs(t *testing.T) int {
 // at close, as one whose rings were does; over the memory limit enable
 // fails.
 func TestRingsMadeOnFirstOpen(t *testing.T) {
-	p, err := newTCP()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := core.New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Close)
-	d, _ := f.Domain("tcp", "lo")
+	f, d := loFabric(t)
 	create(t, d, core.KindEQ, "e")
 	create(t, d, core.KindCQ, "c")
 	held := func() int64 { return f.Held(0)[core.MemoryBytes] }
@@ -119,7 +110,7 @@ func TestRingsMadeOnFirstOpen(t *testing.T) {
 		}
 	}
 	f.SetLimit(core.MemoryBytes, f.Held(uid)[core.MemoryBytes]+4096) // the CQ's ring and a page
-	err = ep.Ctl(context.Background(), uid, "enable")
+	err := ep.Ctl(context.Background(), uid, "enable")
 	wantCode(t, "enable over the memory limit", err, fi.ENOSPC)
 	if got, want := f.Held(uid)[core.MemoryBytes], f.Limits()[core.MemoryBytes]-4096; got != want {
 		t.Errorf("after the refused enable uid %d holds %d memory bytes, want the CQ's %d", uid, got, want)

@@ -13,21 +13,6 @@ import (
 	"github.com/fabricfs/fabricfs/providers/tcp"
 )
 
-// fabricOf opens a fabric over p and returns it with its tcp/lo domain.
-func fabricOf(t *testing.T, p core.Provider) (*core.Fabric, *core.Domain) {
-	t.Helper()
-	f, err := core.New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Close)
-	d, ok := f.Domain("tcp", "lo")
-	if !ok {
-		t.Fatal("no tcp/lo domain")
-	}
-	return f, d
-}
-
 // TestRemovedObjectRefusesCommands: after rmdir, commands on a file that
 // was open before (`exec 3>mr/m/ctl; rmdir mr/m; echo reg >&3`) fail with
 // FI_ENOENT and acquire nothing: no memory is charged, no key claimed;

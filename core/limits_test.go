@@ -34,16 +34,7 @@ func TestErrIsBounded(t *testing.T) {
 // MemoryBytes: over the limit, reg fails with FI_ENOSPC and a sentence
 // naming the user, the resource and the limit; closing gives it back.
 func TestMemoryQuota(t *testing.T) {
-	p, err := newTCP()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := core.New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Close)
-	d, _ := f.Domain("tcp", "lo")
+	f, d := loFabric(t)
 	const uid = 1000
 	f.SetLimit(core.MemoryBytes, 1<<20)
 
@@ -83,19 +74,10 @@ func TestMemoryQuota(t *testing.T) {
 // one of its last FDReserve: shared memory that lands there is closed and
 // the reg fails with EMFILE, its bytes given back; root's still works.
 func TestFDReserveSharedMemory(t *testing.T) {
-	p, err := newTCP()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := core.New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Close)
-	d, _ := f.Domain("tcp", "lo")
+	f, d := loFabric(t)
 	defer func(n int) { core.FDReserve = n }(core.FDReserve)
 	core.FDReserve = 1 << 30 // every descriptor is in the reserve
-	_, err = regMRAs(t, d, 1000, "user", 4096, "", "")
+	_, err := regMRAs(t, d, 1000, "user", 4096, "", "")
 	wantCode(t, "uid 1000's reg in the reserve", err, fi.EMFILE)
 	if s := fmt.Sprint(err); !strings.Contains(s, "kept for its own use") {
 		t.Errorf("err = %q, want it to say the descriptors are the daemon's", s)
