@@ -310,6 +310,17 @@ var commands = []command{
 		}
 		return c.obj.Impl.(*MR).BindEQ(o.Impl.(*EQ))
 	}},
+	{KindMR, ctl.Cmd{Verb: "bind cntr", Args: "ID FLAGS", Min: 2, Max: 2}, func(c *call) error {
+		o, err := c.ref(0, KindCntr)
+		if err != nil {
+			return err
+		}
+		f, err := bindFlags(c.args[1], fi.REMOTE_READ|fi.REMOTE_WRITE)
+		if err != nil {
+			return err
+		}
+		return c.obj.Impl.(*MR).BindCntr(o.Impl.(*Cntr), f)
+	}},
 	{KindMR, ctl.Cmd{Verb: "reg"}, func(c *call) error { return c.obj.Impl.(*MR).Register() }},
 	{KindCntr, ctl.Cmd{Verb: "add", Args: "N", Min: 1, Max: 1}, cntrOp((*Cntr).Add)},
 	{KindCntr, ctl.Cmd{Verb: "set", Args: "N", Min: 1, Max: 1}, cntrOp((*Cntr).Set)},

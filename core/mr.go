@@ -50,6 +50,7 @@ type MR struct {
 	closed       bool         // by Close: nothing is registered again
 	eq           *EQ          // where an asynchronous registration reports
 	registering  bool         // an asynchronous registration is under way
+	cntrs        [2]*Cntr     // bound by BindCntr: peers' reads, peers' writes
 }
 
 // mrDefaultAccess is a region's access until attr/access says otherwise:
@@ -79,6 +80,65 @@ func (m *MR) BindEQ(eq *EQ) error {
 	}
 	m.eq = eq
 	return nil
+}
+
+// BindCntr is fi_mr_bind of a counter, for fi.REMOTE_READ, fi.REMOTE_WRITE
+// or both: the counter counts peers' operations that reach the region
+// (a write or read of several regions counts on the first one's), as
+// fi_mr(3) says: "When binding with a counter, the type of events tracked
+// against the memory region is based on the bitwise OR of the following
+// flags", FI_REMOTE_WRITE ("Generates an event whenever a remote RMA
+// write or atomic operation modifies the memory region") and
+// FI_REMOTE_READ. It may come before or after `reg`: the domains do not
+// have FI_MR_RMA_EVENT in mr_mode, which would ask for fi_mr_enable after
+// the binding. One counter per kind of event, as an endpoint's.
+func (m *MR) BindCntr(c *Cntr, flags fi.Caps) error {
+	if flags == 0 || flags&^(fi.REMOTE_READ|fi.REMOTE_WRITE) != 0 {
+		return Errorf(fi.EINVAL, "bind cntr on a memory region takes remote_read, remote_write")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return gone(m.obj)
+	}
+	for i, f := range [2]fi.Caps{fi.REMOTE_READ, fi.REMOTE_WRITE} {
+		if flags&f != 0 && m.cntrs[i] != nil {
+			return Errorf(fi.EINVAL, "%s is already bound for %v", m.cntrs[i].obj, f)
+		}
+	}
+	for i, f := range [2]fi.Caps{fi.REMOTE_READ, fi.REMOTE_WRITE} {
+		if flags&f != 0 {
+			if err := c.bind(); err != nil {
+				return err
+			}
+			m.cntrs[i] = c
+			m.obj.Dom.mrCntrs.Add(1)
+		}
+	}
+	return nil
+}
+
+// countRemote counts a peer's operation on the region with key, reported
+// to endpoint e of owner owner, on the counter bound to that region for
+// it, if any. Domains with no such binding pay one atomic load.
+func (d *Domain) countRemote(owner uint32, key uint64, write, failed bool) {
+	if d.mrCntrs.Load() == 0 {
+		return
+	}
+	o, ok := d.regionByKey(key)
+	if !ok || o.Owner != owner {
+		return
+	}
+	m := o.Impl.(*MR)
+	m.mu.Lock()
+	c := m.cntrs[0]
+	if write {
+		c = m.cntrs[1]
+	}
+	m.mu.Unlock()
+	if c != nil {
+		c.completed(failed)
+	}
 }
 
 // Register is fi_mr_reg for the region's attributes: at once, or with an
@@ -340,12 +400,18 @@ func (m *MR) Attrs() []Attr {
 
 func (m *MR) Close() error {
 	m.mu.Lock()
-	eq := m.eq
-	m.eq = nil
+	eq, cntrs := m.eq, m.cntrs
+	m.eq, m.cntrs = nil, [2]*Cntr{}
 	err := m.closeLocked()
 	m.mu.Unlock()
 	if eq != nil {
 		eq.obj.drop()
+	}
+	for _, c := range cntrs {
+		if c != nil {
+			m.obj.Dom.mrCntrs.Add(-1)
+			c.unbind()
+		}
 	}
 	return err
 }

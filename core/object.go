@@ -414,6 +414,7 @@ type Domain struct {
 	bySerial map[uint64]*Object
 	mrKeys   map[uint64]*Object // registered memory regions by key
 	stats    domainStats        // the counts of closed objects (stats.go)
+	mrCntrs  atomic.Int64       // counters bound to its regions (MR.BindCntr)
 
 	// atomicTypes are the endpoint types the provider domain takes
 	// atomics on (answersAtomics), found when the domain opened.

@@ -419,9 +419,10 @@ type Completion struct {
 	ProvErrno int        // the provider's own error number, 0 if none
 	OLen      uint64     // with fi.ETRUNC: bytes that did not fit
 	Offset    uint64     // where in Op.Buf the data starts: 0 but for FI_MULTI_RECV
-	// Key is, in an EndpointEvents.Remote report of a provider that
-	// registers memory (MemoryRegistrar), the key of the registration
-	// the peer's operation reached; 0 otherwise.
+	// Key is, in an EndpointEvents.Remote report, the key of the memory
+	// region (or, for a provider that registers memory, MemoryRegistrar,
+	// of the registration) the peer's operation reached: the first, if
+	// it reached several. Counters bound to that region count it.
 	Key uint64
 }
 

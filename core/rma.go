@@ -96,6 +96,7 @@ func (ev epEvents) Remote(c Completion) {
 		cl, st = classRemoteWrite, statRemoteWrite
 	}
 	ev.e.ops.count(st, c.Len, c.Err != 0)
+	ev.e.obj.Dom.countRemote(ev.e.obj.Owner, c.Key, cl == classRemoteWrite, c.Err != 0)
 	if c.Flags&fi.CQFlags(fi.REMOTE_CQ_DATA) == 0 {
 		ev.e.count(cl, c.Err != 0)
 		return

@@ -317,17 +317,38 @@ static int mr_close(struct fid *fid)
 
 static int mr_control(struct fid *fid, int command, void *arg)
 {
-	/* A region is enabled once registered (fi_mr_enable); nothing else
-	 * applies: the domain has neither FI_MR_RMA_EVENT nor
-	 * FI_MR_MMU_NOTIFY (fi_mr_refresh), and counters count RMA through
-	 * endpoints, so fi_mr_bind has nothing to bind either. */
+	/* A region is enabled once registered (fi_mr_enable), bound
+	 * counters or not: the domain has neither FI_MR_RMA_EVENT nor
+	 * FI_MR_MMU_NOTIFY (fi_mr_refresh). */
 	return command == FI_ENABLE ? 0 : -FI_ENOSYS;
+}
+
+/* mr_bind is fi_mr_bind of a counter, for FI_REMOTE_WRITE, FI_REMOTE_READ
+ * or both: the tree counts peers' writes or reads that reach the region
+ * on it (docs/tree.md, the mr's `bind cntr`). A local-only region is
+ * reached by no peer, so its binding has nothing to count. Endpoint
+ * bindings (FI_MR_ENDPOINT) are not in the domains' mr_mode. */
+static int mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct ffs_mr *mr = container_of(fid, struct ffs_mr, mr_fid.fid);
+	if (!bfid || !ffs_cntr_wait(bfid))
+		return -FI_EINVAL;
+	if (!flags || (flags & ~(FI_REMOTE_READ | FI_REMOTE_WRITE)))
+		return -FI_EBADFLAGS;
+	struct ffs_cntr *c = container_of(bfid, struct ffs_cntr, cntr_fid.fid);
+	if (c->dom != mr->dom)
+		return -FI_EINVAL;
+	if (!mr->map)
+		return 0;
+	return ffs_ctl(&mr->obj, "bind cntr %u %s%s%s", c->obj.id, flags & FI_REMOTE_READ ? "remote_read" : "",
+		       flags == (FI_REMOTE_READ | FI_REMOTE_WRITE) ? "," : "",
+		       flags & FI_REMOTE_WRITE ? "remote_write" : "");
 }
 
 static struct fi_ops mr_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = mr_close,
-	.bind = ffs_no_bind,
+	.bind = mr_bind,
 	.control = mr_control,
 	.ops_open = ffs_no_ops_open,
 	.tostr = ffs_no_tostr,

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -422,6 +423,35 @@ var confScenarios = []confScenario{
 		}
 		if !b.io.quiet(t, 20*time.Millisecond) {
 			t.Error("a write without remote CQ data made an entry at the target")
+		}
+	}},
+	{name: "mr_cntr", caps: fi.RMA | fi.RMA_EVENT | fi.WRITE | fi.READ | fi.REMOTE_WRITE | fi.REMOTE_READ, run: func(t *testing.T, x *confEnv) {
+		// fi_mr(3): "The fi_mr_bind function associates a memory region
+		// with a counter"; with FI_REMOTE_WRITE it "Generates an event
+		// whenever a remote RMA write or atomic operation modifies the
+		// memory region", with FI_REMOTE_READ "whenever a remote RMA read
+		// or atomic operation accesses the memory region". The region
+		// is registered already: binding after reg counts from then on.
+		// The counters first: removed after the region that holds them.
+		writes := &confNode{name: "the region's writes", cntr: x.impl.obj(t, x, "cntr")}
+		reads := &confNode{name: "the region's reads", cntr: x.impl.obj(t, x, "cntr")}
+		a, b, _ := x.confPair(t, confCfg{})
+		ctlOK(t, b.mr, "bind cntr "+filepath.Base(writes.cntr)+" remote_write")
+		ctlOK(t, b.mr, "bind cntr "+filepath.Base(reads.cntr)+" FI_REMOTE_READ")
+		err := ctl(filepath.Join(b.mr, "ctl"), "bind cntr "+filepath.Base(writes.cntr)+" remote_read")
+		wantErrno(t, "a second counter for the region's remote reads", err, syscall.EINVAL)
+		key := x.num(t, b.mr, "attr/key")
+		data := pattern(1000, 23)
+		a.io.fill(t, confRMAOff, data)
+		a.io.rma(t, true, confRMAOff, 1000, 100, key, nil)
+		wantCQE(t, "write", a.io.poll(t, 1)[0], cqWrite, 1000, 0)
+		writes.counts(t, 1, 0)
+		a.io.rma(t, false, confRMAOff, 1000, 100, key, nil)
+		wantCQE(t, "read", a.io.poll(t, 1)[0], cqRead, 1000, 0)
+		reads.counts(t, 1, 0)
+		writes.counts(t, 1, 0) // the read counted as a read only
+		if got := b.io.mem(t, 100, 1000); !bytes.Equal(got, data) {
+			t.Error("the target region does not hold the written bytes")
 		}
 	}},
 	{name: "atomic", caps: fi.ATOMIC | fi.WRITE | fi.READ | fi.REMOTE_WRITE | fi.REMOTE_READ, run: func(t *testing.T, x *confEnv) {

@@ -353,6 +353,15 @@ int main(int argc, char **argv)
 		struct fid_mr *mr;
 		CHECK(fi_mr_reg(domain, region, 65536, FI_REMOTE_WRITE | FI_REMOTE_READ, 0, 0, 0, &mr, NULL));
 		uint64_t key = fi_mr_key(mr);
+		/* fi_mr(3): fi_mr_bind "associates a memory region with a
+		 * counter"; FI_REMOTE_WRITE "Generates an event whenever a remote
+		 * RMA write or atomic operation modifies the memory region". */
+		struct fid_cntr *writes;
+		struct fi_cntr_attr ca = {.events = FI_CNTR_EVENTS_COMP};
+		CHECK(fi_cntr_open(domain, &ca, &writes, NULL));
+		CHECK(fi_mr_bind(mr, &writes->fid, FI_REMOTE_WRITE));
+		if (fi_mr_bind(mr, &writes->fid, FI_SEND) != -FI_EBADFLAGS)
+			fail("fi_mr_bind with FI_SEND: want -FI_EBADFLAGS");
 		fill(tx, len, 31);
 		struct iovec iov = {tx, len};
 		struct fi_rma_iov rma = {off, len, key};
@@ -365,10 +374,14 @@ int main(int argc, char **argv)
 		if (cq_wait(cli.txcq, &se, &err) != 1 || se.op_context != &wctx)
 			fail("fi_writemsg: completion err %d", err.err);
 		check_bytes(region + off, len, 31, "written");
+		if (fi_cntr_read(writes) != 1)
+			fail("the region's counter after a write: %llu, want 1", (unsigned long long)fi_cntr_read(writes));
 		CHECK(fi_read(cli.ep, rx, len, NULL, 0, off, key, &rctx));
 		if (cq_wait(cli.txcq, &se, &err) != 1 || se.op_context != &rctx)
 			fail("fi_read: completion err %d", err.err);
 		check_bytes(rx, len, 31, "read");
+		if (fi_cntr_read(writes) != 1)
+			fail("the region's write counter after a read: %llu, want 1", (unsigned long long)fi_cntr_read(writes));
 		uint8_t spare[16];
 		int sctx;
 		if (info->rx_attr->mode & FI_RX_CQ_DATA)
@@ -380,11 +393,14 @@ int main(int argc, char **argv)
 		if (cq_wait(srv.rxcq, &re, &err) != 1 || !(re.flags & FI_REMOTE_CQ_DATA) || re.data != 0x77)
 			fail("fi_writedata: target entry flags %#llx data %#llx", (unsigned long long)re.flags,
 			     (unsigned long long)re.data);
+		if (fi_close(&writes->fid) != -FI_EBUSY)
+			fail("fi_close of a counter bound to a region: want -FI_EBUSY");
 		CHECK(fi_close(&mr->fid));
+		CHECK(fi_close(&writes->fid));
 		free(region);
 		free(tx);
 		free(rx);
-		printf("ok RMA write, read, writedata\n");
+		printf("ok RMA write, read, writedata; a counter bound to the region counts the write\n");
 	}
 
 	/* Zero copy: both buffers registered, named by their descs. */

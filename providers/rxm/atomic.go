@@ -378,7 +378,7 @@ func (e *endpoint) applyAtomic(k atomic.Kind, req *wire.AtomicRequest, result []
 	if k == atomic.Write {
 		flags = fi.CQFlags(fi.ATOMIC | fi.REMOTE_WRITE)
 	}
-	e.ev.Remote(core.Completion{Flags: flags, Len: uint64(off)})
+	e.ev.Remote(core.Completion{Flags: flags, Len: uint64(off), Key: req.Ioc[0].Key})
 	return off, 0
 }
 

@@ -56,7 +56,7 @@ func (c *conn) received(op *core.Op, comp core.Completion) {
 		return // the connection reports its own end
 	}
 	if comp.Flags&fi.CQFlags(fi.REMOTE_WRITE) != 0 {
-		e.ev.Remote(core.Completion{Flags: comp.Flags, Len: comp.Len, Data: comp.Data})
+		e.ev.Remote(core.Completion{Flags: comp.Flags, Len: comp.Len, Data: comp.Data, Key: comp.Key})
 		c.reuse(op)
 		return
 	}

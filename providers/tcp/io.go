@@ -725,7 +725,8 @@ func (e *endpoint) batchDone(err error) {
 		switch {
 		case it.rsp != nil:
 			if err == nil {
-				e.ev.Remote(core.Completion{Flags: fi.CQFlags(fi.RMA | fi.REMOTE_READ), Len: it.rsp.h.Len})
+				// The response's header is the request's: RMA[0] is the first region read.
+				e.ev.Remote(core.Completion{Flags: fi.CQFlags(fi.RMA | fi.REMOTE_READ), Len: it.rsp.h.Len, Key: it.rsp.h.RMA[0].Key})
 			}
 			it.rsp.done()
 		case !it.waits:
@@ -806,7 +807,7 @@ func (e *endpoint) startWrite(h *wire.Header, n int) rxStatus {
 		rd.dsts = append(rd.dsts, buf)
 		rd.rel = append(rd.rel, release)
 	}
-	c := core.Completion{Flags: fi.CQFlags(fi.RMA | fi.REMOTE_WRITE), Len: h.Len}
+	c := core.Completion{Flags: fi.CQFlags(fi.RMA | fi.REMOTE_WRITE), Len: h.Len, Key: h.RMA[0].Key}
 	if h.Flags&wire.FlagRemoteCQData != 0 {
 		c.Flags, c.Data = c.Flags|fi.CQFlags(fi.REMOTE_CQ_DATA), h.CQData
 	}
