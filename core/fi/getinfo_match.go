@@ -433,7 +433,7 @@ func (m *entryMatch) attrs() string {
 	q, h, out := m.q, m.q.h, m.out
 	var c attrCheck
 	if hd := h.DomainAttr; hd != nil {
-		q.domainAttr(&c, hd, out.DomainAttr)
+		q.domainAttr(&c, hd, out.DomainAttr, out.AutoProgress)
 	}
 	if he := h.EPAttr; he != nil {
 		q.epAttr(&c, he, out.EPAttr, out.DomainAttr, impliedCaps(out.Caps))
