@@ -344,6 +344,52 @@ func (e *EP) postRecvMessage() (*heldRecv, error) {
 	return h, nil
 }
 
+// MultiRecv is the ctl verb multi_recv: it posts a receive with
+// FI_MULTI_RECV of n bytes at off in memory region mr, with op_context
+// context, and returns once it is posted. The buffer takes message after
+// message (fi_msg(3): "Received messages will be packed into the receive
+// buffer until the buffer has been consumed"), each completing on the
+// receive CQ with its place in the region (buf), until fewer than
+// FI_OPT_MIN_MULTI_RECV bytes would be left: the completion that releases
+// it has FI_MULTI_RECV. The receive carries the endpoint's rx_op_flags; it
+// needs FI_MULTI_RECV in the endpoint's receive capabilities.
+func (e *EP) MultiRecv(mr *Object, off, n, context uint64) error {
+	e.mu.Lock()
+	caps, srx := e.info.RxAttr.Caps, e.srx
+	e.mu.Unlock()
+	switch {
+	case caps&fi.MULTI_RECV == 0:
+		return Errorf(fi.EOPNOTSUPP, "the endpoint's receive caps lack FI_MULTI_RECV")
+	case srx != nil:
+		return Errorf(fi.EOPNOTSUPP, "the endpoint takes its receives from %s", srx.obj)
+	case mr.Owner != e.obj.Owner:
+		return Errorf(fi.EACCES, "memory region %s belongs to another user", mr.ID)
+	case n == 0:
+		return Errorf(fi.EINVAL, "a multi-receive buffer of 0 bytes")
+	}
+	if err := mr.hold(); err != nil {
+		return err
+	}
+	buf, mem, memOff, err := mr.Impl.(*MR).sliceMem(off, n)
+	if err != nil {
+		mr.drop()
+		return err
+	}
+	op := &Op{Kind: OpRecv, Flags: e.defaultFlags(OpRecv) | fi.OpFlags(fi.MULTI_RECV), Context: context,
+		Buf: buf, Mem: mem, MemOff: memOff, desc: mr.Serial, offset: off}
+	// The region is held until the completion that releases the buffer,
+	// the last of the receive.
+	err = e.post(op, func(c Completion) {
+		if c.Flags&fi.CQFlags(fi.MULTI_RECV) != 0 {
+			mr.drop()
+		}
+	})
+	if err != nil {
+		mr.drop()
+	}
+	return err
+}
+
 // DataReady is poll(2) on ep/N/data: it reports whether a read at offset
 // 0 would not block now, and gives a channel closed when that may change.
 // A message is known only once a receive takes it, so with post DataReady

@@ -69,6 +69,10 @@ var ctlErrorTests = []struct {
 	{core.KindEP, "read", "read x 0 8 0 1 2", syscall.EINVAL},
 	{core.KindEP, "read", "read x 0 65 0 1", syscall.EINVAL},
 	{core.KindEP, "read", "read x 56 8 0 1", syscall.EBADFD},
+	{core.KindEP, "multi_recv", "multi_recv x 0", syscall.EINVAL},
+	{core.KindEP, "multi_recv", "multi_recv nosuch 0 8", syscall.ENOENT},
+	{core.KindEP, "multi_recv", "multi_recv x 0 eight", syscall.EINVAL},
+	{core.KindEP, "multi_recv", "multi_recv x 0 8", syscall.EOPNOTSUPP}, // tcp FI_EP_MSG has no FI_MULTI_RECV
 	{core.KindEP, "atomic", "atomic sum uint64 x 0 8 0", syscall.EINVAL},
 	{core.KindEP, "atomic", "atomic bogus uint64 x 0 8 0 1", syscall.EINVAL},
 	{core.KindEP, "atomic", "atomic sum uint64 nosuch 0 8 0 1", syscall.ENOENT},
