@@ -98,7 +98,9 @@ func rdmInfo(msg *fi.Info) *fi.Info {
 		noEvent = fi.RMA_EVENT
 	}
 	in.Caps = rdmCaps&^noEvent | msg.Caps&(fi.LOCAL_COMM|fi.REMOTE_COMM)
-	in.Mode = msg.Mode &^ fi.RX_CQ_DATA
+	// FI_BUFFERED_RECV: offered, and kept by fi_getinfo only for hints
+	// that have it (buffered.go).
+	in.Mode = msg.Mode&^fi.RX_CQ_DATA | fi.BUFFERED_RECV
 	in.DomainAttr.CQDataSize = min(msg.DomainAttr.CQDataSize, CQDataSize)
 	inject := uint64(InjectSize)
 	var unordered fi.MsgOrder
