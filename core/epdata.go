@@ -165,6 +165,11 @@ func (e *EP) do(ctx context.Context, op *Op, what string, release func()) error 
 		}
 	}
 	op.Flags |= e.defaultFlags(op.Kind)
+	return e.postWait(ctx, op, what, release)
+}
+
+// postWait posts op and waits for its completion, as do says.
+func (e *EP) postWait(ctx context.Context, op *Op, what string, release func()) error {
 	done := make(chan Completion, 1)
 	if err := e.post(op, func(c Completion) { done <- c }); err != nil {
 		release()
@@ -388,6 +393,40 @@ func (e *EP) MultiRecv(mr *Object, off, n, context uint64) error {
 		mr.drop()
 	}
 	return err
+}
+
+// Claim is the ctl verbs claim and discard of an endpoint with
+// FI_BUFFERED_RECV: a receive with FI_CLAIM of the message buffered under
+// claim key into n bytes at off in memory region mr, with op_context
+// context, or with FI_DISCARD (mr nil), which drops it. It returns when
+// the receive completes, with its error (fi.ENOMSG: the key holds no
+// message); the completion also reaches the receive CQ, as every
+// operation's.
+func (e *EP) Claim(ctx context.Context, key uint64, mr *Object, off, n, context uint64) error {
+	e.mu.Lock()
+	buffered := e.info.Mode&fi.BUFFERED_RECV != 0
+	e.mu.Unlock()
+	if !buffered {
+		return Errorf(fi.EOPNOTSUPP, "the endpoint's mode lacks FI_BUFFERED_RECV")
+	}
+	op := &Op{Kind: OpRecv, Flags: e.defaultFlags(OpRecv) | fi.DISCARD, Key: key, Context: context}
+	if mr == nil {
+		return e.postWait(ctx, op, "discard", func() {})
+	}
+	if mr.Owner != e.obj.Owner {
+		return Errorf(fi.EACCES, "memory region %s belongs to another user", mr.ID)
+	}
+	if err := mr.hold(); err != nil {
+		return err
+	}
+	buf, mem, memOff, err := mr.Impl.(*MR).sliceMem(off, n)
+	if err != nil {
+		mr.drop()
+		return err
+	}
+	op.Flags = op.Flags&^fi.DISCARD | fi.CLAIM
+	op.Buf, op.Mem, op.MemOff, op.desc, op.offset = buf, mem, memOff, mr.Serial, off
+	return e.postWait(ctx, op, "claim", mr.drop)
 }
 
 // DataReady is poll(2) on ep/N/data: it reports whether a read at offset

@@ -2,11 +2,16 @@ package tests
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/fabricfs/fabricfs/clients/go/fabricfs"
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/core/ring"
 )
@@ -47,40 +52,7 @@ func TestBufferedRecvRings(t *testing.T) {
 	if mode, err := a.ep.Attr("mode"); err != nil || strings.Contains(mode, "FI_BUFFERED_RECV") {
 		t.Errorf("an endpoint made without asking: attr/mode %q, %v", mode, err)
 	}
-	b := &rdmNode{}
-	var err error
-	if b.av, err = dom.NewAV(); err != nil {
-		t.Fatal(err)
-	}
-	if b.cq, err = dom.NewCQ(4096); err != nil {
-		t.Fatal(err)
-	}
-	if b.ep, err = dom.NewEP(); err != nil {
-		t.Fatal(err)
-	}
-	if b.mr, err = dom.NewMR(1<<20, "FI_SEND,FI_RECV"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, c := range []interface{ Close() error }{b.mr, b.ep, b.cq, b.av} {
-			c.Close()
-		}
-	})
-	block := "fi_info:\n    mode: [ FI_BUFFERED_RECV ]\n    fi_ep_attr:\n        type: FI_EP_RDM\n"
-	if err := os.WriteFile(filepath.Join(b.ep.Dir, "info"), []byte(block), 0); err != nil {
-		t.Fatalf("writing the info block: %v (%s)", err, b.ep.Err())
-	}
-	if mode, err := b.ep.Attr("mode"); err != nil || !strings.Contains(mode, "FI_BUFFERED_RECV") {
-		t.Fatalf("attr/mode %q, %v after the info block", mode, err)
-	}
-	for _, cmd := range []string{"bind av " + b.av.ID(), "bind cq " + b.cq.ID() + " send,recv", "enable"} {
-		if err := b.ep.Ctl(cmd); err != nil {
-			t.Fatalf("%s: %v (%s)", cmd, err, b.ep.Err())
-		}
-	}
-	if b.addr, err = b.ep.Local(); err != nil {
-		t.Fatal(err)
-	}
+	b := newBufferedNode(t, dom)
 	dst := a.insert(t, b)
 	mem := a.mr.Mem()
 	for k := range mem {
@@ -129,5 +101,106 @@ func TestBufferedRecvRings(t *testing.T) {
 		if e := a.next(t); e.Err != 0 {
 			t.Fatalf("send: %+v", e)
 		}
+	}
+}
+
+// newBufferedNode is newRDMNode with FI_BUFFERED_RECV asked in the
+// endpoint's info block before enable.
+func newBufferedNode(t *testing.T, dom *fabricfs.Domain) *rdmNode {
+	t.Helper()
+	b := &rdmNode{}
+	var err error
+	if b.av, err = dom.NewAV(); err != nil {
+		t.Fatal(err)
+	}
+	if b.cq, err = dom.NewCQ(4096); err != nil {
+		t.Fatal(err)
+	}
+	if b.ep, err = dom.NewEP(); err != nil {
+		t.Fatal(err)
+	}
+	if b.mr, err = dom.NewMR(1<<20, "FI_SEND,FI_RECV"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, c := range []interface{ Close() error }{b.mr, b.ep, b.cq, b.av} {
+			c.Close()
+		}
+	})
+	block := "fi_info:\n    mode: [ FI_BUFFERED_RECV ]\n    fi_ep_attr:\n        type: FI_EP_RDM\n"
+	if err := os.WriteFile(filepath.Join(b.ep.Dir, "info"), []byte(block), 0); err != nil {
+		t.Fatalf("writing the info block: %v (%s)", err, b.ep.Err())
+	}
+	if mode, err := b.ep.Attr("mode"); err != nil || !strings.Contains(mode, "FI_BUFFERED_RECV") {
+		t.Fatalf("attr/mode %q, %v after the info block", mode, err)
+	}
+	for _, cmd := range []string{"bind av " + b.av.ID(), "bind cq " + b.cq.ID() + " send,recv", "enable"} {
+		if err := b.ep.Ctl(cmd); err != nil {
+			t.Fatalf("%s: %v (%s)", cmd, err, b.ep.Err())
+		}
+	}
+	if b.addr, err = b.ep.Local(); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestBufferedRecvShell: buffered receives from the shell. The reports
+// are lines of the receive CQ's events file, op_context the claim key;
+// the ctl verb claim takes a message into a memory region (mr data then
+// holds it) and returns once the claim completes, and discard drops one.
+// fi_msg(3): "After being notified that a buffered receive has arrived,
+// applications must either claim or discard the message."
+func TestBufferedRecvShell(t *testing.T) {
+	d := mount(t)
+	dom := d.tree(t).Domain("tcp", "lo")
+	a, b := newRDMNode(t, dom), newBufferedNode(t, dom)
+	dst := a.insert(t, b)
+	copy(a.mr.Mem(), "hello, buffered world")
+	a.post(t, ring.WR{Op: ring.OpSend, Context: 1, Offset: 0, Len: 21, Addr: dst})
+	a.post(t, ring.WR{Op: ring.OpSend, Context: 2, Offset: 7, Len: 8, Addr: dst})
+	events := filepath.Join(b.cq.Dir, "events")
+	var keys []string
+	for deadline := time.Now().Add(10 * time.Second); len(keys) < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 2 reports after 10s", len(keys))
+		}
+		out, err := readNonblock(events)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if l == "" {
+				continue
+			}
+			m := regexp.MustCompile(`op_context=(0x[0-9a-f]+) flags=(\S+) len=(\d+)`).FindStringSubmatch(l)
+			if m == nil || m[2] != "FI_RECV|FI_MSG|FI_MORE" {
+				t.Fatalf("report %q, want op_context, flags FI_RECV|FI_MSG|FI_MORE and len", l)
+			}
+			keys = append(keys, m[1])
+		}
+	}
+	if err := b.ep.Ctl("claim " + keys[0] + " " + b.mr.ID() + " 100 64 0x55"); err != nil {
+		t.Fatalf("claim: %v (%s)", err, b.ep.Err())
+	}
+	if got := string(b.mr.Mem()[100:121]); got != "hello, buffered world" {
+		t.Errorf("after claim, mr data holds %q", got)
+	}
+	if err := b.ep.Ctl("discard " + keys[1]); err != nil {
+		t.Fatalf("discard: %v (%s)", err, b.ep.Err())
+	}
+	if err := b.ep.Ctl("claim " + keys[0] + " " + b.mr.ID() + " 100 64"); !errors.Is(err, syscall.ENOMSG) {
+		t.Errorf("a second claim of %s: %v, want ENOMSG", keys[0], err)
+	}
+	out, err := readNonblock(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "op_context=0x55 flags=FI_RECV|FI_MSG|FI_CLAIM len=21") {
+		t.Errorf("the claim's completion is not among the events:\n%s", out)
+	}
+	// An endpoint without the mode has neither verb.
+	if err := a.ep.Ctl("discard " + keys[1]); !errors.Is(err, syscall.EOPNOTSUPP) {
+		t.Errorf("discard on an endpoint without FI_BUFFERED_RECV: %v, want EOPNOTSUPP", err)
 	}
 }
