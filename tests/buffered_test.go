@@ -46,6 +46,14 @@ func TestBufferedRecvRings(t *testing.T) {
 		}
 	}
 
+	// fi_getinfo(3): "If a NULL hints structure is provided, then the
+	// provider's supported set of modes will be returned".
+	for _, e := range entries(d.read(t, "getinfo")) {
+		if strings.Contains(e, "        type: FI_EP_RDM\n") && !strings.Contains(e, "    mode: [ FI_BUFFERED_RECV ]\n") {
+			t.Errorf("an FI_EP_RDM entry of getinfo without hints lacks FI_BUFFERED_RECV:\n%s", e)
+		}
+	}
+
 	tree := d.tree(t)
 	dom := tree.Domain("tcp", "lo")
 	a := newRDMNode(t, dom)
