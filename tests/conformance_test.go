@@ -28,8 +28,7 @@ import (
 // clients/go/fabricfs's clone objects, the shell one with mkdir); counters and EQ
 // events are files for both. A scenario is skipped when the endpoint's
 // attr/caps (or the domain's attr/cq_data_size) lacks what it needs, with
-// the reason; the shell skips a scenario it has no form for (shellGap),
-// with the reason.
+// the reason. Every scenario has a shell form.
 
 // confRuns are the provider runs: one line per provider and endpoint type.
 var confRuns = []confRun{
@@ -53,9 +52,7 @@ type confScenario struct {
 	caps    fi.Caps // the endpoint capabilities it needs
 	cqData  bool    // it needs remote CQ data (the domain's cq_data_size > 0)
 	cancels bool    // it cancels a posted receive
-	// shellGap is why the shell's files cannot run it; "" if they can.
-	shellGap string
-	run      func(t *testing.T, x *confEnv)
+	run     func(t *testing.T, x *confEnv)
 }
 
 // TestConformance runs every scenario for every run and implementation,
@@ -72,9 +69,6 @@ func TestConformance(t *testing.T) {
 					t.Run(impl.name()+"/"+s.name, func(t *testing.T) {
 						if why := x.lacks(s); why != "" {
 							t.Skip(why)
-						}
-						if _, shell := impl.(*shellImpl); shell && s.shellGap != "" {
-							t.Skip("no shell form: " + s.shellGap)
 						}
 						t.Cleanup(func() { x.checkEmpty(t) }) // after the scenario's own cleanups
 						xi := *x
