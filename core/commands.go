@@ -241,6 +241,43 @@ var commands = []command{
 		}
 		return c.ep().SetRxBuf(v)
 	}},
+	{KindEP, ctl.Cmd{Verb: "multi_recv", Args: "MRID OFFSET LEN [CONTEXT]", Min: 3, Max: 4}, func(c *call) error {
+		mr, err := c.ref(0, KindMR)
+		if err != nil {
+			return err
+		}
+		var v [3]uint64 // OFFSET LEN CONTEXT
+		for i := 1; i < len(c.args); i++ {
+			if v[i-1], err = c.num(i); err != nil {
+				return err
+			}
+		}
+		return c.ep().MultiRecv(mr, v[0], v[1], v[2])
+	}},
+	{KindEP, ctl.Cmd{Verb: "claim", Args: "KEY MRID OFFSET LEN [CONTEXT]", Min: 4, Max: 5}, func(c *call) error {
+		key, err := c.num(0)
+		if err != nil {
+			return err
+		}
+		mr, err := c.ref(1, KindMR)
+		if err != nil {
+			return err
+		}
+		var v [3]uint64 // OFFSET LEN CONTEXT
+		for i := 2; i < len(c.args); i++ {
+			if v[i-2], err = c.num(i); err != nil {
+				return err
+			}
+		}
+		return c.ep().Claim(c.ctx, key, mr, v[0], v[1], v[2])
+	}},
+	{KindEP, ctl.Cmd{Verb: "discard", Args: "KEY", Min: 1, Max: 1}, func(c *call) error {
+		key, err := c.num(0)
+		if err != nil {
+			return err
+		}
+		return c.ep().Claim(c.ctx, key, nil, 0, 0, 0)
+	}},
 	{KindEP, ctl.Cmd{Verb: "setopt", Args: "NAME VALUE", Min: 2, Max: 2}, func(c *call) error {
 		v, err := c.num(1)
 		if err != nil {

@@ -106,18 +106,26 @@ func newEP(o *Object) (Impl, error) {
 }
 
 // bestInfo returns a copy of the domain's first entry of type t, or of its
-// first entry when t is fi.EP_UNSPEC or none has that type.
+// first entry when t is fi.EP_UNSPEC or none has that type, without
+// FI_BUFFERED_RECV: an endpoint has buffered receives only when its
+// fi_info asks for them (ep/N/info), as fi_getinfo gives the mode only
+// to hints that have it.
 func bestInfo(d *Domain, t fi.EPType) *fi.Info {
 	infos := d.Infos()
+	var best *fi.Info
 	for _, in := range infos {
 		if in.EPAttr != nil && in.EPAttr.Type == t {
-			return in.Clone()
+			best = in.Clone()
+			break
 		}
 	}
-	if len(infos) > 0 && t == fi.EP_UNSPEC {
-		return infos[0].Clone()
+	if best == nil && len(infos) > 0 && t == fi.EP_UNSPEC {
+		best = infos[0].Clone()
 	}
-	return nil
+	if best != nil {
+		best.Mode &^= fi.BUFFERED_RECV
+	}
+	return best
 }
 
 // Info returns a copy of the endpoint's fi_info.

@@ -165,6 +165,11 @@ func (e *EP) do(ctx context.Context, op *Op, what string, release func()) error 
 		}
 	}
 	op.Flags |= e.defaultFlags(op.Kind)
+	return e.postWait(ctx, op, what, release)
+}
+
+// postWait posts op and waits for its completion, as do says.
+func (e *EP) postWait(ctx context.Context, op *Op, what string, release func()) error {
 	done := make(chan Completion, 1)
 	if err := e.post(op, func(c Completion) { done <- c }); err != nil {
 		release()
@@ -342,6 +347,86 @@ func (e *EP) postRecvMessage() (*heldRecv, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// MultiRecv is the ctl verb multi_recv: it posts a receive with
+// FI_MULTI_RECV of n bytes at off in memory region mr, with op_context
+// context, and returns once it is posted. The buffer takes message after
+// message (fi_msg(3): "Received messages will be packed into the receive
+// buffer until the buffer has been consumed"), each completing on the
+// receive CQ with its place in the region (buf), until fewer than
+// FI_OPT_MIN_MULTI_RECV bytes would be left: the completion that releases
+// it has FI_MULTI_RECV. The receive carries the endpoint's rx_op_flags; it
+// needs FI_MULTI_RECV in the endpoint's receive capabilities.
+func (e *EP) MultiRecv(mr *Object, off, n, context uint64) error {
+	e.mu.Lock()
+	caps, srx := e.info.RxAttr.Caps, e.srx
+	e.mu.Unlock()
+	switch {
+	case caps&fi.MULTI_RECV == 0:
+		return Errorf(fi.EOPNOTSUPP, "the endpoint's receive caps lack FI_MULTI_RECV")
+	case srx != nil:
+		return Errorf(fi.EOPNOTSUPP, "the endpoint takes its receives from %s", srx.obj)
+	case mr.Owner != e.obj.Owner:
+		return Errorf(fi.EACCES, "memory region %s belongs to another user", mr.ID)
+	case n == 0:
+		return Errorf(fi.EINVAL, "a multi-receive buffer of 0 bytes")
+	}
+	if err := mr.hold(); err != nil {
+		return err
+	}
+	buf, mem, memOff, err := mr.Impl.(*MR).sliceMem(off, n)
+	if err != nil {
+		mr.drop()
+		return err
+	}
+	op := &Op{Kind: OpRecv, Flags: e.defaultFlags(OpRecv) | fi.OpFlags(fi.MULTI_RECV), Context: context,
+		Buf: buf, Mem: mem, MemOff: memOff, desc: mr.Serial, offset: off}
+	// The region is held until the completion that releases the buffer,
+	// the last of the receive.
+	err = e.post(op, func(c Completion) {
+		if c.Flags&fi.CQFlags(fi.MULTI_RECV) != 0 {
+			mr.drop()
+		}
+	})
+	if err != nil {
+		mr.drop()
+	}
+	return err
+}
+
+// Claim is the ctl verbs claim and discard of an endpoint with
+// FI_BUFFERED_RECV: a receive with FI_CLAIM of the message buffered under
+// claim key into n bytes at off in memory region mr, with op_context
+// context, or with FI_DISCARD (mr nil), which drops it. It returns when
+// the receive completes, with its error (fi.ENOMSG: the key holds no
+// message); the completion also reaches the receive CQ, as every
+// operation's.
+func (e *EP) Claim(ctx context.Context, key uint64, mr *Object, off, n, context uint64) error {
+	e.mu.Lock()
+	buffered := e.info.Mode&fi.BUFFERED_RECV != 0
+	e.mu.Unlock()
+	if !buffered {
+		return Errorf(fi.EOPNOTSUPP, "the endpoint's mode lacks FI_BUFFERED_RECV")
+	}
+	op := &Op{Kind: OpRecv, Flags: e.defaultFlags(OpRecv) | fi.DISCARD, Key: key, Context: context}
+	if mr == nil {
+		return e.postWait(ctx, op, "discard", func() {})
+	}
+	if mr.Owner != e.obj.Owner {
+		return Errorf(fi.EACCES, "memory region %s belongs to another user", mr.ID)
+	}
+	if err := mr.hold(); err != nil {
+		return err
+	}
+	buf, mem, memOff, err := mr.Impl.(*MR).sliceMem(off, n)
+	if err != nil {
+		mr.drop()
+		return err
+	}
+	op.Flags = op.Flags&^fi.DISCARD | fi.CLAIM
+	op.Buf, op.Mem, op.MemOff, op.desc, op.offset = buf, mem, memOff, mr.Serial, off
+	return e.postWait(ctx, op, "claim", mr.drop)
 }
 
 // DataReady is poll(2) on ep/N/data: it reports whether a read at offset

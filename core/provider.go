@@ -229,6 +229,21 @@ type EndpointEvents interface {
 	Remote(c Completion)
 }
 
+// BufferedEvents is an optional interface of the EndpointEvents core gives
+// a provider: an endpoint whose fi_info's mode has fi.BUFFERED_RECV
+// reports the messages it buffers with it (fi_msg(3), "Buffered
+// Receives").
+type BufferedEvents interface {
+	// Buffered reports a message the provider holds: c has a receive's
+	// flags (fi.RECV with fi.MSG or fi.TAGGED, fi.REMOTE_CQ_DATA), with
+	// fi.MORE when bytes are left to claim; Len is the message's size,
+	// Tag, Data and Src as a receive's, and Key the claim key: a receive
+	// with fi.CLAIM (its bytes into the receive's buffer) or fi.DISCARD
+	// (dropped) and that Op.Key takes the message. It becomes the
+	// completion's op_context, as fi_recv_context is in libfabric.
+	Buffered(c Completion)
+}
+
 // EndpointOptions is an optional interface of a ProviderDomain whose
 // endpoints have endpoint options (fi_getopt and fi_setopt at level
 // FI_OPT_ENDPOINT, fi_endpoint(3)). An endpoint of a domain without it has

@@ -103,3 +103,19 @@ func (ev epEvents) Remote(c Completion) {
 	}
 	ev.e.deliver(cl, CQEntry{Flags: c.Flags &^ fi.CQFlags(fi.RMA), Len: c.Len, Data: c.Data, Src: uint64(fi.ADDR_NOTAVAIL), Err: c.Err}, true)
 }
+
+// Buffered is BufferedEvents: a message the provider buffered completes
+// on the receive CQ, always (fi_msg(3): "When a provider receives a
+// message, it will write an entry to the completion queue associated
+// with the receiving endpoint"), with its claim key as op_context and no
+// place in the application's memory (buf 0). It is counted once claimed
+// or discarded, as the receive that takes it.
+func (ev epEvents) Buffered(c Completion) {
+	e := ev.e
+	e.mu.Lock()
+	cq, av := e.rxcq, e.av
+	e.mu.Unlock()
+	if cq != nil {
+		cq.post(CQEntry{Context: c.Key, Flags: c.Flags, Len: c.Len, Data: c.Data, Tag: c.Tag, Src: source(av, c.Src)})
+	}
+}

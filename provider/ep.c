@@ -1656,8 +1656,13 @@ int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 		if ((ret = ffs_obj_clone(&ep->obj, dom->dir, "ep")))
 			goto fail;
 		/* The endpoint is the one the application's fi_info describes:
-		 * the tree takes the whole entry (ep/N/info) and narrows to it. */
-		if ((ret = ffs_info_block(info, buf, sizeof buf)) || (ret = ffs_write(&ep->obj, "info", buf)))
+		 * the tree takes the whole entry (ep/N/info) and narrows to it,
+		 * but for FI_BUFFERED_RECV, which this provider does not hand
+		 * over (prov.c): a buffered message's report would carry a
+		 * claim key where a request of ours is expected. */
+		struct fi_info asked = *info;
+		asked.mode &= ~FI_BUFFERED_RECV;
+		if ((ret = ffs_info_block(&asked, buf, sizeof buf)) || (ret = ffs_write(&ep->obj, "info", buf)))
 			goto fail;
 		/* The source address (`setname`): a passive endpoint's given as
 		 * the handle (its address goes to the new endpoint, as

@@ -375,7 +375,6 @@ var confScenarios = []confScenario{
 		}
 	}},
 	{name: "multi_recv", caps: fi.MULTI_RECV,
-		shellGap: "a read of data posts one receive and returns one message from the start of its buffer; no file posts a buffer for many messages",
 		run: func(t *testing.T, x *confEnv) {
 			// One 1024-byte receive with FI_MULTI_RECV and min_multi_recv 64:
 			// messages are packed into it, one after the other, while at least

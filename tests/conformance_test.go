@@ -28,8 +28,7 @@ import (
 // clients/go/fabricfs's clone objects, the shell one with mkdir); counters and EQ
 // events are files for both. A scenario is skipped when the endpoint's
 // attr/caps (or the domain's attr/cq_data_size) lacks what it needs, with
-// the reason; the shell skips a scenario it has no form for (shellGap),
-// with the reason.
+// the reason. Every scenario has a shell form.
 
 // confRuns are the provider runs: one line per provider and endpoint type.
 var confRuns = []confRun{
@@ -53,9 +52,7 @@ type confScenario struct {
 	caps    fi.Caps // the endpoint capabilities it needs
 	cqData  bool    // it needs remote CQ data (the domain's cq_data_size > 0)
 	cancels bool    // it cancels a posted receive
-	// shellGap is why the shell's files cannot run it; "" if they can.
-	shellGap string
-	run      func(t *testing.T, x *confEnv)
+	run     func(t *testing.T, x *confEnv)
 }
 
 // TestConformance runs every scenario for every run and implementation,
@@ -72,9 +69,6 @@ func TestConformance(t *testing.T) {
 					t.Run(impl.name()+"/"+s.name, func(t *testing.T) {
 						if why := x.lacks(s); why != "" {
 							t.Skip(why)
-						}
-						if _, shell := impl.(*shellImpl); shell && s.shellGap != "" {
-							t.Skip("no shell form: " + s.shellGap)
 						}
 						t.Cleanup(func() { x.checkEmpty(t) }) // after the scenario's own cleanups
 						xi := *x
@@ -387,7 +381,7 @@ type confCQE struct {
 	Err       fi.Errno
 	OLen      uint64
 	Payload   []byte // the bytes a receive placed (successful or truncated)
-	Off       uint64 // rings: where in its receive's buffer a receive's data starts (FI_MULTI_RECV: this message's place)
+	Off       uint64 // rings and FI_MULTI_RECV: where in its receive's buffer a receive's data starts (FI_MULTI_RECV: this message's place)
 }
 
 func (c confCQE) String() string {
@@ -406,7 +400,7 @@ type confRecv struct {
 	tagged      bool
 	tag, ignore uint64
 	from        *uint64 // FI_DIRECTED_RECV: the only sender; nil: anyone
-	multi       bool    // FI_MULTI_RECV: one buffer for many messages (rings only; see shellGap)
+	multi       bool    // FI_MULTI_RECV: one buffer for many messages
 }
 
 // confIO is the data path of one endpoint, through rings or files. Sends
@@ -732,7 +726,9 @@ func (s *shellImpl) io(t *testing.T, x *confEnv, n *confNode) confIO {
 // is a read of ep data in a goroutine; their tag, remote CQ data, sender
 // and receive size are set before with the ctl verbs tag, cqdata, src and
 // rxbuf; completions are lines of cq events; memory is mr data read and
-// written at offsets; RMA the ctl verbs write and read.
+// written at offsets; RMA the ctl verbs write and read; a receive with
+// FI_MULTI_RECV the ctl verb multi_recv into the memory region, whose
+// messages are read from mr data where their completions say.
 type shellIO struct {
 	x        *confEnv
 	n        *confNode
@@ -742,6 +738,7 @@ type shellIO struct {
 	recvs    int // receives whose result has not been taken from recvd
 	recvd    chan shellRecv
 	params   map[string]string // the data file's parameters: verb -> argument last written
+	multi    map[uint64]uint64 // a multi_recv buffer's context -> its offset in the region, until released
 }
 
 type shellRecv struct {
@@ -836,7 +833,14 @@ func (s *shellIO) recv(t *testing.T, n int, o confRecv) uint64 {
 		p["src"] = strconv.FormatUint(*o.from, 10)
 	}
 	if o.multi {
-		t.Fatalf("%s: the data file has no FI_MULTI_RECV receive", s.n.name)
+		// Contexts from 1: the data file's receives have op_context 0.
+		ctx := uint64(len(s.multi) + 1)
+		ctlOK(t, s.n.ep, fmt.Sprintf("multi_recv %s %d %d %d", filepath.Base(s.n.mr), confRecvOff, n, ctx))
+		if s.multi == nil {
+			s.multi = map[uint64]uint64{}
+		}
+		s.multi[ctx] = confRecvOff
+		return ctx
 	}
 	s.set(t, p)
 	s.recvs++
@@ -875,10 +879,15 @@ func (s *shellIO) poll(t *testing.T, n int) []confCQE {
 func (s *shellIO) parse(t *testing.T, line string) confCQE {
 	t.Helper()
 	e := confCQE{Src: fi.ADDR_NOTAVAIL}
+	var ctx, buf uint64
 	for _, f := range strings.Fields(line) {
 		k, v, _ := strings.Cut(f, "=")
 		var err error
 		switch k {
+		case "op_context":
+			ctx, err = strconv.ParseUint(v, 0, 64)
+		case "buf":
+			buf, err = strconv.ParseUint(v, 0, 64)
 		case "flags":
 			e.Flags, err = fi.Parse[fi.CQFlags](v)
 		case "len":
@@ -910,6 +919,16 @@ func (s *shellIO) parse(t *testing.T, line string) confCQE {
 	recv := e.Flags&fi.CQFlags(fi.RECV) != 0 && e.Flags&fi.CQFlags(fi.REMOTE_WRITE) == 0
 	if s.x.rxCQData && e.Flags&fi.CQFlags(fi.REMOTE_WRITE|fi.REMOTE_CQ_DATA) == fi.CQFlags(fi.REMOTE_WRITE|fi.REMOTE_CQ_DATA) {
 		recv = true
+	}
+	if base, ok := s.multi[ctx]; ok && recv {
+		// A message in a multi_recv buffer, or its release.
+		if e.Err == 0 || e.Err == fi.ETRUNC {
+			e.Payload, e.Off = s.mem(t, int(buf), int(e.Len)), buf-base
+		}
+		if e.Flags&fi.CQFlags(fi.MULTI_RECV) != 0 {
+			delete(s.multi, ctx)
+		}
+		return e
 	}
 	if recv {
 		if s.recvs == 0 {

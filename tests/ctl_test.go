@@ -69,6 +69,17 @@ var ctlErrorTests = []struct {
 	{core.KindEP, "read", "read x 0 8 0 1 2", syscall.EINVAL},
 	{core.KindEP, "read", "read x 0 65 0 1", syscall.EINVAL},
 	{core.KindEP, "read", "read x 56 8 0 1", syscall.EBADFD},
+	{core.KindEP, "claim", "claim 1 x 0", syscall.EINVAL},
+	{core.KindEP, "claim", "claim zz x 0 8", syscall.EINVAL},
+	{core.KindEP, "claim", "claim 1 nosuch 0 8", syscall.ENOENT},
+	{core.KindEP, "claim", "claim 1 x 0 8", syscall.EOPNOTSUPP}, // without FI_BUFFERED_RECV
+	{core.KindEP, "discard", "discard", syscall.EINVAL},
+	{core.KindEP, "discard", "discard zz", syscall.EINVAL},
+	{core.KindEP, "discard", "discard 1", syscall.EOPNOTSUPP},
+	{core.KindEP, "multi_recv", "multi_recv x 0", syscall.EINVAL},
+	{core.KindEP, "multi_recv", "multi_recv nosuch 0 8", syscall.ENOENT},
+	{core.KindEP, "multi_recv", "multi_recv x 0 eight", syscall.EINVAL},
+	{core.KindEP, "multi_recv", "multi_recv x 0 8", syscall.EOPNOTSUPP}, // tcp FI_EP_MSG has no FI_MULTI_RECV
 	{core.KindEP, "atomic", "atomic sum uint64 x 0 8 0", syscall.EINVAL},
 	{core.KindEP, "atomic", "atomic bogus uint64 x 0 8 0 1", syscall.EINVAL},
 	{core.KindEP, "atomic", "atomic sum uint64 nosuch 0 8 0 1", syscall.ENOENT},

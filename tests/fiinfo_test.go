@@ -100,7 +100,7 @@ func TestInfoMatchesRealFiInfo(t *testing.T) {
 // FI_MULTI_RECV) is ours too, in caps and in tx and rx caps; ours add
 // FI_SOURCE, FI_DIRECTED_RECV and FI_RMA_EVENT (peers' RMA reaches the
 // counters), and leave out what is not implemented. iov_limit and
-// rma_iov_limit are rxm's 4.
+// rma_iov_limit are rxm's 4, data_progress rxm's FI_PROGRESS_MANUAL.
 func TestRDMInfoMatchesRealFiInfo(t *testing.T) {
 	needCmd(t, "fi_info")
 	out, err := exec.Command("fi_info", "-v", "-p", "tcp", "-t", "FI_EP_RDM").Output()
@@ -123,6 +123,12 @@ func TestRDMInfoMatchesRealFiInfo(t *testing.T) {
 		"        size: 2048",
 		"        comp_order: [ FI_ORDER_NONE ]",
 		"        mem_tag_format: 0xaaaaaaaaaaaaaaaa",
+		// rxm's data progress (fi_domain(3) FI_PROGRESS_MANUAL: "the
+		// provider will attempt to advance an asynchronous operation
+		// forward when the application attempts to wait on or read an
+		// event queue, completion queue, or counter").
+		"        control_progress: FI_PROGRESS_AUTO",
+		"        data_progress: FI_PROGRESS_MANUAL",
 		"    src_addr: fi_sockaddr_in://127.0.0.1:0",
 		"        api_version: 1.17",
 	} {

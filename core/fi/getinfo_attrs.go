@@ -193,7 +193,7 @@ func (m *entryMatch) addrs() string {
 	return ""
 }
 
-func (q *getinfoQuery) domainAttr(c *attrCheck, h, d *DomainAttr) {
+func (q *getinfoQuery) domainAttr(c *attrCheck, h, d *DomainAttr, autoProgress bool) {
 	// "FI_THREAD_UNSPEC ... When specified, providers will return a
 	// threading model that allows for the greatest level of parallelism."
 	// Otherwise the requested model is returned when the domain serves it.
@@ -207,7 +207,9 @@ func (q *getinfoQuery) domainAttr(c *attrCheck, h, d *DomainAttr) {
 	} else if h.ControlProgress != PROGRESS_UNSPEC {
 		d.ControlProgress = h.ControlProgress
 	}
-	if !serves(progressRank, h.DataProgress, d.DataProgress) {
+	// An entry with Info.AutoProgress says FI_PROGRESS_MANUAL unless
+	// asked for FI_PROGRESS_AUTO, which it also serves.
+	if !serves(progressRank, h.DataProgress, d.DataProgress) && !(h.DataProgress == PROGRESS_AUTO && autoProgress) {
 		c.failf("domain_attr.data_progress %v", h.DataProgress)
 	} else if h.DataProgress != PROGRESS_UNSPEC {
 		d.DataProgress = h.DataProgress

@@ -391,6 +391,15 @@ func (m *entryMatch) modes() string {
 			rx.Mode &^= RX_CQ_DATA
 			dom.CQDataSize = 0
 		}
+		// FI_BUFFERED_RECV is the application's choice: "Applications
+		// that can handle message processing from network allocated data
+		// buffers can set this mode bit to avoid copies" (fi_getinfo(3)).
+		// An entry offering it serves an application without it with
+		// receives into the application's buffers, as libfabric's rxm
+		// keeps the bit only when the hints have it.
+		if h.Mode&BUFFERED_RECV == 0 {
+			out.Mode &^= BUFFERED_RECV
+		}
 		for _, s := range []struct {
 			name      string
 			need, app Mode
@@ -433,7 +442,7 @@ func (m *entryMatch) attrs() string {
 	q, h, out := m.q, m.q.h, m.out
 	var c attrCheck
 	if hd := h.DomainAttr; hd != nil {
-		q.domainAttr(&c, hd, out.DomainAttr)
+		q.domainAttr(&c, hd, out.DomainAttr, out.AutoProgress)
 	}
 	if he := h.EPAttr; he != nil {
 		q.epAttr(&c, he, out.EPAttr, out.DomainAttr, impliedCaps(out.Caps))

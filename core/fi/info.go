@@ -53,6 +53,12 @@ type Info struct {
 	EPAttr     *EPAttr
 	DomainAttr *DomainAttr
 	FabricAttr *FabricAttr
+	// AutoProgress is not part of struct fi_info: an entry whose
+	// domain_attr.data_progress says FI_PROGRESS_MANUAL, as libfabric's
+	// provider of the same name says it, serves a hint asking
+	// FI_PROGRESS_AUTO too (answering FI_PROGRESS_AUTO), since the daemon
+	// progresses its operations. fi_info text does not show it.
+	AutoProgress bool
 }
 
 // TxAttr is struct fi_tx_attr.

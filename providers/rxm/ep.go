@@ -193,6 +193,13 @@ func newEndpoint(d *domain, info *fi.Info, ev core.EndpointEvents) (*endpoint, e
 	e.rx.directed, e.rx.limit = info.Caps&fi.DIRECTED_RECV != 0, UnexpectedLimit
 	e.rx.named = info.Caps&fi.NAMED_RX_CTX != 0 && info.EPAttr.RxCtxCnt > 1 && info.EPAttr.RxCtxCnt != fi.SHARED_CONTEXT
 	e.rx.multi, e.rx.minMulti = map[*core.Op]*multiRecv{}, DefaultMinMultiRecv
+	if info.Mode&fi.BUFFERED_RECV != 0 {
+		be, ok := ev.(core.BufferedEvents)
+		if !ok {
+			return nil, core.Errorf(fi.EINVAL, "rxm: FI_BUFFERED_RECV needs events that take buffered messages")
+		}
+		e.rx.report = be.Buffered
+	}
 	e.epfd = -1
 	e.pollFD.Store(-1)
 	return e, nil

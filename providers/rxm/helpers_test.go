@@ -25,7 +25,10 @@ type events struct {
 	mu      sync.Mutex
 	errs    []error
 	remotes []core.Completion
+	bufs    chan core.Completion // buffered messages (core.BufferedEvents)
 }
+
+func (ev *events) Buffered(c core.Completion) { ev.bufs <- c }
 
 func (ev *events) Remote(c core.Completion) {
 	ev.mu.Lock()
@@ -84,11 +87,14 @@ func testDomain(t testing.TB) (core.Provider, core.ProviderDomain) {
 	return p, d
 }
 
-// loInfo is the FI_EP_RDM entry of lo's IPv4 address.
+// loInfo is the FI_EP_RDM entry of lo's IPv4 address, without
+// FI_BUFFERED_RECV, as an application that does not ask for it gets it.
 func loInfo(t testing.TB, p core.Provider) *fi.Info {
 	t.Helper()
 	for _, in := range p.Infos() {
 		if in.EPAttr.Type == fi.EP_RDM && in.DomainAttr.Name == "lo" && in.AddrFormat == fi.SOCKADDR_IN {
+			in = in.Clone()
+			in.Mode &^= fi.BUFFERED_RECV
 			return in
 		}
 	}
@@ -110,7 +116,7 @@ func newRDMWith(t testing.TB, d core.ProviderDomain, info *fi.Info) *rdm {
 // newRDMOf makes an enabled RDM endpoint of uid owner.
 func newRDMOf(t testing.TB, d core.ProviderDomain, info *fi.Info, owner uint32) *rdm {
 	t.Helper()
-	ev := &events{owner: owner}
+	ev := &events{owner: owner, bufs: make(chan core.Completion, 1<<10)}
 	ep, err := d.NewEndpoint(info, nil, ev)
 	if err != nil {
 		t.Fatal(err)

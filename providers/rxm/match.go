@@ -80,7 +80,12 @@ type matcher struct {
 	started  []*rndvRecv             // rendezvous receives matched, whose reads the worker starts
 	multi    map[*core.Op]*multiRecv // the posted receives with FI_MULTI_RECV
 	minMulti uint64                  // FI_OPT_MIN_MULTI_RECV
-	claimed  map[uint64]*message     // messages claimed by FI_PEEK|FI_CLAIM, by claim key (Op.Key)
+	claimed  map[uint64]*message     // messages claimed by FI_PEEK|FI_CLAIM, and buffered ones, by claim key (Op.Key)
+	// report is core.BufferedEvents.Buffered on an endpoint with
+	// FI_BUFFERED_RECV (buffered.go), nil otherwise; nextKey numbers
+	// the buffered messages.
+	report  func(core.Completion)
+	nextKey uint64
 }
 
 func queueOf(tagged bool) int {
@@ -103,8 +108,13 @@ func (m *matcher) matches(op *core.Op, msg *message) bool {
 	return true
 }
 
-// arrived delivers msg to the first matching receive, or keeps a copy.
+// arrived delivers msg to the first matching receive, or keeps a copy;
+// with FI_BUFFERED_RECV it keeps and reports it.
 func (m *matcher) arrived(msg *message) {
+	if m.report != nil {
+		m.buffer(msg)
+		return
+	}
 	q := queueOf(msg.tagged)
 	for i, op := range m.recvs[q] {
 		if !m.matches(op, msg) {
@@ -118,12 +128,8 @@ func (m *matcher) arrived(msg *message) {
 		}
 		return
 	}
-	kept := *msg // msg is its connection's, for the next message
-	kept.payload = slices.Clone(msg.payload)
-	if kept.sar != nil {
-		kept.sar.msg = &kept // its later segments join the copy
-	}
-	m.unexp[q] = append(m.unexp[q], &kept)
+	kept := keep(msg)
+	m.unexp[q] = append(m.unexp[q], kept)
 	m.bytes += kept.cost()
 }
 
@@ -133,7 +139,7 @@ func (m *matcher) post(op *core.Op) bool {
 	if isMulti(op) {
 		return m.postMulti(op)
 	}
-	if op.Kind == core.OpTRecv && op.Flags&(fi.PEEK|fi.CLAIM) != 0 {
+	if op.Kind == core.OpTRecv && op.Flags&(fi.PEEK|fi.CLAIM) != 0 || m.claims(op) {
 		return m.peek(op)
 	}
 	q := queueOf(op.Kind == core.OpTRecv)
@@ -301,6 +307,10 @@ func (m *matcher) deliver(op *core.Op, msg *message, buf []byte, off int, mr *mu
 	c := core.Completion{Flags: op.Kind.CQFlags() | msg.flags, Data: msg.data, Src: fi.SockAddr(msg.src), Offset: uint64(off)}
 	if msg.tagged {
 		c.Tag = msg.tag
+	}
+	if m.claims(op) {
+		// fi_msg(3): "the CQ entry flags will have the FI_CLAIM bit set".
+		c.Flags |= fi.CQFlags(fi.CLAIM)
 	}
 	if last {
 		c.Flags |= fi.CQFlags(fi.MULTI_RECV)

@@ -87,7 +87,8 @@ func (p *provider) Infos() []*fi.Info {
 // As libfabric's rxm_info_to_rxm builds it, the memory registration
 // attributes (mr_mode, mr_key_size), cq_data_size (at most rxm's 8), the
 // ordering and max_msg_size are msg's, and so is the mode, but for
-// FI_RX_CQ_DATA, which rxm handles itself; the contexts are rxm's. FI_RMA_EVENT is offered when
+// FI_RX_CQ_DATA, which rxm handles itself; the contexts and data_progress
+// are rxm's. FI_RMA_EVENT is offered when
 // msg has it: peers' RMA reaches rxm only through the MSG endpoint's
 // events.
 func rdmInfo(msg *fi.Info) *fi.Info {
@@ -97,7 +98,9 @@ func rdmInfo(msg *fi.Info) *fi.Info {
 		noEvent = fi.RMA_EVENT
 	}
 	in.Caps = rdmCaps&^noEvent | msg.Caps&(fi.LOCAL_COMM|fi.REMOTE_COMM)
-	in.Mode = msg.Mode &^ fi.RX_CQ_DATA
+	// FI_BUFFERED_RECV: offered, and kept by fi_getinfo only for hints
+	// that have it (buffered.go).
+	in.Mode = msg.Mode&^fi.RX_CQ_DATA | fi.BUFFERED_RECV
 	in.DomainAttr.CQDataSize = min(msg.DomainAttr.CQDataSize, CQDataSize)
 	inject := uint64(InjectSize)
 	var unordered fi.MsgOrder
@@ -147,6 +150,14 @@ func rdmInfo(msg *fi.Info) *fi.Info {
 	// whose receive contexts rx_index names: ScalableCtxs of each, per
 	// endpoint and per domain. libfabric 1.17's rxm has 1.
 	in.DomainAttr.Caps |= fi.SHARED_AV
+	// data_progress is rxm's: FI_PROGRESS_MANUAL unless the hints ask for
+	// FI_PROGRESS_AUTO (rxm then progresses in a thread of its own). The
+	// daemon progresses every operation, so both are true; MANUAL tells
+	// a portable application what libfabric's rxm needs of it: "the
+	// provider will attempt to advance an asynchronous operation forward
+	// when the application attempts to wait on or read an event queue,
+	// completion queue, or counter" (fi_domain(3)).
+	in.DomainAttr.DataProgress, in.AutoProgress = fi.PROGRESS_MANUAL, true
 	in.DomainAttr.TxCtxCnt, in.DomainAttr.RxCtxCnt = core.ScalableCtxs, core.ScalableCtxs
 	in.DomainAttr.MaxEPTxCtx, in.DomainAttr.MaxEPRxCtx = core.ScalableCtxs, core.ScalableCtxs
 	in.FabricAttr.ProvName = msg.FabricAttr.ProvName + ";" + UtilName

@@ -1,6 +1,7 @@
 package rxm
 
 import (
+	"context"
 	"math"
 	"os/exec"
 	"runtime"
@@ -55,6 +56,47 @@ func TestInfos(t *testing.T) {
 	}
 	if p.Name() != "tcp" {
 		t.Errorf("name %q", p.Name())
+	}
+}
+
+// TestDataProgress: an RDM entry says rxm's data_progress,
+// FI_PROGRESS_MANUAL, and still serves a hint asking FI_PROGRESS_AUTO,
+// answering FI_PROGRESS_AUTO, as libfabric 1.17's rxm does
+// (rxm_alter_info); an FI_EP_MSG entry stays FI_PROGRESS_AUTO.
+func TestDataProgress(t *testing.T) {
+	p, _ := testDomain(t)
+	for _, in := range p.Infos() {
+		want := fi.PROGRESS_AUTO
+		if in.EPAttr.Type == fi.EP_RDM {
+			want = fi.PROGRESS_MANUAL
+		}
+		if in.DomainAttr.DataProgress != want || in.DomainAttr.ControlProgress != fi.PROGRESS_AUTO {
+			t.Errorf("%v entry: data_progress %v, control_progress %v, want %v and FI_PROGRESS_AUTO",
+				in.EPAttr.Type, in.DomainAttr.DataProgress, in.DomainAttr.ControlProgress, want)
+		}
+	}
+	// fi_domain(3) FI_PROGRESS_MANUAL: "When manual progress is set, the
+	// provider will attempt to advance an asynchronous operation forward
+	// when the application attempts to wait on or read an event queue,
+	// completion queue, or counter where the completed operation will be
+	// reported." FI_PROGRESS_AUTO: "the provider will make forward
+	// progress on an asynchronous operation without further intervention
+	// by the application."
+	for _, dp := range []fi.Progress{fi.PROGRESS_UNSPEC, fi.PROGRESS_MANUAL, fi.PROGRESS_AUTO} {
+		hints := &fi.Info{EPAttr: &fi.EPAttr{Type: fi.EP_RDM}, DomainAttr: &fi.DomainAttr{DataProgress: dp}}
+		got, err := fi.GetInfo(context.Background(), fi.MakeVersion(1, 17), "", "", 0, hints, p.Infos())
+		if err != nil || len(got) == 0 {
+			t.Fatalf("hint data_progress %v: %d entries, %v", dp, len(got), err)
+		}
+		want := dp
+		if dp == fi.PROGRESS_UNSPEC {
+			want = fi.PROGRESS_MANUAL
+		}
+		for _, in := range got {
+			if in.DomainAttr.DataProgress != want {
+				t.Errorf("hint data_progress %v: an entry says %v, want %v", dp, in.DomainAttr.DataProgress, want)
+			}
+		}
 	}
 }
 

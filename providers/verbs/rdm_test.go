@@ -34,7 +34,8 @@ func rdmEndpoint(t *testing.T, w core.Provider, name string, owner uint32) (core
 	var info *fi.Info
 	for _, in := range w.Infos() {
 		if in.DomainAttr.Name == name && in.EPAttr.Type == fi.EP_RDM {
-			info = in
+			info = in.Clone()
+			info.Mode &^= fi.BUFFERED_RECV // receives into the application's buffers
 		}
 	}
 	s := side{ev: provtest.NewEPEvents(), done: make(chan done, 1<<10)}

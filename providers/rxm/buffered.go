@@ -1,0 +1,70 @@
+package rxm
+
+import (
+	"slices"
+
+	"github.com/fabricfs/fabricfs/core"
+	"github.com/fabricfs/fabricfs/core/fi"
+)
+
+// Buffered receives (FI_BUFFERED_RECV in the endpoint's mode; fi_msg(3),
+// "Buffered Receives"), as libfabric 1.17's rxm serves them
+// (rxm_finish_buf_recv): every message and tagged message that arrives is
+// kept by the endpoint and reported at once on the receive CQ, matched to
+// no posted receive (core.BufferedEvents). The report's op_context is a
+// claim key, fabricfs's struct fi_recv_context; its len is the message's
+// size, and it has FI_MORE for a message with bytes: no bytes are shown
+// in the report itself (FI_OPT_BUFFERED_MIN is 0), the application
+// claims the message to read them. A receive with FI_CLAIM and the key
+// (Op.Key, a ring request's rma_key) receives the message into its
+// buffer, like any receive, and completes with its own op_context and
+// FI_CLAIM; one with FI_DISCARD drops it. A key that holds no message
+// fails the receive with fi.ENOMSG. Kept messages count against the
+// unexpected limit, so a peer cannot fill the daemon faster than the
+// application claims.
+
+// bufferedKey marks the claim keys of buffered messages, apart from the
+// keys applications choose for FI_PEEK|FI_CLAIM.
+const bufferedKey = 1 << 63
+
+// keep returns a copy of msg the matcher can hold: msg is its
+// connection's, for the next message.
+func keep(msg *message) *message {
+	kept := *msg
+	kept.payload = slices.Clone(msg.payload)
+	if kept.sar != nil {
+		kept.sar.msg = &kept // its later segments join the copy
+	}
+	return &kept
+}
+
+// buffer keeps msg under a new claim key and reports it (endpoint.mu
+// held).
+func (m *matcher) buffer(msg *message) {
+	kept := keep(msg)
+	m.nextKey++
+	key := bufferedKey | m.nextKey
+	if m.claimed == nil {
+		m.claimed = make(map[uint64]*message)
+	}
+	m.claimed[key] = kept
+	m.bytes += kept.cost()
+	kind := core.OpRecv
+	if msg.tagged {
+		kind = core.OpTRecv
+	}
+	c := core.Completion{Flags: kind.CQFlags() | msg.flags, Len: msg.len(), Data: msg.data, Src: fi.SockAddr(msg.src), Key: key}
+	if msg.tagged {
+		c.Tag = msg.tag
+	}
+	if c.Len > 0 {
+		c.Flags |= fi.CQFlags(fi.MORE)
+	}
+	m.report(c)
+}
+
+// claims reports whether op takes a buffered message: a receive with
+// FI_CLAIM or FI_DISCARD on an endpoint with FI_BUFFERED_RECV.
+func (m *matcher) claims(op *core.Op) bool {
+	return m.report != nil && op.Flags&(fi.CLAIM|fi.DISCARD) != 0 && op.Flags&fi.PEEK == 0
+}

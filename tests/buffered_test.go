@@ -1,0 +1,214 @@
+package tests
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fabricfs/fabricfs/clients/go/fabricfs"
+	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/ring"
+)
+
+// TestBufferedRecvRings: FI_BUFFERED_RECV through the tree. fi_getinfo(3):
+// "Applications that can handle message processing from network allocated
+// data buffers can set this mode bit to avoid copies." The FI_EP_RDM entry
+// offers the mode; getinfo keeps it for hints whose mode has it and leaves
+// it out otherwise, and an endpoint has it only when its info asks.
+// fi_msg(3): "When a provider receives a message, it will write an entry to
+// the completion queue associated with the receiving endpoint. ... `len'
+// will be set to the total size of the message." "To claim a message, an
+// application must post a receive operation with the FI_CLAIM flag set.
+// The struct fi_recv_context returned as part of the notification must be
+// provided as the receive operation's context." In the tree the report's
+// op_context is the claim key, which a RECV with FI_CLAIM (or FI_DISCARD)
+// gives in rma_key; its own context comes back with FI_CLAIM.
+func TestBufferedRecvRings(t *testing.T) {
+	d := mount(t)
+	for _, c := range []struct {
+		mode string
+		want bool
+	}{{"[ FI_BUFFERED_RECV ]", true}, {"[ FI_CONTEXT ]", false}} {
+		out, err := ask(t, d, "-p tcp -d lo -t FI_EP_RDM\nfi_info:\n    mode: "+c.mode+"\n")
+		if err != nil || len(entries(out)) == 0 {
+			t.Fatalf("hints with mode %s: %v", c.mode, err)
+		}
+		for _, e := range entries(out) {
+			if got := strings.Contains(e, "FI_BUFFERED_RECV"); got != c.want {
+				t.Errorf("hints with mode %s: FI_BUFFERED_RECV in the answer %v, want %v\n%s", c.mode, got, c.want, e)
+			}
+		}
+	}
+
+	// fi_getinfo(3): "If a NULL hints structure is provided, then the
+	// provider's supported set of modes will be returned".
+	for _, e := range entries(d.read(t, "getinfo")) {
+		if strings.Contains(e, "        type: FI_EP_RDM\n") && !strings.Contains(e, "    mode: [ FI_BUFFERED_RECV ]\n") {
+			t.Errorf("an FI_EP_RDM entry of getinfo without hints lacks FI_BUFFERED_RECV:\n%s", e)
+		}
+	}
+
+	tree := d.tree(t)
+	dom := tree.Domain("tcp", "lo")
+	a := newRDMNode(t, dom)
+	if mode, err := a.ep.Attr("mode"); err != nil || strings.Contains(mode, "FI_BUFFERED_RECV") {
+		t.Errorf("an endpoint made without asking: attr/mode %q, %v", mode, err)
+	}
+	b := newBufferedNode(t, dom)
+	dst := a.insert(t, b)
+	mem := a.mr.Mem()
+	for k := range mem {
+		mem[k] = byte(k*13 + k>>8)
+	}
+	sizes := []uint64{500, 0, 70000, 100}
+	off := uint64(0)
+	var reports []ring.CQE
+	for _, n := range sizes {
+		a.post(t, ring.WR{Op: ring.OpSend, Context: 100, Offset: off, Len: n, Addr: dst})
+		e := b.recvDone(t)
+		want := uint64(fi.RECV | fi.MSG)
+		if n > 0 {
+			want |= uint64(fi.MORE)
+		}
+		if e.Err != 0 || e.Flags != want || e.Len != n || e.Context == 0 {
+			t.Fatalf("report of a %d-byte message: %+v, want flags %#x and a claim key", n, e, want)
+		}
+		reports = append(reports, e)
+		off += n
+	}
+	// Claim the first three into b's region, discard the last.
+	off = 0
+	for i, n := range sizes[:3] {
+		b.post(t, ring.WR{Op: ring.OpRecv, Flags: uint64(fi.CLAIM), Context: uint64(200 + i), Offset: 1000 + off,
+			Len: n + 8, Addr: anyAddr, RMAKey: reports[i].Context})
+		e := b.recvDone(t)
+		if e.Err != 0 || e.Context != uint64(200+i) || e.Len != n || e.Flags != uint64(fi.RECV|fi.MSG)|uint64(fi.CLAIM) {
+			t.Fatalf("claim %d: %+v", i, e)
+		}
+		if !bytes.Equal(b.mr.Mem()[1000+off:][:n], mem[off:][:n]) {
+			t.Fatalf("claim %d: the bytes differ from the ones sent", i)
+		}
+		off += n
+	}
+	b.post(t, ring.WR{Op: ring.OpRecv, Flags: uint64(fi.DISCARD), Context: 300, Addr: anyAddr, RMAKey: reports[3].Context})
+	if e := b.recvDone(t); e.Err != 0 || e.Context != 300 || e.Len != 0 {
+		t.Fatalf("discard: %+v", e)
+	}
+	// A key claimed already holds nothing.
+	b.post(t, ring.WR{Op: ring.OpRecv, Flags: uint64(fi.CLAIM), Context: 301, Offset: 0, Len: 100, Addr: anyAddr, RMAKey: reports[0].Context})
+	if e := b.recvDone(t); e.Context != 301 || e.Err != -int32(fi.ENOMSG) {
+		t.Fatalf("a second claim: %+v, want -FI_ENOMSG", e)
+	}
+	for range sizes {
+		if e := a.next(t); e.Err != 0 {
+			t.Fatalf("send: %+v", e)
+		}
+	}
+}
+
+// newBufferedNode is newRDMNode with FI_BUFFERED_RECV asked in the
+// endpoint's info block before enable.
+func newBufferedNode(t *testing.T, dom *fabricfs.Domain) *rdmNode {
+	t.Helper()
+	b := &rdmNode{}
+	var err error
+	if b.av, err = dom.NewAV(); err != nil {
+		t.Fatal(err)
+	}
+	if b.cq, err = dom.NewCQ(4096); err != nil {
+		t.Fatal(err)
+	}
+	if b.ep, err = dom.NewEP(); err != nil {
+		t.Fatal(err)
+	}
+	if b.mr, err = dom.NewMR(1<<20, "FI_SEND,FI_RECV"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, c := range []interface{ Close() error }{b.mr, b.ep, b.cq, b.av} {
+			c.Close()
+		}
+	})
+	block := "fi_info:\n    mode: [ FI_BUFFERED_RECV ]\n    fi_ep_attr:\n        type: FI_EP_RDM\n"
+	if err := os.WriteFile(filepath.Join(b.ep.Dir, "info"), []byte(block), 0); err != nil {
+		t.Fatalf("writing the info block: %v (%s)", err, b.ep.Err())
+	}
+	if mode, err := b.ep.Attr("mode"); err != nil || !strings.Contains(mode, "FI_BUFFERED_RECV") {
+		t.Fatalf("attr/mode %q, %v after the info block", mode, err)
+	}
+	for _, cmd := range []string{"bind av " + b.av.ID(), "bind cq " + b.cq.ID() + " send,recv", "enable"} {
+		if err := b.ep.Ctl(cmd); err != nil {
+			t.Fatalf("%s: %v (%s)", cmd, err, b.ep.Err())
+		}
+	}
+	if b.addr, err = b.ep.Local(); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestBufferedRecvShell: buffered receives from the shell. The reports
+// are lines of the receive CQ's events file, op_context the claim key;
+// the ctl verb claim takes a message into a memory region (mr data then
+// holds it) and returns once the claim completes, and discard drops one.
+// fi_msg(3): "After being notified that a buffered receive has arrived,
+// applications must either claim or discard the message."
+func TestBufferedRecvShell(t *testing.T) {
+	d := mount(t)
+	dom := d.tree(t).Domain("tcp", "lo")
+	a, b := newRDMNode(t, dom), newBufferedNode(t, dom)
+	dst := a.insert(t, b)
+	copy(a.mr.Mem(), "hello, buffered world")
+	a.post(t, ring.WR{Op: ring.OpSend, Context: 1, Offset: 0, Len: 21, Addr: dst})
+	a.post(t, ring.WR{Op: ring.OpSend, Context: 2, Offset: 7, Len: 8, Addr: dst})
+	events := filepath.Join(b.cq.Dir, "events")
+	var keys []string
+	for deadline := time.Now().Add(10 * time.Second); len(keys) < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 2 reports after 10s", len(keys))
+		}
+		out, err := readNonblock(events)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if l == "" {
+				continue
+			}
+			m := regexp.MustCompile(`op_context=(0x[0-9a-f]+) flags=(\S+) len=(\d+)`).FindStringSubmatch(l)
+			if m == nil || m[2] != "FI_RECV|FI_MSG|FI_MORE" {
+				t.Fatalf("report %q, want op_context, flags FI_RECV|FI_MSG|FI_MORE and len", l)
+			}
+			keys = append(keys, m[1])
+		}
+	}
+	if err := b.ep.Ctl("claim " + keys[0] + " " + b.mr.ID() + " 100 64 0x55"); err != nil {
+		t.Fatalf("claim: %v (%s)", err, b.ep.Err())
+	}
+	if got := string(b.mr.Mem()[100:121]); got != "hello, buffered world" {
+		t.Errorf("after claim, mr data holds %q", got)
+	}
+	if err := b.ep.Ctl("discard " + keys[1]); err != nil {
+		t.Fatalf("discard: %v (%s)", err, b.ep.Err())
+	}
+	if err := b.ep.Ctl("claim " + keys[0] + " " + b.mr.ID() + " 100 64"); !errors.Is(err, syscall.ENOMSG) {
+		t.Errorf("a second claim of %s: %v, want ENOMSG", keys[0], err)
+	}
+	out, err := readNonblock(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "op_context=0x55 flags=FI_RECV|FI_MSG|FI_CLAIM len=21") {
+		t.Errorf("the claim's completion is not among the events:\n%s", out)
+	}
+	// An endpoint without the mode has neither verb.
+	if err := a.ep.Ctl("discard " + keys[1]); !errors.Is(err, syscall.EOPNOTSUPP) {
+		t.Errorf("discard on an endpoint without FI_BUFFERED_RECV: %v, want EOPNOTSUPP", err)
+	}
+}
