@@ -74,6 +74,9 @@ type wrTaker interface {
 	// requestFailed reports a request that could not be taken, as an
 	// error completion of an operation of kind.
 	requestFailed(w *ring.WR, kind OpKind, err error)
+	// flush ends a pass over a transmit queue: what the provider held
+	// of the requests it took (Flusher) goes out.
+	flush()
 }
 
 // ready reports whether the queue has requests the provider can take.

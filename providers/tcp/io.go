@@ -22,7 +22,9 @@ import (
 //     the socket into the receiver's completion ring on the thread that
 //     also takes the requests, with no hand-off. rxMu makes them take turns.
 //   - Sending: the goroutine that queues a send (or the ACK of a filled
-//     receive) writes it at once with one writev (kickTx). What the socket
+//     receive) writes it at once with one writev (kickTx); a send posted
+//     with fi.MORE waits for the Flush that ends the engine's pass, so
+//     that a pass's sends share a writev (core.Flusher). What the socket
 //     does not take is written once it drains: by the engine group polling
 //     the endpoint, on its next passes, else by the writer goroutine,
 //     which waits in the netpoller (waitRoom).
