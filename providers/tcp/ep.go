@@ -141,6 +141,7 @@ type endpoint struct {
 }
 
 var _ core.Endpoint = (*endpoint)(nil)
+var _ core.Flusher = (*endpoint)(nil)
 
 func newEndpoint(d *domain, info *fi.Info, txSize, rxSize int, ev core.EndpointEvents) *endpoint {
 	e := &endpoint{
