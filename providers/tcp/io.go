@@ -66,13 +66,25 @@ type reader struct {
 	dsts  [][]byte // the buffers after it (a write to several regions)
 	skip  uint64   // bytes of the payload that do not fit, to read away
 	rel   []func() // a peer's write: releases the regions it targets
+	rsps  bool     // responses to reads were queued: progress writes them
 
 	err error // how the stream ended: nil at an EOF between messages
 }
 
 // progress handles what the socket holds, at most budget messages, without
-// blocking. Called with rxMu held.
+// blocking, and then writes the responses to the peer's reads it queued,
+// together. Called with rxMu held.
 func (e *endpoint) progress(fd, budget int) rxStatus {
+	st := e.handle(fd, budget)
+	if e.rd.rsps {
+		e.rd.rsps = false
+		e.kickTx()
+	}
+	return st
+}
+
+// handle is progress's loop over the messages.
+func (e *endpoint) handle(fd, budget int) rxStatus {
 	if e.rxEnded.Load() {
 		return rxEnd
 	}
@@ -872,7 +884,7 @@ func (e *endpoint) readRequest(h *wire.Header, n int) rxStatus {
 	e.mu.Lock()
 	e.rspq.push(rsp)
 	e.mu.Unlock()
-	e.kickTx()
+	e.rd.rsps = true
 	return rxOK
 }
 
