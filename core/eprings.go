@@ -354,16 +354,18 @@ func (q *workQueue) consume() int {
 		return 0
 	}
 	n := 0
+	w := &q.wr
 	for head != tail && n < maxTake {
-		w, err := ring.DecodeWR(r.Entry(head))
+		var err error
+		*w, err = ring.DecodeWR(r.Entry(head))
 		if err == nil {
-			err = t.take(&w, q)
+			err = t.take(w, q)
 			if Code(err) == fi.EAGAIN {
 				// The taker's queue is full. Mark the queue blocked
 				// first, so that a completion from now on unblocks it,
 				// then try once more in case one came before.
 				q.blocked.Store(true)
-				if err = t.take(&w, q); Code(err) == fi.EAGAIN {
+				if err = t.take(w, q); Code(err) == fi.EAGAIN {
 					break // taken again next time
 				}
 				q.blocked.Store(false)
@@ -372,7 +374,7 @@ func (q *workQueue) consume() int {
 			err = Errorf(fi.EINVAL, "malformed work request: %w", err)
 		}
 		if err != nil {
-			t.requestFailed(&w, q.kind, err)
+			t.requestFailed(w, q.kind, err)
 		}
 		head++
 		n++
