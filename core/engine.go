@@ -56,8 +56,9 @@ type workQueue struct {
 	g       *group
 	blocked atomic.Bool // the provider's queue is full; wait for a completion
 	// Used by the group's worker only:
-	broken bool   // the producer broke the indices (consume)
-	head   uint32 // the ring's head: stored into the ring, never loaded from it, so a client writing head cannot replay requests
+	broken bool    // the producer broke the indices (consume)
+	head   uint32  // the ring's head: stored into the ring, never loaded from it, so a client writing head cannot replay requests
+	wr     ring.WR // the request being taken: a pointer to it goes to the taker, which a local would make an allocation per request
 }
 
 // wrTaker is what a work queue's requests go to: an endpoint (EP), or a
@@ -74,6 +75,9 @@ type wrTaker interface {
 	// requestFailed reports a request that could not be taken, as an
 	// error completion of an operation of kind.
 	requestFailed(w *ring.WR, kind OpKind, err error)
+	// flush ends a pass over a transmit queue: what the provider held
+	// of the requests it took (Flusher) goes out.
+	flush()
 }
 
 // ready reports whether the queue has requests the provider can take.

@@ -213,9 +213,11 @@ func (e *EP) defaultFlags(k OpKind) fi.OpFlags {
 	case k.IsRecv():
 		return e.info.RxAttr.OpFlags &^ fi.OpFlags(fi.MULTI_RECV)
 	case k == OpFetchAtomic || k == OpCompareAtomic:
-		return e.info.TxAttr.OpFlags &^ fi.INJECT
+		return e.info.TxAttr.OpFlags &^ (fi.INJECT | fi.MORE)
 	}
-	return e.info.TxAttr.OpFlags
+	// FI_MORE is the engine's (Flusher): a send of the data file is the
+	// last of its pass.
+	return e.info.TxAttr.OpFlags &^ fi.MORE
 }
 
 // ReadData is a read of the data file. It returns the rest of the current

@@ -27,6 +27,7 @@ type epRings struct {
 	injectSize uint64
 	poller     Poller   // the provider endpoint, if the engine can drive its progress
 	fdPoller   FDPoller // the same, if it has a descriptor to poll
+	flusher    Flusher  // the same, if it holds sends for the end of a pass
 	hot        bool     // in its group's hot list; used by the group's worker only
 	sent       bool     // took a send in the group's current pass; used by the worker only
 }
@@ -169,6 +170,7 @@ func (rs *epRings) queueFor(k OpKind) *workQueue {
 func (e *EP) startRingsLocked(rs *epRings) {
 	rs.poller, _ = e.prov.(Poller)
 	rs.fdPoller, _ = e.prov.(FDPoller)
+	rs.flusher, _ = e.prov.(Flusher)
 	e.rings = rs
 }
 
@@ -352,16 +354,18 @@ func (q *workQueue) consume() int {
 		return 0
 	}
 	n := 0
+	w := &q.wr
 	for head != tail && n < maxTake {
-		w, err := ring.DecodeWR(r.Entry(head))
+		var err error
+		*w, err = ring.DecodeWR(r.Entry(head))
 		if err == nil {
-			err = t.take(&w, q)
+			err = t.take(w, q)
 			if Code(err) == fi.EAGAIN {
 				// The taker's queue is full. Mark the queue blocked
 				// first, so that a completion from now on unblocks it,
 				// then try once more in case one came before.
 				q.blocked.Store(true)
-				if err = t.take(&w, q); Code(err) == fi.EAGAIN {
+				if err = t.take(w, q); Code(err) == fi.EAGAIN {
 					break // taken again next time
 				}
 				q.blocked.Store(false)
@@ -370,13 +374,16 @@ func (q *workQueue) consume() int {
 			err = Errorf(fi.EINVAL, "malformed work request: %w", err)
 		}
 		if err != nil {
-			t.requestFailed(&w, q.kind, err)
+			t.requestFailed(w, q.kind, err)
 		}
 		head++
 		n++
 	}
 	r.Release(head)
 	q.head = head
+	if n > 0 && !q.kind.IsRecv() {
+		t.flush()
+	}
 	return n
 }
 
@@ -388,6 +395,14 @@ func (e *EP) lockRing() bool {
 }
 
 func (e *EP) unlockRing() { e.ringMu.Unlock() }
+
+// flush is the endpoint's wrTaker's: the provider endpoint writes the
+// sends of the pass it held (Flusher).
+func (e *EP) flush() {
+	if f := e.rings.flusher; f != nil {
+		f.Flush()
+	}
+}
 
 // take posts the operation of the work request w from the ring q. A
 // receive on an endpoint bound to a shared receive context is refused:
@@ -405,6 +420,9 @@ func (e *EP) take(w *ring.WR, q *workQueue) error {
 	op, err := e.opFromWR(w, q)
 	if err != nil {
 		return err
+	}
+	if !q.kind.IsRecv() && e.rings.flusher != nil {
+		op.Flags |= fi.MORE // written at flush, with the rest of the pass
 	}
 	if err := e.post(op, nil); err != nil {
 		freeOp(op) // the provider did not take it
@@ -457,7 +475,9 @@ func (e *EP) opFromWR(w *ring.WR, q *workQueue) (*Op, error) {
 		return nil, Errorf(fi.EOPNOTSUPP, "operation %d needs %v, which the endpoint does not have", w.Op, kindCaps[kind])
 	}
 	op := newOp()
-	op.Kind, op.Flags, op.Context, op.Data, op.Tag, op.Ignore = kind, fi.OpFlags(w.Flags), w.Context, w.Data, w.Tag, w.Ignore
+	// fi.MORE is the engine's to give (take), not the request's: the
+	// engine flushes at the end of every pass anyway.
+	op.Kind, op.Flags, op.Context, op.Data, op.Tag, op.Ignore = kind, fi.OpFlags(w.Flags)&^fi.MORE, w.Context, w.Data, w.Tag, w.Ignore
 	op.Addr, op.Key, op.desc, op.offset = w.RMAAddr, w.RMAKey, w.Desc, w.Offset
 	bufs := e.wrBufs
 	if w.SegArray() {

@@ -158,6 +158,11 @@ func (v *opIOV) postNext() error {
 	if v.next == v.nrma-1 {
 		p.Flags, p.Data = op.Flags, op.Data
 	}
+	if v.next > 0 {
+		// Posted from the previous part's completion, not in an engine
+		// pass: nothing flushes after it.
+		p.Flags &^= fi.MORE
+	}
 	p.OnComplete(v.onPart)
 	first := v.next == 0
 	v.next++

@@ -186,6 +186,20 @@ type FDPoller interface {
 	PollReady(ready bool) bool
 }
 
+// Flusher is an optional interface of an Endpoint that holds the sends
+// posted with fi.MORE (fi_msg(3): "Indicates that the user has additional
+// requests that will immediately be posted after the current call
+// returns") and writes them together at Flush, or with the next send
+// posted without it. The engine posts every transmit request of a pass
+// over an endpoint's tx ring with fi.MORE and calls Flush once after the
+// last, so that a window of requests costs the provider one write, not
+// one each; no other operation reaches a provider with fi.MORE.
+type Flusher interface {
+	// Flush writes (or starts writing) every send held so far. It must
+	// not block; it may be called at any time, also after Close.
+	Flush()
+}
+
 // PassiveEndpoint is a provider's listening endpoint.
 type PassiveEndpoint interface {
 	// Listen starts listening on addr (fi_listen; port 0 picks a free port).

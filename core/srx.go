@@ -263,6 +263,10 @@ func (s *SRX) lockRing() bool {
 
 func (s *SRX) unlockRing() { s.ringMu.Unlock() }
 
+// flush is the context's wrTaker's: its queue takes receives, which no
+// provider holds.
+func (s *SRX) flush() {}
+
 // take posts the receive of the work request w. Called by consume, with
 // ringMu held.
 func (s *SRX) take(w *ring.WR, q *workQueue) error {

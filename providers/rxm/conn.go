@@ -45,6 +45,7 @@ type peer struct {
 	queue    []*sendItem // sends waiting for conn, in order
 	spare    []*sendItem // the other slice flush uses: see flush
 	flushing bool        // a goroutine is posting queue to conn
+	held     bool        // in endpoint.held: queue has sends posted with fi.MORE
 	retries  int         // RejectAlready answers in a row
 }
 

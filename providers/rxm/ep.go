@@ -112,6 +112,9 @@ type endpoint struct {
 	rx          matcher
 	rxSize      int
 	txOut       int // application sends not completed
+	// held are the connected peers whose queues have sends posted with
+	// fi.MORE, for Flush; heldSpare is the other slice Flush uses.
+	held, heldSpare []*peer
 
 	rndvSends map[uint64]*sendItem       // rendezvous sends in progress, by msg_id
 	rndvNext  uint64                     // the next msg_id to try
@@ -149,6 +152,7 @@ type endpoint struct {
 
 var _ core.Endpoint = (*endpoint)(nil)
 var _ core.FDPoller = (*endpoint)(nil)
+var _ core.Flusher = (*endpoint)(nil)
 var _ core.Options = (*endpoint)(nil)
 
 func newEndpoint(d *domain, info *fi.Info, ev core.EndpointEvents) (*endpoint, error) {

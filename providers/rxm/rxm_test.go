@@ -2,6 +2,7 @@ package rxm
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os/exec"
 	"runtime"
@@ -543,4 +544,54 @@ func TestRDMDomainAttrsAreRxm(t *testing.T) {
 			t.Errorf("domain attribute %s: libfabric's rxm %q, ours %q", k, v, ours[k])
 		}
 	}
+}
+
+// TestMoreWaitsForFlush: on a connected peer, sends posted with FI_MORE
+// (fi_msg(3): "the user has additional requests that will immediately be
+// posted after the current call returns") wait for Flush, or for a send
+// without it to the same peer, and then arrive in order.
+func TestMoreWaitsForFlush(t *testing.T) {
+	p, d := testDomain(t)
+	a, b := newRDM(t, p, d), newRDM(t, p, d)
+	// Connect first: sends to a peer still connecting wait for the
+	// connection, FI_MORE or not.
+	r0 := b.recv(t, core.OpRecv, 64, 0, 0)
+	a.waitFor(t, a.send(t, core.OpSend, b.addr, []byte("hello"), 0))
+	b.waitFor(t, r0)
+
+	const n = 8
+	var recvs []*core.Op
+	for range n + 3 {
+		recvs = append(recvs, b.recv(t, core.OpRecv, 64, 0, 0))
+	}
+	sendMore := func(i int, flags fi.OpFlags) {
+		s := a.op(core.OpSend, []byte(fmt.Sprintf("message %d", i)))
+		s.Peer, s.Flags = b.addr, flags
+		if err := a.ep.Post(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			if c := a.wait(t).c; c.Err != 0 {
+				t.Fatalf("send completion %+v", c)
+			}
+		}
+		for i := from; i < to; i++ {
+			wantRecv(t, recvs[i], b.waitFor(t, recvs[i]), []byte(fmt.Sprintf("message %d", i)), 0, a.addr)
+		}
+	}
+	for i := range n {
+		sendMore(i, fi.MORE)
+	}
+	a.none(t)
+	a.ep.Flush()
+	check(0, n)
+
+	sendMore(n, fi.MORE)
+	sendMore(n+1, fi.MORE)
+	a.none(t)
+	sendMore(n+2, 0)
+	check(n, n+3)
 }

@@ -139,11 +139,39 @@ func (e *endpoint) enqueue(it *sendItem, what string) error {
 		e.connectLocked(p)
 	}
 	up := p.state == pConnected
+	hold := up && op.Flags&fi.MORE != 0
+	if hold && !p.held {
+		p.held = true
+		e.held = append(e.held, p)
+	}
 	e.mu.Unlock()
-	if up {
+	if up && !hold {
 		e.flush(p)
 	}
 	return nil
+}
+
+// Flush posts the sends held since the last flush: those posted with
+// fi.MORE, which the engine posts a pass of before it flushes
+// (core.Flusher). Each peer's go to its connection together.
+func (e *endpoint) Flush() {
+	e.mu.Lock()
+	// The two slices take turns, as a peer's queue and spare do.
+	held := e.held
+	e.held, e.heldSpare = e.heldSpare[:0], nil
+	for _, p := range held {
+		p.held = false
+	}
+	e.mu.Unlock()
+	for _, p := range held {
+		e.flush(p)
+	}
+	clear(held)
+	e.mu.Lock()
+	if e.heldSpare == nil {
+		e.heldSpare = held[:0]
+	}
+	e.mu.Unlock()
 }
 
 // newIDLocked picks a msg_id for an operation that waits for the peer's
@@ -185,11 +213,17 @@ func (e *endpoint) flush(p *peer) {
 			}
 		}
 		e.mu.Unlock()
+		// The connection writes the batch together if it can hold
+		// sends for a flush (core.Flusher).
+		fl, _ := c.tcp.(core.Flusher)
 		for i, it := range items {
 			var err error
 			if !it.rma {
 				it.hdr.ConnID = uint64(c.remoteIndex)
 				err = it.hdr.Encode(*it.buf)
+			}
+			if fl != nil {
+				it.msg.Flags |= fi.MORE
 			}
 			if err == nil {
 				err = c.tcp.Post(&it.msg)
@@ -203,6 +237,9 @@ func (e *endpoint) flush(p *peer) {
 				}
 				break
 			}
+		}
+		if fl != nil {
+			fl.Flush()
 		}
 		clear(items)
 		e.mu.Lock()

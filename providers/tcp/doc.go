@@ -73,8 +73,12 @@
 // drives it itself, non-blocking (io.go, netpoll.go). Both directions are
 // state machines that move what the socket allows and return. A send is
 // written by the goroutine that posts it, with one writev for up to 64
-// messages and ACKs, so it may complete inside Post; only a remainder that
-// does not fit in the socket goes to the writer. Receiving is done by
+// messages and ACKs, so it may complete inside Post; a send posted with
+// fi.MORE waits for Flush (core.Flusher), which the engine calls once per
+// pass over a tx ring, so that the pass's sends share a writev. Only a
+// remainder that does not fit in the socket goes to the writer. The
+// responses to the read requests one progress call handles are written
+// together after it. Receiving is done by
 // whoever drives progress: the connection goroutine, or, while the
 // endpoint's rings keep an engine group busy, that group through Poll or
 // PollReady (core.FDPoller), so that a message is taken from the sender's

@@ -141,6 +141,7 @@ type endpoint struct {
 }
 
 var _ core.Endpoint = (*endpoint)(nil)
+var _ core.Flusher = (*endpoint)(nil)
 
 func newEndpoint(d *domain, info *fi.Info, txSize, rxSize int, ev core.EndpointEvents) *endpoint {
 	e := &endpoint{
@@ -447,9 +448,16 @@ func (e *endpoint) postSend(op *core.Op) error {
 		}
 		return err
 	}
-	e.kickTx()
+	if op.Flags&fi.MORE == 0 {
+		e.kickTx()
+	}
 	return nil
 }
+
+// Flush writes the sends held since the last write: those posted with
+// fi.MORE, which the engine posts a pass of before it flushes
+// (core.Flusher). They go out in as few writevs as maxBatch allows.
+func (e *endpoint) Flush() { e.kickTx() }
 
 func (e *endpoint) postRecv(op *core.Op) error {
 	e.mu.Lock()

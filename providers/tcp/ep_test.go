@@ -3,6 +3,7 @@ package tcp
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"testing"
@@ -497,4 +498,51 @@ func TestPostFromCompletion(t *testing.T) {
 			t.Fatalf("%d of the %d answers posted from completions were sent", i, count)
 		}
 	}
+}
+
+// TestMoreWaitsForFlush: sends posted with FI_MORE (fi_msg(3): "the user
+// has additional requests that will immediately be posted after the
+// current call returns") stay queued until Flush, or until a send without
+// it, and then go out in order.
+func TestMoreWaitsForFlush(t *testing.T) {
+	p := connect(t)
+	const n = 8
+	rbufs := make([][]byte, 2*n)
+	for i := range rbufs {
+		rbufs[i] = make([]byte, 32)
+		post(t, p.srv.ep, &core.Op{Kind: core.OpRecv, Buf: rbufs[i], Context: uint64(i)})
+	}
+	send := func(i int, flags fi.OpFlags) {
+		post(t, p.cli.ep, &core.Op{Kind: core.OpSend, Buf: []byte(fmt.Sprintf("message %d", i)), Context: uint64(i), Flags: flags})
+	}
+	check := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			if d := waitDone(t, p.cli.done); d.op.Context != uint64(i) || d.c.Err != 0 {
+				t.Fatalf("send completion %+v of context %d, want context %d", d.c, d.op.Context, i)
+			}
+		}
+		for i := from; i < to; i++ {
+			d := waitDone(t, p.srv.done)
+			want := fmt.Sprintf("message %d", i)
+			if d.op.Context != uint64(i) || d.c.Err != 0 || string(rbufs[i][:d.c.Len]) != want {
+				t.Fatalf("receive completion %+v of context %d with %q, want context %d with %q", d.c, d.op.Context, rbufs[i][:d.c.Len], i, want)
+			}
+		}
+	}
+
+	for i := range n {
+		send(i, fi.MORE)
+	}
+	noDone(t, p.cli.done, 50*time.Millisecond)
+	noDone(t, p.srv.done, 0)
+	p.cli.ep.Flush()
+	check(0, n)
+
+	// A send without FI_MORE takes the held ones with it.
+	send(n, fi.MORE)
+	send(n+1, fi.MORE)
+	noDone(t, p.cli.done, 20*time.Millisecond)
+	send(n+2, 0)
+	check(n, n+3)
 }

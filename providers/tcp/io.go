@@ -22,7 +22,9 @@ import (
 //     the socket into the receiver's completion ring on the thread that
 //     also takes the requests, with no hand-off. rxMu makes them take turns.
 //   - Sending: the goroutine that queues a send (or the ACK of a filled
-//     receive) writes it at once with one writev (kickTx). What the socket
+//     receive) writes it at once with one writev (kickTx); a send posted
+//     with fi.MORE waits for the Flush that ends the engine's pass, so
+//     that a pass's sends share a writev (core.Flusher). What the socket
 //     does not take is written once it drains: by the engine group polling
 //     the endpoint, on its next passes, else by the writer goroutine,
 //     which waits in the netpoller (waitRoom).
@@ -64,13 +66,25 @@ type reader struct {
 	dsts  [][]byte // the buffers after it (a write to several regions)
 	skip  uint64   // bytes of the payload that do not fit, to read away
 	rel   []func() // a peer's write: releases the regions it targets
+	rsps  bool     // responses to reads were queued: progress writes them
 
 	err error // how the stream ended: nil at an EOF between messages
 }
 
 // progress handles what the socket holds, at most budget messages, without
-// blocking. Called with rxMu held.
+// blocking, and then writes the responses to the peer's reads it queued,
+// together. Called with rxMu held.
 func (e *endpoint) progress(fd, budget int) rxStatus {
+	st := e.handle(fd, budget)
+	if e.rd.rsps {
+		e.rd.rsps = false
+		e.kickTx()
+	}
+	return st
+}
+
+// handle is progress's loop over the messages.
+func (e *endpoint) handle(fd, budget int) rxStatus {
 	if e.rxEnded.Load() {
 		return rxEnd
 	}
@@ -871,7 +885,7 @@ func (e *endpoint) readRequest(h *wire.Header, n int) rxStatus {
 	e.mu.Lock()
 	e.rspq.push(rsp)
 	e.mu.Unlock()
-	e.kickTx()
+	e.rd.rsps = true
 	return rxOK
 }
 
