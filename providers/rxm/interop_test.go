@@ -39,13 +39,14 @@ func TestInteropRMA(t *testing.T) {
 	if l := line("C's operations"); l != "c2go ok" {
 		t.Fatalf("C side printed %q", l)
 	}
+	// Each report names the region the operation reached by its key.
 	remote := cqFlagsRW(fi.REMOTE_WRITE)
 	for i, want := range []core.Completion{
-		{Flags: remote, Len: 1000},
-		{Flags: remote | fi.CQFlags(fi.REMOTE_CQ_DATA), Len: 500, Data: 0x7777},
-		{Flags: remote, Len: 300},
-		{Flags: remote, Len: 32},
-		{Flags: cqFlagsRW(fi.REMOTE_READ), Len: 1000},
+		{Flags: remote, Len: 1000, Key: key},
+		{Flags: remote | fi.CQFlags(fi.REMOTE_CQ_DATA), Len: 500, Data: 0x7777, Key: key},
+		{Flags: remote, Len: 300, Key: key},
+		{Flags: remote, Len: 32, Key: key},
+		{Flags: cqFlagsRW(fi.REMOTE_READ), Len: 1000, Key: key},
 	} {
 		if c := g.remote(t, i); c != want {
 			t.Errorf("remote event %d: %+v, want %+v", i, c, want)
