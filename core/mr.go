@@ -50,6 +50,7 @@ type MR struct {
 	closed       bool         // by Close: nothing is registered again
 	eq           *EQ          // where an asynchronous registration reports
 	registering  bool         // an asynchronous registration is under way
+	authKey      []byte       // fi_mr_attr.auth_key; the owner's domain key from reg when none
 }
 
 // mrDefaultAccess is a region's access until attr/access says otherwise:
@@ -130,6 +131,11 @@ func (m *MR) registerLocked() error {
 	}
 	if m.iova+(m.length-m.base) < m.iova {
 		return Errorf(fi.EINVAL, "%s at iova %#x: its %d bytes from base would pass address 2^64", m.obj, m.iova, m.length-m.base)
+	}
+	if m.authKey == nil {
+		// "The domain authorization key will be used if the
+		// auth_key_size provided is 0."
+		m.authKey = m.obj.Dom.AuthKey(m.obj.Owner)
 	}
 	shm, err := m.obj.Dom.fab.alloc(m.obj, "mr", int(m.length))
 	if err != nil {
@@ -330,6 +336,14 @@ func (m *MR) Attrs() []Attr {
 			}
 			return err
 		}),
+		guarded(&m.mu, "auth_key", m.frozen, func() string { return authKeyText(m.authKey) }, func(s string) error {
+			k, err := parseAuthKey(s)
+			if err == nil {
+				m.authKey = k
+			}
+			return err
+		}),
+		guarded(&m.mu, "auth_key_size", nil, func() string { return strconv.Itoa(len(m.authKey)) }, nil),
 		{Name: "key", Get: func() string { return fmt.Sprintf("%#x", m.Key()) }},
 		{Name: "desc", Get: func() string { return fmt.Sprintf("%#x", m.obj.Serial) }},
 		{Name: "offset", Get: func() string { return "0" }},

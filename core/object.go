@@ -413,6 +413,7 @@ type Domain struct {
 	next     [NumKinds]uint64
 	bySerial map[uint64]*Object
 	mrKeys   map[uint64]*Object // registered memory regions by key
+	authKeys map[uint32][]byte  // each user's default authorization key (authkey.go)
 	stats    domainStats        // the counts of closed objects (stats.go)
 
 	// atomicTypes are the endpoint types the provider domain takes

@@ -271,6 +271,9 @@ func (d *domain) msgInfo(rdm *fi.Info) (*fi.Info, error) {
 	}
 	in.TxAttr.Size = rdm.TxAttr.Size + ctrlSends + replySends
 	in.TxAttr.TClass = rdm.TxAttr.TClass // the connections carry the endpoint's traffic class
+	// ... and its authorization key: the MSG provider's connection
+	// requests carry it, and its listener refuses peers with another.
+	in.EPAttr.AuthKey, in.EPAttr.AuthKeySize = rdm.EPAttr.AuthKey, rdm.EPAttr.AuthKeySize
 	in.RxAttr.Size = bufsPerConn
 	return in, nil
 }
