@@ -146,7 +146,7 @@ func (m *MR) registerLocked() error {
 	if r, ok := m.obj.Dom.prov.(MemoryRegistrar); ok {
 		// The provider's addresses count from the registered buffer's
 		// first byte, so peers' addresses count from base.
-		if mem, err = r.RegisterMemory(m.obj.Owner, shm.Mem[m.base:], m.iova, m.access, requested); err != nil {
+		if mem, err = r.RegisterMemory(m.obj.Owner, shm.Mem[m.base:], m.iova, m.access, requested, m.authKey); err != nil {
 			shm.Close()
 			return err
 		}

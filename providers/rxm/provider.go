@@ -184,8 +184,8 @@ var _ core.MemoryRegistrar = regDomain{}
 
 // RegisterMemory registers buf with the wrapped domain, as libfabric's rxm
 // passes fi_mr_reg to its msg domain.
-func (d regDomain) RegisterMemory(owner uint32, buf []byte, iova uint64, access fi.Caps, requestedKey uint64) (core.Memory, error) {
-	return d.reg.RegisterMemory(owner, buf, iova, access, requestedKey)
+func (d regDomain) RegisterMemory(owner uint32, buf []byte, iova uint64, access fi.Caps, requestedKey uint64, authKey []byte) (core.Memory, error) {
+	return d.reg.RegisterMemory(owner, buf, iova, access, requestedKey, authKey)
 }
 
 // NewEndpoint makes FI_EP_RDM endpoints here and passes every other type
