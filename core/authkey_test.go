@@ -333,3 +333,41 @@ func TestAuthKeyLimits(t *testing.T) {
 		t.Errorf("after an info block, auth_key %q, want job-3", got)
 	}
 }
+
+// FuzzAuthKey writes arbitrary text to the attr/auth_key of an endpoint, a
+// passive endpoint and a region, and as a user's domain default: a write
+// is taken (a key of at most 64 bytes, which reads back as written) or
+// refused with FI_EINVAL and a sentence; nothing panics.
+func FuzzAuthKey(f *testing.F) {
+	for _, s := range []string{"job-1", "hex:00ff", "hex:0g", "hex:", "", " ", strings.Repeat("k", 65), "hex:" + strings.Repeat("ab", 64), "a\x00b", "\n"} {
+		f.Add(s)
+	}
+	d := lo(f)
+	var objs []*core.Object
+	for _, k := range []core.Kind{core.KindEP, core.KindPEP, core.KindMR} {
+		o, err := d.Create(k, "fuzz", 0)
+		if err != nil {
+			f.Fatal(err)
+		}
+		objs = append(objs, o)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		check := func(what string, err error, read func() string) {
+			if err != nil {
+				if !errors.Is(err, fi.EINVAL) || err.Error() == "" {
+					t.Fatalf("%s %q: %v, want FI_EINVAL with a sentence", what, s, err)
+				}
+				return
+			}
+			v := read()
+			k, perr := core.ParseData(v)
+			if v != "" && (perr != nil || len(k) > fi.MaxAuthKeySize) {
+				t.Fatalf("%s %q reads back %q (%v)", what, s, v, perr)
+			}
+		}
+		for _, o := range objs {
+			check(o.String(), trySet(o, "auth_key", s), func() string { return strings.TrimSpace(attr(t, o, "auth_key")) })
+		}
+		check("domain", d.SetAuthKey(7, s), func() string { return d.AuthKeyText(7) })
+	})
+}
