@@ -371,3 +371,29 @@ func FuzzAuthKey(f *testing.F) {
 		check("domain", d.SetAuthKey(7, s), func() string { return d.AuthKeyText(7) })
 	})
 }
+
+// TestAuthKeyDatagram: a datagram endpoint has no connection to carry a
+// key: fi_getinfo offers none for FI_EP_DGRAM, its attr/auth_key takes
+// none, and with a domain key (which would leave it unprotected) its
+// enable fails.
+func TestAuthKeyDatagram(t *testing.T) {
+	f, err := core.New(verbsProvider(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	d, ok := f.Domain("verbs", "rxe_127_0_0_1-dgram")
+	if !ok {
+		t.Fatal("no verbs/rxe_127_0_0_1-dgram domain")
+	}
+	ep := create(t, d, core.KindEP, "u")
+	wantCode(t, "a key on a datagram endpoint", trySet(ep, "auth_key", "job-1"), fi.EINVAL)
+	if err := d.SetAuthKey(0, "job-1"); err != nil {
+		t.Fatal(err)
+	}
+	create(t, d, core.KindAV, "v")
+	create(t, d, core.KindCQ, "c")
+	run(t, ep, "bind av v")
+	run(t, ep, "bind cq c send,recv")
+	wantCode(t, "enable of a datagram endpoint under a domain key", ep.Ctl(context.Background(), 0, "enable"), fi.EINVAL)
+}
