@@ -44,13 +44,13 @@ type MR struct {
 	iova         uint64 // peers' address of byte base
 	access       fi.Caps
 	requestedKey uint64
+	authKey      []byte // fi_mr_attr.auth_key; the owner's domain key from reg when none
 	key          uint64
 	shm          *ring.Region // after reg
 	mem          Memory       // the provider's registration of shm, if the domain makes them
 	closed       bool         // by Close: nothing is registered again
 	eq           *EQ          // where an asynchronous registration reports
 	registering  bool         // an asynchronous registration is under way
-	authKey      []byte       // fi_mr_attr.auth_key; the owner's domain key from reg when none
 }
 
 // mrDefaultAccess is a region's access until attr/access says otherwise:
