@@ -380,6 +380,9 @@ static int ffs_getinfo(uint32_t version, const char *node, const char *service, 
 		if (FI_VERSION_GE(version, FI_VERSION(1, 5)) && hints && hints->domain_attr &&
 		    (hints->domain_attr->mr_mode & FI_MR_PROV_KEY))
 			e->domain_attr->mr_mode |= FI_MR_PROV_KEY;
+		/* libfabric names the provider of each entry (prov_name NULL). */
+		free(e->fabric_attr->prov_name);
+		e->fabric_attr->prov_name = NULL;
 		/* Authorization keys: the tree's answer has the requested keys'
 		 * sizes (fi_tostr prints no key bytes); each entry carries the
 		 * hints' keys themselves, for the objects made from it. */
@@ -396,9 +399,6 @@ static int ffs_getinfo(uint32_t version, const char *node, const char *service, 
 			*info = NULL;
 			return -FI_ENOMEM;
 		}
-		/* libfabric names the provider of each entry (prov_name NULL). */
-		free(e->fabric_attr->prov_name);
-		e->fabric_attr->prov_name = NULL;
 		*tail = e;
 		tail = &e->next;
 	}

@@ -193,7 +193,7 @@ func (m *entryMatch) addrs() string {
 	return ""
 }
 
-func (q *getinfoQuery) domainAttr(c *attrCheck, h, d *DomainAttr, keys bool) {
+func (q *getinfoQuery) domainAttr(c *attrCheck, h, d *DomainAttr) {
 	// "FI_THREAD_UNSPEC ... When specified, providers will return a
 	// threading model that allows for the greatest level of parallelism."
 	// Otherwise the requested model is returned when the domain serves it.
@@ -238,7 +238,6 @@ func (q *getinfoQuery) domainAttr(c *attrCheck, h, d *DomainAttr, keys bool) {
 	c.atLeast("domain_attr.mr_iov_limit", h.MRIovLimit, d.MRIovLimit)
 	c.atLeast("domain_attr.max_err_data", h.MaxErrData, d.MaxErrData)
 	c.atLeast("domain_attr.mr_cnt", h.MRCnt, d.MRCnt)
-	q.authKey(c, "domain_attr", h.AuthKeySize, h.AuthKey, &d.AuthKeySize, &d.AuthKey, keys)
 	tclass(c, "domain_attr.tclass", h.TClass, &d.TClass)
 }
 
@@ -254,7 +253,7 @@ func tclass(c *attrCheck, name string, want TClass, have *TClass) {
 	}
 }
 
-func (q *getinfoQuery) epAttr(c *attrCheck, h, ep *EPAttr, d *DomainAttr, caps Caps, keys bool) {
+func (q *getinfoQuery) epAttr(c *attrCheck, h, ep *EPAttr, d *DomainAttr, caps Caps) {
 	if h.Protocol != PROTO_UNSPEC && h.Protocol != ep.Protocol {
 		c.failf("ep_attr.protocol %v", h.Protocol)
 	}
@@ -306,12 +305,25 @@ func (q *getinfoQuery) epAttr(c *attrCheck, h, ep *EPAttr, d *DomainAttr, caps C
 	}
 	ctx("tx_ctx_cnt", h.TxCtxCnt, &ep.TxCtxCnt, d.MaxEPTxCtx, d.MaxEPStxCtx)
 	ctx("rx_ctx_cnt", h.RxCtxCnt, &ep.RxCtxCnt, d.MaxEPRxCtx, d.MaxEPSrxCtx)
-	q.authKey(c, "ep_attr", h.AuthKeySize, h.AuthKey, &ep.AuthKeySize, &ep.AuthKey, keys)
 }
 
 // MaxAuthKeySize bounds an authorization key (fabricfs's choice): keys of
 // 1 to 64 bytes, carried in the connection requests.
 const MaxAuthKeySize = 64
+
+// authKeys checks the hints' authorization keys, of the domain and the
+// endpoint. Keys travel in connection requests: FI_EP_MSG and FI_EP_RDM
+// endpoints (whose connections rxm makes) carry them.
+func (m *entryMatch) authKeys(c *attrCheck) {
+	q, h, out := m.q, m.q.h, m.out
+	keys := out.EPAttr != nil && (out.EPAttr.Type == EP_MSG || out.EPAttr.Type == EP_RDM)
+	if hd := h.DomainAttr; hd != nil {
+		q.authKey(c, "domain_attr", hd.AuthKeySize, hd.AuthKey, &out.DomainAttr.AuthKeySize, &out.DomainAttr.AuthKey, keys)
+	}
+	if he := h.EPAttr; he != nil {
+		q.authKey(c, "ep_attr", he.AuthKeySize, he.AuthKey, &out.EPAttr.AuthKeySize, &out.EPAttr.AuthKey, keys)
+	}
+}
 
 // authKey checks a requested authorization key. "This field is ignored
 // unless the fabric is opened with API version 1.5 or greater." An entry

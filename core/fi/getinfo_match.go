@@ -432,15 +432,13 @@ func (m *entryMatch) noCQData(rxApp Mode) bool {
 func (m *entryMatch) attrs() string {
 	q, h, out := m.q, m.q.h, m.out
 	var c attrCheck
-	// Authorization keys travel in connection requests: FI_EP_MSG and
-	// FI_EP_RDM endpoints (whose connections rxm makes) carry them.
-	keys := out.EPAttr != nil && (out.EPAttr.Type == EP_MSG || out.EPAttr.Type == EP_RDM)
 	if hd := h.DomainAttr; hd != nil {
-		q.domainAttr(&c, hd, out.DomainAttr, keys)
+		q.domainAttr(&c, hd, out.DomainAttr)
 	}
 	if he := h.EPAttr; he != nil {
-		q.epAttr(&c, he, out.EPAttr, out.DomainAttr, impliedCaps(out.Caps), keys)
+		q.epAttr(&c, he, out.EPAttr, out.DomainAttr, impliedCaps(out.Caps))
 	}
+	m.authKeys(&c)
 	if ht := h.TxAttr; ht != nil {
 		txAttr(&c, ht, out.TxAttr)
 	}
