@@ -107,6 +107,7 @@ var infoFields = []infoField{
 	{"tx_ctx_cnt", func(in *fi.Info) string { return u64(in.EPAttr.TxCtxCnt) }, nil},
 	{"rx_ctx_cnt", func(in *fi.Info) string { return u64(in.EPAttr.RxCtxCnt) }, nil},
 	{"auth_key_size", func(in *fi.Info) string { return u64(in.EPAttr.AuthKeySize) }, nil},
+	{"auth_key", func(in *fi.Info) string { return authKeyText(in.EPAttr.AuthKey) }, setEPAuthKey},
 	{"tx_caps", func(in *fi.Info) string { return in.TxAttr.Caps.String() }, nil},
 	{"tx_mode", func(in *fi.Info) string { return in.TxAttr.Mode.String() }, nil},
 	{"tx_op_flags", func(in *fi.Info) string { return in.TxAttr.OpFlags.String() },

@@ -91,6 +91,10 @@ type EP struct {
 	// of the endpoint that other threads use.
 	ops       *opCounters
 	provStats []Count // the provider endpoint's last counts, kept at Close
+	// authKey is the authorization key the provider endpoint was made
+	// with, set before it exists: the key peers' operations arriving on
+	// it have (Region).
+	authKey []byte
 }
 
 func newEP(o *Object) (Impl, error) {
@@ -270,6 +274,7 @@ func (e *EP) setType(in *fi.Info, s string) error {
 	if best == nil || t == fi.EP_UNSPEC {
 		return Errorf(fi.ENODATA, "domain %s offers no %v endpoint", e.obj.Dom.Name, t)
 	}
+	keepAuthKey(best, in)
 	*in = *best
 	e.shell = defaultDataParams // they depend on the capabilities
 	return nil
@@ -376,6 +381,12 @@ func (e *EP) makeProvLocked() error {
 	if e.prov != nil {
 		return nil
 	}
+	if e.req == nil {
+		if err := e.obj.Dom.defaultAuthKey(e.obj.Owner, e.info); err != nil {
+			return err
+		}
+	}
+	e.authKey = e.info.EPAttr.AuthKey
 	p, err := e.obj.Dom.prov.NewEndpoint(e.info, e.req, epEvents{e})
 	if err != nil {
 		return err
@@ -745,6 +756,15 @@ func (e *EP) Attrs() []Attr {
 			set := infoFieldSet(attrs[i].Name)
 			attrs[i].Set = guarded(&e.mu, "", func() error { return e.liveLocked() }, nil,
 				func(s string) error { return set(e.info, s) }).Set
+		case "auth_key":
+			// An endpoint made from a connection request has the key its
+			// passive endpoint took the request with.
+			attrs[i].Set = guarded(&e.mu, "", func() error {
+				if e.req != nil {
+					return Errorf(fi.EINVAL, "an endpoint made from a connection request has its passive endpoint's authorization key")
+				}
+				return e.idleLocked("setting auth_key")
+			}, nil, func(s string) error { return setEPAuthKey(e.info, s) }).Set
 		case "addr_format":
 			attrs[i] = e.choosableAttr(Attr{Name: "addr_format", Get: e.addrFormat})
 		default:

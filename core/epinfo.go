@@ -40,6 +40,7 @@ func (e *EP) SetInfo(text string) error {
 	if err != nil {
 		return err
 	}
+	keepAuthKey(in, e.info) // the block carries its size, not its bytes
 	e.info = in
 	e.shell = defaultDataParams // they depend on the capabilities
 	return nil
@@ -79,6 +80,7 @@ func (e *EP) narrowLocked(name string, change func(*fi.Info), asIs bool) error {
 	if asIs {
 		change(in)
 	}
+	keepAuthKey(in, e.info)
 	e.info = in
 	e.shell = defaultDataParams // they depend on the capabilities
 	return nil

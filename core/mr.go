@@ -44,6 +44,7 @@ type MR struct {
 	iova         uint64 // peers' address of byte base
 	access       fi.Caps
 	requestedKey uint64
+	authKey      []byte // fi_mr_attr.auth_key; the owner's domain key from reg when none
 	key          uint64
 	shm          *ring.Region // after reg
 	mem          Memory       // the provider's registration of shm, if the domain makes them
@@ -191,6 +192,11 @@ func (m *MR) registerLocked() error {
 	if m.iova+(m.length-m.base) < m.iova {
 		return Errorf(fi.EINVAL, "%s at iova %#x: its %d bytes from base would pass address 2^64", m.obj, m.iova, m.length-m.base)
 	}
+	if m.authKey == nil {
+		// "The domain authorization key will be used if the
+		// auth_key_size provided is 0."
+		m.authKey = m.obj.Dom.AuthKey(m.obj.Owner)
+	}
 	shm, err := m.obj.Dom.fab.alloc(m.obj, "mr", int(m.length))
 	if err != nil {
 		return err
@@ -200,7 +206,7 @@ func (m *MR) registerLocked() error {
 	if r, ok := m.obj.Dom.prov.(MemoryRegistrar); ok {
 		// The provider's addresses count from the registered buffer's
 		// first byte, so peers' addresses count from base.
-		if mem, err = r.RegisterMemory(m.obj.Owner, shm.Mem[m.base:], m.iova, m.access, requested); err != nil {
+		if mem, err = r.RegisterMemory(m.obj.Owner, shm.Mem[m.base:], m.iova, m.access, requested, m.authKey); err != nil {
 			shm.Close()
 			return err
 		}
@@ -390,6 +396,14 @@ func (m *MR) Attrs() []Attr {
 			}
 			return err
 		}),
+		guarded(&m.mu, "auth_key", m.frozen, func() string { return authKeyText(m.authKey) }, func(s string) error {
+			k, err := parseAuthKey(s)
+			if err == nil {
+				m.authKey = k
+			}
+			return err
+		}),
+		guarded(&m.mu, "auth_key_size", nil, func() string { return strconv.Itoa(len(m.authKey)) }, nil),
 		{Name: "key", Get: func() string { return fmt.Sprintf("%#x", m.Key()) }},
 		{Name: "desc", Get: func() string { return fmt.Sprintf("%#x", m.obj.Serial) }},
 		{Name: "offset", Get: func() string { return "0" }},

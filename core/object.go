@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -413,6 +414,7 @@ type Domain struct {
 	next     [NumKinds]uint64
 	bySerial map[uint64]*Object
 	mrKeys   map[uint64]*Object // registered memory regions by key
+	authKeys map[uint32][]byte  // each user's default authorization key (authkey.go)
 	stats    domainStats        // the counts of closed objects (stats.go)
 	mrCntrs  atomic.Int64       // counters bound to its regions (MR.BindCntr)
 
@@ -580,13 +582,24 @@ func (d *Domain) Resolve(k Kind, id string, uid uint32) (*Object, error) {
 }
 
 // Attrs are the domain's fabric and domain attributes (fi_domain(3)), from
-// its best fi_info entry.
-func (d *Domain) Attrs() []Attr {
+// its best fi_info entry, as the user uid sees them: auth_key and
+// auth_key_size are uid's default authorization key (authkey.go), which
+// uid may write.
+func (d *Domain) Attrs(uid uint32) []Attr {
 	infos := d.Infos()
 	if len(infos) == 0 {
 		return nil
 	}
-	return domainAttrs(infos[0])
+	attrs := domainAttrs(infos[0])
+	for i, a := range attrs {
+		if a.Name == "auth_key_size" {
+			attrs[i].Get = func() string { return strconv.Itoa(len(d.AuthKey(uid))) }
+			attrs = slices.Insert(attrs, i+1, Attr{Name: "auth_key", Get: func() string { return d.AuthKeyText(uid) },
+				Set: func(s string) error { return d.SetAuthKey(uid, s) }})
+			break
+		}
+	}
+	return attrs
 }
 
 func (d *Domain) String() string { return fmt.Sprintf("%s/%s", d.Prov.Name(), d.Name) }

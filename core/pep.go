@@ -86,6 +86,9 @@ func (p *PEP) Listen(ctx context.Context, uid uint32, addr *fi.Addr) error {
 	if err != nil {
 		return err
 	}
+	if err := p.obj.Dom.defaultAuthKey(p.obj.Owner, p.info); err != nil {
+		return err
+	}
 	prov, err := p.obj.Dom.prov.NewPassiveEndpoint(p.info, pepEvents{p})
 	if err != nil {
 		return err
@@ -240,8 +243,12 @@ func (ev pepEvents) ConnReq(req ConnReq) {
 		return
 	}
 	ep := o.Impl.(*EP)
+	p.mu.Lock()
+	key := p.info.EPAttr.AuthKey // the provider took the request with it
+	p.mu.Unlock()
 	ep.mu.Lock()
 	ep.req, ep.info = req, req.Info().Clone()
+	ep.info.EPAttr.AuthKey, ep.info.EPAttr.AuthKeySize = key, uint64(len(key))
 	ep.mu.Unlock()
 	o.Release() // the pin alone holds it now
 	if trace.On(trace.CM) {

@@ -73,8 +73,12 @@ type MemoryRegistrar interface {
 	// Peers' operations reach the memory without core, so the provider
 	// keeps owners apart itself: a peer of an endpoint of one owner
 	// (Owned) reaches only that owner's memory, whatever key it names, as
-	// core ensures through EndpointEvents.Region for other providers.
-	RegisterMemory(owner uint32, buf []byte, iova uint64, access fi.Caps, requestedKey uint64) (Memory, error)
+	// core ensures through EndpointEvents.Region for other providers;
+	// and a region with an authorization key (authKey; nil: none) only
+	// to peers of endpoints with that key (fi_mr(3): "Only peer
+	// endpoints that are programmed to use the same authorization key may
+	// access the memory region"), as Region checks for the others.
+	RegisterMemory(owner uint32, buf []byte, iova uint64, access fi.Caps, requestedKey uint64, authKey []byte) (Memory, error)
 }
 
 // Atomics is an optional interface of a ProviderDomain whose endpoints of

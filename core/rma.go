@@ -47,7 +47,8 @@ func (e *EP) RMA(ctx context.Context, kind OpKind, mr *Object, off, n, raddr, ke
 // Region finds, for a peer's RMA operation on this endpoint, the memory
 // region with key: registered in the endpoint's domain by the endpoint's
 // owner (a key never reaches another user's memory), allowing access
-// (fi.REMOTE_READ or fi.REMOTE_WRITE), and holding [addr, addr+n). addr is
+// (fi.REMOTE_READ or fi.REMOTE_WRITE), taking the endpoint's authorization
+// key (sameKey), and holding [addr, addr+n). addr is
 // an offset from the region's base (attr/base; byte 0 unless set): the
 // domain's mr_mode has no FI_MR_VIRT_ADDR, as libfabric's tcp, and peers
 // reach only [base, len). The region stays registered until release is
@@ -64,9 +65,12 @@ func (ev epEvents) Region(key, addr, n uint64, access fi.Caps) ([]byte, func(), 
 	m := o.Impl.(*MR)
 	m.mu.Lock()
 	allowed := m.access&access == access
+	keyOK := sameKey(m.authKey, e.authKey)
 	m.mu.Unlock()
 	buf, err := m.remote(addr, n)
 	switch {
+	case !keyOK:
+		err = Errorf(fi.EACCES, "memory region %s takes another authorization key than %s's", o.ID, e.obj)
 	case !allowed:
 		err = Errorf(fi.EACCES, "memory region %s does not allow %v", o.ID, access)
 	case err != nil:

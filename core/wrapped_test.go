@@ -54,7 +54,7 @@ func (p *regProvider) OpenDomain(name string) (core.ProviderDomain, error) {
 	return regDomain{d, p}, nil
 }
 
-func (d regDomain) RegisterMemory(owner uint32, buf []byte, iova uint64, access fi.Caps, requestedKey uint64) (core.Memory, error) {
+func (d regDomain) RegisterMemory(owner uint32, buf []byte, iova uint64, access fi.Caps, requestedKey uint64, _ []byte) (core.Memory, error) {
 	p := d.p
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -52,7 +52,8 @@ func (r *ref) Release(ctx context.Context) syscall.Errno {
 // at a later offset continues that text; a write, if allowed, goes to
 // write as one unit (a command, an attribute value). A failed write's sentence begins with the file's name and what
 // was written ("attr/tx_size 0: bad size..."), or, for a ctl file, the
-// command alone, echoed up to maxEcho bytes.
+// command alone, echoed up to maxEcho bytes; attr/auth_key's value, a
+// secret, is not echoed.
 type textHandle struct {
 	ref
 	render func() string // nil: text is fixed
@@ -91,7 +92,10 @@ func (h *textHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 	}
 	if err := h.write(ctx, data); err != nil {
 		op := core.Abbrev(strings.TrimSpace(string(data)), maxEcho)
-		if !h.ctl {
+		switch {
+		case h.name == "attr/auth_key":
+			op = h.name // a key is a secret: never echoed into err or the trace
+		case !h.ctl:
 			op = h.name + " " + op
 		}
 		return 0, h.fail(op, err)

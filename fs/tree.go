@@ -242,9 +242,12 @@ func (t *tree) domainDir(d *core.Domain, base string) *dir {
 			fileEntry("query_atomic", t.ino(base+"/query_atomic"), meta{mode: syscall.S_IFREG | 0o666}, nil, openQueryAtomic(d)),
 			fileEntry("query_atomic.json", t.ino(base+"/query_atomic.json"), meta{mode: syscall.S_IFREG | 0o666}, nil, openQueryAtomicJSON(d)),
 			t.dirEntry(base+"/attr", "attr", dirRO, func() *dir {
-				return &dir{meta: dirRO, entries: func() []entry { return t.attrEntries(nil, d.Attrs(), base+"/attr") }}
+				return &dir{meta: dirRO, entries: func() []entry { return t.domainAttrEntries(d, base+"/attr") }}
 			}),
-			t.jsonEntry(base+"/attr", fileRO, func() any { return core.AttrsRecord(d.Attrs()) }),
+			fileEntry("attr.json", t.ino(base+"/attr.json"), fileRO, nil, func(ctx context.Context, _ uint32) (fusefs.FileHandle, error) {
+				uid := callerUID(ctx)
+				return &textHandle{render: func() string { return jsonText(core.AttrsRecord(d.Attrs(uid))) }}, nil
+			}),
 		}
 		es = append(es, t.domainStatsEntries(d, base)...)
 		for k := core.Kind(0); k < core.NumKinds; k++ {
@@ -276,6 +279,35 @@ func (t *tree) attrEntries(obj *core.Object, attrs []core.Attr, base string) []e
 			set = func(ctx context.Context, data []byte) error { return a.Set(string(data)) }
 		}
 		es[i] = fileEntry(path, ino, m, obj, rendered(func() string { return line(a.Get()) }, set))
+	}
+	return es
+}
+
+// domainAttrEntries are the files of a domain's attr/: each shows what
+// the user who opens it sees (core.Domain.Attrs: the auth_key files are
+// that user's own, and writable by everyone for themselves).
+func (t *tree) domainAttrEntries(d *core.Domain, base string) []entry {
+	attrs := d.Attrs(0)
+	es := make([]entry, len(attrs))
+	for i, a := range attrs {
+		name, m := a.Name, fileRO
+		if a.Set != nil {
+			m = meta{mode: syscall.S_IFREG | 0o666}
+		}
+		es[i] = fileEntry(name, t.ino(base+"/"+name), m, nil, func(ctx context.Context, _ uint32) (fusefs.FileHandle, error) {
+			uid := callerUID(ctx)
+			for _, a := range d.Attrs(uid) {
+				if a.Name != name {
+					continue
+				}
+				h := &textHandle{render: func() string { return line(a.Get()) }}
+				if a.Set != nil {
+					h.write = func(_ context.Context, data []byte) error { return a.Set(string(data)) }
+				}
+				return h, nil
+			}
+			return nil, core.Errorf(fi.ENOENT, "no attribute %s", name)
+		})
 	}
 	return es
 }

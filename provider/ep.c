@@ -206,6 +206,21 @@ int ffs_hex_data(const void *data, size_t len, char *buf, size_t size)
 	return 0;
 }
 
+int ffs_auth_key(struct ffs_obj *o, const struct fi_domain_attr *dom, const uint8_t *key, size_t size)
+{
+	if (!size && dom) {
+		key = dom->auth_key;
+		size = dom->auth_key_size;
+	}
+	if (!size)
+		return 0;
+	if (!key || size > FFS_AUTH_KEY_SIZE)
+		return -FI_EINVAL;
+	char word[5 + 2 * FFS_AUTH_KEY_SIZE];
+	int ret = ffs_hex_data(key, size, word, sizeof word);
+	return ret ? ret : ffs_set(o, "attr/auth_key", "%s", word);
+}
+
 /* ---- regions and the staging allocator ---- */
 
 static int region_make(struct ffs_domain *dom, size_t len, struct region *r)
@@ -1663,6 +1678,10 @@ int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 		struct fi_info asked = *info;
 		asked.mode &= ~FI_BUFFERED_RECV;
 		if ((ret = ffs_info_block(&asked, buf, sizeof buf)) || (ret = ffs_write(&ep->obj, "info", buf)))
+			goto fail;
+		/* The block carries the key's size, not its bytes. */
+		if (info->ep_attr &&
+		    (ret = ffs_auth_key(&ep->obj, dom->info->domain_attr, info->ep_attr->auth_key, info->ep_attr->auth_key_size)))
 			goto fail;
 		/* The source address (`setname`): a passive endpoint's given as
 		 * the handle (its address goes to the new endpoint, as

@@ -379,6 +379,15 @@ int ffs_addr_format(const void *addr, size_t addrlen, char *buf, size_t size);
  * an empty string when len is 0. ep.c. */
 int ffs_hex_data(const void *data, size_t len, char *buf, size_t size);
 
+/* Authorization keys (ep.c). ffs_auth_key writes the key an endpoint,
+ * passive endpoint or region takes to its attr/auth_key: key when size is
+ * not 0, else the domain attributes' ("The domain authorization key will
+ * be used if auth_key_size is set to 0"); with neither, nothing, and the
+ * tree's default stays (the user's key in the domain's attr/auth_key).
+ * The tree takes keys of 1 to FFS_AUTH_KEY_SIZE bytes: -FI_EINVAL past. */
+#define FFS_AUTH_KEY_SIZE 64
+int ffs_auth_key(struct ffs_obj *o, const struct fi_domain_attr *dom, const uint8_t *key, size_t size);
+
 int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
 
 /* One data operation of an endpoint, as the libfabric calls give it. */

@@ -176,7 +176,8 @@ static bool mr_mode_has(const struct ffs_domain *dom, int bit)
 	return mode & bit;
 }
 
-static int tree_register(struct ffs_mr *mr, uint64_t access, uint64_t requested_key)
+static int tree_register(struct ffs_mr *mr, uint64_t access, uint64_t requested_key, const uint8_t *auth_key,
+			 size_t auth_key_size)
 {
 	struct ffs_domain *dom = mr->dom;
 	int ret = ffs_obj_clone(&mr->obj, dom->dir, "mr");
@@ -202,6 +203,10 @@ static int tree_register(struct ffs_mr *mr, uint64_t access, uint64_t requested_
 	 * its first byte, attr/base. */
 	if (!ret && mr_mode_has(dom, FI_MR_VIRT_ADDR))
 		ret = ffs_set(&mr->obj, "attr/iova", "%#llx", (unsigned long long)(uintptr_t)mr->addr);
+	/* fi_mr(3): "Only peer endpoints that are programmed to use the same
+	 * authorization key may access the memory region." */
+	if (!ret)
+		ret = ffs_auth_key(&mr->obj, dom->info->domain_attr, auth_key, auth_key_size);
 	if (!ret)
 		ret = ffs_ctl(&mr->obj, "reg");
 	uint64_t key = 0;
@@ -355,9 +360,10 @@ static struct fi_ops mr_fi_ops = {
 	.ops_set = ffs_no_ops_set,
 };
 
-/* reg registers [buf, buf+len) of the domain fid. */
+/* reg registers [buf, buf+len) of the domain fid, with an authorization
+ * key (auth_key_size 0: the domain's). */
 static int reg(struct fid *fid, const void *buf, size_t len, uint64_t access, uint64_t requested_key,
-	       void *context, struct fid_mr **out)
+	       const uint8_t *auth_key, size_t auth_key_size, void *context, struct fid_mr **out)
 {
 	if (fid->fclass != FI_CLASS_DOMAIN || !out || len == 0 || !buf)
 		return -FI_EINVAL;
@@ -388,7 +394,7 @@ static int reg(struct fid *fid, const void *buf, size_t len, uint64_t access, ui
 	uint8_t *pages = (uint8_t *)start;
 	bool overlap = overlaps(pages, mr->map_len);
 	if (!overlap && !on_own_stack(pages, mr->map_len)) {
-		ret = tree_register(mr, access, requested_key);
+		ret = tree_register(mr, access, requested_key, auth_key, auth_key_size);
 		if (!ret && map_region(mr, pages)) {
 			mr->next_mapped = mapped;
 			mapped = mr;
@@ -423,7 +429,7 @@ static int reg(struct fid *fid, const void *buf, size_t len, uint64_t access, ui
 static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access, uint64_t offset,
 		  uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context)
 {
-	return reg(fid, buf, len, access, requested_key, context, mr);
+	return reg(fid, buf, len, access, requested_key, NULL, 0, context, mr);
 }
 
 static int mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint64_t access, uint64_t offset,
@@ -432,7 +438,7 @@ static int mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint6
 	/* The domain's mr_iov_limit is 1. */
 	if (count != 1 || !iov)
 		return -FI_EINVAL;
-	return reg(fid, iov[0].iov_base, iov[0].iov_len, access, requested_key, context, mr);
+	return reg(fid, iov[0].iov_base, iov[0].iov_len, access, requested_key, NULL, 0, context, mr);
 }
 
 static int mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags, struct fid_mr **mr)
@@ -442,7 +448,7 @@ static int mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t f
 	if (attr->iface != FI_HMEM_SYSTEM)
 		return -FI_EOPNOTSUPP;
 	return reg(fid, attr->mr_iov[0].iov_base, attr->mr_iov[0].iov_len, attr->access, attr->requested_key,
-		   attr->context, mr);
+		   attr->auth_key, attr->auth_key_size, attr->context, mr);
 }
 
 struct fi_ops_mr ffs_mr_ops = {

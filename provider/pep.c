@@ -272,6 +272,12 @@ int ffs_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep
 		fi_freeinfo(pep->info);
 		goto fail;
 	}
+	if (info->ep_attr && (ret = ffs_auth_key(&pep->obj, info->domain_attr, info->ep_attr->auth_key,
+						 info->ep_attr->auth_key_size))) {
+		ffs_obj_close(&pep->obj);
+		fi_freeinfo(pep->info);
+		goto fail;
+	}
 	pthread_mutex_init(&pep->lock, NULL);
 	pep->pep_fid.fid.fclass = FI_CLASS_PEP;
 	pep->pep_fid.fid.context = context;

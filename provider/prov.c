@@ -291,6 +291,18 @@ static int ask(const char *query, char **answer)
 	return ret;
 }
 
+/* copy_key gives an entry whose key has size bytes (the tree's answer)
+ * the hints' key of that size: -FI_ENOMEM when it cannot. */
+static int copy_key(uint8_t **dst, size_t size, const uint8_t *key, size_t key_size)
+{
+	if (!size || *dst || !key || key_size != size)
+		return 0;
+	if (!(*dst = malloc(size)))
+		return -FI_ENOMEM;
+	memcpy(*dst, key, size);
+	return 0;
+}
+
 static int ffs_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
 		       const struct fi_info *hints, struct fi_info **info)
 {
@@ -378,6 +390,22 @@ static int ffs_getinfo(uint32_t version, const char *node, const char *service, 
 		/* libfabric names the provider of each entry (prov_name NULL). */
 		free(e->fabric_attr->prov_name);
 		e->fabric_attr->prov_name = NULL;
+		/* Authorization keys: the tree's answer has the requested keys'
+		 * sizes (fi_tostr prints no key bytes); each entry carries the
+		 * hints' keys themselves, for the objects made from it. */
+		if (FI_VERSION_GE(version, FI_VERSION(1, 5)) && hints &&
+		    (copy_key(&e->ep_attr->auth_key, e->ep_attr->auth_key_size,
+			      hints->ep_attr ? hints->ep_attr->auth_key : NULL,
+			      hints->ep_attr ? hints->ep_attr->auth_key_size : 0) ||
+		     copy_key(&e->domain_attr->auth_key, e->domain_attr->auth_key_size,
+			      hints->domain_attr ? hints->domain_attr->auth_key : NULL,
+			      hints->domain_attr ? hints->domain_attr->auth_key_size : 0))) {
+			fi_freeinfo(e);
+			fi_freeinfo(next);
+			fi_freeinfo(*info);
+			*info = NULL;
+			return -FI_ENOMEM;
+		}
 		*tail = e;
 		tail = &e->next;
 	}

@@ -198,6 +198,30 @@ var confScenarios = []confScenario{
 			t.Errorf("%s: a completion of its own send, which asked for none", a.name)
 		}
 	}},
+	// fi_endpoint(3) auth_key: "Only peer endpoints that are programmed to
+	// use the same authorization key may communicate." The same key
+	// talks; another key does not: the listener refuses the request
+	// itself (FI_EP_MSG), or the send fails (FI_EP_RDM).
+	{name: "auth_key", caps: fi.MSG, run: func(t *testing.T, x *confEnv) {
+		same := confCfg{a: confSide{authKey: "job-1"}, pepKey: "job-1"}
+		if !x.run.msg() {
+			same.b.authKey = "job-1"
+		}
+		a, b, _ := x.confPair(t, same)
+		transfer(t, a, b, pattern(64, 30))
+		transfer(t, b, a, pattern(64, 31))
+		if x.run.msg() {
+			_, _, ev := x.confPair(t, confCfg{a: confSide{authKey: "job-2"}, pepKey: "job-1", refused: true})
+			if slices.ContainsFunc(ev, func(l string) bool { return strings.HasPrefix(l, "connreq ") }) {
+				t.Errorf("events %q: a request with another key reached the listener's application", ev)
+			}
+			return
+		}
+		c, _, _ := x.confPair(t, confCfg{a: confSide{authKey: "job-2"}, b: confSide{authKey: "job-3"}})
+		if err := c.io.sendFails(t, pattern(64, 32)); err != fi.ECONNREFUSED {
+			t.Errorf("send to a peer with another key: %v, want FI_ECONNREFUSED", err.Name())
+		}
+	}},
 	{name: "remote_cq_data", caps: fi.MSG, cqData: true, run: func(t *testing.T, x *confEnv) {
 		a, b, _ := x.confPair(t, confCfg{})
 		msg, data := pattern(64, 1), uint64(0xfeedf00d)

@@ -192,12 +192,15 @@ type confSide struct {
 	selective bool   // the send binding is selective
 	cntr      string // bind cntr FLAGS, if not empty
 	srx, stx  string // the directories of the shared contexts to bind, if not empty
+	authKey   string // attr/auth_key, if not empty (FI_EP_MSG: the pep's is confCfg.pepKey)
 }
 
 // confCfg sets up a pair; the data fields are FI_EP_MSG private data.
 type confCfg struct {
 	a, b                         confSide
 	connData, acceptData, reject string // reject: refuse the request with this data instead of accepting
+	pepKey                       string // FI_EP_MSG: the passive endpoint's attr/auth_key, if not empty
+	refused                      bool   // FI_EP_MSG: the listener refuses the request itself (another key); a's connect fails
 }
 
 // confNode is one endpoint of a pair with its CQ (both directions), memory
@@ -267,6 +270,9 @@ func (x *confEnv) confPair(t *testing.T, cfg confCfg) (a, b *confNode, events []
 		if s.txFlags != "" {
 			must(t, ctl(filepath.Join(n.ep, "attr", "tx_op_flags"), s.txFlags))
 		}
+		if s.authKey != "" {
+			must(t, ctl(filepath.Join(n.ep, "attr", "auth_key"), s.authKey))
+		}
 		cmds := []string{"bind cq " + filepath.Base(n.cq) + " send,recv"}
 		if s.selective {
 			cmds = []string{"bind cq " + filepath.Base(n.cq) + " send,selective", "bind cq " + filepath.Base(n.cq) + " recv"}
@@ -299,10 +305,16 @@ func (x *confEnv) confPair(t *testing.T, cfg confCfg) (a, b *confNode, events []
 	}
 	pep := x.impl.obj(t, x, "pep")
 	ctlOK(t, pep, "bind eq "+filepath.Base(eq))
+	if cfg.pepKey != "" {
+		must(t, ctl(filepath.Join(pep, "attr", "auth_key"), cfg.pepKey))
+	}
 	ctlOK(t, pep, "listen 127.0.0.1:0")
 	a.ep = x.impl.obj(t, x, "ep")
 	setup(a, cfg.a)
 	ctlOK(t, a.ep, strings.TrimSpace("connect "+fileText(t, pep, "local")+" "+cfg.connData))
+	if cfg.refused {
+		return a, nil, x.events(t, eq, "error fid="+a.name+" err=FI_ECONNREFUSED")
+	}
 	b.ep = x.impl.request(t, x, pep)
 	b.name = "ep/" + filepath.Base(b.ep)
 	if cfg.reject != "" {

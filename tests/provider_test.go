@@ -164,8 +164,10 @@ func runProviderC(t *testing.T, name string, runs ...[]string) {
 // TestProviderMsg runs provider/test/msgtest.c in the tree's tcp and verbs
 // domains: connection with private data, sizes and iovecs, CQ formats,
 // inject, remote CQ data, a truncated receive, fi_cancel, RMA, zero copy,
-// shutdown, reject with private data, fi_domain_bind (FI_REG_MR, the
-// default EQ).
+// shutdown, reject with private data, authorization keys (fi_endpoint(3):
+// "Only peer endpoints that are programmed to use the same authorization
+// key may communicate": a listener with another key refuses the connect),
+// fi_domain_bind (FI_REG_MR, the default EQ).
 func TestProviderMsg(t *testing.T) {
 	runProviderC(t, "msgtest", []string{"tcp/lo"}, []string{"verbs/" + verbsDevice})
 }

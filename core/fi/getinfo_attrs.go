@@ -240,15 +240,6 @@ func (q *getinfoQuery) domainAttr(c *attrCheck, h, d *DomainAttr, autoProgress b
 	c.atLeast("domain_attr.mr_iov_limit", h.MRIovLimit, d.MRIovLimit)
 	c.atLeast("domain_attr.max_err_data", h.MaxErrData, d.MaxErrData)
 	c.atLeast("domain_attr.mr_cnt", h.MRCnt, d.MRCnt)
-	// auth_key: "This field is ignored unless the fabric is opened with API
-	// version 1.5 or greater." A key must have the domain's key size.
-	if q.version >= MakeVersion(1, 5) && h.AuthKeySize != 0 {
-		if h.AuthKeySize != d.AuthKeySize {
-			c.failf("domain_attr.auth_key_size %d (offered: %d)", h.AuthKeySize, d.AuthKeySize)
-		} else if h.AuthKey != nil {
-			d.AuthKey = slices.Clone(h.AuthKey)
-		}
-	}
 	tclass(c, "domain_attr.tclass", h.TClass, &d.TClass)
 }
 
@@ -316,11 +307,46 @@ func (q *getinfoQuery) epAttr(c *attrCheck, h, ep *EPAttr, d *DomainAttr, caps C
 	}
 	ctx("tx_ctx_cnt", h.TxCtxCnt, &ep.TxCtxCnt, d.MaxEPTxCtx, d.MaxEPStxCtx)
 	ctx("rx_ctx_cnt", h.RxCtxCnt, &ep.RxCtxCnt, d.MaxEPRxCtx, d.MaxEPSrxCtx)
-	if q.version >= MakeVersion(1, 5) && h.AuthKeySize != 0 {
-		if h.AuthKeySize != ep.AuthKeySize {
-			c.failf("ep_attr.auth_key_size %d (offered: %d)", h.AuthKeySize, ep.AuthKeySize)
-		} else if h.AuthKey != nil {
-			ep.AuthKey = slices.Clone(h.AuthKey)
+}
+
+// MaxAuthKeySize bounds an authorization key (fabricfs's choice): keys of
+// 1 to 64 bytes, carried in the connection requests.
+const MaxAuthKeySize = 64
+
+// authKeys checks the hints' authorization keys, of the domain and the
+// endpoint. Keys travel in connection requests: FI_EP_MSG and FI_EP_RDM
+// endpoints (whose connections rxm makes) carry them.
+func (m *entryMatch) authKeys(c *attrCheck) {
+	q, h, out := m.q, m.q.h, m.out
+	keys := out.EPAttr != nil && (out.EPAttr.Type == EP_MSG || out.EPAttr.Type == EP_RDM)
+	if hd := h.DomainAttr; hd != nil {
+		q.authKey(c, "domain_attr", hd.AuthKeySize, hd.AuthKey, &out.DomainAttr.AuthKeySize, &out.DomainAttr.AuthKey, keys)
+	}
+	if he := h.EPAttr; he != nil {
+		q.authKey(c, "ep_attr", he.AuthKeySize, he.AuthKey, &out.EPAttr.AuthKeySize, &out.EPAttr.AuthKey, keys)
+	}
+}
+
+// authKey checks a requested authorization key. "This field is ignored
+// unless the fabric is opened with API version 1.5 or greater." An entry
+// offering no key (size 0: "This field will be 0 if authorization keys
+// are not available or used") takes a key of 1 to MaxAuthKeySize bytes
+// where keys can be enforced (keys: the endpoints make connections, which
+// carry the key; a datagram has none); an entry with a key size of its
+// own takes keys of that size. The answer carries the requested key.
+func (q *getinfoQuery) authKey(c *attrCheck, s string, hSize uint64, hKey []byte, size *uint64, key *[]byte, keys bool) {
+	if q.version < MakeVersion(1, 5) || hSize == 0 {
+		return
+	}
+	switch {
+	case *size != 0 && hSize != *size:
+		c.failf("%s.auth_key_size %d (offered: %d)", s, hSize, *size)
+	case *size == 0 && (!keys || hSize > MaxAuthKeySize):
+		c.failf("%s.auth_key_size %d (offered: keys of 1 to %d bytes on FI_EP_MSG and FI_EP_RDM)", s, hSize, MaxAuthKeySize)
+	default:
+		*size = hSize
+		if hKey != nil {
+			*key = slices.Clone(hKey)
 		}
 	}
 }

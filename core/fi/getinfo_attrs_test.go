@@ -1,5 +1,7 @@
 package fi
 
+import "fmt"
+
 var getinfoAttrTests = []getinfoCase{
 	// Fabric attributes.
 	{
@@ -175,8 +177,17 @@ var getinfoAttrTests = []getinfoCase{
 	{
 		name:  "auth key size",
 		quote: "fi_domain(3) Default authorization key length (auth_key_size): The length in bytes of the default authorization key for the domain.",
-		hints: &Info{DomainAttr: &DomainAttr{AuthKeySize: 8}},
-		err:   ENODATA, errText: "domain_attr.auth_key_size 8",
+		hints: &Info{DomainAttr: &DomainAttr{AuthKeySize: 8, AuthKey: []byte("01234567"), Name: "lo"}},
+		want:  loIDs,
+		check: each(func(in *Info) string {
+			return expect("auth_key", fmt.Sprintf("%d %s", in.DomainAttr.AuthKeySize, in.DomainAttr.AuthKey), "8 01234567")
+		}),
+	},
+	{
+		name:  "auth key too long",
+		quote: "fi_domain(3) Default authorization key length (auth_key_size): The length in bytes of the default authorization key for the domain.",
+		hints: &Info{DomainAttr: &DomainAttr{AuthKeySize: MaxAuthKeySize + 1}},
+		err:   ENODATA, errText: "domain_attr.auth_key_size 65 (offered: keys of 1 to 64 bytes",
 	},
 	{
 		name:    "auth key before 1.5",
@@ -394,8 +405,20 @@ var getinfoAttrTests = []getinfoCase{
 			o[1].EPAttr.AuthKeySize = 4
 			return o
 		},
-		want:  []string{"tcp;ofi_rxm lo rdm"},
+		// The rdm entry's keys are 4 bytes; the msg entry's any size.
+		want:  []string{"tcp lo msg", "tcp;ofi_rxm lo rdm"},
 		check: each(func(in *Info) string { return expect("auth_key", string(in.EPAttr.AuthKey), "\x01\x02\x03\x04") }),
+	},
+	{
+		name:  "ep auth key of another size",
+		quote: "fi_endpoint(3) auth_key_size - Authorization Key Length: The length of the authorization key in bytes. This field will be 0 if authorization keys are not available or used.",
+		hints: &Info{EPAttr: &EPAttr{AuthKeySize: 5, AuthKey: []byte{1, 2, 3, 4, 5}}},
+		offered: func() []*Info {
+			o := testOffered()[:2]
+			o[1].EPAttr.AuthKeySize = 4
+			return o
+		},
+		want: []string{"tcp lo msg"},
 	},
 
 	// Transmit and receive attributes.

@@ -447,6 +447,7 @@ func (m *entryMatch) attrs() string {
 	if he := h.EPAttr; he != nil {
 		q.epAttr(&c, he, out.EPAttr, out.DomainAttr, impliedCaps(out.Caps))
 	}
+	m.authKeys(&c)
 	if ht := h.TxAttr; ht != nil {
 		txAttr(&c, ht, out.TxAttr)
 	}

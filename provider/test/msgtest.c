@@ -7,7 +7,8 @@
  * completion, a truncated receive's error entry, fi_cancel, RMA write and
  * read (staged) and write with remote CQ data, zero-copy messages between
  * registered buffers, an atomic the domain does not take, the shutdown
- * event, a reject with private data, and fi_domain_bind (FI_REG_MR's
+ * event, a reject with private data, authorization keys (a listener
+ * refuses another key), and fi_domain_bind (FI_REG_MR's
  * FI_MR_COMPLETE events, the domain's EQ as its endpoints' default).
  *
  *	FI_PROVIDER_PATH=bin FI_FABRICFS_ROOT=/fabric msgtest [DOMAIN]
@@ -17,6 +18,9 @@
  * prints "FAIL: ..." and exits 1. tests/provider_test.go runs it.
  */
 #include "fitest.h"
+
+/* The longest key the tree takes (docs/tree.md, attr/auth_key). */
+#define FFS_TEST_AUTH_KEY_MAX 64
 
 
 static struct fi_info *info;
@@ -492,6 +496,77 @@ int main(int argc, char **argv)
 			fail("reject: err %d, %zu bytes of data", ee.err, ee.err_data_size);
 		close_side(&c2);
 		printf("ok reject with private data\n");
+	}
+
+	/* Authorization keys (fi_endpoint(3)): "Only peer endpoints that are
+	 * programmed to use the same authorization key may communicate." A
+	 * listener with key job-A never sees a request with job-B, whose
+	 * connect fails with FI_ECONNREFUSED; one with job-A connects. */
+	{
+		/* fi_getinfo answers a key hint with entries that carry it
+		 * (auth_key_size: "The length of the authorization key in
+		 * bytes"). */
+		struct fi_info *h = fi_dupinfo(info), *ki, *kb = fi_dupinfo(info);
+		if (!h || !kb || !(h->ep_attr->auth_key = malloc(5)) || !(kb->ep_attr->auth_key = malloc(5)))
+			fail("out of memory");
+		memcpy(h->ep_attr->auth_key, "job-A", 5);
+		memcpy(kb->ep_attr->auth_key, "job-B", 5);
+		h->ep_attr->auth_key_size = kb->ep_attr->auth_key_size = 5;
+		CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &ki));
+		if (ki->ep_attr->auth_key_size != 5 || !ki->ep_attr->auth_key || memcmp(ki->ep_attr->auth_key, "job-A", 5))
+			fail("fi_getinfo with a key hint: auth_key_size %zu", ki->ep_attr->auth_key_size);
+		h->ep_attr->auth_key_size = FFS_TEST_AUTH_KEY_MAX + 1;
+		free(h->ep_attr->auth_key);
+		if (!(h->ep_attr->auth_key = calloc(1, h->ep_attr->auth_key_size)))
+			fail("out of memory");
+		struct fi_info *none = NULL;
+		if (fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &none) != -FI_ENODATA)
+			fail("fi_getinfo with a 65-byte key: want -FI_ENODATA");
+		fi_freeinfo(h);
+		struct fid_pep *kpep;
+		CHECK(fi_passive_ep(fabric, ki, &kpep, NULL));
+		CHECK(fi_pep_bind(kpep, &eq->fid, 0));
+		CHECK(fi_listen(kpep));
+		char addr[128];
+		size_t alen = sizeof addr;
+		CHECK(fi_getname(&kpep->fid, addr, &alen));
+		struct side other, same, acc;
+		open_side(&other, FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_CONTEXT);
+		CHECK(fi_endpoint(domain, kb, &other.ep, NULL));
+		bind_side(&other);
+		CHECK(fi_connect(other.ep, addr, NULL, 0));
+		uint32_t event;
+		struct fi_eq_cm_entry e;
+		if (eq_wait(&event, &e, sizeof e) != -FI_EAVAIL)
+			fail("another key: want an error event, got event %u", event);
+		struct fi_eq_err_entry ee = {0};
+		if (fi_eq_readerr(eq, &ee, 0) != sizeof ee || ee.fid != &other.ep->fid || ee.err != FI_ECONNREFUSED)
+			fail("another key: err %d, want FI_ECONNREFUSED on the connecting endpoint", ee.err);
+		close_side(&other);
+		open_side(&same, FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_CONTEXT);
+		CHECK(fi_endpoint(domain, ki, &same.ep, NULL));
+		bind_side(&same);
+		CHECK(fi_connect(same.ep, addr, NULL, 0));
+		if (eq_wait(&event, &e, sizeof e) < 0 || event != FI_CONNREQ || e.fid != &kpep->fid)
+			fail("the same key: want FI_CONNREQ on the keyed listener, got event %u", event);
+		open_side(&acc, FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_CONTEXT);
+		CHECK(fi_endpoint(domain, e.info, &acc.ep, NULL));
+		fi_freeinfo(e.info);
+		bind_side(&acc);
+		CHECK(fi_accept(acc.ep, NULL, 0));
+		for (int i = 0; i < 2; i++)
+			if (eq_wait(&event, &e, sizeof e) < 0 || event != FI_CONNECTED)
+				fail("the same key: want FI_CONNECTED, got event %u", event);
+		CHECK(fi_shutdown(same.ep, 0));
+		for (int i = 0; i < 2; i++)
+			if (eq_wait(&event, &e, sizeof e) < 0 || event != FI_SHUTDOWN)
+				fail("the same key: want FI_SHUTDOWN, got event %u", event);
+		close_side(&same);
+		close_side(&acc);
+		CHECK(fi_close(&kpep->fid));
+		fi_freeinfo(ki);
+		fi_freeinfo(kb);
+		printf("ok authorization keys\n");
 	}
 
 	/* fi_domain_bind (fi_domain(3)): "Binding an event queue to a domain

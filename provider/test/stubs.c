@@ -1,8 +1,8 @@
 /*
  * stubs.c: weak stand-ins for the entry points prov.c hands out and other
  * files of the provider implement (domain.c, pep.c, eq.c; av.c, mr.c,
- * cntr.c, atomic.c), so that a branch with only some of the files links
- * into a provider: prov.c, info.c and tree.c alone give fi_getinfo and
+ * cntr.c, atomic.c; ep.c's ffs_auth_key), so that a branch with only
+ * some of the files links into a provider: prov.c, info.c and tree.c alone give fi_getinfo and
  * fi_fabric; with domain.c and the endpoint files, messages go through
  * staging (no registered regions), and AVs, counters and fi_query_atomic
  * are -FI_ENOSYS. A build with the real files uses theirs.
@@ -88,4 +88,11 @@ __attribute__((weak)) void ffs_atomics_free(struct ffs_domain *dom)
 __attribute__((weak)) int ffs_eq_mr_complete(struct ffs_eq *eq, struct fid_mr *mr)
 {
 	return -FI_ENOSYS;
+}
+
+/* Without ep.c, no authorization keys: a key asked for is -FI_ENOSYS. */
+__attribute__((weak)) int ffs_auth_key(struct ffs_obj *o, const struct fi_domain_attr *dom, const uint8_t *key,
+				       size_t size)
+{
+	return size || (dom && dom->auth_key_size) ? -FI_ENOSYS : 0;
 }

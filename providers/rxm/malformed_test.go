@@ -37,7 +37,7 @@ func rawConnectFrom(t *testing.T, r *rdm, src string, data []byte) (net.Conn, tc
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	msg, err := tcpwire.AppendCM(nil, tcpwire.CMConnReq, data)
+	msg, err := tcpwire.AppendCM(nil, tcpwire.CMConnReq, data, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

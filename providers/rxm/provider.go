@@ -195,8 +195,8 @@ var _ core.MemoryRegistrar = regDomain{}
 
 // RegisterMemory registers buf with the wrapped domain, as libfabric's rxm
 // passes fi_mr_reg to its msg domain.
-func (d regDomain) RegisterMemory(owner uint32, buf []byte, iova uint64, access fi.Caps, requestedKey uint64) (core.Memory, error) {
-	return d.reg.RegisterMemory(owner, buf, iova, access, requestedKey)
+func (d regDomain) RegisterMemory(owner uint32, buf []byte, iova uint64, access fi.Caps, requestedKey uint64, authKey []byte) (core.Memory, error) {
+	return d.reg.RegisterMemory(owner, buf, iova, access, requestedKey, authKey)
 }
 
 // NewEndpoint makes FI_EP_RDM endpoints here and passes every other type
@@ -282,6 +282,9 @@ func (d *domain) msgInfo(rdm *fi.Info) (*fi.Info, error) {
 	}
 	in.TxAttr.Size = rdm.TxAttr.Size + ctrlSends + replySends
 	in.TxAttr.TClass = rdm.TxAttr.TClass // the connections carry the endpoint's traffic class
+	// ... and its authorization key: the MSG provider's connection
+	// requests carry it, and its listener refuses peers with another.
+	in.EPAttr.AuthKey, in.EPAttr.AuthKeySize = rdm.EPAttr.AuthKey, rdm.EPAttr.AuthKeySize
 	in.RxAttr.Size = bufsPerConn
 	return in, nil
 }

@@ -91,7 +91,7 @@ func (e *endpoint) exposeRndv(it *sendItem) error {
 	if e.dom.reg == nil {
 		return nil
 	}
-	m, err := e.dom.reg.RegisterMemory(core.OwnerOf(e.ev), it.op.Buf, 0, fi.REMOTE_READ, uint64(fi.KEY_NOTAVAIL))
+	m, err := e.dom.reg.RegisterMemory(core.OwnerOf(e.ev), it.op.Buf, 0, fi.REMOTE_READ, uint64(fi.KEY_NOTAVAIL), e.info.EPAttr.AuthKey)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package tcp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -176,7 +177,7 @@ func (e *endpoint) Enable() error {
 // Connected, or Failed (wrapping fi.ECONNREFUSED, with the peer's data, for
 // a reject).
 func (e *endpoint) Connect(addr fi.Addr, data []byte) error {
-	msg, err := wire.AppendCM(nil, wire.CMConnReq, data)
+	msg, err := wire.AppendCM(nil, wire.CMConnReq, data, e.info.EPAttr.AuthKey)
 	if err != nil {
 		return core.Errorf(fi.EINVAL, "tcp: connect: %v", err)
 	}
@@ -257,13 +258,19 @@ func (e *endpoint) dial(ctx context.Context, laddr, raddr *net.TCPAddr, msg []by
 	if err := writeCM(conn, msg, e.dom.cfg.handshakeTimeout()); err != nil {
 		return nil, err
 	}
-	return readCM(conn, time.Time{}, wire.CMConnResp) // no deadline: the peer may take its time to accept
+	data, key, err := readCM(conn, time.Time{}, wire.CMConnResp) // no deadline: the peer may take its time to accept
+	if err == nil && !bytes.Equal(key, e.info.EPAttr.AuthKey) {
+		// A fabricfs listener refuses another key itself; a peer that
+		// accepts anyway does not know keys (libfabric's tcp).
+		return nil, core.Errorf(fi.ECONNREFUSED, "tcp: %v accepted without this endpoint's authorization key", raddr)
+	}
+	return data, err
 }
 
 // Accept answers the request the endpoint was made from with a connresp
 // and data; Connected follows.
 func (e *endpoint) Accept(data []byte) error {
-	msg, err := wire.AppendCM(nil, wire.CMConnResp, data)
+	msg, err := wire.AppendCM(nil, wire.CMConnResp, data, e.info.EPAttr.AuthKey)
 	if err != nil {
 		return core.Errorf(fi.EINVAL, "tcp: accept: %v", err)
 	}
@@ -290,7 +297,7 @@ func (e *endpoint) Accept(data []byte) error {
 // Reject answers the request the endpoint was made from with a reject and
 // data, then shuts the connection down and closes it.
 func (e *endpoint) Reject(data []byte) error {
-	msg, err := wire.AppendCM(nil, wire.CMReject, data)
+	msg, err := wire.AppendCM(nil, wire.CMReject, data, nil)
 	if err != nil {
 		return core.Errorf(fi.EINVAL, "tcp: reject: %v", err)
 	}

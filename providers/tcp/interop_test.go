@@ -79,6 +79,36 @@ func TestInterop(t *testing.T) {
 	t.Run("CServer", func(t *testing.T) { interopCServer(t, bin) })
 	t.Run("RMA", func(t *testing.T) { interopRMA(t, bin) })
 	t.Run("Reject", func(t *testing.T) { interopReject(t, bin) })
+	t.Run("AuthKey", func(t *testing.T) { interopAuthKey(t, bin) })
+}
+
+// interopAuthKey: libfabric's tcp has no authorization keys, and "Only peer
+// endpoints that are programmed to use the same authorization key may
+// communicate" (fi_endpoint(3)): a fabricfs listener with a key refuses the
+// C program's request itself (FI_ECONNREFUSED without data there, no
+// request here), and a fabricfs endpoint with a key refuses the C
+// program's accept (ECONNREFUSED).
+func interopAuthKey(t *testing.T, bin string) {
+	d, info := loDomain()
+	info = info.Clone()
+	info.EPAttr.AuthKey, info.EPAttr.AuthKeySize = []byte("job-1"), 5
+	pep, pev := listen(t, d, info)
+	defer pep.Close()
+	addr, _ := pep.Name()
+	_, _, exit := startC(t, bin, "refused", "127.0.0.1", fmt.Sprint(addr.IP.Port()))
+	waitExit(t, exit)
+	select {
+	case r := <-pev.Reqs:
+		t.Errorf("a request without the key reached the listener: %q", r.Data())
+	default:
+	}
+
+	port, _ := startCServer(t, bin, "server")
+	cli := dial(t, d, info, addrOf(fmt.Sprintf("127.0.0.1:%d", port)), []byte("hello from Go"))
+	defer cli.ep.Close()
+	if f := cli.ev.WaitFailed(t); !errors.Is(f.Err, fi.ECONNREFUSED) {
+		t.Errorf("connect with a key to libfabric's tcp: %v, want ECONNREFUSED", f.Err)
+	}
 }
 
 // interopReject: fabricfs rejects the C program's request with private

@@ -186,7 +186,7 @@ func TestHostConnectionLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	msg, _ := wire.AppendCM(nil, wire.CMConnReq, nil)
+	msg, _ := wire.AppendCM(nil, wire.CMConnReq, nil, nil)
 	if _, err := other.Write(msg); err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestHostConnectionLimitPerUser(t *testing.T) {
 		t.Fatalf("request with %q, want root's endpoint's", req.Data())
 	}
 	raw := provtest.DialAs(t, 0, "", addr.IP.String())
-	msg, _ := wire.AppendCM(nil, wire.CMConnReq, []byte("root's socket"))
+	msg, _ := wire.AppendCM(nil, wire.CMConnReq, []byte("root's socket"), nil)
 	if _, err := raw.Write(msg); err != nil {
 		t.Fatal(err)
 	}

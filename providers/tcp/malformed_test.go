@@ -97,7 +97,7 @@ func rawPeerCaps(t *testing.T, caps fi.Caps) (net.Conn, side, func()) {
 	pep, pev := listen(t, d, info)
 	addr, _ := pep.Name()
 	c := rawDial(t, addr)
-	msg, _ := wire.AppendCM(nil, wire.CMConnReq, []byte("raw"))
+	msg, _ := wire.AppendCM(nil, wire.CMConnReq, []byte("raw"), nil)
 	c.Write(msg)
 	srv, _ := accept(t, d, pev, []byte("welcome"))
 	srv.ev.WaitConnected(t)
@@ -105,7 +105,7 @@ func rawPeerCaps(t *testing.T, caps fi.Caps) (net.Conn, side, func()) {
 	if _, err := io.ReadFull(c, resp); err != nil {
 		t.Fatal(err)
 	}
-	if h, data, _, err := wire.DecodeCM(resp); err != nil || h.Type != wire.CMConnResp || string(data) != "welcome" {
+	if h, data, _, _, err := wire.DecodeCM(resp); err != nil || h.Type != wire.CMConnResp || string(data) != "welcome" {
 		t.Fatalf("connresp %x: %v", resp, err)
 	}
 	return c, srv, func() { c.Close(); srv.ep.Close(); pep.Close() }

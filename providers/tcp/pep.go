@@ -1,6 +1,7 @@
 package tcp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -159,7 +160,7 @@ func (p *passiveEndpoint) Close() error {
 	for c := range shaking {
 		c.Close()
 	}
-	reject, _ := wire.AppendCM(nil, wire.CMReject, nil)
+	reject, _ := wire.AppendCM(nil, wire.CMReject, nil, nil)
 	for _, r := range p.pending.Close() {
 		rejectConn(r.conn, reject, p.dom.cfg.handshakeTimeout())
 		p.dropped(r.conn)
@@ -258,9 +259,14 @@ func (p *passiveEndpoint) acceptLoop(ln *net.TCPListener) {
 // connReqTimeout to arrive.
 func (p *passiveEndpoint) handshake(c *net.TCPConn) {
 	defer p.wg.Done()
-	data, err := readCM(c, time.Now().Add(min(p.dom.cfg.connReqTimeout(), p.dom.cfg.handshakeTimeout())), wire.CMConnReq)
+	data, key, err := readCM(c, time.Now().Add(min(p.dom.cfg.connReqTimeout(), p.dom.cfg.handshakeTimeout())), wire.CMConnReq)
+	// "Only peer endpoints that are programmed to use the same
+	// authorization key may communicate" (fi_endpoint(3)): the listener
+	// rejects another key (or none, or one where it has none) itself, and
+	// the application never sees the request.
+	refuse := err == nil && !bytes.Equal(key, p.info.EPAttr.AuthKey)
 	var req *connReq
-	if err == nil {
+	if err == nil && !refuse {
 		info := p.info.Clone()
 		peer := sockAddr(c.RemoteAddr())
 		info.DestAddr = &peer
@@ -275,9 +281,9 @@ func (p *passiveEndpoint) handshake(c *net.TCPConn) {
 		p.dropped(c)
 		return
 	}
-	if err != nil || !p.pending.Add(req) {
+	if err != nil || refuse || !p.pending.Add(req) {
 		if err == nil {
-			reject, _ := wire.AppendCM(nil, wire.CMReject, nil)
+			reject, _ := wire.AppendCM(nil, wire.CMReject, nil, nil)
 			rejectConn(c, reject, p.dom.cfg.handshakeTimeout())
 		} else {
 			c.Close()
@@ -317,36 +323,43 @@ func (r *connReq) take() (*net.TCPConn, error) {
 }
 
 // readCM reads one CM message of type want, or a reject when want is a
-// connresp, before deadline (zero: none). It returns the private data; a
-// reject returns its data and an error wrapping fi.ECONNREFUSED.
-func readCM(c *net.TCPConn, deadline time.Time, want wire.CMType) ([]byte, error) {
+// connresp, before deadline (zero: none). It returns the private data and
+// the authorization key (nil: none); a reject returns its data and an
+// error wrapping fi.ECONNREFUSED.
+func readCM(c *net.TCPConn, deadline time.Time, want wire.CMType) (data, key []byte, err error) {
 	c.SetReadDeadline(deadline)
 	var hb [wire.CMHeaderSize]byte
 	if _, err := io.ReadFull(c, hb[:]); err != nil {
 		if errors.Is(err, io.EOF) && want == wire.CMConnResp {
-			return nil, core.Errorf(fi.ECONNREFUSED, "tcp: %v closed the connection without answering", c.RemoteAddr())
+			return nil, nil, core.Errorf(fi.ECONNREFUSED, "tcp: %v closed the connection without answering", c.RemoteAddr())
 		}
-		return nil, netError("reading connection message", err)
+		return nil, nil, netError("reading connection message", err)
 	}
 	h, err := wire.DecodeCMHeader(hb[:])
 	if err != nil {
-		return nil, core.Errorf(fi.EIO, "tcp: malformed connection message from %v: %v", c.RemoteAddr(), err)
+		return nil, nil, core.Errorf(fi.EIO, "tcp: malformed connection message from %v: %v", c.RemoteAddr(), err)
 	}
 	if h.Type != want && !(want == wire.CMConnResp && h.Type == wire.CMReject) {
-		return nil, core.Errorf(fi.EIO, "tcp: %v sent a %v, want a %v", c.RemoteAddr(), h.Type, want)
+		return nil, nil, core.Errorf(fi.EIO, "tcp: %v sent a %v, want a %v", c.RemoteAddr(), h.Type, want)
 	}
-	var data []byte
-	if h.DataLen > 0 {
-		data = make([]byte, h.DataLen)
+	var rest []byte
+	if n := h.DataLen + h.KeyLen; n > 0 {
+		rest = make([]byte, n)
 	}
-	if _, err := io.ReadFull(c, data); err != nil {
-		return nil, netError("reading connection data", err)
+	if _, err := io.ReadFull(c, rest); err != nil {
+		return nil, nil, netError("reading connection data", err)
 	}
 	c.SetReadDeadline(time.Time{})
-	if h.Type == wire.CMReject {
-		return data, core.Errorf(fi.ECONNREFUSED, "tcp: connection rejected by %v", c.RemoteAddr())
+	if h.DataLen > 0 {
+		data = rest[:h.DataLen:h.DataLen]
 	}
-	return data, nil
+	if h.KeyLen > 0 {
+		key = rest[h.DataLen:]
+	}
+	if h.Type == wire.CMReject {
+		return data, nil, core.Errorf(fi.ECONNREFUSED, "tcp: connection rejected by %v", c.RemoteAddr())
+	}
+	return data, key, nil
 }
 
 // writeCM sends a whole CM message in one write, within timeout.

@@ -409,13 +409,15 @@ func (d *domain) NewEndpoint(info *fi.Info, req core.ConnReq, ev core.EndpointEv
 		}
 		if err := core.Take(ev, core.Connections, 1); err != nil {
 			// Over the owner's limit: the request is refused.
-			reject, _ := wire.AppendCM(nil, wire.CMReject, nil)
+			reject, _ := wire.AppendCM(nil, wire.CMReject, nil, nil)
 			rejectConn(conn, reject, d.cfg.handshakeTimeout())
 			cr.pep.dropped(conn)
 			d.release()
 			return nil, err
 		}
 		e.conn, e.fromReq, e.lst, e.charged = conn, true, cr.pep, true
+		// The listener took the request with its key; the answer carries it.
+		e.info.EPAttr.AuthKey = cr.info.EPAttr.AuthKey
 	}
 	return e, nil
 }

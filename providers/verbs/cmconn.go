@@ -1,6 +1,7 @@
 package verbs
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"net/netip"
 	"time"
@@ -83,6 +84,7 @@ func (a *agent) connect(e *rcEndpoint, dst netip.Addr, port, srcPort uint16, qpn
 		Type: cm.REQ, TransactionID: rand.Uint64(), ServiceID: cm.ServiceID(cm.PortSpaceTCP, port), QPN: qpn, PSN: psn,
 		ResponderResources: uint8(min(at.MaxQPRdAtom, 255)), InitiatorDepth: uint8(min(at.MaxQPInitRdAtom, 255)),
 		PathMTU: uint8(at.ActiveMTU), RetryCount: rcRetryCount, RNRRetryCount: rcRNRRetry, SrcPort: srcPort, PrivateData: data,
+		AuthKey: e.info.EPAttr.AuthKey,
 	}
 	if _, refused := a.d.probers.refused(probed{dst, port, true}, time.Now()); refused {
 		return nil, core.Errorf(fi.ECONNREFUSED, "verbs: this device refuses to connect to %v for a while: requests of earlier connections to it presented bad memory keys", netip.AddrPortFrom(dst, port))
@@ -109,7 +111,8 @@ func (a *agent) accept(c *cmConn, e *rcEndpoint, qpn, psn uint32, resp, depth, m
 		return core.Errorf(fi.EOPBADSTATE, "verbs: accept: the request is no longer pending")
 	}
 	m := cm.Msg{Type: cm.REP, TransactionID: c.req.TransactionID, LocalCommID: c.local, RemoteCommID: c.remote,
-		QPN: qpn, PSN: psn, ResponderResources: resp, InitiatorDepth: depth, PathMTU: mtu, RNRRetryCount: rcRNRRetry, PrivateData: data}
+		QPN: qpn, PSN: psn, ResponderResources: resp, InitiatorDepth: depth, PathMTU: mtu, RNRRetryCount: rcRNRRetry, PrivateData: data,
+		AuthKey: c.pep.info.EPAttr.AuthKey} // the key the listener took the request with
 	c.ep, c.state, c.answer = e, cmRepSent, &m
 	a.armLocked(&c.r, c.peer, m, func() { a.gaveUp(c, cmRepSent) })
 	return nil
@@ -225,6 +228,14 @@ func (a *agent) handleREQ(src netip.Addr, m *cm.Msg) {
 		a.mu.Unlock()
 		return
 	}
+	if !bytes.Equal(m.AuthKey, l.info.EPAttr.AuthKey) {
+		// "Only peer endpoints that are programmed to use the same
+		// authorization key may communicate": refused here, unseen by
+		// the listener's application.
+		a.sendLocked(src, cm.Msg{Type: cm.REJ, TransactionID: m.TransactionID, RemoteCommID: m.LocalCommID, Reason: cm.RejConsumer})
+		a.mu.Unlock()
+		return
+	}
 	c := &cmConn{a: a, local: a.newCommIDLocked(), remote: m.LocalCommID, peer: src, passive: true, state: cmReqRcvd,
 		pep: l, req: *m, remoteQPN: m.QPN}
 	a.conns[c.local] = c
@@ -258,14 +269,23 @@ func (a *agent) handleREP(src netip.Addr, m *cm.Msg) {
 	c.remote, c.remoteQPN = m.LocalCommID, m.QPN
 	e := c.ep
 	a.mu.Unlock()
-	err := e.cmEstablish(m)
+	var err error
+	if !bytes.Equal(m.AuthKey, e.info.EPAttr.AuthKey) {
+		err = core.Errorf(fi.ECONNREFUSED, "verbs: %v accepted without this endpoint's authorization key", src)
+	} else {
+		err = e.cmEstablish(m)
+	}
 	a.mu.Lock()
 	if c.state != cmReqSent { // the endpoint closed meanwhile
 		a.mu.Unlock()
 		return
 	}
 	if err != nil {
-		a.sendLocked(src, cm.Msg{Type: cm.REJ, TransactionID: m.TransactionID, LocalCommID: c.local, RemoteCommID: c.remote, Reason: cm.RejNoQP})
+		reason := uint16(cm.RejNoQP)
+		if core.Code(err) == fi.ECONNREFUSED {
+			reason = cm.RejConsumer
+		}
+		a.sendLocked(src, cm.Msg{Type: cm.REJ, TransactionID: m.TransactionID, LocalCommID: c.local, RemoteCommID: c.remote, Reason: reason})
 		c.finishLocked()
 		a.mu.Unlock()
 		e.cmFailed(err, nil)

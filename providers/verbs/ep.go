@@ -87,6 +87,7 @@ func newRCEndpoint(o *owned, info *fi.Info, tx, rx int, ev core.EndpointEvents) 
 func (e *rcEndpoint) adopt(c *cmConn) {
 	e.c, e.fromReq = c, true
 	if l := c.pep; l != nil {
+		e.authKey = string(l.info.EPAttr.AuthKey) // the listener took the request with it
 		l.mu.Lock()
 		e.port = l.port
 		l.mu.Unlock()

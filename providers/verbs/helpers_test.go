@@ -203,7 +203,7 @@ func regMem(t testing.TB, d *domain, buf []byte, access fi.Caps) core.Memory {
 // regMemOf is regMem for owner.
 func regMemOf(t testing.TB, owner uint32, d *domain, buf []byte, access fi.Caps) core.Memory {
 	t.Helper()
-	m, err := d.RegisterMemory(owner, buf, 0, access, uint64(fi.KEY_NOTAVAIL))
+	m, err := d.RegisterMemory(owner, buf, 0, access, uint64(fi.KEY_NOTAVAIL), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

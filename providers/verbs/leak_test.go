@@ -74,7 +74,7 @@ func TestRDMFailedConnectionsFreeQPs(t *testing.T) {
 				}
 			}()
 			defer func() { close(stop); <-polled }()
-			m, err := db.(core.MemoryRegistrar).RegisterMemory(0, sharedMem(t, 4096), 0, fi.REMOTE_READ|fi.REMOTE_WRITE, uint64(fi.KEY_NOTAVAIL))
+			m, err := db.(core.MemoryRegistrar).RegisterMemory(0, sharedMem(t, 4096), 0, fi.REMOTE_READ|fi.REMOTE_WRITE, uint64(fi.KEY_NOTAVAIL), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -66,8 +66,9 @@ func (m *mem) Close() error {
 // allowed (receives, reads, and remote writes need it); remote access as
 // fi_mr_reg's access says (remote atomics with remote write). The
 // requested key is ignored: the domain's mr_mode has FI_MR_PROV_KEY, and
-// the device makes keys.
-func (d *domain) RegisterMemory(owner uint32, buf []byte, iova uint64, access fi.Caps, _ uint64) (core.Memory, error) {
+// the device makes keys. A region with an authorization key serves
+// only the QPs of endpoints with that key (ibv's RegMRAuth).
+func (d *domain) RegisterMemory(owner uint32, buf []byte, iova uint64, access fi.Caps, _ uint64, authKey []byte) (core.Memory, error) {
 	if len(buf) == 0 {
 		return nil, core.Errorf(fi.EINVAL, "verbs: registering no memory")
 	}
@@ -84,7 +85,7 @@ func (d *domain) RegisterMemory(owner uint32, buf []byte, iova uint64, access fi
 		// as libfabric's verbs registers FI_REMOTE_WRITE.
 		acc |= ibv.AccessRemoteWrite | ibv.AccessRemoteAtomic
 	}
-	mr, err := o.pd.RegMR(buf, iova, acc)
+	mr, err := o.pd.RegMRAuth(buf, iova, acc, string(authKey))
 	if err != nil {
 		return nil, ibvError("registering memory", err)
 	}

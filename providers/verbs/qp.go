@@ -35,8 +35,9 @@ type qpBase struct {
 	d              *domain // o's
 	ev             core.EndpointEvents
 	txSize, rxSize int
-	inject         int  // the largest FI_INJECT payload: the QP's max_inline_data
-	ud             bool // receives start with the GRH area; sends need an address
+	inject         int    // the largest FI_INJECT payload: the QP's max_inline_data
+	ud             bool   // receives start with the GRH area; sends need an address
+	authKey        string // the endpoint's authorization key, which its QP gets
 
 	mu    sync.Mutex // guards the fields below and the embedding endpoint's state
 	cq    *ibv.CQ
@@ -62,6 +63,9 @@ type qpBase struct {
 func (b *qpBase) init(o *owned, ev core.EndpointEvents, tx, rx int, info *fi.Info, ud bool) {
 	d := o.d
 	b.o, b.d, b.ev, b.txSize, b.rxSize, b.ud = o, d, ev, tx, rx, ud
+	if info.EPAttr != nil {
+		b.authKey = string(info.EPAttr.AuthKey)
+	}
 	b.inject = d.dev.attr.MaxInlineData
 	if info.TxAttr != nil && info.TxAttr.InjectSize < uint64(b.inject) {
 		b.inject = int(info.TxAttr.InjectSize)
@@ -87,7 +91,7 @@ func (b *qpBase) createQPLocked(t ibv.QPType) error {
 	if t == ibv.QPTRC {
 		a.Executed = b.executed
 	}
-	a.TraceUID, a.TracePath = core.OwnerOf(b.ev), core.TracePathOf(b.ev)
+	a.TraceUID, a.TracePath, a.AuthKey = core.OwnerOf(b.ev), core.TracePathOf(b.ev), b.authKey
 	qp, err := b.o.pd.CreateQP(a)
 	if err != nil {
 		cq.Destroy()

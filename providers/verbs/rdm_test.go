@@ -110,7 +110,7 @@ func TestRDM(t *testing.T) {
 		t.Fatal("the RDM domain over verbs does not register memory")
 	}
 	target := sharedMem(t, 1<<16)
-	m, err := reg.RegisterMemory(0, target, 0, fi.REMOTE_READ|fi.REMOTE_WRITE, uint64(fi.KEY_NOTAVAIL))
+	m, err := reg.RegisterMemory(0, target, 0, fi.REMOTE_READ|fi.REMOTE_WRITE, uint64(fi.KEY_NOTAVAIL), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestRDM(t *testing.T) {
 func TestRDMKeyProbing(t *testing.T) {
 	a, _, _, nameB, _, db := rdmPair(t)
 	target := sharedMem(t, 4096)
-	m, err := db.(core.MemoryRegistrar).RegisterMemory(0, target, 0, fi.REMOTE_READ|fi.REMOTE_WRITE, uint64(fi.KEY_NOTAVAIL))
+	m, err := db.(core.MemoryRegistrar).RegisterMemory(0, target, 0, fi.REMOTE_READ|fi.REMOTE_WRITE, uint64(fi.KEY_NOTAVAIL), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestRDMDeadPeer(t *testing.T) {
 				start = time.Now()
 				a.post(t, &core.Op{Kind: core.OpRecv, Buf: make([]byte, n)})
 			case "write":
-				m, err := db.(core.MemoryRegistrar).RegisterMemory(0, sharedMem(t, n), 0, fi.REMOTE_WRITE, uint64(fi.KEY_NOTAVAIL))
+				m, err := db.(core.MemoryRegistrar).RegisterMemory(0, sharedMem(t, n), 0, fi.REMOTE_WRITE, uint64(fi.KEY_NOTAVAIL), nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -324,7 +324,9 @@ static int rma(void)
 	return 0;
 }
 
-static int rejected(const char *host, const char *port)
+/* rejected connects and expects a reject with private data want (""
+ * for none: a listener that refuses the request itself). */
+static int rejected(const char *host, const char *port, const char *want)
 {
 	struct fi_info *info;
 	struct fi_eq_attr eq_attr = {.wait_obj = FI_WAIT_UNSPEC};
@@ -346,7 +348,7 @@ static int rejected(const char *host, const char *port)
 	CHECK(fi_eq_readerr(eq, &err, 0));
 	if (err.err != FI_ECONNREFUSED)
 		die("rejected: the error is not FI_ECONNREFUSED");
-	if (err.err_data_size != 9 || memcmp(data, "no thanks", 9) != 0) {
+	if (err.err_data_size != strlen(want) || memcmp(data, want, strlen(want)) != 0) {
 		fprintf(stderr, "interop: rejected: reject data %.*s (%zu bytes)\n", (int)err.err_data_size, data, err.err_data_size);
 		exit(3);
 	}
@@ -378,9 +380,11 @@ int main(int argc, char **argv)
 	if (argc == 2 && strcmp(argv[1], "rma") == 0)
 		return rma();
 	if (argc == 4 && strcmp(argv[1], "rejected") == 0)
-		return rejected(argv[2], argv[3]);
+		return rejected(argv[2], argv[3], "no thanks");
+	if (argc == 4 && strcmp(argv[1], "refused") == 0)
+		return rejected(argv[2], argv[3], "");
 	if (argc == 2 && strcmp(argv[1], "rejecter") == 0)
 		return rejecter();
-	fprintf(stderr, "usage: interop client HOST PORT | interop server | interop rma | interop rejected HOST PORT | interop rejecter\n");
+	fprintf(stderr, "usage: interop client HOST PORT | interop server | interop rma | interop rejected HOST PORT | interop refused HOST PORT | interop rejecter\n");
 	return 1;
 }

@@ -39,20 +39,21 @@ func FuzzDecodeCM(f *testing.F) {
 		f.Add(testhex.Bytes(f, tt.wire))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		h, data, n, err := DecodeCM(b)
+		h, data, key, n, err := DecodeCM(b)
 		if err != nil {
 			return
 		}
-		if n != CMHeaderSize+len(data) || len(data) > MaxCMData || h.DataLen != len(data) {
-			t.Fatalf("DecodeCM(%x) = %+v, %d bytes of data, n %d", b, h, len(data), n)
+		if n != CMHeaderSize+len(data)+len(key) || len(data) > MaxCMData || h.DataLen != len(data) ||
+			len(key) > MaxAuthKey || h.KeyLen != len(key) {
+			t.Fatalf("DecodeCM(%x) = %+v, %d bytes of data, %d of key, n %d", b, h, len(data), len(key), n)
 		}
-		out, err := AppendCM(nil, h.Type, data)
+		out, err := AppendCM(nil, h.Type, data, key)
 		if err != nil {
-			t.Fatalf("AppendCM(%v, %x) = %v", h.Type, data, err)
+			t.Fatalf("AppendCM(%v, %x, %x) = %v", h.Type, data, key, err)
 		}
-		h2, data2, n2, err := DecodeCM(out)
-		if err != nil || h2 != h || !bytes.Equal(data2, data) || n2 != n {
-			t.Fatalf("DecodeCM(AppendCM(DecodeCM(%x))) = %+v, %x, %d, %v", b, h2, data2, n2, err)
+		h2, data2, key2, n2, err := DecodeCM(out)
+		if err != nil || h2 != h || !bytes.Equal(data2, data) || !bytes.Equal(key2, key) || n2 != n {
+			t.Fatalf("DecodeCM(AppendCM(DecodeCM(%x))) = %+v, %x, %x, %d, %v", b, h2, data2, key2, n2, err)
 		}
 		// Fields fabricfs checks must survive; reserved ones are zeroed.
 		if !bytes.Equal(out[:4], b[:4]) {

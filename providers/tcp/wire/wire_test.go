@@ -13,40 +13,58 @@ var cmTests = []struct {
 	name string
 	typ  CMType
 	data string
+	key  string
 	wire string // header fields separated as in the reference table
 }{
-	{"connreq no data", CMConnReq, "",
+	{"connreq no data", CMConnReq, "", "",
 		"03 00 0000 00000000 0000000000000000 0000000000000000 0100000000000000"},
-	{"connreq data", CMConnReq, "hi",
+	{"connreq data", CMConnReq, "hi", "",
 		"03 00 0002 00000000 0000000000000000 0000000000000000 0100000000000000 6869"},
-	{"connresp data", CMConnResp, "ok!",
+	{"connresp data", CMConnResp, "ok!", "",
 		"03 01 0003 00000000 0000000000000000 0000000000000000 0100000000000000 6f6b21"},
-	{"reject data", CMReject, "no",
+	{"reject data", CMReject, "no", "",
 		"03 06 0002 00000000 0000000000000000 0000000000000000 0000000000000000 6e6f"},
-	{"reject 256", CMReject, strings.Repeat("x", 256),
+	{"reject 256", CMReject, strings.Repeat("x", 256), "",
 		"03 06 0100 00000000 0000000000000000 0000000000000000 0000000000000000" + strings.Repeat("78", 256)},
+	// fabricfs's authorization key: seg_no its length, msg_id "fabricfs",
+	// the key after the data.
+	{"connreq key", CMConnReq, "hi", "k3y",
+		"03 00 0002 00000003 0000000000000000 6661627269636673 0100000000000000 6869 6b3379"},
+	{"connresp key", CMConnResp, "", strings.Repeat("k", 64),
+		"03 01 0000 00000040 0000000000000000 6661627269636673 0100000000000000" + strings.Repeat("6b", 64)},
 }
 
 func TestCMEncodeDecode(t *testing.T) {
 	for _, tt := range cmTests {
 		want := testhex.Bytes(t, tt.wire)
-		got, err := AppendCM(nil, tt.typ, []byte(tt.data))
-		if err != nil || !bytes.Equal(got, want) {
-			t.Errorf("%s: AppendCM(%v, %q) = %x, %v; want %x", tt.name, tt.typ, tt.data, got, err, want)
+		var key []byte
+		if tt.key != "" {
+			key = []byte(tt.key)
 		}
-		h, data, n, err := DecodeCM(want)
-		if err != nil || h.Type != tt.typ || string(data) != tt.data || n != len(want) || h.DataLen != len(tt.data) {
-			t.Errorf("%s: DecodeCM(%x) = %+v, %q, %d, %v", tt.name, want, h, data, n, err)
+		got, err := AppendCM(nil, tt.typ, []byte(tt.data), key)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: AppendCM(%v, %q, %q) = %x, %v; want %x", tt.name, tt.typ, tt.data, tt.key, got, err, want)
+		}
+		h, data, k, n, err := DecodeCM(want)
+		if err != nil || h.Type != tt.typ || string(data) != tt.data || string(k) != tt.key || n != len(want) ||
+			h.DataLen != len(tt.data) || h.KeyLen != len(tt.key) {
+			t.Errorf("%s: DecodeCM(%x) = %+v, %q, %q, %d, %v", tt.name, want, h, data, k, n, err)
 		}
 	}
 }
 
 func TestCMRefusesLongData(t *testing.T) {
-	if _, err := AppendCM(nil, CMConnReq, make([]byte, MaxCMData+1)); err == nil {
+	if _, err := AppendCM(nil, CMConnReq, make([]byte, MaxCMData+1), nil); err == nil {
 		t.Errorf("AppendCM with %d bytes succeeded", MaxCMData+1)
 	}
-	if _, err := AppendCM(nil, CMType(2), nil); err == nil {
+	if _, err := AppendCM(nil, CMType(2), nil, nil); err == nil {
 		t.Errorf("AppendCM of type 2 succeeded")
+	}
+	if _, err := AppendCM(nil, CMConnReq, nil, make([]byte, MaxAuthKey+1)); err == nil {
+		t.Errorf("AppendCM with a %d-byte key succeeded", MaxAuthKey+1)
+	}
+	if _, err := AppendCM(nil, CMReject, nil, []byte("k")); err == nil {
+		t.Errorf("AppendCM of a reject with a key succeeded")
 	}
 }
 
@@ -65,12 +83,16 @@ var badCMTests = []struct {
 	{"big-endian peer", "03 00 0000 00000000 0000000000000000 0000000000000000 0000000000000001"},
 	{"no probe", "03 01 0000 00000000 0000000000000000 0000000000000000 0000000000000000"},
 	{"data missing", "03 00 0004 00000000 0000000000000000 0000000000000000 0100000000000000 6869"},
+	{"key missing", "03 00 0000 00000004 0000000000000000 6661627269636673 0100000000000000 6869"},
+	{"key of 0 bytes", "03 00 0000 00000000 0000000000000000 6661627269636673 0100000000000000"},
+	{"key of 65 bytes", "03 00 0000 00000041 0000000000000000 6661627269636673 0100000000000000" + strings.Repeat("6b", 65)},
+	{"key in a reject", "03 06 0000 00000001 0000000000000000 6661627269636673 0000000000000000 6b"},
 }
 
 func TestCMDecodeErrors(t *testing.T) {
 	for _, tt := range badCMTests {
 		b := testhex.Bytes(t, tt.wire)
-		if h, _, _, err := DecodeCM(b); err == nil {
+		if h, _, _, _, err := DecodeCM(b); err == nil {
 			t.Errorf("%s: DecodeCM(%x) = %+v, want error", tt.name, b, h)
 		}
 	}

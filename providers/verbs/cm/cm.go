@@ -31,6 +31,8 @@ const (
 	ClassVersion   = 2
 	MethodSend     = 0x03 // IB_MGMT_METHOD_SEND
 	MaxPrivateData = 55   // bytes of private data: libfabric 1.17 verbs's cm_data_size (VERBS_CM_DATA_SIZE)
+	MaxAuthKey     = 64   // bytes of authorization key: fi.MaxAuthKeySize
+	authKeyOffset  = 96   // where REQ's and REP's authorization key is, past their private data
 )
 
 // Service IDs: rdma_cm's, (port space << 16) | port, for a service port of
@@ -95,8 +97,8 @@ const (
 
 // Msg is one CM message. Type says which fields it carries:
 //
-//	REQ       LocalCommID ServiceID QPN PSN ResponderResources InitiatorDepth PathMTU RetryCount RNRRetryCount SrcPort PrivateData
-//	REP       LocalCommID RemoteCommID QPN PSN ResponderResources InitiatorDepth PathMTU RNRRetryCount PrivateData
+//	REQ       LocalCommID ServiceID QPN PSN ResponderResources InitiatorDepth PathMTU RetryCount RNRRetryCount SrcPort PrivateData AuthKey
+//	REP       LocalCommID RemoteCommID QPN PSN ResponderResources InitiatorDepth PathMTU RNRRetryCount PrivateData AuthKey
 //	RTU       LocalCommID RemoteCommID
 //	REJ       LocalCommID RemoteCommID Reason PrivateData
 //	DREQ      LocalCommID RemoteCommID QPN (the receiver's QP)
@@ -125,6 +127,10 @@ type Msg struct {
 	Status                    uint8  // SIDR_REP
 	QKey                      uint32 // SIDR_REP
 	PrivateData               []byte // at most MaxPrivateData bytes
+	// AuthKey is the sender's authorization key (fi_endpoint(3)
+	// auth_key; nil: none), at most MaxAuthKey bytes: REQ's is the
+	// requester's, REP's the listener's.
+	AuthKey []byte
 }
 
 // Errors of Decode.
@@ -157,6 +163,7 @@ func (m *Msg) Encode(b []byte) error {
 		p[24], p[25], p[26], p[27], p[28] = m.ResponderResources, m.InitiatorDepth, m.PathMTU, m.RetryCount, m.RNRRetryCount
 		be.PutUint16(p[30:], m.SrcPort)
 		putData(p[32:], m.PrivateData)
+		putData(p[authKeyOffset:], m.AuthKey)
 	case REP:
 		be.PutUint32(p[0:], m.LocalCommID)
 		be.PutUint32(p[4:], m.RemoteCommID)
@@ -164,6 +171,7 @@ func (m *Msg) Encode(b []byte) error {
 		be.PutUint32(p[12:], m.PSN)
 		p[16], p[17], p[18], p[19] = m.ResponderResources, m.InitiatorDepth, m.PathMTU, m.RNRRetryCount
 		putData(p[20:], m.PrivateData)
+		putData(p[authKeyOffset:], m.AuthKey)
 	case RTU, DREP:
 		be.PutUint32(p[0:], m.LocalCommID)
 		be.PutUint32(p[4:], m.RemoteCommID)
@@ -212,17 +220,23 @@ func Decode(b []byte) (Msg, error) {
 		m.QPN, m.PSN = be.Uint32(p[16:]), be.Uint32(p[20:])
 		m.ResponderResources, m.InitiatorDepth, m.PathMTU, m.RetryCount, m.RNRRetryCount = p[24], p[25], p[26], p[27], p[28]
 		m.SrcPort = be.Uint16(p[30:])
-		m.PrivateData, err = getData(p[32:])
+		m.PrivateData, err = getData(p[32:], MaxPrivateData)
+		if err == nil {
+			m.AuthKey, err = getData(p[authKeyOffset:], MaxAuthKey)
+		}
 	case REP:
 		m.LocalCommID, m.RemoteCommID = be.Uint32(p[0:]), be.Uint32(p[4:])
 		m.QPN, m.PSN = be.Uint32(p[8:]), be.Uint32(p[12:])
 		m.ResponderResources, m.InitiatorDepth, m.PathMTU, m.RNRRetryCount = p[16], p[17], p[18], p[19]
-		m.PrivateData, err = getData(p[20:])
+		m.PrivateData, err = getData(p[20:], MaxPrivateData)
+		if err == nil {
+			m.AuthKey, err = getData(p[authKeyOffset:], MaxAuthKey)
+		}
 	case RTU, DREP:
 		m.LocalCommID, m.RemoteCommID = be.Uint32(p[0:]), be.Uint32(p[4:])
 	case REJ:
 		m.LocalCommID, m.RemoteCommID, m.Reason = be.Uint32(p[0:]), be.Uint32(p[4:]), be.Uint16(p[8:])
-		m.PrivateData, err = getData(p[12:])
+		m.PrivateData, err = getData(p[12:], MaxPrivateData)
 	case DREQ:
 		m.LocalCommID, m.RemoteCommID, m.QPN = be.Uint32(p[0:]), be.Uint32(p[4:]), be.Uint32(p[8:])
 	case SIDRREQ:
@@ -241,11 +255,12 @@ func Decode(b []byte) (Msg, error) {
 	return m, nil
 }
 
-// getData reads private data written by putData.
-func getData(p []byte) ([]byte, error) {
+// getData reads private data (or a key) written by putData, of at most
+// limit bytes.
+func getData(p []byte, limit int) ([]byte, error) {
 	n := int(p[0])
-	if n > MaxPrivateData {
-		return nil, fmt.Errorf("cm: %d bytes of private data, more than %d", n, MaxPrivateData)
+	if n > limit {
+		return nil, fmt.Errorf("cm: %d bytes of private data or key, more than %d", n, limit)
 	}
 	if n == 0 {
 		return nil, nil
@@ -262,6 +277,9 @@ func (m *Msg) check() error {
 	}
 	if len(m.PrivateData) > MaxPrivateData {
 		return fmt.Errorf("cm: %v: %d bytes of private data, more than %d", m.Type, len(m.PrivateData), MaxPrivateData)
+	}
+	if len(m.AuthKey) > MaxAuthKey || (len(m.AuthKey) > 0 && m.Type != REQ && m.Type != REP) {
+		return fmt.Errorf("cm: %v: a %d-byte authorization key: at most %d, in a REQ or REP", m.Type, len(m.AuthKey), MaxAuthKey)
 	}
 	if m.QPN > roce.QPNMask || m.PSN > roce.PSNMask {
 		return fmt.Errorf("cm: %v: QPN %#x or PSN %#x wider than 24 bits", m.Type, m.QPN, m.PSN)

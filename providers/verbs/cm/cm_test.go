@@ -21,6 +21,22 @@ var roundTrips = []Msg{
 	{Type: DREP, LocalCommID: 4, RemoteCommID: 3},
 	{Type: SIDRREQ, RequestID: 77, ServiceID: ServiceID(PortSpaceUDP, 9)},
 	{Type: SIDRREP, RequestID: 77, Status: SIDRValid, QPN: 0x42, QKey: 0x12345678},
+	// Authorization keys: the requester's in REQ, the listener's in REP.
+	{Type: REQ, TransactionID: 8, LocalCommID: 1, ServiceID: ServiceID(PortSpaceTCP, 1), PathMTU: 1,
+		PrivateData: bytes.Repeat([]byte{0xdd}, MaxPrivateData), AuthKey: bytes.Repeat([]byte{0xaa}, MaxAuthKey)},
+	{Type: REP, TransactionID: 8, LocalCommID: 2, RemoteCommID: 1, PathMTU: 1, AuthKey: []byte("job-1")},
+}
+
+// TestAuthKeyLayout pins where REQ's authorization key is (docs/verbs.md:
+// body offset 96, a length byte and the bytes).
+func TestAuthKeyLayout(t *testing.T) {
+	var b [MADSize]byte
+	if err := roundTrips[9].Encode(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	if got := b[HeaderSize+96 : HeaderSize+96+6]; !bytes.Equal(got, []byte("\x05job-1")) {
+		t.Errorf("REP's key at 96: % x", got)
+	}
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -103,6 +119,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"comm ID 0", set(req, HeaderSize, 0, 0, 0, 0), "communication ID 0"},
 		{"RTU comm ID 0", set(valid(roundTrips[2]), HeaderSize+4, 0, 0, 0, 0), "communication ID 0"},
 		{"SIDR status", set(valid(roundTrips[7]), HeaderSize+4, 2), "status"},
+		{"key length", set(req, HeaderSize+96, MaxAuthKey+1), "private data or key"},
 	}
 	for _, c := range cases {
 		_, err := Decode(c.b)
@@ -120,6 +137,8 @@ func TestEncodeErrors(t *testing.T) {
 		{Type: REP, LocalCommID: 1, RemoteCommID: 2, PathMTU: 3, QPN: 1 << 24},
 		{Type: REP, LocalCommID: 1, RemoteCommID: 2, PathMTU: 0},
 		{Type: 0x99},
+		{Type: REQ, LocalCommID: 1, PathMTU: 3, AuthKey: make([]byte, MaxAuthKey+1)},
+		{Type: REJ, AuthKey: []byte("k")},
 	}
 	for _, m := range bad {
 		if err := m.Encode(b[:]); err == nil {

@@ -276,6 +276,11 @@ type QPInitAttr struct {
 	// the endpoint and its path in the tree. An extension of ibverbs.
 	TraceUID  uint32
 	TracePath string
+	// AuthKey is the authorization key of the endpoint the QP serves
+	// (fi_endpoint(3) auth_key; "": none): peers reach regions with a
+	// key only through a QP with the same (RegMRAuth). An extension of
+	// ibverbs.
+	AuthKey string
 }
 
 // AHAttr names a destination: the Go equivalent of ibv_ah_attr with a

@@ -17,6 +17,9 @@ type MR struct {
 	buf    []byte
 	access Access
 	dead   bool // deregistered; guarded by the device's mrMu
+	// authKey: only QPs with this authorization key reach the region
+	// remotely ("": any QP of pd); RegMRAuth.
+	authKey string
 }
 
 // RegMR registers buf with the address iova (ibv_reg_mr_iova: a provider
@@ -29,6 +32,14 @@ type MR struct {
 // write and atomic access require local write (EINVAL otherwise), as in
 // libibverbs. The device reads and writes buf until Dereg.
 func (pd *PD) RegMR(buf []byte, iova uint64, access Access) (*MR, error) {
+	return pd.RegMRAuth(buf, iova, access, "")
+}
+
+// RegMRAuth is RegMR for a region with an authorization key (fabricfs's
+// fi_mr auth_key; "": none): peers reach it only through QPs made with
+// that key (QPInitAttr.AuthKey), or any QP of its PD when it has none.
+// An extension of ibverbs.
+func (pd *PD) RegMRAuth(buf []byte, iova uint64, access Access, authKey string) (*MR, error) {
 	const all = AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic
 	switch {
 	case access&^all != 0:
@@ -42,7 +53,7 @@ func (pd *PD) RegMR(buf []byte, iova uint64, access Access) (*MR, error) {
 		return nil, err
 	}
 	d := pd.dev
-	mr := &MR{IOVA: iova, pd: pd, buf: buf, access: access}
+	mr := &MR{IOVA: iova, pd: pd, buf: buf, access: access, authKey: authKey}
 	d.mrMu.Lock()
 	for mr.LKey == 0 || d.mrs[mr.LKey] != nil {
 		var b [4]byte
@@ -96,11 +107,16 @@ func (mr *MR) span(pd *PD, addr, n uint64, need Access) ([]byte, bool) {
 	return mr.buf[off : off+n : off+n], true
 }
 
-// remote returns the n bytes at addr of the region rkey names, for a peer
-// of a QP of pd that asks for access; ok is false when the key, the PD,
-// the range or the access does not allow it. d.mrMu is held.
-func (d *Device) remote(pd *PD, rkey uint32, addr, n uint64, access Access) ([]byte, bool) {
-	return d.lookupMR(rkey).span(pd, addr, n, access)
+// remote returns the n bytes at addr of the region rkey names, for the
+// peer of qp that asks for access; ok is false when the key, the PD, the
+// authorization key, the range or the access does not allow it. d.mrMu
+// is held.
+func (d *Device) remote(qp *QP, rkey uint32, addr, n uint64, access Access) ([]byte, bool) {
+	mr := d.lookupMR(rkey)
+	if mr != nil && mr.authKey != "" && mr.authKey != qp.init.AuthKey {
+		return nil, false
+	}
+	return mr.span(qp.pd, addr, n, access)
 }
 
 // sgeBytes returns the bytes of one SGE. d.mrMu is held.

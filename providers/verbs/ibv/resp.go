@@ -225,7 +225,7 @@ func (qp *QP) execWrite(p *roce.Packet) {
 	}
 	if n > 0 {
 		d.mrMu.RLock()
-		b, ok := d.remote(qp.pd, r.wkey, r.wva, uint64(n), AccessRemoteWrite)
+		b, ok := d.remote(qp, r.wkey, r.wva, uint64(n), AccessRemoteWrite)
 		if ok {
 			copy(b, p.Payload)
 		}
@@ -255,7 +255,7 @@ func (qp *QP) execWrite(p *roce.Packet) {
 func (qp *QP) remoteAllows(rkey uint32, va, n uint64, access Access, psn uint32) bool {
 	d := qp.dev
 	d.mrMu.RLock()
-	_, ok := d.remote(qp.pd, rkey, va, n, access)
+	_, ok := d.remote(qp, rkey, va, n, access)
 	d.mrMu.RUnlock()
 	if !ok {
 		qp.respError(roce.AETHNAKRemAccErr, psn, WCRemAccessErr)
@@ -347,7 +347,7 @@ func (qp *QP) sendReadResponses(va uint64, rkey, length uint32, psn uint32) {
 		d.mrMu.RLock()
 		b, ok := []byte(nil), true
 		if size > 0 {
-			b, ok = d.remote(qp.pd, rkey, va+uint64(k*mtu), uint64(size), AccessRemoteRead)
+			b, ok = d.remote(qp, rkey, va+uint64(k*mtu), uint64(size), AccessRemoteRead)
 		}
 		if ok {
 			p.Payload = b
@@ -373,7 +373,7 @@ func (qp *QP) execAtomic(p *roce.Packet) {
 	}
 	d := qp.dev
 	d.mrMu.RLock()
-	b, ok := d.remote(qp.pd, a.RKey, a.VA, 8, AccessRemoteAtomic)
+	b, ok := d.remote(qp, a.RKey, a.VA, 8, AccessRemoteAtomic)
 	var orig uint64
 	if ok {
 		d.atomicMu.Lock()
