@@ -106,18 +106,34 @@ func newEP(o *Object) (Impl, error) {
 }
 
 // bestInfo returns a copy of the domain's first entry of type t, or of its
-// first entry when t is fi.EP_UNSPEC or none has that type.
+// first entry when t is fi.EP_UNSPEC or none has that type (with the
+// domain's traffic class: domainTClass).
 func bestInfo(d *Domain, t fi.EPType) *fi.Info {
 	infos := d.Infos()
+	var best *fi.Info
 	for _, in := range infos {
 		if in.EPAttr != nil && in.EPAttr.Type == t {
-			return in.Clone()
+			best = in.Clone()
+			break
 		}
 	}
-	if len(infos) > 0 && t == fi.EP_UNSPEC {
-		return infos[0].Clone()
+	if best == nil && len(infos) > 0 && t == fi.EP_UNSPEC {
+		best = infos[0].Clone()
 	}
-	return nil
+	if best != nil {
+		domainTClass(best)
+	}
+	return best
+}
+
+// domainTClass gives in, an endpoint's fi_info without a traffic class,
+// its domain's: "If tclass is unset or set to FI_TC_UNSPEC, the endpoint
+// will use the default traffic class associated with the domain."
+// (fi_endpoint(3)).
+func domainTClass(in *fi.Info) {
+	if in.TxAttr != nil && in.TxAttr.TClass == fi.TC_UNSPEC && in.DomainAttr != nil {
+		in.TxAttr.TClass = in.DomainAttr.TClass
+	}
 }
 
 // Info returns a copy of the endpoint's fi_info.

@@ -270,6 +270,9 @@ func (t *tree) attrEntries(obj *core.Object, attrs []core.Attr, base string) []e
 			}
 		} else {
 			ino = t.ino(base + "/" + a.Name)
+			if a.Set != nil {
+				m.mode = syscall.S_IFREG | 0o644 // root's (default_permissions)
+			}
 		}
 		var set func(context.Context, []byte) error
 		if a.Set != nil {
