@@ -247,6 +247,7 @@ func (t *tree) domainDir(d *core.Domain, base string) *dir {
 			t.jsonEntry(base+"/attr", fileRO, func() any { return core.AttrsRecord(d.Attrs()) }),
 		}
 		es = append(es, t.domainStatsEntries(d, base)...)
+		es = append(es, t.domainOpsEntry(d, base))
 		for k := core.Kind(0); k < core.NumKinds; k++ {
 			k := k
 			es = append(es, t.dirEntry(base+"/"+k.String(), k.String(), meta{mode: syscall.S_IFDIR | 0o1777}, func() *dir { return t.kindDir(d, k, base+"/"+k.String()) }))
@@ -447,6 +448,7 @@ func (t *tree) kindFiles(o *core.Object, f fileMaker, j jsonMaker, rw, ro meta) 
 			}),
 			t.ringEntry(o, "tx", slotTx, func() (*ring.Region, error) { return impl.Ring("tx") }, func() (uint64, error) { return impl.RingSize("tx") }),
 			t.ringEntry(o, "rx", slotRx, func() (*ring.Region, error) { return impl.Ring("rx") }, func() (uint64, error) { return impl.RingSize("rx") }),
+			epOpsEntry(o, impl),
 		}
 	case *core.SRX:
 		return []entry{

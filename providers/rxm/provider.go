@@ -242,6 +242,15 @@ func (d *domain) DeviceCounters() []core.DeviceCounter {
 	return nil
 }
 
+// Ops is core.OpsOpener: the wrapped domain's provider-specific
+// operation sets, none if it has none.
+func (d *domain) Ops() []core.OpsSet {
+	if o, ok := d.inner.(core.OpsOpener); ok {
+		return o.Ops()
+	}
+	return nil
+}
+
 // msgInfo is the fi_info of the MSG endpoints under an RDM endpoint of
 // rdm: the wrapped provider's FI_EP_MSG entry of the same domain and
 // address, asking for FI_TAGGED (the tcp provider then takes rxm's bare
