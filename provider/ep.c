@@ -1531,10 +1531,15 @@ static struct fi_ops ep_fi_ops = {
 	.close = ep_close,
 	.bind = ep_bind,
 	.control = ep_control,
-	.ops_open = ffs_no_ops_open,
+	.ops_open = ffs_ops_open,
 	.tostr = ffs_no_tostr,
 	.ops_set = ffs_no_ops_set,
 };
+
+const char *ffs_ep_dir(struct fid *fid)
+{
+	return fid && fid->ops == &ep_fi_ops ? ((struct ffs_ep *)fid)->obj.dir : NULL;
+}
 
 static struct fi_ops_ep ep_ops = {
 	.size = sizeof(struct fi_ops_ep),

@@ -24,6 +24,9 @@
  *	cntr.c		counters
  *	wait.c		wait objects: FI_WAIT_FD, fi_trywait, wait sets, poll sets
  *	atomic.c	atomic operations (fi_atomic(3)) and fi_query_atomic
+ *	ops.c		fi_open_ops: the sets of an object's ops/ directory
+ *
+ * fi_ext_fabricfs.h is the public part: the struct fi_open_ops gives.
  */
 #ifndef FFS_H
 #define FFS_H
@@ -51,6 +54,7 @@
 #include <rdma/providers/fi_prov.h>
 
 #include "fabricfs.h"
+#include "fi_ext_fabricfs.h"
 
 #define FFS_PROV_NAME "fabricfs"
 #define FFS_PROV_VERSION FI_VERSION(1, 0)
@@ -191,6 +195,15 @@ int ffs_no_control(struct fid *fid, int command, void *arg);
 int ffs_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
 int ffs_no_tostr(const struct fid *fid, char *buf, size_t len);
 int ffs_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops, void *context);
+
+/* ---- ops.c: fi_open_ops of domains and endpoints (fi_ext_fabricfs.h) ---- */
+
+/* ffs_ops_open opens a set of the object's ops/ directory: the struct
+ * fi_fabricfs_ops, or -FI_ENOSYS for a name the object has no set of. */
+int ffs_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
+/* ffs_ep_dir is the tree directory of fid if it is an endpoint of this
+ * provider (ep.c), else NULL. */
+const char *ffs_ep_dir(struct fid *fid);
 
 /* Lock order: dom->cq_lock, then a CQ's lock, then an endpoint's lock,
  * then an EQ's lock (fi_ep_bind of an EQ). The data path calls
@@ -487,6 +500,15 @@ int ffs_no_control(struct fid *fid, int command, void *arg);
 int ffs_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
 int ffs_no_tostr(const struct fid *fid, char *buf, size_t len);
 int ffs_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops, void *context);
+
+/* ---- ops.c: fi_open_ops of domains and endpoints (fi_ext_fabricfs.h) ---- */
+
+/* ffs_ops_open opens a set of the object's ops/ directory: the struct
+ * fi_fabricfs_ops, or -FI_ENOSYS for a name the object has no set of. */
+int ffs_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
+/* ffs_ep_dir is the tree directory of fid if it is an endpoint of this
+ * provider (ep.c), else NULL. */
+const char *ffs_ep_dir(struct fid *fid);
 
 /*
  * ffs_mr_lookup finds a registered region holding [buf, buf+len), the
