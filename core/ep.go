@@ -122,6 +122,12 @@ func bestInfo(d *Domain, t fi.EPType) *fi.Info {
 	}
 	if best != nil {
 		domainTClass(best)
+		// FI_SOURCE_ERR changes what completions say: an endpoint has it
+		// when it asks (attr/caps), as fi_getinfo returns it.
+		best.Caps &^= fi.SOURCE_ERR
+		if best.RxAttr != nil {
+			best.RxAttr.Caps &^= fi.SOURCE_ERR
+		}
 	}
 	return best
 }

@@ -103,15 +103,22 @@ func (e *EP) completed(op *Op, c Completion) {
 	// dropped, with no completions reported" (fi_endpoint(3)), unless
 	// the application asked for them (cancel_on_close).
 	discarded := e.state == stateClosed && !e.cancelOnClose
-	to, av := e.sinkLocked(op.Kind.class()), e.av
+	to, av, sourceErr := e.sinkLocked(op.Kind.class()), e.av, e.info.Caps&fi.SOURCE_ERR != 0
 	e.mu.Unlock()
 	if !withdrawn {
 		e.ops.count(int(op.Kind), opSize(op, c), c.Err != 0)
 	}
 	if !withdrawn && !discarded {
-		to.deliver(CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Buf: op.offset + c.Offset, Data: c.Data,
-			Tag: c.Tag, Src: source(av, c.Src), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc},
-			op.Flags&fi.COMPLETION != 0)
+		ent := CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Buf: op.offset + c.Offset, Data: c.Data,
+			Tag: c.Tag, Src: source(av, c.Src), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc}
+		// FI_SOURCE_ERR: "if the source address cannot be converted
+		// into a valid fi_addr_t value, fi_cq_readfrom will return
+		// -FI_EAVAIL, even if the data were received successfully"
+		// (fi_cq(3)), with the address in err_data.
+		if sourceErr && c.Err == 0 && ent.Src == uint64(fi.ADDR_NOTAVAIL) && c.Src.IP.IsValid() {
+			ent.Err, ent.Unknown = fi.EADDRNOTAVAIL, c.Src
+		}
+		to.deliver(ent, op.Flags&fi.COMPLETION != 0)
 	}
 	if op.wait != nil {
 		op.wait(c)
@@ -235,7 +242,8 @@ func (to sink) deliver(ent CQEntry, requested bool) {
 		to.cq.post(ent)
 	}
 	if to.cntr != nil {
-		to.cntr.completed(ent.Err != 0)
+		// An FI_EADDRNOTAVAIL receive received its message: a success.
+		to.cntr.completed(ent.Err != 0 && ent.Err != fi.EADDRNOTAVAIL)
 	}
 }
 

@@ -286,6 +286,9 @@ struct ffs_cq_entry {
 	fi_addr_t src_addr;
 	int err, prov_errno;
 	uint64_t olen;
+	/* An -FI_EADDRNOTAVAIL entry's err_data is the sender's address, a
+	 * struct sockaddr of this many bytes in errline; 0: errline is text. */
+	size_t addrlen;
 	char errline[256]; /* an error entry's err_data: the endpoint's err line, or empty */
 };
 
@@ -383,6 +386,9 @@ int ffs_name_get(struct ffs_obj *o, const char *file, void *addr, size_t *addrle
 /* ffs_sockaddr_port is the port of a sockaddr_in or sockaddr_in6, 0 for
  * none or another family. */
 unsigned ffs_sockaddr_port(const void *addr);
+/* ffs_sockaddr_len is the size of the sockaddr_in or sockaddr_in6 at addr
+ * (room bytes there), 0 for another family or too little room. */
+size_t ffs_sockaddr_len(const void *addr, size_t room);
 int ffs_addr_format(const void *addr, size_t addrlen, char *buf, size_t size);
 /* ffs_hex_data writes private data as the tree's DATA word (hex:...), or
  * an empty string when len is 0. ep.c. */

@@ -126,6 +126,7 @@ type jsonCQE struct {
 	Err       *string  `json:"err"`
 	ProvErrno int      `json:"prov_errno"`
 	OLen      uint64   `json:"olen"`
+	ErrData   *string  `json:"err_data"`
 }
 
 // jsonEQEvent is a line of eq/N/events.json.
