@@ -122,9 +122,10 @@ func bestInfo(d *Domain, t fi.EPType) *fi.Info {
 	}
 	if best != nil {
 		domainTClass(best)
-		// FI_SOURCE_ERR changes what completions say: an endpoint has it
-		// when it asks (attr/caps), as fi_getinfo returns it.
-		best.Caps &^= fi.SOURCE_ERR
+		// FI_SOURCE_ERR and FI_AV_USER_ID change what completions say:
+		// an endpoint has them when it asks (attr/caps), as fi_getinfo
+		// returns them.
+		best.Caps &^= fi.SOURCE_ERR | fi.AV_USER_ID
 		if best.RxAttr != nil {
 			best.RxAttr.Caps &^= fi.SOURCE_ERR
 		}

@@ -31,7 +31,8 @@ const (
 // Capabilities implemented. FI_SOURCE and FI_DIRECTED_RECV are secondary
 // and primary receive modifiers; fi_getinfo returns FI_SOURCE only when asked,
 // and FI_SOURCE_ERR (core reports a message from a sender outside the AV
-// as an error completion) too.
+// as an error completion) and FI_AV_USER_ID (core reports the user id an
+// address was inserted with as its sender) too.
 // RMA goes straight to the peer's tcp connection (rma.go); peers' RMA on
 // the endpoint's memory reaches its counters (FI_RMA_EVENT, which
 // libfabric's rxm does not offer). Atomics are rxm's messages (atomic.go),
@@ -40,7 +41,7 @@ const (
 	// FI_SHARED_AV: an AV made with a name (av/NAME) is one object of the
 	// tree, which endpoints of other processes bind by that name. FI_FENCE
 	// is core's (EP.fenced).
-	rdmCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.SOURCE | fi.SOURCE_ERR | fi.DIRECTED_RECV | fi.MULTI_RECV | fi.NAMED_RX_CTX |
+	rdmCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.SOURCE | fi.SOURCE_ERR | fi.AV_USER_ID | fi.DIRECTED_RECV | fi.MULTI_RECV | fi.NAMED_RX_CTX |
 		fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT | fi.SHARED_AV | fi.FENCE
 	txCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE | fi.NAMED_RX_CTX | fi.FENCE
 	rxCaps = fi.MSG | fi.TAGGED | fi.RECV | fi.SOURCE | fi.SOURCE_ERR | fi.DIRECTED_RECV | fi.MULTI_RECV |
