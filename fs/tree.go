@@ -257,7 +257,8 @@ func (t *tree) domainDir(d *core.Domain, base string) *dir {
 }
 
 // attrEntries makes one file per attribute. Attributes of an object (obj
-// set) are owned by it; domain attributes (base set) are world-readable.
+// set) are owned by it; domain attributes (base set) are world-readable,
+// and root's to write where writable (attr/tclass).
 func (t *tree) attrEntries(obj *core.Object, attrs []core.Attr, base string) []entry {
 	es := make([]entry, len(attrs))
 	for i, a := range attrs {
@@ -272,7 +273,7 @@ func (t *tree) attrEntries(obj *core.Object, attrs []core.Attr, base string) []e
 		} else {
 			ino = t.ino(base + "/" + a.Name)
 			if a.Set != nil {
-				m.mode = syscall.S_IFREG | 0o644 // root's (default_permissions)
+				m.mode = syscall.S_IFREG | 0o644
 			}
 		}
 		var set func(context.Context, []byte) error
