@@ -98,13 +98,28 @@ func (d *Domain) answersAtomics(t fi.EPType) bool {
 }
 
 // offer is the entry in as core offers it: as the provider made it, but
-// without FI_ATOMIC (in caps, tx_attr.caps and rx_attr.caps) unless the
-// domain d answers QueryAtomic for the entry's endpoint type, so that
-// getinfo never offers atomics an endpoint would refuse. Without
-// FI_ATOMIC and FI_RMA, the modifiers that need one of them go too
-// (FI_READ: "This flag requires that FI_RMA and/or FI_ATOMIC be set.",
-// fi_getinfo(3)). d is nil for an entry whose domain is not open.
+// without FI_ATOMIC unless the domain answers atomics (offerAtomics), and
+// with the domain's traffic class (attr/tclass) as domain_attr.tclass.
+// d is nil for an entry whose domain is not open.
 func (d *Domain) offer(in *fi.Info) *fi.Info {
+	in = d.offerAtomics(in)
+	if d == nil || in.DomainAttr == nil {
+		return in
+	}
+	if tc := fi.TClass(d.tclass.Load()); tc != fi.TC_UNSPEC {
+		in = in.Clone()
+		in.DomainAttr.TClass = tc
+	}
+	return in
+}
+
+// offerAtomics is in without FI_ATOMIC (in caps, tx_attr.caps and
+// rx_attr.caps) unless the domain d answers QueryAtomic for the entry's
+// endpoint type, so that getinfo never offers atomics an endpoint would
+// refuse. Without FI_ATOMIC and FI_RMA, the modifiers that need one of
+// them go too (FI_READ: "This flag requires that FI_RMA and/or FI_ATOMIC
+// be set.", fi_getinfo(3)).
+func (d *Domain) offerAtomics(in *fi.Info) *fi.Info {
 	caps := in.Caps
 	if in.TxAttr != nil {
 		caps |= in.TxAttr.Caps

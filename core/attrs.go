@@ -159,8 +159,9 @@ func infoAttrs(mu *sync.Mutex, info func() *fi.Info, frozen func() error) []Attr
 
 // domainAttrs are the files of <prov>/<domain>/attr/: every field of
 // fi_domain_attr by its name, and fi_fabric_attr's as fabric, prov_name,
-// prov_version and api_version.
-func domainAttrs(in *fi.Info) []Attr {
+// prov_version and api_version, from in, the best entry of domain dom;
+// tclass is dom's own, which root may write (setTClass).
+func domainAttrs(dom *Domain, in *fi.Info) []Attr {
 	d, f := in.DomainAttr, in.FabricAttr
 	ro := func(name, v string) Attr { return Attr{Name: name, Get: func() string { return v }} }
 	return []Attr{
@@ -188,7 +189,7 @@ func domainAttrs(in *fi.Info) []Attr {
 		ro("auth_key_size", u64(d.AuthKeySize)),
 		ro("max_err_data", u64(d.MaxErrData)),
 		ro("mr_cnt", u64(d.MRCnt)),
-		ro("tclass", d.TClass.String()),
+		{Name: "tclass", Get: func() string { return fi.TClass(dom.tclass.Load()).String() }, Set: dom.setTClass},
 		ro("fabric", f.Name),
 		ro("prov_name", f.ProvName),
 		ro("prov_version", f.ProvVersion.String()),

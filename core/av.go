@@ -21,6 +21,7 @@ type AV struct {
 	typ     fi.AVType
 	entries []*fi.Addr         // index = fi_addr; nil where removed
 	byAddr  map[fi.Addr]uint64 // the first fi_addr of each address
+	userIDs map[uint64]uint64  // fi_addr -> its user id (FI_AV_USER_ID, insert_id)
 	count   int
 	closed  bool // by Close: nothing is inserted again
 	// rxCtxBits is fi_av_attr.rx_ctx_bits: the high bits of an fi_addr
@@ -41,6 +42,39 @@ func newAV(o *Object) (Impl, error) { return &AV{obj: o, typ: fi.AV_TABLE}, nil 
 func (a *AV) Insert(addrs []fi.Addr) ([]uint64, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return a.insertLocked(addrs)
+}
+
+// InsertUserID is fi_av_insert of one address with FI_AV_USER_ID: "the
+// caller must specify an fi_addr_t identifier value to associate with
+// each address. The provider will record that identifier and use it
+// where required as part of any completion event. Note that the output
+// from the AV insertion call is unchanged." (fi_av(3)). It returns the
+// address's fi_addr; completions of endpoints with FI_AV_USER_ID report
+// id as the sender (UserID).
+func (a *AV) InsertUserID(id uint64, addr fi.Addr) (uint64, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out, err := a.insertLocked([]fi.Addr{addr})
+	if err != nil {
+		return 0, err
+	}
+	if a.userIDs == nil {
+		a.userIDs = map[uint64]uint64{}
+	}
+	a.userIDs[out[0]] = id
+	return out[0], nil
+}
+
+// UserID is the user id inserted with fi_addr, if it was (InsertUserID).
+func (a *AV) UserID(fiAddr uint64) (uint64, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	id, ok := a.userIDs[fiAddr]
+	return id, ok
+}
+
+func (a *AV) insertLocked(addrs []fi.Addr) ([]uint64, error) {
 	if a.closed {
 		return nil, gone(a.obj)
 	}
@@ -73,6 +107,7 @@ func (a *AV) Remove(fiAddr uint64) error {
 	}
 	ad := *a.entries[fiAddr]
 	a.entries[fiAddr] = nil
+	delete(a.userIDs, fiAddr)
 	a.count--
 	a.removes++
 	if a.byAddr[ad] == fiAddr {
@@ -139,8 +174,9 @@ func (a *AV) setRxCtxBits(s string) error {
 
 // AVEntry is one address of an AV, a line of av/N/addrs.
 type AVEntry struct {
-	FIAddr uint64 `json:"fi_addr"`
-	Addr   string `json:"addr"`
+	FIAddr uint64  `json:"fi_addr"`
+	Addr   string  `json:"addr"`
+	UserID *uint64 `json:"user_id"` // inserted with FI_AV_USER_ID (insert_id), else nil
 }
 
 // Entries are the AV's addresses in fi_addr order.
@@ -150,19 +186,34 @@ func (a *AV) Entries() []AVEntry {
 	out := []AVEntry{}
 	for i, e := range a.entries {
 		if e != nil {
-			out = append(out, AVEntry{FIAddr: uint64(i), Addr: e.String()})
+			ent := AVEntry{FIAddr: uint64(i), Addr: e.String()}
+			if id, ok := a.userIDs[uint64(i)]; ok {
+				ent.UserID = &id
+			}
+			out = append(out, ent)
 		}
 	}
 	return out
 }
 
-// Addrs is the text of av/N/addrs: "FIADDR ADDRESS" per line.
+// Addrs is the text of av/N/addrs: "FIADDR ADDRESS" per line, and
+// " user_id=ID" for an address inserted with one.
 func (a *AV) Addrs() string {
 	var b strings.Builder
 	for _, e := range a.Entries() {
-		fmt.Fprintf(&b, "%d %s\n", e.FIAddr, e.Addr)
+		b.WriteString(e.String())
+		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// String is the entry's line in av/N/addrs.
+func (e AVEntry) String() string {
+	s := fmt.Sprintf("%d %s", e.FIAddr, e.Addr)
+	if e.UserID != nil {
+		s += fmt.Sprintf(" user_id=%d", *e.UserID)
+	}
+	return s
 }
 
 func (a *AV) Status() Record {

@@ -328,6 +328,18 @@ var commands = []command{
 		_, err := c.obj.Impl.(*AV).Insert(addrs)
 		return err
 	}},
+	{KindAV, ctl.Cmd{Verb: "insert_id", Args: "USERID ADDR", Min: 2, Max: 2}, func(c *call) error {
+		id, err := c.num(0)
+		if err != nil {
+			return err
+		}
+		a, err := ParseAddr(c.ctx, c.args[1])
+		if err != nil {
+			return err
+		}
+		_, err = c.obj.Impl.(*AV).InsertUserID(id, a)
+		return err
+	}},
 	{KindAV, ctl.Cmd{Verb: "remove", Args: "FIADDR...", Min: 1, Max: -1}, func(c *call) error {
 		for i := range c.args {
 			v, err := c.num(i)

@@ -48,23 +48,33 @@ type CQEntry struct {
 	ProvErrno int
 	OLen      uint64
 	Desc      uint64 // the request's memory region, 0 for shell operations
+	// Unknown is, with Err fi.EADDRNOTAVAIL (FI_SOURCE_ERR), the sender
+	// the AV does not hold: the entry's err_data.
+	Unknown fi.Addr
 }
 
 func (e CQEntry) cqe() ring.CQE {
-	return ring.CQE{Context: e.Context, Flags: uint64(e.Flags), Len: e.Len, Buf: e.Buf, Data: e.Data, Tag: e.Tag,
+	c := ring.CQE{Context: e.Context, Flags: uint64(e.Flags), Len: e.Len, Buf: e.Buf, Data: e.Data, Tag: e.Tag,
 		SrcAddr: e.Src, Err: -int32(e.Err), ProvErrno: int32(e.ProvErrno), OLen: e.OLen, Desc: e.Desc}
+	e.Unknown.PutSockaddr(c.ErrData[:])
+	return c
 }
 
 func entryOf(c ring.CQE) CQEntry {
-	return CQEntry{Context: c.Context, Flags: fi.CQFlags(c.Flags), Len: c.Len, Buf: c.Buf, Data: c.Data, Tag: c.Tag,
+	e := CQEntry{Context: c.Context, Flags: fi.CQFlags(c.Flags), Len: c.Len, Buf: c.Buf, Data: c.Data, Tag: c.Tag,
 		Src: c.SrcAddr, Err: fi.Errno(-c.Err), ProvErrno: int(c.ProvErrno), OLen: c.OLen, Desc: c.Desc}
+	if e.Err == fi.EADDRNOTAVAIL {
+		e.Unknown, _ = fi.SockaddrAddr(c.ErrData[:])
+	}
+	return e
 }
 
 // Record is the entry's facts: in cq/N/events the line
 // "op_context=0x0 flags=FI_SEND|FI_MSG len=6 buf=0x0 data=0x0 tag=0x0",
 // then src=FIADDR when known and err=FI_E... prov_errno=N olen=N for an
-// error; in events.json the same keys, every one present (src and err
-// null when the line leaves them out).
+// error, and err_data=ADDRESS (the sender's, fi_sockaddr_in://...) for
+// an FI_EADDRNOTAVAIL one; in events.json the same keys, every one
+// present (src, err and err_data null when the line leaves them out).
 func (e CQEntry) Record() Record {
 	src := Field{Key: "src", Text: strconv.FormatUint(e.Src, 10), Hide: e.Src == uint64(fi.ADDR_NOTAVAIL)}
 	if !src.Hide {
@@ -76,8 +86,12 @@ func (e CQEntry) Record() Record {
 	}
 	provErrno, olen := num("prov_errno", e.ProvErrno), num("olen", e.OLen)
 	provErrno.Hide, olen.Hide = e.Err == 0, e.Err == 0
+	errData := Field{Key: "err_data", Text: e.Unknown.String(), Hide: e.Err != fi.EADDRNOTAVAIL}
+	if !errData.Hide {
+		errData.JSON = e.Unknown.String()
+	}
 	return Record{hexNum("op_context", e.Context), flagField("flags", e.Flags.String()), num("len", e.Len),
-		hexNum("buf", e.Buf), hexNum("data", e.Data), hexNum("tag", e.Tag), src, errName, provErrno, olen}
+		hexNum("buf", e.Buf), hexNum("data", e.Data), hexNum("tag", e.Tag), src, errName, provErrno, olen, errData}
 }
 
 // String is the entry's line in cq/N/events.

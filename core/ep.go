@@ -110,10 +110,10 @@ func newEP(o *Object) (Impl, error) {
 }
 
 // bestInfo returns a copy of the domain's first entry of type t, or of its
-// first entry when t is fi.EP_UNSPEC or none has that type, without
-// FI_BUFFERED_RECV: an endpoint has buffered receives only when its
-// fi_info asks for them (ep/N/info), as fi_getinfo gives the mode only
-// to hints that have it.
+// first entry when t is fi.EP_UNSPEC or none has that type, with the
+// domain's traffic class (domainTClass) and without FI_BUFFERED_RECV: an
+// endpoint has buffered receives only when its fi_info asks for them
+// (ep/N/info), as fi_getinfo gives the mode only to hints that have it.
 func bestInfo(d *Domain, t fi.EPType) *fi.Info {
 	infos := d.Infos()
 	var best *fi.Info
@@ -128,8 +128,26 @@ func bestInfo(d *Domain, t fi.EPType) *fi.Info {
 	}
 	if best != nil {
 		best.Mode &^= fi.BUFFERED_RECV
+		domainTClass(best)
+		// FI_SOURCE_ERR and FI_AV_USER_ID change what completions say:
+		// an endpoint has them when it asks (attr/caps), as fi_getinfo
+		// returns them.
+		best.Caps &^= fi.SOURCE_ERR | fi.AV_USER_ID
+		if best.RxAttr != nil {
+			best.RxAttr.Caps &^= fi.SOURCE_ERR
+		}
 	}
 	return best
+}
+
+// domainTClass gives in, an endpoint's fi_info without a traffic class,
+// its domain's: "If tclass is unset or set to FI_TC_UNSPEC, the endpoint
+// will use the default traffic class associated with the domain."
+// (fi_endpoint(3)).
+func domainTClass(in *fi.Info) {
+	if in.TxAttr != nil && in.TxAttr.TClass == fi.TC_UNSPEC && in.DomainAttr != nil {
+		in.TxAttr.TClass = in.DomainAttr.TClass
+	}
 }
 
 // Info returns a copy of the endpoint's fi_info.

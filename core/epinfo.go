@@ -51,8 +51,9 @@ func (e *EP) SetInfo(text string) error {
 func (e *EP) chooseLocked(h *fi.Info) (*fi.Info, error) {
 	if h.DomainAttr != nil {
 		// The entry's domain is this endpoint's: names in the block are
-		// the ones getinfo printed for it, or left out.
-		h.DomainAttr.Name = ""
+		// the ones getinfo printed for it, or left out. Its traffic
+		// class is the domain's now (attr/tclass may have changed).
+		h.DomainAttr.Name, h.DomainAttr.TClass = "", fi.TC_UNSPEC
 	}
 	if h.FabricAttr != nil {
 		h.FabricAttr.Name, h.FabricAttr.ProvName = "", ""
@@ -81,6 +82,7 @@ func (e *EP) narrowLocked(name string, change func(*fi.Info), asIs bool) error {
 		change(in)
 	}
 	keepAuthKey(in, e.info)
+	domainTClass(in)
 	e.info = in
 	e.shell = defaultDataParams // they depend on the capabilities
 	return nil

@@ -103,15 +103,16 @@ func (e *EP) completed(op *Op, c Completion) {
 	// dropped, with no completions reported" (fi_endpoint(3)), unless
 	// the application asked for them (cancel_on_close).
 	discarded := e.state == stateClosed && !e.cancelOnClose
-	to, av := e.sinkLocked(op.Kind.class()), e.av
+	to, av, caps := e.sinkLocked(op.Kind.class()), e.av, e.info.Caps
 	e.mu.Unlock()
 	if !withdrawn {
 		e.ops.count(int(op.Kind), opSize(op, c), c.Err != 0)
 	}
 	if !withdrawn && !discarded {
-		to.deliver(CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Buf: op.offset + c.Offset, Data: c.Data,
-			Tag: c.Tag, Src: source(av, c.Src), Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc},
-			op.Flags&fi.COMPLETION != 0)
+		ent := CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Buf: op.offset + c.Offset, Data: c.Data,
+			Tag: c.Tag, Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc}
+		ent.source(av, c.Src, caps)
+		to.deliver(ent, op.Flags&fi.COMPLETION != 0)
 	}
 	if op.wait != nil {
 		op.wait(c)
@@ -184,14 +185,35 @@ func freeOp(op *Op) {
 	opPool.Put(op)
 }
 
+// source sets the sender of ent, a completion of an endpoint with
+// capabilities caps and AV av, from a, the sender's address if the
+// provider knows it: Src (source), and with FI_SOURCE_ERR for a sender
+// outside av the error: "if the source address cannot be converted into
+// a valid fi_addr_t value, fi_cq_readfrom will return -FI_EAVAIL, even if
+// the data were received successfully" (fi_cq(3)), the address in
+// err_data (Unknown).
+func (ent *CQEntry) source(av *AV, a fi.Addr, caps fi.Caps) {
+	ent.Src = source(av, a, caps&fi.AV_USER_ID != 0)
+	if caps&fi.SOURCE_ERR != 0 && ent.Err == 0 && ent.Src == uint64(fi.ADDR_NOTAVAIL) && a.IP.IsValid() {
+		ent.Err, ent.Unknown = fi.EADDRNOTAVAIL, a
+	}
+}
+
 // source is the fi_addr a completion reports for a sender: its entry in
-// av, the endpoint's AV, or FI_ADDR_NOTAVAIL.
-func source(av *AV, a fi.Addr) uint64 {
+// av, the endpoint's AV (or the user id inserted with it, with userIDs),
+// or FI_ADDR_NOTAVAIL.
+func source(av *AV, a fi.Addr, userIDs bool) uint64 {
 	if a == (fi.Addr{}) {
 		return uint64(fi.ADDR_NOTAVAIL) // the provider does not know: most completions
 	}
 	if av != nil {
 		if i, ok := av.Find(a); ok {
+			// FI_AV_USER_ID: "User identifiers are returned with
+			// completion data in place of the AV address"
+			// (fi_getinfo(3)).
+			if id, ok := av.UserID(i); ok && userIDs {
+				return id
+			}
 			return i
 		}
 	}
@@ -235,7 +257,8 @@ func (to sink) deliver(ent CQEntry, requested bool) {
 		to.cq.post(ent)
 	}
 	if to.cntr != nil {
-		to.cntr.completed(ent.Err != 0)
+		// An FI_EADDRNOTAVAIL receive received its message: a success.
+		to.cntr.completed(ent.Err != 0 && ent.Err != fi.EADDRNOTAVAIL)
 	}
 }
 

@@ -421,6 +421,10 @@ type Domain struct {
 	// atomicTypes are the endpoint types the provider domain takes
 	// atomics on (answersAtomics), found when the domain opened.
 	atomicTypes map[fi.EPType]bool
+
+	// tclass is domain_attr.tclass, root's choice in attr/tclass: the
+	// default traffic class of the endpoints made after (bestInfo).
+	tclass atomic.Uint32
 }
 
 // lookupSerial finds a live object of kind k by its serial (an MR's desc).
@@ -590,7 +594,7 @@ func (d *Domain) Attrs(uid uint32) []Attr {
 	if len(infos) == 0 {
 		return nil
 	}
-	attrs := domainAttrs(infos[0])
+	attrs := domainAttrs(d, infos[0])
 	for i, a := range attrs {
 		if a.Name == "auth_key_size" {
 			attrs[i].Get = func() string { return strconv.Itoa(len(d.AuthKey(uid))) }
@@ -600,6 +604,19 @@ func (d *Domain) Attrs(uid uint32) []Attr {
 		}
 	}
 	return attrs
+}
+
+// setTClass is a write of attr/tclass: the domain's default traffic
+// class, "the default traffic class that will be associated any endpoints
+// created within the domain" (fi_domain(3)). Endpoints made before keep
+// theirs.
+func (d *Domain) setTClass(s string) error {
+	v, err := parseTClass(strings.TrimSpace(s))
+	if err != nil {
+		return err
+	}
+	d.tclass.Store(uint32(v))
+	return nil
 }
 
 func (d *Domain) String() string { return fmt.Sprintf("%s/%s", d.Prov.Name(), d.Name) }

@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"encoding/json"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -45,10 +46,14 @@ func TestEntryLines(t *testing.T) {
 	}{
 		{core.CQEntry{Flags: fi.CQFlags(fi.SEND | fi.MSG), Len: 6, Src: uint64(fi.ADDR_NOTAVAIL)},
 			"op_context=0x0 flags=FI_SEND|FI_MSG len=6 buf=0x0 data=0x0 tag=0x0",
-			`{"op_context":0,"flags":["FI_SEND","FI_MSG"],"len":6,"buf":0,"data":0,"tag":0,"src":null,"err":null,"prov_errno":0,"olen":0}`},
+			`{"op_context":0,"flags":["FI_SEND","FI_MSG"],"len":6,"buf":0,"data":0,"tag":0,"src":null,"err":null,"prov_errno":0,"olen":0,"err_data":null}`},
 		{core.CQEntry{Context: 0x10, Flags: fi.CQFlags(fi.RECV | fi.MSG), Len: 4, Src: 2, Err: fi.ETRUNC, ProvErrno: 5, OLen: 3},
 			"op_context=0x10 flags=FI_RECV|FI_MSG len=4 buf=0x0 data=0x0 tag=0x0 src=2 err=FI_ETRUNC prov_errno=5 olen=3",
-			`{"op_context":16,"flags":["FI_RECV","FI_MSG"],"len":4,"buf":0,"data":0,"tag":0,"src":2,"err":"FI_ETRUNC","prov_errno":5,"olen":3}`},
+			`{"op_context":16,"flags":["FI_RECV","FI_MSG"],"len":4,"buf":0,"data":0,"tag":0,"src":2,"err":"FI_ETRUNC","prov_errno":5,"olen":3,"err_data":null}`},
+		{core.CQEntry{Context: 0x11, Flags: fi.CQFlags(fi.RECV | fi.MSG), Len: 2, Src: uint64(fi.ADDR_NOTAVAIL), Err: fi.EADDRNOTAVAIL,
+			Unknown: fi.Addr{Format: fi.SOCKADDR_IN, IP: netip.MustParseAddrPort("127.0.0.1:7000")}},
+			"op_context=0x11 flags=FI_RECV|FI_MSG len=2 buf=0x0 data=0x0 tag=0x0 err=FI_EADDRNOTAVAIL prov_errno=0 olen=0 err_data=fi_sockaddr_in://127.0.0.1:7000",
+			`{"op_context":17,"flags":["FI_RECV","FI_MSG"],"len":2,"buf":0,"data":0,"tag":0,"src":null,"err":"FI_EADDRNOTAVAIL","prov_errno":0,"olen":0,"err_data":"fi_sockaddr_in://127.0.0.1:7000"}`},
 		{core.EQEvent{Event: fi.CONNREQ, FID: "pep/0", EP: "4", Data: []byte("hello world")},
 			"connreq fid=pep/0 ep=4 data='hello world'",
 			`{"event":"connreq","fid":"pep/0","ep":"4","err":null,"prov_errno":0,"data":"hello world"}`},

@@ -117,9 +117,11 @@ func (ev epEvents) Remote(c Completion) {
 func (ev epEvents) Buffered(c Completion) {
 	e := ev.e
 	e.mu.Lock()
-	cq, av := e.rxcq, e.av
+	cq, av, caps := e.rxcq, e.av, e.info.Caps
 	e.mu.Unlock()
 	if cq != nil {
-		cq.post(CQEntry{Context: c.Key, Flags: c.Flags, Len: c.Len, Data: c.Data, Tag: c.Tag, Src: source(av, c.Src)})
+		ent := CQEntry{Context: c.Key, Flags: c.Flags, Len: c.Len, Data: c.Data, Tag: c.Tag}
+		ent.source(av, c.Src, caps)
+		cq.post(ent)
 	}
 }

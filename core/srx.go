@@ -576,9 +576,9 @@ func (s *SRX) complete(r *srxRecv, m *srxMsg) {
 		ent.Err, ent.OLen = fi.ETRUNC, uint64(rest)
 	}
 	e.mu.Lock()
-	ent.Src = source(e.av, m.c.Src)
+	ent.source(e.av, m.c.Src, e.info.Caps)
 	e.mu.Unlock()
-	e.ops.count(int(r.kind), uint64(n), ent.Err != 0)
+	e.ops.count(int(r.kind), uint64(n), ent.Err != 0 && ent.Err != fi.EADDRNOTAVAIL)
 	e.deliver(classRecv, ent, r.flags&fi.COMPLETION != 0)
 	if r.shell != nil {
 		r.shell <- r.buf[:n]

@@ -250,6 +250,7 @@ func (t *tree) domainDir(d *core.Domain, base string) *dir {
 			}),
 		}
 		es = append(es, t.domainStatsEntries(d, base)...)
+		es = append(es, t.domainOpsEntry(d, base))
 		for k := core.Kind(0); k < core.NumKinds; k++ {
 			k := k
 			es = append(es, t.dirEntry(base+"/"+k.String(), k.String(), meta{mode: syscall.S_IFDIR | 0o1777}, func() *dir { return t.kindDir(d, k, base+"/"+k.String()) }))
@@ -259,7 +260,8 @@ func (t *tree) domainDir(d *core.Domain, base string) *dir {
 }
 
 // attrEntries makes one file per attribute. Attributes of an object (obj
-// set) are owned by it; domain attributes (base set) are world-readable.
+// set) are owned by it; domain attributes (base set) are world-readable,
+// and root's to write where writable (attr/tclass).
 func (t *tree) attrEntries(obj *core.Object, attrs []core.Attr, base string) []entry {
 	es := make([]entry, len(attrs))
 	for i, a := range attrs {
@@ -273,6 +275,9 @@ func (t *tree) attrEntries(obj *core.Object, attrs []core.Attr, base string) []e
 			}
 		} else {
 			ino = t.ino(base + "/" + a.Name)
+			if a.Set != nil {
+				m.mode = syscall.S_IFREG | 0o644
+			}
 		}
 		var set func(context.Context, []byte) error
 		if a.Set != nil {
@@ -476,6 +481,7 @@ func (t *tree) kindFiles(o *core.Object, f fileMaker, j jsonMaker, rw, ro meta) 
 			}),
 			t.ringEntry(o, "tx", slotTx, func() (*ring.Region, error) { return impl.Ring("tx") }, func() (uint64, error) { return impl.RingSize("tx") }),
 			t.ringEntry(o, "rx", slotRx, func() (*ring.Region, error) { return impl.Ring("rx") }, func() (uint64, error) { return impl.RingSize("rx") }),
+			epOpsEntry(o, impl),
 		}
 	case *core.SRX:
 		return []entry{

@@ -120,7 +120,7 @@ static ssize_t cq_readerr(struct fid_cq *fid, struct fi_cq_err_entry *buf, uint6
 	cq->qhead = (cq->qhead + 1) % cq->qcap;
 	cq->qlen--;
 	const struct ffs_cq_entry *e = &cq->err;
-	size_t elen = strlen(e->errline);
+	size_t elen = e->addrlen ? e->addrlen - 1 : strlen(e->errline);
 	void *user_data = buf->err_data;
 	size_t user_size = buf->err_data_size;
 	buf->op_context = e->op_context;
@@ -132,9 +132,10 @@ static ssize_t cq_readerr(struct fid_cq *fid, struct fi_cq_err_entry *buf, uint6
 	buf->olen = e->olen;
 	buf->err = -e->err;
 	buf->prov_errno = e->prov_errno;
-	/* err_data is the endpoint's err line (ep.c): into the caller's buffer
-	 * when it gave one (fi_cq(3), API 1.5), else ours, valid until the next
-	 * read. Without one, a caller's buffer is not written. */
+	/* err_data is the endpoint's err line (ep.c), or for -FI_EADDRNOTAVAIL
+	 * the sender's address (elen + 1 bytes of it): into the caller's
+	 * buffer when it gave one (fi_cq(3), API 1.5), else ours, valid until
+	 * the next read. Without one, a caller's buffer is not written. */
 	if (!elen) {
 		if (!user_size)
 			buf->err_data = NULL;
@@ -218,6 +219,10 @@ static const char *cq_strerror(struct fid_cq *fid, int prov_errno, const void *e
 	/* err_data, as fi_cq_readerr gave it, is the endpoint's err line
 	 * (ep.c), when there is one. */
 	const char *line = err_data ? err_data : "";
+	/* -FI_EADDRNOTAVAIL's err_data is a struct sockaddr, not text: its
+	 * first byte (the family's low byte) is a control character. */
+	if ((unsigned char)line[0] < 0x20)
+		line = "";
 	if (prov_errno)
 		snprintf(buf, len, "provider error %d (%s)%s%s", prov_errno, strerror(abs(prov_errno)),
 			 *line ? ": " : "", line);

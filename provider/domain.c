@@ -105,7 +105,7 @@ static struct fi_ops domain_fi_ops = {
 	.close = domain_close,
 	.bind = domain_bind,
 	.control = ffs_no_control,
-	.ops_open = ffs_no_ops_open,
+	.ops_open = ffs_ops_open,
 	.tostr = ffs_no_tostr,
 	.ops_set = ffs_no_ops_set,
 };

@@ -163,6 +163,16 @@ unsigned ffs_sockaddr_port(const void *addr)
 	return 0;
 }
 
+size_t ffs_sockaddr_len(const void *addr, size_t room)
+{
+	sa_family_t family;
+	if (room < sizeof family)
+		return 0;
+	memcpy(&family, addr, sizeof family);
+	size_t n = family == AF_INET ? sizeof(struct sockaddr_in) : family == AF_INET6 ? sizeof(struct sockaddr_in6) : 0;
+	return n <= room ? n : 0;
+}
+
 int ffs_addr_format(const void *addr, size_t addrlen, char *buf, size_t size)
 {
 	char host[INET6_ADDRSTRLEN];
@@ -455,9 +465,14 @@ bool ffs_ep_complete(const struct fabricfs_cqe *c, struct ffs_cq_entry *e)
 	 * last) for a failure it explains; none for a cancelled or truncated
 	 * operation, as libfabric's providers give none: an application may
 	 * pass fi_cq_readerr an entry whose err_data it never set. */
-	if (c->err && c->err != -FI_ECANCELED && c->err != -FI_ETRUNC && !ep->closing)
+	if (c->err == -FI_EADDRNOTAVAIL) {
+		/* FI_SOURCE_ERR: the message arrived; err_data is its sender's
+		 * address (docs/abi.md), for fi_av_insert. */
+		e->addrlen = ffs_sockaddr_len(c->err_data, sizeof c->err_data);
+		memcpy(e->errline, c->err_data, e->addrlen);
+	} else if (c->err && c->err != -FI_ECANCELED && c->err != -FI_ETRUNC && !ep->closing)
 		ffs_get(&ep->obj, "err", e->errline, sizeof e->errline);
-	bool last = !r->multi || (c->flags & FI_MULTI_RECV) || c->err;
+	bool last = !r->multi || (c->flags & FI_MULTI_RECV) || (c->err && c->err != -FI_EADDRNOTAVAIL);
 	if (last)
 		release(ep, r);
 	pthread_mutex_unlock(&ep->lock);
@@ -1546,10 +1561,15 @@ static struct fi_ops ep_fi_ops = {
 	.close = ep_close,
 	.bind = ep_bind,
 	.control = ep_control,
-	.ops_open = ffs_no_ops_open,
+	.ops_open = ffs_ops_open,
 	.tostr = ffs_no_tostr,
 	.ops_set = ffs_no_ops_set,
 };
+
+const char *ffs_ep_dir(struct fid *fid)
+{
+	return fid && fid->ops == &ep_fi_ops ? ((struct ffs_ep *)fid)->obj.dir : NULL;
+}
 
 static struct fi_ops_ep ep_ops = {
 	.size = sizeof(struct fi_ops_ep),

@@ -24,6 +24,9 @@
  *	cntr.c		counters
  *	wait.c		wait objects: FI_WAIT_FD, fi_trywait, wait sets, poll sets
  *	atomic.c	atomic operations (fi_atomic(3)) and fi_query_atomic
+ *	ops.c		fi_open_ops: the sets of an object's ops/ directory
+ *
+ * fi_ext_fabricfs.h is the public part: the struct fi_open_ops gives.
  */
 #ifndef FFS_H
 #define FFS_H
@@ -51,6 +54,7 @@
 #include <rdma/providers/fi_prov.h>
 
 #include "fabricfs.h"
+#include "fi_ext_fabricfs.h"
 
 #define FFS_PROV_NAME "fabricfs"
 #define FFS_PROV_VERSION FI_VERSION(1, 0)
@@ -192,6 +196,15 @@ int ffs_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **op
 int ffs_no_tostr(const struct fid *fid, char *buf, size_t len);
 int ffs_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops, void *context);
 
+/* ---- ops.c: fi_open_ops of domains and endpoints (fi_ext_fabricfs.h) ---- */
+
+/* ffs_ops_open opens a set of the object's ops/ directory: the struct
+ * fi_fabricfs_ops, or -FI_ENOSYS for a name the object has no set of. */
+int ffs_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
+/* ffs_ep_dir is the tree directory of fid if it is an endpoint of this
+ * provider (ep.c), else NULL. */
+const char *ffs_ep_dir(struct fid *fid);
+
 /* Lock order: dom->cq_lock, then a CQ's lock, then an endpoint's lock,
  * then an EQ's lock (fi_ep_bind of an EQ). The data path calls
  * ffs_mr_lookup (dom->lock) before it takes the endpoint's lock. */
@@ -277,6 +290,9 @@ struct ffs_cq_entry {
 	fi_addr_t src_addr;
 	int err, prov_errno;
 	uint64_t olen;
+	/* An -FI_EADDRNOTAVAIL entry's err_data is the sender's address, a
+	 * struct sockaddr of this many bytes in errline; 0: errline is text. */
+	size_t addrlen;
 	char errline[256]; /* an error entry's err_data: the endpoint's err line, or empty */
 };
 
@@ -374,6 +390,9 @@ int ffs_name_get(struct ffs_obj *o, const char *file, void *addr, size_t *addrle
 /* ffs_sockaddr_port is the port of a sockaddr_in or sockaddr_in6, 0 for
  * none or another family. */
 unsigned ffs_sockaddr_port(const void *addr);
+/* ffs_sockaddr_len is the size of the sockaddr_in or sockaddr_in6 at addr
+ * (room bytes there), 0 for another family or too little room. */
+size_t ffs_sockaddr_len(const void *addr, size_t room);
 int ffs_addr_format(const void *addr, size_t addrlen, char *buf, size_t size);
 /* ffs_hex_data writes private data as the tree's DATA word (hex:...), or
  * an empty string when len is 0. ep.c. */
@@ -500,6 +519,15 @@ int ffs_no_control(struct fid *fid, int command, void *arg);
 int ffs_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
 int ffs_no_tostr(const struct fid *fid, char *buf, size_t len);
 int ffs_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops, void *context);
+
+/* ---- ops.c: fi_open_ops of domains and endpoints (fi_ext_fabricfs.h) ---- */
+
+/* ffs_ops_open opens a set of the object's ops/ directory: the struct
+ * fi_fabricfs_ops, or -FI_ENOSYS for a name the object has no set of. */
+int ffs_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
+/* ffs_ep_dir is the tree directory of fid if it is an endpoint of this
+ * provider (ep.c), else NULL. */
+const char *ffs_ep_dir(struct fid *fid);
 
 /*
  * ffs_mr_lookup finds a registered region holding [buf, buf+len), the

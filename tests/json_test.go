@@ -126,6 +126,7 @@ type jsonCQE struct {
 	Err       *string  `json:"err"`
 	ProvErrno int      `json:"prov_errno"`
 	OLen      uint64   `json:"olen"`
+	ErrData   *string  `json:"err_data"`
 }
 
 // jsonEQEvent is a line of eq/N/events.json.
@@ -406,7 +407,11 @@ func checkJSONView(t *testing.T, path, rel string, b []byte) {
 		fail(strictDecode(b, &es))
 		var lines []string
 		for _, e := range es {
-			lines = append(lines, fmt.Sprintf("%d %s", e.FIAddr, e.Addr))
+			line := fmt.Sprintf("%d %s", e.FIAddr, e.Addr)
+			if e.UserID != nil {
+				line += fmt.Sprintf(" user_id=%d", *e.UserID)
+			}
+			lines = append(lines, line)
 		}
 		if got := strings.Join(lines, "\n"); got != text("addrs") {
 			t.Errorf("%s says %q, addrs %q", rel, got, text("addrs"))

@@ -45,6 +45,13 @@ type rdmNode struct {
 
 func newRDMNode(t *testing.T, dom *fabricfs.Domain) *rdmNode {
 	t.Helper()
+	return newRDMNodeWith(t, dom)
+}
+
+// newRDMNodeWith is newRDMNode with the endpoint's attributes attrs (name,
+// value, ...) set before enable.
+func newRDMNodeWith(t *testing.T, dom *fabricfs.Domain, attrs ...string) *rdmNode {
+	t.Helper()
 	n := &rdmNode{}
 	var err error
 	if n.av, err = dom.NewAV(); err != nil {
@@ -53,7 +60,7 @@ func newRDMNode(t *testing.T, dom *fabricfs.Domain) *rdmNode {
 	if n.cq, err = dom.NewCQ(4096); err != nil {
 		t.Fatal(err)
 	}
-	if n.ep, err = dom.NewRDM(n.av, n.cq); err != nil {
+	if n.ep, err = dom.NewRDM(n.av, n.cq, attrs...); err != nil {
 		t.Fatal(err)
 	}
 	if n.mr, err = dom.NewMR(1<<20, "FI_SEND,FI_RECV"); err != nil {

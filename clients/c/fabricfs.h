@@ -224,7 +224,9 @@ struct fabricfs_wr {
 	uint8_t reserved2[6];
 };
 
-/* A completion, the entry of cq/N/data. */
+/* A completion, the entry of cq/N/data. err_data: with err
+ * -FI_EADDRNOTAVAIL (FI_SOURCE_ERR) the sender's address, a struct
+ * sockaddr_in or sockaddr_in6 by its family; zero otherwise. */
 struct fabricfs_cqe {
 	uint64_t op_context;
 	uint64_t flags;
@@ -237,7 +239,8 @@ struct fabricfs_cqe {
 	int32_t prov_errno;
 	uint64_t olen;
 	uint64_t desc;
-	uint8_t reserved[48];
+	uint8_t err_data[32];
+	uint8_t reserved[16];
 };
 
 /* A local segment: len bytes at offset of the region whose desc is desc. */

@@ -94,10 +94,10 @@ WR_FIELDS = ("op", "iov_count", "rma_iov_count", "flags", "context", "desc", "of
              "rma_addr", "rma_key", "result_desc", "result_offset", "compare_offset", "datatype",
              "atomic_op")
 WR = struct.Struct("=BBB5x14QBB6x")
-# A completion's fields, in order (48 reserved bytes at the end).
+# A completion's fields, in order (16 reserved bytes at the end).
 CQE_FIELDS = ("op_context", "flags", "len", "buf", "data", "tag", "src_addr", "err", "prov_errno",
-              "olen", "desc")
-CQE = struct.Struct("=7Qii2Q48x")
+              "olen", "desc", "err_data")
+CQE = struct.Struct("=7Qii2Q32s16x")
 # The segments of a work request's segment array: local, then remote.
 IOV_FIELDS = ("desc", "offset", "len")
 IOV = struct.Struct("=3Q")

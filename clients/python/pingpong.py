@@ -99,7 +99,7 @@ class Side:
     def reap(self):
         cs = self.cqr.take()
         for (ctx, flags, length, buf, _data, _tag, _src, err, prov_errno, olen,
-             _desc) in cs:
+             _desc, _err_data) in cs:
             if err:
                 raise Fail("%s: error completion: op_context=%#x flags=%#x err=%d prov_errno=%d "
                            "olen=%d (ep err: %s)" % (self.name, ctx, flags, err, prov_errno, olen,

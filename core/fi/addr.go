@@ -2,6 +2,7 @@ package fi
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"net/netip"
@@ -173,4 +174,59 @@ func SockAddr(ap netip.AddrPort) Addr {
 		f = SOCKADDR_IN
 	}
 	return Addr{Format: f, IP: netip.AddrPortFrom(ip, ap.Port())}
+}
+
+// Address families of struct sockaddr (Linux's values).
+const (
+	afInet  = 2  // AF_INET
+	afInet6 = 10 // AF_INET6
+)
+
+// PutSockaddr writes a's IP address as the C struct it stands for: a
+// struct sockaddr_in (16 bytes) for an IPv4 address, else a struct
+// sockaddr_in6 (28), the family in host order and the port in network
+// order as in C, the rest zero. It returns the length, 0 if a has no IP
+// address or b is too short.
+func (a Addr) PutSockaddr(b []byte) int {
+	ip := a.IP.Addr()
+	n := sizeofSockaddrIn6
+	if a.is4() {
+		n = sizeofSockaddrIn
+	}
+	if !ip.IsValid() || len(b) < n {
+		return 0
+	}
+	clear(b[:n])
+	b[2], b[3] = byte(a.IP.Port()>>8), byte(a.IP.Port())
+	if n == sizeofSockaddrIn {
+		binary.NativeEndian.PutUint16(b, afInet)
+		v4 := ip.Unmap().As4()
+		copy(b[4:8], v4[:])
+	} else {
+		binary.NativeEndian.PutUint16(b, afInet6)
+		v6 := ip.As16()
+		copy(b[8:24], v6[:])
+	}
+	return n
+}
+
+// SockaddrAddr reads a struct sockaddr_in or sockaddr_in6 (PutSockaddr's
+// forms) from b; false if b holds neither.
+func SockaddrAddr(b []byte) (Addr, bool) {
+	if len(b) < sizeofSockaddrIn {
+		return Addr{}, false
+	}
+	port := uint16(b[2])<<8 | uint16(b[3])
+	switch binary.NativeEndian.Uint16(b) {
+	case afInet:
+		ip := netip.AddrFrom4([4]byte(b[4:8]))
+		return Addr{Format: SOCKADDR_IN, IP: netip.AddrPortFrom(ip, port)}, true
+	case afInet6:
+		if len(b) < sizeofSockaddrIn6 {
+			return Addr{}, false
+		}
+		ip := netip.AddrFrom16([16]byte(b[8:24]))
+		return Addr{Format: SOCKADDR_IN6, IP: netip.AddrPortFrom(ip, port)}, true
+	}
+	return Addr{}, false
 }

@@ -125,3 +125,36 @@ func TestSockAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestPutSockaddr: an address as the C struct sockaddr_in / sockaddr_in6
+// (the err_data of an FI_EADDRNOTAVAIL completion) and back.
+func TestPutSockaddr(t *testing.T) {
+	for _, tt := range []struct {
+		a    Addr
+		want []byte // family (little-endian hosts), port, address
+	}{
+		{Addr{Format: SOCKADDR_IN, IP: ap("127.0.0.1:7000")}, []byte{2, 0, 0x1b, 0x58, 127, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}},
+		{Addr{Format: SOCKADDR_IN6, IP: ap("[::1]:9")}, []byte{10, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}},
+	} {
+		b := make([]byte, 32)
+		for i := range b {
+			b[i] = 0xee
+		}
+		n := tt.a.PutSockaddr(b)
+		if n != len(tt.want) || string(b[:n]) != string(tt.want) {
+			t.Errorf("PutSockaddr(%v) = %d, % x; want % x", tt.a, n, b[:n], tt.want)
+		}
+		if got, ok := SockaddrAddr(b); !ok || got != tt.a {
+			t.Errorf("SockaddrAddr(% x) = %v, %v; want %v", b[:n], got, ok, tt.a)
+		}
+	}
+	if n := (Addr{}).PutSockaddr(make([]byte, 32)); n != 0 {
+		t.Errorf("an address without an IP wrote %d bytes", n)
+	}
+	if n := (Addr{Format: SOCKADDR_IN6, IP: ap("[::1]:9")}).PutSockaddr(make([]byte, 20)); n != 0 {
+		t.Errorf("a sockaddr_in6 into 20 bytes wrote %d", n)
+	}
+	if _, ok := SockaddrAddr(make([]byte, 32)); ok {
+		t.Error("zeros read as an address")
+	}
+}

@@ -121,7 +121,7 @@ func abiStructs() map[string]map[string]abiField {
 			"op_context": {cqContext, 8}, "flags": {cqFlags, 8}, "len": {cqLen, 8}, "buf": {cqBuf, 8},
 			"data": {cqData, 8}, "tag": {cqTag, 8}, "src_addr": {cqSrcAddr, 8}, "err": {cqErr, 4},
 			"prov_errno": {cqProvErrno, 4}, "olen": {cqOLen, 8}, "desc": {cqDesc, 8},
-			"reserved": {cqReserved, EntrySize - cqReserved},
+			"err_data": {cqErrData, ErrDataSize}, "reserved": {cqReserved, EntrySize - cqReserved},
 		},
 		"fabricfs_iov":     {"desc": {segDesc, 8}, "offset": {segOffset, 8}, "len": {segLen, 8}},
 		"fabricfs_rma_iov": {"addr": {rmaSegAddr, 8}, "len": {rmaSegLen, 8}, "key": {rmaSegKey, 8}},

@@ -211,7 +211,15 @@ type CQE struct {
 	ProvErrno int32
 	OLen      uint64
 	Desc      uint64
+	// ErrData is err_data: with -FI_EADDRNOTAVAIL (FI_SOURCE_ERR) the
+	// sender's address as a struct sockaddr_in or sockaddr_in6, zero
+	// otherwise.
+	ErrData [ErrDataSize]byte
 }
+
+// ErrDataSize is the size of a completion's err_data: room for a struct
+// sockaddr_in6 (28 bytes).
+const ErrDataSize = 32
 
 // Byte offsets of the completion's fields.
 const (
@@ -226,7 +234,8 @@ const (
 	cqProvErrno = 60
 	cqOLen      = 64
 	cqDesc      = 72
-	cqReserved  = 80 // 48 bytes
+	cqErrData   = 80  // ErrDataSize bytes
+	cqReserved  = 112 // 16 bytes
 )
 
 // Encode writes c into b, exactly as docs/abi.md lays it out, reserved bytes
@@ -244,6 +253,7 @@ func (c *CQE) Encode(b []byte) {
 	ne.PutUint32(b[cqProvErrno:], uint32(c.ProvErrno))
 	ne.PutUint64(b[cqOLen:], c.OLen)
 	ne.PutUint64(b[cqDesc:], c.Desc)
+	copy(b[cqErrData:], c.ErrData[:])
 	clear(b[cqReserved:EntrySize])
 }
 
@@ -269,6 +279,7 @@ func DecodeCQE(b []byte) (CQE, error) {
 		ProvErrno: int32(ne.Uint32(e[cqProvErrno:])),
 		OLen:      ne.Uint64(e[cqOLen:]),
 		Desc:      ne.Uint64(e[cqDesc:]),
+		ErrData:   [ErrDataSize]byte(e[cqErrData:cqReserved]),
 	}
 	if err := checkReserved("completion", e[:], cqReserved, EntrySize); err != nil {
 		return c, err

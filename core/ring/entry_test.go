@@ -173,7 +173,7 @@ func sampleCQE() CQE {
 	return CQE{
 		Context: 0x0102030405060708, Flags: 1<<11 | 1<<1, Len: 0x1111111111111111, Buf: 0x2222222222222222,
 		Data: 0x3333333333333333, Tag: 0x4444444444444444, SrcAddr: ^uint64(0), Err: -265, ProvErrno: 0x7abcdef0,
-		OLen: 0x5555555555555555, Desc: 0x6666666666666666,
+		OLen: 0x5555555555555555, Desc: 0x6666666666666666, ErrData: [ErrDataSize]byte{0: 2, 3: 7, 31: 0x77},
 	}
 }
 
@@ -198,7 +198,10 @@ func TestCQELayout(t *testing.T) {
 		{"olen", 64, 8, 0x5555555555555555},
 		{"desc", 72, 8, 0x6666666666666666},
 	})
-	checkZero(t, b, 80, 128)
+	if b[80] != 2 || b[83] != 7 || b[111] != 0x77 {
+		t.Errorf("err_data at 80..112: % x", b[80:112])
+	}
+	checkZero(t, b, 112, 128)
 	got, err := DecodeCQE(b)
 	if err != nil || got != c {
 		t.Errorf("DecodeCQE = %+v, %v; want %+v", got, err, c)
@@ -206,13 +209,13 @@ func TestCQELayout(t *testing.T) {
 	if got.Err != -265 {
 		t.Errorf("err = %d, want -265", got.Err)
 	}
-	for i := 80; i < 128; i++ {
+	for i := 112; i < 128; i++ {
 		b := make([]byte, EntrySize)
 		c.Encode(b)
 		b[i] = 1
 		got, err := DecodeCQE(b)
 		var fe *FieldError
-		if !errors.As(err, &fe) || fe.Field != "reserved" || fe.Offset != 80 || fe.In != "completion" {
+		if !errors.As(err, &fe) || fe.Field != "reserved" || fe.Offset != 112 || fe.In != "completion" {
 			t.Fatalf("reserved byte %d set: DecodeCQE error %v", i, err)
 		}
 		if got != c {

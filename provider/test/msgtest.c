@@ -8,8 +8,9 @@
  * read (staged) and write with remote CQ data, zero-copy messages between
  * registered buffers, an atomic the domain does not take, the shutdown
  * event, a reject with private data, authorization keys (a listener
- * refuses another key), and fi_domain_bind (FI_REG_MR's
- * FI_MR_COMPLETE events, the domain's EQ as its endpoints' default).
+ * refuses another key), fi_domain_bind (FI_REG_MR's FI_MR_COMPLETE
+ * events, the domain's EQ as its endpoints' default), fi_open_ops and
+ * fi_set_ops (check_ops), and a counter bound to a memory region.
  *
  *	FI_PROVIDER_PATH=bin FI_FABRICFS_ROOT=/fabric msgtest [DOMAIN]
  *
@@ -18,6 +19,8 @@
  * prints "FAIL: ..." and exits 1. tests/provider_test.go runs it.
  */
 #include "fitest.h"
+
+#include "../fi_ext_fabricfs.h"
 
 /* The longest key the tree takes (docs/tree.md, attr/auth_key). */
 #define FFS_TEST_AUTH_KEY_MAX 64
@@ -183,6 +186,59 @@ static void connect_pair(struct fid_pep *pep, struct side *cli, struct side *srv
 	printf("ok getname, getpeer\n");
 }
 
+/* check_ops: fi_open_ops, "used to open provider specific interfaces"
+ * (fi_domain(3)), opens the sets the tree has in ops/ (fi_ext_fabricfs.h)
+ * and answers -FI_ENOSYS for other names; fi_set_ops: "If the override is
+ * unknown or not supported, the provider will return -FI_ENOSYS." A verbs
+ * domain has verbs_device_v1 and its endpoints verbs_qp_v1 (the QP in
+ * RTS, aimed at the peer's); a tcp domain has no set and its endpoints
+ * tcp_sockopt_v1, whose TCP_NODELAY reads 1 and takes 0. */
+static void check_ops(struct side *cli, struct side *srv, bool verbs)
+{
+	struct fi_fabricfs_ops *ops = NULL;
+	char buf[64];
+	int hook;
+	if (fi_open_ops(&domain->fid, "no_such_ops_v1", 0, (void **)&ops, NULL) != -FI_ENOSYS ||
+	    fi_open_ops(&cli->ep->fid, "../attr", 0, (void **)&ops, NULL) != -FI_ENOSYS)
+		fail("fi_open_ops of unknown names did not answer -FI_ENOSYS");
+	if (fi_set_ops(&domain->fid, FI_SET_OPS_HMEM_OVERRIDE, 0, &hook, NULL) != -FI_ENOSYS)
+		fail("fi_set_ops(FI_SET_OPS_HMEM_OVERRIDE) did not answer -FI_ENOSYS");
+	if (verbs) {
+		CHECK(fi_open_ops(&domain->fid, "verbs_device_v1", 0, (void **)&ops, NULL));
+		if (!ops || ops->size != sizeof *ops)
+			fail("verbs_device_v1: no ops");
+		if (ops->get(&domain->fid, "verbs_device_v1", "gid", buf, sizeof buf) != 39 ||
+		    strcmp(buf, "0000:0000:0000:0000:0000:ffff:7f00:0001"))
+			fail("verbs_device_v1 gid: %s", buf);
+		if (ops->get(&domain->fid, "verbs_device_v1", "no_such_value", buf, sizeof buf) != -FI_ENOENT)
+			fail("a value the set has not is not -FI_ENOENT");
+		if (ops->set(&domain->fid, "verbs_device_v1", "gid", "::1") != -FI_EACCES)
+			fail("writing a read-only value did not fail with -FI_EACCES");
+		CHECK(fi_open_ops(&cli->ep->fid, "verbs_qp_v1", 0, (void **)&ops, NULL));
+		char cqpn[16], sqpn[16], cdest[16];
+		if (ops->get(&cli->ep->fid, "verbs_qp_v1", "qp_state", buf, sizeof buf) < 0 || strcmp(buf, "IBV_QPS_RTS"))
+			fail("verbs_qp_v1 qp_state: %s", buf);
+		if (ops->get(&cli->ep->fid, "verbs_qp_v1", "qp_num", cqpn, sizeof cqpn) <= 0 ||
+		    ops->get(&cli->ep->fid, "verbs_qp_v1", "dest_qp_num", cdest, sizeof cdest) <= 0 ||
+		    ops->get(&srv->ep->fid, "verbs_qp_v1", "qp_num", sqpn, sizeof sqpn) <= 0 || strcmp(cdest, sqpn) ||
+		    !strcmp(cqpn, sqpn))
+			fail("verbs_qp_v1: client qp %s to %s, server qp %s", cqpn, cdest, sqpn);
+	} else {
+		if (fi_open_ops(&domain->fid, "tcp_sockopt_v1", 0, (void **)&ops, NULL) != -FI_ENOSYS)
+			fail("a tcp domain opened tcp_sockopt_v1");
+		CHECK(fi_open_ops(&cli->ep->fid, "tcp_sockopt_v1", 0, (void **)&ops, NULL));
+		if (ops->get(&cli->ep->fid, "tcp_sockopt_v1", "TCP_NODELAY", buf, sizeof buf) != 1 || strcmp(buf, "1"))
+			fail("tcp_sockopt_v1 TCP_NODELAY: %s", buf);
+		CHECK(ops->set(&cli->ep->fid, "tcp_sockopt_v1", "TCP_NODELAY", "0"));
+		if (ops->get(&cli->ep->fid, "tcp_sockopt_v1", "TCP_NODELAY", buf, sizeof buf) != 1 || strcmp(buf, "0"))
+			fail("tcp_sockopt_v1 TCP_NODELAY after writing 0: %s", buf);
+		if (ops->set(&cli->ep->fid, "tcp_sockopt_v1", "TCP_NODELAY", "7") != -FI_EINVAL)
+			fail("TCP_NODELAY took 7");
+		CHECK(ops->set(&cli->ep->fid, "tcp_sockopt_v1", "TCP_NODELAY", "1"));
+	}
+	printf("ok fi_open_ops, fi_set_ops\n");
+}
+
 /* transfer sends len bytes (in niov pieces) from cli to srv and checks
  * them, the completions and the formats. */
 static void transfer(struct side *cli, struct side *srv, size_t len, size_t niov, size_t seed)
@@ -250,6 +306,7 @@ int main(int argc, char **argv)
 
 	struct side cli, srv;
 	connect_pair(pep, &cli, &srv);
+	check_ops(&cli, &srv, !strncmp(info->domain_attr->name, "verbs/", 6));
 
 	/* Sizes: a byte, a page, 1 MiB, one larger than a staging region
 	 * (4 MiB: a temporary region), and scattered over iovecs. */

@@ -6,7 +6,7 @@
  * counts a staged receive with its bytes in place, an endpoint whose
  * receives have no CQ (the provider's hidden one), fi_cq_sread, selective
  * completion, FI_PEEK, FI_CLAIM and FI_DISCARD, RMA write, read and
- * writedata to a peer's registered region,
+ * writedata to a peer's registered region, FI_SOURCE_ERR (source_err),
  * and threads sharing an endpoint and its CQ (FI_THREAD_SAFE).
  *
  *	FI_PROVIDER_PATH=bin FI_FABRICFS_ROOT=/fabric rdmtest [DOMAIN [rdm|dgram]]
@@ -171,6 +171,82 @@ static void message(struct node *a, struct node *b, size_t len, size_t seed)
 	printf("ok %zu bytes\n", len);
 }
 
+/* source_err: an endpoint opened with FI_SOURCE | FI_SOURCE_ERR and an
+ * AV of its own, empty, gets a's message as an error completion: "if the
+ * source address cannot be converted into a valid fi_addr_t value,
+ * fi_cq_readfrom will return -FI_EAVAIL, even if the data were received
+ * successfully. The completion will then be reported through
+ * fi_cq_readerr with error code -FI_EADDRNOTAVAIL." (fi_cq(3)), the bytes
+ * in the buffer and err_data the source address, which "may be passed
+ * directly into an fi_av_insert call"; a's next message then comes from
+ * the fi_addr that insert gave. */
+static void source_err(struct node *a, const char *dom)
+{
+	struct fi_info *hints = fi_allocinfo(), *si;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_MSG | FI_SOURCE | FI_SOURCE_ERR;
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	hints->fabric_attr->prov_name = strdup("fabricfs");
+	hints->domain_attr->name = strdup(dom);
+	CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &si));
+	if (!(si->caps & FI_SOURCE_ERR))
+		fail("fi_getinfo with FI_SOURCE_ERR: caps %#llx", (unsigned long long)si->caps);
+	struct fid_av *xav;
+	struct fi_av_attr ava = {.type = FI_AV_TABLE};
+	CHECK(fi_av_open(domain, &ava, &xav, NULL));
+	struct node x;
+	struct fi_cq_attr attr = {.size = 64, .format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_UNSPEC};
+	CHECK(fi_cq_open(domain, &attr, &x.cq, NULL));
+	CHECK(fi_endpoint(domain, si, &x.ep, NULL));
+	CHECK(fi_ep_bind(x.ep, &xav->fid, 0));
+	CHECK(fi_ep_bind(x.ep, &x.cq->fid, FI_TRANSMIT | FI_RECV));
+	CHECK(fi_enable(x.ep));
+	char name[128];
+	size_t len = sizeof name;
+	CHECK(fi_getname(&x.ep->fid, name, &len));
+	if (fi_av_insert(av, name, 1, &x.addr, 0, NULL) != 1)
+		fail("fi_av_insert");
+
+	char msg[16] = "stranger", rx[16] = "";
+	int rctx, sctx;
+	CHECK(fi_recv(x.ep, rx, sizeof rx, NULL, FI_ADDR_UNSPEC, &rctx));
+	CHECK(fi_send(a->ep, msg, sizeof msg, NULL, x.addr, &sctx));
+	struct fi_cq_tagged_entry e;
+	cq_wait(a->cq, &e, NULL, "send to x");
+	ssize_t n;
+	fi_addr_t src = 0;
+	for (double deadline = now() + 5; (n = fi_cq_readfrom(x.cq, &e, 1, &src)) == -FI_EAGAIN;)
+		if (now() > deadline)
+			fail("source_err: no completion");
+	if (n != -FI_EAVAIL)
+		fail("fi_cq_readfrom of a message from outside the AV: %zd, want -FI_EAVAIL", n);
+	struct fi_cq_err_entry err = {0};
+	if (fi_cq_readerr(x.cq, &err, 0) != 1 || err.err != FI_EADDRNOTAVAIL || err.op_context != &rctx ||
+	    err.len != sizeof msg || strcmp(rx, "stranger") || !(err.flags & FI_RECV))
+		fail("readerr: err %d context %p len %zu '%s'", err.err, err.op_context, err.len, rx);
+	char aname[128];
+	size_t alen = sizeof aname;
+	CHECK(fi_getname(&a->ep->fid, aname, &alen));
+	if (err.err_data_size != alen || memcmp(err.err_data, aname, alen))
+		fail("err_data is not the sender's address");
+	fi_addr_t fa;
+	if (fi_av_insert(xav, err.err_data, 1, &fa, 0, NULL) != 1)
+		fail("fi_av_insert of err_data");
+	CHECK(fi_recv(x.ep, rx, sizeof rx, NULL, FI_ADDR_UNSPEC, &rctx));
+	CHECK(fi_send(a->ep, msg, sizeof msg, NULL, x.addr, &sctx));
+	cq_wait(a->cq, &e, NULL, "send to x");
+	cq_wait(x.cq, &e, &src, "recv at x");
+	if (e.op_context != &rctx || src != fa)
+		fail("recv once inserted: context %p src %llu, want %llu", e.op_context, (unsigned long long)src,
+		     (unsigned long long)fa);
+	CHECK(fi_close(&x.ep->fid));
+	CHECK(fi_close(&x.cq->fid));
+	CHECK(fi_close(&xav->fid));
+	fi_freeinfo(si);
+	fi_freeinfo(hints);
+	printf("ok FI_SOURCE_ERR\n");
+}
+
 /* Threads: two senders share endpoint a and its CQ, each sending
  * THREAD_MSGS messages to b, whose receiver checks every one (a header of
  * the sender and its sequence number, and a pattern of them). */
@@ -323,6 +399,7 @@ int main(int argc, char **argv)
 		cq_wait(a.cq, &e, NULL, "tsend");
 		printf("ok tagged matching\n");
 	}
+	source_err(&a, dom);
 
 	/* fi_trecvmsg with FI_PEEK, FI_CLAIM and FI_DISCARD (fi_tagged(3)):
 	 * the tree's unexpected messages, seen and taken through it. */

@@ -29,7 +29,10 @@ const (
 )
 
 // Capabilities implemented. FI_SOURCE and FI_DIRECTED_RECV are secondary
-// and primary receive modifiers; fi_getinfo returns FI_SOURCE only when asked.
+// and primary receive modifiers; fi_getinfo returns FI_SOURCE only when asked,
+// and FI_SOURCE_ERR (core reports a message from a sender outside the AV
+// as an error completion) and FI_AV_USER_ID (core reports the user id an
+// address was inserted with as its sender) too.
 // RMA goes straight to the peer's tcp connection (rma.go); peers' RMA on
 // the endpoint's memory reaches its counters (FI_RMA_EVENT, which
 // libfabric's rxm does not offer). Atomics are rxm's messages (atomic.go),
@@ -38,10 +41,10 @@ const (
 	// FI_SHARED_AV: an AV made with a name (av/NAME) is one object of the
 	// tree, which endpoints of other processes bind by that name. FI_FENCE
 	// is core's (EP.fenced).
-	rdmCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV | fi.NAMED_RX_CTX |
+	rdmCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.SOURCE | fi.SOURCE_ERR | fi.AV_USER_ID | fi.DIRECTED_RECV | fi.MULTI_RECV | fi.NAMED_RX_CTX |
 		fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT | fi.SHARED_AV | fi.FENCE
 	txCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE | fi.NAMED_RX_CTX | fi.FENCE
-	rxCaps = fi.MSG | fi.TAGGED | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV |
+	rxCaps = fi.MSG | fi.TAGGED | fi.RECV | fi.SOURCE | fi.SOURCE_ERR | fi.DIRECTED_RECV | fi.MULTI_RECV |
 		fi.RMA | fi.ATOMIC | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT
 )
 
@@ -249,6 +252,15 @@ func (d *domain) Close() error { return d.inner.Close() }
 func (d *domain) DeviceCounters() []core.DeviceCounter {
 	if dc, ok := d.inner.(core.DeviceCounters); ok {
 		return dc.DeviceCounters()
+	}
+	return nil
+}
+
+// Ops is core.OpsOpener: the wrapped domain's provider-specific
+// operation sets, none if it has none.
+func (d *domain) Ops() []core.OpsSet {
+	if o, ok := d.inner.(core.OpsOpener); ok {
+		return o.Ops()
 	}
 	return nil
 }

@@ -152,7 +152,7 @@ func (e *udEndpoint) send(op *core.Op, d *udDest) error {
 func (e *udEndpoint) resolved(dst netip.AddrPort, d *udDest, qpn, qkey uint32, err error) {
 	var ah *ibv.AH
 	if err == nil {
-		if ah, err = e.o.pd.CreateAH(ibv.AHAttr{Dest: e.d.dev.peer(dst.Addr())}); err != nil {
+		if ah, err = e.o.pd.CreateAH(ibv.AHAttr{Dest: e.d.dev.peer(dst.Addr()), TrafficClass: trafficClass(e.info)}); err != nil {
 			err = ibvError("address handle for "+dst.String(), err)
 		}
 	}

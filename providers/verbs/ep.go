@@ -177,7 +177,7 @@ func (e *rcEndpoint) cmEstablish(rep *cm.Msg) error {
 	}
 	at := e.d.dev.attr
 	rtr := ibv.QPAttr{State: ibv.QPSRTR, PathMTU: min(ibv.MTU(rep.PathMTU), at.ActiveMTU), DestQPNum: rep.QPN, RQPSN: rep.PSN,
-		MaxDestRdAtomic: rep.InitiatorDepth, MinRNRTimer: rcMinRNRTimer, AH: ibv.AHAttr{Dest: e.d.dev.peer(peer)}}
+		MaxDestRdAtomic: rep.InitiatorDepth, MinRNRTimer: rcMinRNRTimer, AH: ibv.AHAttr{Dest: e.d.dev.peer(peer), TrafficClass: trafficClass(e.info)}}
 	if err := e.toRTR(&rtr); err != nil {
 		return err
 	}
@@ -194,6 +194,18 @@ func (e *rcEndpoint) cmEstablish(rep *cm.Msg) error {
 	e.connectedLocked(rep.PrivateData)
 	e.mu.Unlock()
 	return nil
+}
+
+// trafficClass is the GRH traffic class of the packets of an endpoint
+// with info: the DSCP its tx_attr.tclass maps to (fi.TClass.IPDSCP, as
+// tcp's sockets take it) in the upper six bits, ECN 0; 0 (the device
+// socket's own) for FI_TC_UNSPEC.
+func trafficClass(info *fi.Info) uint8 {
+	if info == nil || info.TxAttr == nil {
+		return 0
+	}
+	dscp, _ := info.TxAttr.TClass.IPDSCP()
+	return dscp << 2
 }
 
 const rtrMask = ibv.QPState_ | ibv.QPAV | ibv.QPPathMTU | ibv.QPDestQPN | ibv.QPRQPSN | ibv.QPMaxDestRdAtomic | ibv.QPMinRNRTimer
@@ -251,7 +263,7 @@ func (e *rcEndpoint) Accept(data []byte) error {
 	e.depth = min(uint8(min(at.MaxQPInitRdAtom, 255)), req.ResponderResources)
 	e.mu.Unlock()
 	rtr := ibv.QPAttr{State: ibv.QPSRTR, PathMTU: mtu, DestQPNum: req.QPN, RQPSN: req.PSN, MaxDestRdAtomic: resp,
-		MinRNRTimer: rcMinRNRTimer, AH: ibv.AHAttr{Dest: e.d.dev.peer(c.peer)}}
+		MinRNRTimer: rcMinRNRTimer, AH: ibv.AHAttr{Dest: e.d.dev.peer(c.peer), TrafficClass: trafficClass(e.info)}}
 	if err := e.toRTR(&rtr); err != nil {
 		return err
 	}

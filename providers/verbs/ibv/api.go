@@ -288,6 +288,12 @@ type QPInitAttr struct {
 // UDP port.
 type AHAttr struct {
 	Dest netip.AddrPort
+	// TrafficClass is the GRH's traffic_class (ibv_global_route). RoCEv2
+	// carries it in the IP header in place of the GRH: it is the byte of
+	// DSCP and ECN (IPv4 type of service, IPv6 traffic class) of every
+	// packet sent with the address, ACKs and read responses of an RC QP
+	// included. 0 sends with the device socket's own (the system's).
+	TrafficClass uint8
 }
 
 // QPAttr is struct ibv_qp_attr, the fields fabricfs's device implements.

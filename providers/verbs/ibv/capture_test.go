@@ -147,3 +147,69 @@ func sessionDevices(t *testing.T) []*Device {
 	}
 	return openDevices(t, nil, lo1, lo2)
 }
+
+// TestTsharkTrafficClass: the traffic class of an address handle
+// (ibv_global_route.traffic_class), which RoCEv2 carries in the IP header
+// in place of the GRH, is on the wire in every packet sent with it, as a
+// capture shows: an RC pair whose two sides have different classes (the
+// requests of one, the ACK and the read response of the other each carry
+// their sender's), and a UD datagram over IPv6. The ICRC, which masks
+// the class, stays right (icrc.py). It needs tshark, python3 and root.
+func TestTsharkTrafficClass(t *testing.T) {
+	tshark.NeedCapture(t)
+	t.Run("RC", func(t *testing.T) {
+		devs := sessionDevices(t)
+		c := rcConfig{noTimeout: true, sigAll: true, tclass: [2]uint8{46 << 2, 8<<2 | 1}}
+		a, b := rcEnds(t, devs, c)
+		connect(t, a, b, c)
+		port := int(a.dev.Addr().Port())
+		pcap := filepath.Join(t.TempDir(), "rc.pcap")
+		capture := tshark.Start(t, fmt.Sprintf("udp port %d and host %v and host %v", port, lo1, lo2), 4, pcap)
+		b.postRecv(t, 1, 0, 64)
+		must(t, a.qp.PostSend(&SendWR{WRID: 1, Opcode: WRSend, SGList: []SGE{a.sge(0, 8)}}))
+		a.scq.waitOne(t, WCSuccess, WCSend)
+		b.rcq.waitOne(t, WCSuccess, WCRecv)
+		must(t, a.qp.PostSend(&SendWR{WRID: 2, Opcode: WRRDMARead, SGList: []SGE{a.sge(100, 8)}, RemoteAddr: 0, RKey: b.mr.RKey}))
+		a.scq.waitOne(t, WCSuccess, WCRDMARead)
+		capture.Wait(t, 20*time.Second)
+		rows := tshark.Fields(t, pcap, port, "ip.src", "ip.dsfield.dscp", "ip.dsfield.ecn", "infiniband.bth.opcode")
+		icrcs := tshark.ICRC(t, "", "pcap", pcap)
+		want := map[string][2]string{lo1.String(): {"46", "0"}, lo2.String(): {"8", "1"}}
+		if len(rows) != 4 || len(icrcs) != 4 {
+			t.Fatalf("%d packets captured (%d ICRCs), want 4", len(rows), len(icrcs))
+		}
+		for i, r := range rows {
+			w, ok := want[r["ip.src"]]
+			if !ok || r["ip.dsfield.dscp"] != w[0] || r["ip.dsfield.ecn"] != w[1] {
+				t.Errorf("packet %d (opcode %s) from %s: DSCP %s ECN %s, want %v", i, r["infiniband.bth.opcode"],
+					r["ip.src"], r["ip.dsfield.dscp"], r["ip.dsfield.ecn"], w)
+			}
+			if icrcs[i][0] != icrcs[i][1] {
+				t.Errorf("packet %d: icrc.py computed ICRC %#08x, the packet carries %#08x", i, icrcs[i][0], icrcs[i][1])
+			}
+		}
+	})
+	t.Run("UD/IPv6", func(t *testing.T) {
+		devs := append(openDevices(t, nil, lo6), openDevices(t, nil, lo6)...)
+		a := newUD(t, devs[0], QPTUD, 0x1234, false)
+		b := newUD(t, devs[1], QPTUD, 0x1234, false)
+		ah, err := a.pd.CreateAH(AHAttr{Dest: b.dev.Addr(), TrafficClass: 10 << 2})
+		must(t, err)
+		port := int(b.dev.Addr().Port())
+		pcap := filepath.Join(t.TempDir(), "ud.pcap")
+		capture := tshark.Start(t, fmt.Sprintf("udp dst port %d", port), 1, pcap)
+		b.recv(t, 1, 0, 40+64)
+		must(t, a.qp.PostSend(&SendWR{WRID: 1, Opcode: WRSend, Flags: SendSignaled, SGList: []SGE{a.sge(0, 64)},
+			AH: ah, RemoteQPN: b.qp.QPNum(), RemoteQKey: 0x1234}))
+		b.cq.waitOne(t, WCSuccess, WCRecv)
+		capture.Wait(t, 20*time.Second)
+		rows := tshark.Fields(t, pcap, port, "ipv6.tclass.dscp", "ipv6.tclass.ecn")
+		icrcs := tshark.ICRC(t, "", "pcap", pcap)
+		if len(rows) != 1 || rows[0]["ipv6.tclass.dscp"] != "10" || rows[0]["ipv6.tclass.ecn"] != "0" {
+			t.Errorf("captured %v, want one datagram with DSCP 10 and ECN 0", rows)
+		}
+		if len(icrcs) != 1 || icrcs[0][0] != icrcs[0][1] {
+			t.Errorf("icrc.py: %x", icrcs)
+		}
+	})
+}

@@ -200,6 +200,7 @@ type rcConfig struct {
 	addrs        [2]netip.Addr
 	skipConnect  bool
 	recvCQShared bool
+	tclass       [2]uint8 // each side's AH traffic class
 }
 
 func (c *rcConfig) defaults() {
@@ -302,7 +303,7 @@ func connect(t testing.TB, a, b *end, c rcConfig) {
 	}
 	for i, e := range ends {
 		peer := ends[1-i]
-		must(t, e.qp.Modify(&QPAttr{State: QPSRTR, AH: AHAttr{Dest: peer.dev.Addr()}, PathMTU: c.mtu, DestQPNum: peer.qp.QPNum(),
+		must(t, e.qp.Modify(&QPAttr{State: QPSRTR, AH: AHAttr{Dest: peer.dev.Addr(), TrafficClass: c.tclass[i]}, PathMTU: c.mtu, DestQPNum: peer.qp.QPNum(),
 			RQPSN: c.sqpsn[1-i], MaxDestRdAtomic: c.rdAtomic, MinRNRTimer: c.minRNR},
 			QPState_|QPAV|QPPathMTU|QPDestQPN|QPRQPSN|QPMaxDestRdAtomic|QPMinRNRTimer))
 	}

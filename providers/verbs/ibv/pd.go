@@ -101,8 +101,9 @@ func (pd *PD) release() {
 // AH is an address handle (ibv_create_ah) for UD sends: the destination's
 // device address.
 type AH struct {
-	pd   *PD
-	dest netip.AddrPort
+	pd     *PD
+	dest   netip.AddrPort
+	tclass uint8 // AHAttr.TrafficClass
 	// dead is set by Destroy. An atomic, not a mutex: a mutex would make
 	// every SendWR's contents escape to the heap through SendWR.AH.
 	dead atomic.Bool
@@ -121,7 +122,7 @@ func (pd *PD) CreateAH(a AHAttr) (*AH, error) {
 	if err := pd.use("create ah"); err != nil {
 		return nil, err
 	}
-	return &AH{pd: pd, dest: dest}, nil
+	return &AH{pd: pd, dest: dest, tclass: a.TrafficClass}, nil
 }
 
 // checkDest checks that a peer's address can be reached from d's socket

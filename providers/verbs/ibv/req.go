@@ -287,7 +287,7 @@ func (qp *QP) sendPacket(w *sendWQE) bool {
 	} else {
 		qp.sentNew(r.psn, p.AckReq)
 	}
-	qp.transmit(&p, qp.dest)
+	qp.transmit(&p, qp.dest, qp.attr.AH.TrafficClass)
 	if locked {
 		d.mrMu.RUnlock()
 	}

@@ -351,7 +351,7 @@ func (qp *QP) sendReadResponses(va uint64, rkey, length uint32, psn uint32) {
 		}
 		if ok {
 			p.Payload = b
-			qp.transmit(&p, qp.dest)
+			qp.transmit(&p, qp.dest, qp.attr.AH.TrafficClass)
 		}
 		d.mrMu.RUnlock()
 		if !ok {
@@ -514,7 +514,7 @@ func (qp *QP) sendAck(syndrome roce.Syndrome, psn uint32) {
 		BTH:  roce.BTH{Opcode: roce.RCAcknowledge, PKey: roce.DefaultPKey, DestQP: qp.attr.DestQPNum, PSN: psn},
 		AETH: roce.AETH{Syndrome: syndrome, MSN: qp.resp.msn},
 	}
-	qp.transmit(&p, qp.dest)
+	qp.transmit(&p, qp.dest, qp.attr.AH.TrafficClass)
 }
 
 // sendAtomicAck returns an atomic's original value. qp.mu is held.
@@ -524,5 +524,5 @@ func (qp *QP) sendAtomicAck(psn uint32, orig uint64) {
 		AETH:      roce.AETH{Syndrome: roce.AETHAckUnlimited, MSN: qp.resp.msn},
 		AtomicAck: orig,
 	}
-	qp.transmit(&p, qp.dest)
+	qp.transmit(&p, qp.dest, qp.attr.AH.TrafficClass)
 }

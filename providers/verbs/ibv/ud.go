@@ -41,7 +41,7 @@ func (qp *QP) sendUD(wr *SendWR) error {
 	payload, ok := d.gather(qp.pd, wr.SGList, 0, int(sgeTotal(wr.SGList)), qp.scratch)
 	if ok {
 		p.Payload = payload
-		qp.transmit(&p, dest)
+		qp.transmit(&p, dest, wr.AH.tclass)
 		qp.udPSN = roce.PSNAdd(qp.udPSN, 1)
 	}
 	d.mrMu.RUnlock()
