@@ -8,6 +8,7 @@ import (
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/shm"
 )
 
 // A failed write of megabytes leaves an err of at most core.MaxErrLen
@@ -82,6 +83,7 @@ func TestMemoryQuota(t *testing.T) {
 // A descriptor the daemon makes for a user other than root never takes
 // one of its last FDReserve: shared memory that lands there is closed and
 // the reg fails with EMFILE, its bytes given back; root's still works.
+// (In the symlink mode: in passthrough a region keeps no descriptor.)
 func TestFDReserveSharedMemory(t *testing.T) {
 	p, err := newTCP()
 	if err != nil {
@@ -92,6 +94,11 @@ func TestFDReserveSharedMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.Close)
+	mem, err := shm.New(shm.MapSymlink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.SetShm(mem)
 	d, _ := f.Domain("tcp", "lo")
 	defer func(n int) { core.FDReserve = n }(core.FDReserve)
 	core.FDReserve = 1 << 30 // every descriptor is in the reserve

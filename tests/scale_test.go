@@ -2,11 +2,16 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/fabricfs/fabricfs/core/ring"
 )
 
 // scaleStep is one step of scripts/scale's JSON report (docs/bench.md,
@@ -86,4 +91,78 @@ func TestScale(t *testing.T) {
 	if t.Failed() {
 		t.Logf("scale JSON:\n%s", b)
 	}
+}
+
+// TestRingFileReopened: the daemon keeps no descriptor of a ring's memfd in
+// the passthrough mode (core/shm: the kernel's mappings hold the memory),
+// yet every open of the ring file reaches the same memory: a second
+// process's open after the first closed its file and kept its mapping, and
+// a third after the first unmapped. In the symlink mode the link needs
+// the daemon's descriptor, which it keeps.
+func TestRingFileReopened(t *testing.T) {
+	forEachMapping(t, func(t *testing.T, d *daemon) {
+		pid := d.cmd.Process.Pid
+		D := d.path("tcp", "lo")
+		for _, p := range []string{"eq/e", "cq/c", "ep/a"} {
+			must(t, os.Mkdir(filepath.Join(D, p), 0o700))
+		}
+		for _, c := range []string{"bind eq e", "bind cq c send,recv", "enable"} {
+			must(t, ctl(filepath.Join(D, "ep/a/ctl"), c))
+		}
+		tx := filepath.Join(D, "ep/a/tx")
+		first, err := ring.MapFile(tx)
+		must(t, err)
+		first.File.Close() // as the C provider does: the mapping stays
+		first.File = nil
+		second, err := ring.MapFile(tx)
+		must(t, err)
+		defer second.Close()
+		last := len(first.Mem) - 1
+		first.Mem[last] = 0x5a
+		if second.Mem[last] != 0x5a || len(second.Mem) != len(first.Mem) {
+			t.Errorf("a second open of tx maps other memory (%d bytes, last %x)", len(second.Mem), second.Mem[last])
+		}
+		must(t, first.Close())
+		third, err := ring.MapFile(tx)
+		must(t, err)
+		defer third.Close()
+		if third.Mem[last] != 0x5a {
+			t.Errorf("an open after the first mapping went maps other memory")
+		}
+		if _, err := ring.Open(third.Mem); err != nil {
+			t.Errorf("tx opened a third time: %v", err)
+		}
+		// Both rings were made; the open files of second and third hold
+		// a descriptor of the memfd each in the daemon (in passthrough)
+		// until closed.
+		second.File.Close()
+		second.File = nil
+		third.File.Close()
+		third.File = nil
+		time.Sleep(100 * time.Millisecond) // the releases are asynchronous
+		b, err := os.ReadFile(filepath.Join(D, "ep/a/attr/mapping"))
+		must(t, err)
+		mapping := strings.TrimSpace(string(b))
+		got, want := memfds(t, pid), 0
+		if mapping == "symlink" {
+			want = 3 // the two rings' and the CQ's, which the links name
+		}
+		if got != want {
+			t.Errorf("%s: the daemon holds %d memfds with the rings made and mapped, want %d", mapping, got, want)
+		}
+	})
+}
+
+// memfds is the number of memfds process pid holds descriptors of.
+func memfds(t *testing.T, pid int) int {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	es, err := os.ReadDir(dir)
+	must(t, err)
+	n := 0
+	for _, e := range es {
+		if l, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && strings.HasPrefix(l, "/memfd:") {
+			n++
+		}
+	}
+	return n
 }
