@@ -27,9 +27,10 @@
 // Each measurement reads /proc/PID: VmRSS, RssAnon and RssShmem of status,
 // Pss of smaps_rollup, the threads (task) and descriptors (fd), and the
 // CPU time (utime+stime of stat) used over -idle while nothing happens.
-// It prints a table and writes the figures as JSON to -json (keys in
-// docs/bench.md, "Scale"), also when a step fails (with "error" set: the
-// failure is a finding too), and then exits 1.
+// It prints a table and the targets, judged (judge), and writes
+// the figures as JSON to -json (keys in docs/bench.md, "Scale"), also when
+// a step fails (with "error" set: the failure is a finding too), and then
+// exits 1.
 package main
 
 import (
