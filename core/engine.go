@@ -21,10 +21,11 @@ import (
 // one goroutine that polls its queues without system calls while there is
 // work, and after spinFor idle sets RING_NEED_WAKEUP on all of them and
 // sleeps in one futex_waitv on their wake words and its own control word.
-// That wait is the process's sleeper's (core/sleeper: io_uring's
+// After directFor in its own thread (as long as few groups sleep that
+// way: wait) that wait is the process's sleeper's (core/sleeper: io_uring's
 // FUTEX_WAITV, Linux >= 6.7), for which the group's goroutine parks
 // without a thread, so a sleeping daemon holds one thread for all its
-// groups; where the kernel has no such io_uring operation, the group
+// idle groups; where the kernel has no such io_uring operation, the group
 // waits in futex_waitv(2) itself, a blocked thread per groupSize queues.
 //
 // An endpoint whose requests keep a group busy becomes hot: if its provider
@@ -494,20 +495,49 @@ var sleeperOf = sync.OnceValue(func() *sleeper.Sleeper {
 // sleeperFailed logs, once, that the sleeper stopped working.
 var sleeperFailed sync.Once
 
-// wait is the group's sleep on words while they hold vals, for sleepMax
-// at most: in the process's sleeper, parked without its thread (the
-// goroutine lets it go, as in unlocked), else in futex_waitv(2), blocking
-// its thread.
+// A sleep starts in the group's own thread, in futex_waitv(2), for
+// directFor, if fewer than directMax groups are sleeping that way: a
+// wake-up there is the kernel waking the thread, where one through the
+// sleeper is a hand-off through its thread and the Go scheduler (about
+// ten times the cost: core/sleeper's BenchmarkWakeSleeper against
+// BenchmarkWakeFutexWaitv), so a conversation that pauses keeps its
+// latency. A group idle for longer goes on sleeping in the sleeper,
+// without a thread. The bound is the threads such sleeps can take, as
+// the Go runtime keeps every thread it made.
+const (
+	directFor = 100 * time.Millisecond
+	directMax = 4
+)
+
+// directSleeps is the number of groups sleeping in their own thread.
+var directSleeps atomic.Int32
+
+// wait is the group's sleep on words while they hold vals, for about
+// sleepMax at most: first in its own thread (directFor), then in the
+// process's sleeper, parked without its thread (the goroutine lets it go,
+// as in unlocked); without a sleeper, in futex_waitv(2) throughout.
 func (g *group) wait(words []*uint32, vals []uint32) {
-	if s := sleeperOf(); s != nil {
-		var err error
-		g.unlocked(func() { _, err = s.Wait(words, vals, sleepMax) })
-		if err == nil || err == ring.ErrTimeout {
+	s := sleeperOf()
+	if s == nil {
+		ring.FutexWaitv(words, vals, sleepMax)
+		return
+	}
+	if directSleeps.Add(1) <= directMax {
+		_, err := ring.FutexWaitv(words, vals, directFor)
+		directSleeps.Add(-1)
+		if err != ring.ErrTimeout {
 			return
 		}
-		sleeperFailed.Do(func() {
-			slog.Info("engine: sleeping groups wait in futex_waitv(2), a thread each", "why", err.Error())
-		})
+	} else {
+		directSleeps.Add(-1)
 	}
+	var err error
+	g.unlocked(func() { _, err = s.Wait(words, vals, sleepMax) })
+	if err == nil || err == ring.ErrTimeout {
+		return
+	}
+	sleeperFailed.Do(func() {
+		slog.Info("engine: sleeping groups wait in futex_waitv(2), a thread each", "why", err.Error())
+	})
 	ring.FutexWaitv(words, vals, sleepMax)
 }

@@ -12,7 +12,7 @@
 # and rx rings scale maps, as the C provider does, spread over the tcp
 # domains lo and eth0 (a tcp domain takes 8192, its ep_cnt), then 10,000
 # AV entries, 10 s of idle per step. -s is the short run (500 FI_EP_MSG and
-# 500 FI_EP_RDM endpoints made from the shell, 1,000 mapped, 2 s idle), too
+# 500 FI_EP_RDM endpoints made from the shell, 2,000 mapped, 2 s idle), too
 # small to judge the targets. Flags after -- go to scale (-msg N, -rdm N,
 # -verbs N, -mapped N, -peers N, -idle D). Run it as root.
 set -euo pipefail
@@ -29,7 +29,7 @@ while getopts so: o; do
 done
 shift $((OPTIND - 1))
 args=(-domains lo,eth0 -msg 0 -rdm 0 -mapped 10000 -peers 10000 -idle 10s)
-[ $short = 1 ] && args=(-msg 500 -rdm 500 -mapped 1000 -peers 10000 -idle 2s)
+[ $short = 1 ] && args=(-msg 500 -rdm 500 -mapped 2000 -peers 10000 -idle 2s)
 
 go build -o bin/fabricfs ./cmd/fabricfs
 go build -o bin/scale ./scripts/scale

@@ -38,8 +38,8 @@ type scaleReport struct {
 // 256 MiB and 64 threads imply (issue 24, Scale): an enabled endpoint
 // that nobody maps the rings of costs no descriptor (FI_EP_MSG) or only
 // its listener (FI_EP_RDM), and under 25 KB of RSS; one with mapped rings
-// no descriptor either (passthrough: core/shm), and its 2,000 queues in 16
-// engine groups add no thread per group while they sleep (core/sleeper);
+// no descriptor either (passthrough: core/shm), and their 4,000 queues in
+// 32 engine groups add no thread per group while they sleep (core/sleeper);
 // the daemon stays under 64 threads and idle; an AV entry costs under
 // 2 KB (the RSS the step adds moves with the garbage collector's timing:
 // 150-800 bytes measured).
@@ -49,7 +49,7 @@ func TestScale(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "../scripts/scale").CombinedOutput(); err != nil {
 		t.Fatalf("building scripts/scale: %v\n%s", err, out)
 	}
-	const msg, rdm, mapped = 500, 500, 1000
+	const msg, rdm, mapped = 500, 500, 2000
 	js := filepath.Join(t.TempDir(), "scale.json")
 	cmd := exec.Command(bin, "-mnt", d.mnt, "-pid", strconv.Itoa(d.cmd.Process.Pid), "-msg", strconv.Itoa(msg),
 		"-rdm", strconv.Itoa(rdm), "-mapped", strconv.Itoa(mapped), "-peers", "10000", "-idle", "2s", "-json", js)
@@ -81,13 +81,15 @@ func TestScale(t *testing.T) {
 			t.Errorf("%s: the idle daemon uses %.2f%% CPU, want < 1%%", name, s.IdleCPUPct)
 		}
 	}
-	// 1,000 endpoints' rings are 16 groups: asleep, they hold the
+	// 2,000 endpoints' rings are 32 groups: asleep, they hold the
 	// sleeper's one thread, not one each (unless the kernel has no
-	// io_uring futex wait, which the daemon says).
+	// io_uring futex wait, which the daemon says); the first 100 ms of
+	// at most 4 groups' sleeps are in threads of their own, which the Go
+	// runtime keeps (core/engine.go, directMax).
 	if strings.Contains(d.logText(), "wait in futex_waitv(2)") {
 		t.Log("the daemon's groups sleep in futex_waitv(2), a thread each: no thread budget for them")
-	} else if added := steps["mapped"].Threads - steps["rdm"].Threads; added > 4 {
-		t.Errorf("%d endpoints with mapped rings added %d threads, want at most 4 (not one per group of 127 queues)", mapped, added)
+	} else if added := steps["mapped"].Threads - steps["rdm"].Threads; added > 10 {
+		t.Errorf("%d endpoints with mapped rings added %d threads, want at most 10 (not one per group of 127 queues)", mapped, added)
 	}
 	if raceEnabled {
 		return // the race detector's shadow memory is no measure

@@ -194,3 +194,52 @@ func TestClose(t *testing.T) {
 		t.Errorf("Wait after Close: %v, want ErrClosed", err)
 	}
 }
+
+// benchmarkPingPong passes a token between two goroutines, each asleep in
+// wait on its own word until the other wakes it: an op is two wake-ups.
+func benchmarkPingPong(b *testing.B, wait func(w *uint32, v uint32)) {
+	var words [2]uint32
+	done := make(chan struct{})
+	go func() {
+		for i := 0; i < b.N; i++ {
+			wait(&words[1], uint32(i))
+			wake(&words[0])
+		}
+		close(done)
+	}()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		wake(&words[1])
+		wait(&words[0], uint32(i))
+	}
+	<-done
+}
+
+// BenchmarkWakeSleeper is a wake-up through the sleeper (its thread's
+// hand-off, then the Go scheduler's), as a sleeping engine group's; an op
+// is two.
+func BenchmarkWakeSleeper(b *testing.B) {
+	s, err := New()
+	if err != nil {
+		b.Skip(err)
+	}
+	defer s.Close()
+	benchmarkPingPong(b, func(w *uint32, v uint32) {
+		for atomic.LoadUint32(w) == v {
+			s.Wait([]*uint32{w}, []uint32{v}, 0)
+		}
+	})
+}
+
+// BenchmarkWakeFutexWaitv is the same through futex_waitv(2) in the
+// waiting goroutine's own locked thread, as an engine group waits where
+// the kernel has no io_uring futex wait.
+func BenchmarkWakeFutexWaitv(b *testing.B) {
+	benchmarkPingPong(b, func(w *uint32, v uint32) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		for atomic.LoadUint32(w) == v {
+			ring.FutexWaitv([]*uint32{w}, []uint32{v}, 0)
+		}
+	})
+}
