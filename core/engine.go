@@ -498,8 +498,8 @@ var sleeperFailed sync.Once
 // A sleep starts in the group's own thread, in futex_waitv(2), for
 // directFor, if fewer than directMax groups are sleeping that way: a
 // wake-up there is the kernel waking the thread, where one through the
-// sleeper is a hand-off through its thread and the Go scheduler (about
-// ten times the cost: core/sleeper's BenchmarkWakeSleeper against
+// sleeper is a hand-off through its thread and the Go scheduler (several
+// times the cost: core/sleeper's BenchmarkWakeSleeper against
 // BenchmarkWakeFutexWaitv), so a conversation that pauses keeps its
 // latency. A group idle for longer goes on sleeping in the sleeper,
 // without a thread. The bound is the threads such sleeps can take, as
