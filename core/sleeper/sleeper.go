@@ -113,15 +113,14 @@ type Sleeper struct {
 	word uint32
 
 	mu      sync.Mutex
-	pending []*request // Waits and cancels not yet submitted
-	closed  bool       // Close was called
-	err     error      // why the sleeper ended: ErrClosed, or its io_uring failed
-	waiting atomic.Int64
+	pending []*request   // Waits and cancels not yet submitted
+	closed  bool         // Close was called
+	err     error        // why the sleeper ended: ErrClosed, or its io_uring failed
+	waiting atomic.Int64 // Waiting
 
 	// Used by the sleeper's thread only:
 	fd         int
-	sqRing     []byte
-	cqRing     []byte // sqRing again with IORING_FEAT_SINGLE_MMAP
+	rings      []byte // the SQ and CQ rings, one mapping (IORING_FEAT_SINGLE_MMAP)
 	sqes       []sqe
 	sqHead     *uint32
 	sqTail     *uint32
@@ -338,7 +337,7 @@ func (s *Sleeper) setup() error {
 		unix.Close(s.fd)
 		return os.NewSyscallError("mmap io_uring SQEs", err)
 	}
-	s.sqRing, s.cqRing = m, m
+	s.rings = m
 	s.sqes = unsafe.Slice((*sqe)(unsafe.Pointer(&se[0])), p.sqEntries)
 	u32 := func(off uint32) *uint32 { return (*uint32)(unsafe.Pointer(&m[off])) }
 	s.sqHead, s.sqTail, s.sqMask = u32(p.sqOff.head), u32(p.sqOff.tail), *u32(p.sqOff.ringMask)
@@ -390,7 +389,7 @@ func (s *Sleeper) probe() error {
 // teardown unmaps the rings and closes the io_uring, which cancels what
 // it still has.
 func (s *Sleeper) teardown() {
-	unix.Munmap(s.sqRing)
+	unix.Munmap(s.rings)
 	unix.Munmap(unsafe.Slice((*byte)(unsafe.Pointer(&s.sqes[0])), len(s.sqes)*int(unsafe.Sizeof(sqe{}))))
 	unix.Close(s.fd)
 }
