@@ -496,7 +496,7 @@ var sleeperOf = sync.OnceValue(func() *sleeper.Sleeper {
 var sleeperFailed sync.Once
 
 // A sleep starts in the group's own thread, in futex_waitv(2), for
-// directFor, if fewer than directMax groups are sleeping that way: a
+// directFor, if at most directMax groups are sleeping that way: a
 // wake-up there is the kernel waking the thread, where one through the
 // sleeper is a hand-off through its thread and the Go scheduler (several
 // times the cost: core/sleeper's BenchmarkWakeSleeper against
