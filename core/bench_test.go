@@ -3,6 +3,7 @@ package core_test
 import (
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/ring"
@@ -148,4 +149,28 @@ func TestRingPathAllocs(t *testing.T) {
 	if got := after.Mallocs - before.Mallocs; got > 100 {
 		t.Errorf("%d allocations in %d round trips (%d requests)", got, n, 4*n)
 	}
+}
+
+// BenchmarkRingWakeFromSleep is one message of BenchmarkRingRoundTrip's
+// pair after the engine's groups went to sleep (2 ms idle, untimed): the
+// post's futex wake-up, the group's return to its thread, the send and
+// the receive's completion. It is the cost of the sleep path (the
+// sleeper's, core/sleeper, or futex_waitv's) that the round trip, whose
+// groups spin, never pays.
+func BenchmarkRingWakeFromSleep(b *testing.B) {
+	const size = 64
+	sa, sb, _, cqr := ringPair(b, lo(b))
+	recv := ring.WR{Op: ring.OpRecv, Context: 1, Offset: 0, Len: size}
+	send := ring.WR{Op: ring.OpSend, Context: 2, Offset: 512, Len: size}
+	sb.post(b, sb.rx, recv)
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		time.Sleep(2 * time.Millisecond)
+		b.StartTimer()
+		sa.post(b, sa.tx, send)
+		reap(b, cqr, 2) // A's send, B's receive
+		sb.post(b, sb.rx, recv)
+	}
+	b.StopTimer()
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"log/slog"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fabricfs/fabricfs/core/ring"
+	"github.com/fabricfs/fabricfs/core/sleeper"
 )
 
 // The engine consumes the work queues (ep/N/tx, ep/N/rx) of every enabled
@@ -18,9 +20,13 @@ import (
 // EP.Ring). Queues are served by groups of at most groupSize; each group is
 // one goroutine that polls its queues without system calls while there is
 // work, and after spinFor idle sets RING_NEED_WAKEUP on all of them and
-// sleeps in one futex_waitv on their wake words and its own control word. So
-// a sleeping daemon costs one blocked thread per groupSize queues, not one
-// per endpoint.
+// sleeps in one futex_waitv on their wake words and its own control word.
+// After directFor in its own thread (as long as few groups sleep that
+// way: wait) that wait is the process's sleeper's (core/sleeper: io_uring's
+// FUTEX_WAITV, Linux >= 6.7), for which the group's goroutine parks
+// without a thread, so a sleeping daemon holds one thread for all its
+// idle groups; where the kernel has no such io_uring operation, the group
+// waits in futex_waitv(2) itself, a blocked thread per groupSize queues.
 //
 // An endpoint whose requests keep a group busy becomes hot: if its provider
 // endpoint is a Poller, the group polls it on every pass, so that its
@@ -465,7 +471,7 @@ func (g *group) sleep(qs []*workQueue) {
 	// A change of the queues kicks the control word after our load of it,
 	// so the wait returns at once rather than wait on a removed ring.
 	if !ready {
-		ring.FutexWaitv(words, vals, sleepMax)
+		g.wait(words, vals)
 	}
 	g.iter.Lock()
 	g.mu.Lock()
@@ -475,4 +481,67 @@ func (g *group) sleep(qs []*workQueue) {
 		q.r.ClearFlags(ring.NeedWakeup)
 	}
 	g.iter.Unlock()
+}
+
+// sleeperOf is the process's sleeper, started at the first sleep of a
+// group: nil where the kernel has no io_uring futex wait (ENOSYS, EPERM
+// from kernel.io_uring_disabled, Linux before 6.7), and the groups wait
+// in futex_waitv(2), said once in the log.
+var sleeperOf = sync.OnceValue(func() *sleeper.Sleeper {
+	s, err := sleeper.New()
+	if err != nil {
+		slog.Info("engine: sleeping groups wait in futex_waitv(2), a thread each", "why", err.Error())
+		return nil
+	}
+	return s
+})
+
+// sleeperFailed logs, once, that the sleeper stopped working.
+var sleeperFailed sync.Once
+
+// A sleep starts in the group's own thread, in futex_waitv(2), for
+// directFor, if at most directMax groups are sleeping that way: a
+// wake-up there is the kernel waking the thread, where one through the
+// sleeper is a hand-off through its thread and the Go scheduler (several
+// times the cost: core/sleeper's BenchmarkWakeSleeper against
+// BenchmarkWakeFutexWaitv), so a conversation that pauses keeps its
+// latency. A group idle for longer goes on sleeping in the sleeper,
+// without a thread. The bound is the threads such sleeps can take, as
+// the Go runtime keeps every thread it made.
+const (
+	directFor = 100 * time.Millisecond
+	directMax = 4
+)
+
+// directSleeps is the number of groups sleeping in their own thread.
+var directSleeps atomic.Int32
+
+// wait is the group's sleep on words while they hold vals, for about
+// sleepMax at most: first in its own thread (directFor), then in the
+// process's sleeper, parked without its thread (the goroutine lets it go,
+// as in unlocked); without a sleeper, in futex_waitv(2) throughout.
+func (g *group) wait(words []*uint32, vals []uint32) {
+	s := sleeperOf()
+	if s == nil {
+		ring.FutexWaitv(words, vals, sleepMax)
+		return
+	}
+	if directSleeps.Add(1) <= directMax {
+		_, err := ring.FutexWaitv(words, vals, directFor)
+		directSleeps.Add(-1)
+		if err != ring.ErrTimeout {
+			return
+		}
+	} else {
+		directSleeps.Add(-1)
+	}
+	var err error
+	g.unlocked(func() { _, err = s.Wait(words, vals, sleepMax) })
+	if err == nil || err == ring.ErrTimeout {
+		return
+	}
+	sleeperFailed.Do(func() {
+		slog.Info("engine: sleeping groups wait in futex_waitv(2), a thread each", "why", err.Error())
+	})
+	ring.FutexWaitv(words, vals, sleepMax)
 }

@@ -201,6 +201,9 @@ func (f *Fabric) allocTaken(o *Object, name string, size int) (*ring.Region, err
 		return nil, Errorf(code, "shared memory for %s %s: %v", o, name, err)
 	}
 	r.OnClose(func() { f.Give(o.Owner, MemoryBytes, int64(size)) })
+	if r.File == nil { // it keeps no descriptor (shm.Allocator.Alloc)
+		return r, nil
+	}
 	if err := CheckFD(o.Owner, int(r.File.Fd()), fmt.Sprintf("shared memory for %s %s", o, name)); err != nil {
 		r.Close()
 		return nil, err

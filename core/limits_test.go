@@ -8,6 +8,7 @@ import (
 
 	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
+	"github.com/fabricfs/fabricfs/core/shm"
 )
 
 // A failed write of megabytes leaves an err of at most core.MaxErrLen
@@ -73,11 +74,17 @@ func TestMemoryQuota(t *testing.T) {
 // A descriptor the daemon makes for a user other than root never takes
 // one of its last FDReserve: shared memory that lands there is closed and
 // the reg fails with EMFILE, its bytes given back; root's still works.
+// (In the symlink mode: in passthrough a region keeps no descriptor.)
 func TestFDReserveSharedMemory(t *testing.T) {
 	f, d := loFabric(t)
+	mem, err := shm.New(shm.MapSymlink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.SetShm(mem)
 	defer func(n int) { core.FDReserve = n }(core.FDReserve)
 	core.FDReserve = 1 << 30 // every descriptor is in the reserve
-	_, err := regMRAs(t, d, 1000, "user", 4096, "", "")
+	_, err = regMRAs(t, d, 1000, "user", 4096, "", "")
 	wantCode(t, "uid 1000's reg in the reserve", err, fi.EMFILE)
 	if s := fmt.Sprint(err); !strings.Contains(s, "kept for its own use") {
 		t.Errorf("err = %q, want it to say the descriptors are the daemon's", s)

@@ -22,7 +22,12 @@ func TestRemoveClosesMappedObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mapped, err := ring.MapFile(fmt.Sprintf("/proc/self/fd/%d", reg.File.Fd()))
+	f, err := reg.Dup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapped, err := ring.MapFile(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+	f.Close()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -404,10 +404,11 @@ func TestIdleEndpoints(t *testing.T) {
 		}
 		f.Close()
 	}
-	// The opens made the rings, a memfd each; their 2,000 queues are 16
-	// engine groups, each asleep in a thread of its own.
-	if fds := procFDs(t, pid); fds < 2*n {
-		t.Fatalf("the daemon holds %d descriptors for %d endpoints' rings; want a memfd per ring", fds, n)
+	// The opens made the rings, a memfd each, which the daemon does not
+	// keep open (passthrough, as root); their 2,000 queues are 16 engine
+	// groups, asleep in the sleeper's one thread (core/sleeper).
+	if fds := procFDs(t, pid); os.Geteuid() == 0 && fds >= n/10 {
+		t.Errorf("the daemon holds %d descriptors for %d endpoints' rings; want no memfd kept", fds, n)
 	}
 	time.Sleep(500 * time.Millisecond) // let the engine go to sleep
 	t0, c0 := time.Now(), cpuTicks(t, fmt.Sprintf("/proc/%d", pid))

@@ -61,12 +61,29 @@ func FutexWait(addr *uint32, val uint32, timeout time.Duration) error {
 	return os.NewSyscallError("futex_wait", e)
 }
 
-// futexWaitv is the kernel's struct futex_waitv.
-type futexWaitv struct {
-	val      uint64
-	uaddr    uint64
-	flags    uint32
+// Waitv is the kernel's struct futex_waitv: one word of a futex_waitv(2)
+// call, or of io_uring's IORING_OP_FUTEX_WAITV (package core/sleeper).
+type Waitv struct {
+	Val      uint64
+	Uaddr    uint64
+	Flags    uint32
 	reserved uint32
+}
+
+// FillWaitv sets ws[i] to the wait on the shared 32-bit word addrs[i]
+// while it holds vals[i], for every i of addrs: 1 to MaxWaitv words, as
+// many values, and room for them in ws.
+func FillWaitv(ws []Waitv, addrs []*uint32, vals []uint32) error {
+	if len(addrs) == 0 || len(addrs) > MaxWaitv {
+		return fmt.Errorf("ring: futex_waitv on %d words: want 1 to %d", len(addrs), MaxWaitv)
+	}
+	if len(vals) != len(addrs) || len(ws) < len(addrs) {
+		return fmt.Errorf("ring: futex_waitv: %d words, %d values, room for %d", len(addrs), len(vals), len(ws))
+	}
+	for i, p := range addrs {
+		ws[i] = Waitv{Val: uint64(vals[i]), Uaddr: uint64(uintptr(unsafe.Pointer(p))), Flags: futex2Size32}
+	}
+	return nil
 }
 
 // FutexWaitv sleeps on several words at once (futex_waitv(2), Linux >= 5.16):
@@ -84,12 +101,6 @@ type futexWaitv struct {
 // mapping, or in Go heap memory (a word that another goroutine or process
 // wakes always is).
 func FutexWaitv(addrs []*uint32, vals []uint32, timeout time.Duration) (int, error) {
-	if len(addrs) == 0 || len(addrs) > MaxWaitv {
-		return -1, fmt.Errorf("ring: futex_waitv on %d words: want 1 to %d", len(addrs), MaxWaitv)
-	}
-	if len(vals) != len(addrs) {
-		return -1, fmt.Errorf("ring: futex_waitv: %d words but %d values", len(addrs), len(vals))
-	}
 	var ts *unix.Timespec
 	if timeout > 0 {
 		var now unix.Timespec
@@ -99,11 +110,13 @@ func FutexWaitv(addrs []*uint32, vals []uint32, timeout time.Duration) (int, err
 		t := unix.NsecToTimespec(now.Nano() + int64(timeout)) // futex_waitv takes an absolute time
 		ts = &t
 	}
-	var ws [MaxWaitv]futexWaitv
-	// No call between taking the addresses and the system call (Syscall6 is
-	// nosplit), so even a word on the stack could not move in between.
-	for i, p := range addrs {
-		ws[i] = futexWaitv{val: uint64(vals[i]), uaddr: uint64(uintptr(unsafe.Pointer(p))), flags: futex2Size32}
+	var ws [MaxWaitv]Waitv
+	// No call between taking the addresses and the system call but
+	// FillWaitv, which may grow the stack only on entry, before it takes
+	// them (Syscall6 is nosplit), so even a word on the stack could not
+	// move in between.
+	if err := FillWaitv(ws[:], addrs, vals); err != nil {
+		return -1, err
 	}
 	r, _, e := unix.Syscall6(unix.SYS_FUTEX_WAITV, uintptr(unsafe.Pointer(&ws[0])), uintptr(len(addrs)), 0,
 		uintptr(unsafe.Pointer(ts)), unix.CLOCK_MONOTONIC, 0)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -12,7 +13,7 @@ import (
 // Region is shared memory: a file mapped MAP_SHARED and read-write, so that
 // every process that maps the same file sees the same pages.
 type Region struct {
-	File *os.File // the backing file, open read-write
+	File *os.File // the backing file, open read-write; nil after DropFile
 	Mem  []byte   // the whole file, mapped
 
 	onClose []func()
@@ -110,19 +111,59 @@ func (r *Region) Close() error {
 
 // Dup returns a new descriptor of the region's file, open until its
 // caller closes it, whatever happens to the region; it fails with
-// os.ErrClosed once the region is closed. Dup may be called concurrently
+// os.ErrClosed once the region is closed. After DropFile it opens the file
+// again through the region's own mapping. Dup may be called concurrently
 // with Close.
 func (r *Region) Dup() (*os.File, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.File == nil {
+	switch {
+	case r.Mem == nil:
 		return nil, os.ErrClosed
+	case r.File == nil:
+		return r.reopen()
 	}
 	fd, err := unix.FcntlInt(r.File.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return nil, os.NewSyscallError("fcntl", err)
 	}
 	return os.NewFile(uintptr(fd), r.File.Name()), nil
+}
+
+// DropFile closes the region's descriptor, keeping the memory: the
+// mapping holds the file, and Dup opens it again from the mapping
+// (/proc/self/map_files, which takes CAP_SYS_ADMIN or
+// CAP_CHECKPOINT_RESTORE). So a region costs its process no descriptor
+// while nobody opens it. It keeps the descriptor, and reports why, where
+// the file cannot be opened that way.
+func (r *Region) DropFile() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.File == nil || r.Mem == nil {
+		return nil
+	}
+	f, err := r.reopen()
+	if err != nil {
+		return err
+	}
+	f.Close()
+	err = r.File.Close()
+	r.File = nil
+	return err
+}
+
+// reopen opens the file of the region's mapping, read-write. Called with
+// r.mu held, on a mapped region.
+func (r *Region) reopen() (*os.File, error) {
+	start := uintptr(unsafe.Pointer(&r.Mem[0]))
+	page := uintptr(os.Getpagesize())
+	end := (start + uintptr(len(r.Mem)) + page - 1) &^ (page - 1)
+	path := fmt.Sprintf("/proc/self/map_files/%x-%x", start, end)
+	f, err := os.OpenFile(path, os.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // Len is the size of the memory, 0 once the region is closed. Len may be

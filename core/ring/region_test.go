@@ -115,3 +115,57 @@ func TestMapFileErrors(t *testing.T) {
 		}
 	}
 }
+
+// DropFile: the region keeps no descriptor, yet Dup gives a descriptor of
+// the same memory (bytes written in the mapping read through it, bytes
+// written through it seen in the mapping), also for a size that is not a
+// whole number of pages, and ErrClosed once the region is closed.
+func TestDropFile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("/proc/self/map_files takes CAP_SYS_ADMIN")
+	}
+	for _, size := range []int{Size(8), 100} {
+		reg, err := NewMemfd("ring-drop-test", size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := countFDs(t)
+		if err := reg.DropFile(); err != nil {
+			t.Fatal(err)
+		}
+		if reg.File != nil || countFDs(t) != before-1 {
+			t.Errorf("size %d: after DropFile the region has File %v, %d descriptors (had %d)", size, reg.File, countFDs(t), before)
+		}
+		reg.Mem[size-1] = 0x5a
+		f, err := reg.Dup()
+		if err != nil {
+			t.Fatalf("size %d: Dup after DropFile: %v", size, err)
+		}
+		b := make([]byte, 1)
+		if _, err := f.ReadAt(b, int64(size-1)); err != nil || b[0] != 0x5a {
+			t.Errorf("size %d: read through Dup: %x, %v; want the mapping's 5a", size, b, err)
+		}
+		if _, err := f.WriteAt([]byte{0xa5}, 0); err != nil || reg.Mem[0] != 0xa5 {
+			t.Errorf("size %d: a write through Dup (%v) is not in the mapping: %x", size, err, reg.Mem[0])
+		}
+		if st, err := f.Stat(); err != nil || st.Size() != int64(size) {
+			t.Errorf("size %d: Dup's file: %v, %v", size, st, err)
+		}
+		f.Close()
+		if err := reg.Close(); err != nil {
+			t.Error(err)
+		}
+		if _, err := reg.Dup(); !errors.Is(err, os.ErrClosed) {
+			t.Errorf("size %d: Dup after Close: %v, want os.ErrClosed", size, err)
+		}
+	}
+}
+
+// countFDs is the number of descriptors this process holds.
+func countFDs(t *testing.T) int {
+	es, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(es)
+}

@@ -93,11 +93,20 @@ func New(mode string) (*Allocator, error) {
 	return &Allocator{Mode: mode, held: map[*ring.Region]map[*holder]int{}, holders: map[ugid]*holder{}}, nil
 }
 
-// Alloc makes size bytes of shared memory, a memfd named label.
+// Alloc makes size bytes of shared memory, a memfd named label. In
+// MapPassthrough mode the region keeps no descriptor of it
+// (ring.Region.DropFile): its mapping holds the memfd, each open of the
+// file reopens it for the kernel to pass through, and the kernel's
+// mapping of it holds it after; so rings and regions do not use up the
+// daemon's descriptors. Where that reopening is not allowed the region
+// keeps its descriptor.
 func (s *Allocator) Alloc(label string, size int) (*ring.Region, error) {
 	r, err := ring.NewMemfd(label, size)
 	if err != nil {
 		return nil, err
+	}
+	if s.Mode == MapPassthrough {
+		r.DropFile()
 	}
 	if s.Mode == MapSymlink {
 		s.mu.Lock()

@@ -138,3 +138,33 @@ func TestHolderCheckConn(t *testing.T) {
 		t.Errorf("%d descriptors open after the refused start, %d before", after, before)
 	}
 }
+
+// Alloc in MapPassthrough keeps no descriptor of the memfd (fs opens it
+// again, Region.Dup), as root; in MapSymlink it keeps it, since the links
+// name it.
+func TestAllocDescriptors(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("passthrough is root's")
+	}
+	for mode, keeps := range map[string]bool{MapPassthrough: false, MapSymlink: true} {
+		s, err := New(mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.Alloc("shm-alloc-test", 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (r.File != nil) != keeps {
+			t.Errorf("%s: the region keeps its descriptor: %v, want %v", mode, r.File != nil, keeps)
+		}
+		f, err := r.Dup()
+		if err != nil {
+			t.Errorf("%s: Dup: %v", mode, err)
+		} else {
+			f.Close()
+		}
+		r.Close()
+		s.Close()
+	}
+}

@@ -27,9 +27,10 @@
 // Each measurement reads /proc/PID: VmRSS, RssAnon and RssShmem of status,
 // Pss of smaps_rollup, the threads (task) and descriptors (fd), and the
 // CPU time (utime+stime of stat) used over -idle while nothing happens.
-// It prints a table and writes the figures as JSON to -json (keys in
-// docs/bench.md, "Scale"), also when a step fails (with "error" set: the
-// failure is a finding too), and then exits 1.
+// It prints a table and the issue's targets, judged (judge), and writes
+// the figures as JSON to -json (keys in docs/bench.md, "Scale"), also when
+// a step fails (with "error" set: the failure is a finding too), and then
+// exits 1.
 package main
 
 import (
@@ -83,8 +84,36 @@ type Report struct {
 	FDsPerEndpoint float64 `json:"fds_per_endpoint"`
 	// Per AV entry of the peers step.
 	RSSPerPeer float64 `json:"rss_bytes_per_peer"`
-	Error      string  `json:"error,omitempty"` // the step that failed, and why
+	// The issue's targets (issue 24, Scale), judged on the step with the
+	// most endpoints and on the peers step.
+	Targets []Target `json:"targets"`
+	Error   string   `json:"error,omitempty"` // the step that failed, and why
 }
+
+// Target is one of the issue's targets and how the run fares against it.
+type Target struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Limit float64 `json:"limit"` // the value must be below it
+	Met   bool    `json:"met"`
+	Note  string  `json:"note,omitempty"` // why it is not judged, when it is not
+}
+
+// The targets: 10,000 enabled endpoints in one daemon with fewer than 64
+// threads, under 256 MiB of RSS, descriptors that do not grow one for one
+// with endpoints (here: under one per ten endpoints), idle; 10,000 RDM
+// peers of one endpoint with memory that grows with traffic, not with
+// peers (under 2 KiB of RSS and no descriptor per AV entry: a connection
+// only to each peer sent to).
+const (
+	targetEndpoints = 10000
+	targetThreads   = 64
+	targetRSSKiB    = 256 << 10
+	targetFDsPerEP  = 0.1
+	targetIdleCPU   = 1.0
+	targetPeers     = 10000
+	targetPerPeer   = 2048
+)
 
 var (
 	mnt      = flag.String("mnt", "", "mount point of the daemon")
@@ -117,6 +146,7 @@ func main() {
 		rep.Error = err.Error()
 	}
 	perEndpoint(rep)
+	judge(rep)
 	printTable(rep)
 	if *jsonOut != "" {
 		b, jerr := json.MarshalIndent(rep, "", "  ")
@@ -262,6 +292,55 @@ func perEndpoint(rep *Report) {
 	rep.RSSPerEndpoint = float64(last.RSSKiB-base.RSSKiB) * 1024 / n
 	rep.PSSPerEndpoint = float64(last.PSSKiB-base.PSSKiB) * 1024 / n
 	rep.FDsPerEndpoint = float64(last.FDs-base.FDs) / n
+}
+
+// judge sets the targets of rep: the endpoints' on the step with the most
+// endpoints before the peers step, from the baseline; the peers' on the
+// peers step. A target the run is too small for is not met, and says so.
+func judge(rep *Report) {
+	var base, most, peers, beforePeers *Step
+	for i := range rep.Steps {
+		s := &rep.Steps[i]
+		switch s.Step {
+		case "baseline":
+			base = s
+		case "peers":
+			peers = s
+		default:
+			if most == nil || s.Endpoints > most.Endpoints {
+				most = s
+			}
+		}
+		if s.Step != "peers" {
+			beforePeers = s
+		}
+	}
+	add := func(name string, value, limit float64, small string) {
+		t := Target{Name: name, Value: value, Limit: limit, Met: value < limit && small == "", Note: small}
+		rep.Targets = append(rep.Targets, t)
+	}
+	if base != nil && most != nil {
+		small := ""
+		if most.Endpoints < targetEndpoints {
+			small = fmt.Sprintf("%d endpoints, fewer than %d", most.Endpoints, targetEndpoints)
+		}
+		fds := 0.0
+		if most.Endpoints > 0 {
+			fds = float64(most.FDs-base.FDs) / float64(most.Endpoints)
+		}
+		add("threads", float64(most.Threads), targetThreads, small)
+		add("rss_kib", float64(most.RSSKiB), targetRSSKiB, small)
+		add("fds_per_endpoint", fds, targetFDsPerEP, small)
+		add("idle_cpu_pct", most.IdleCPUPct, targetIdleCPU, small)
+	}
+	if peers != nil && beforePeers != nil {
+		small := ""
+		if peers.Peers < targetPeers {
+			small = fmt.Sprintf("%d peers, fewer than %d", peers.Peers, targetPeers)
+		}
+		add("rss_bytes_per_peer", rep.RSSPerPeer, targetPerPeer, small)
+		add("fds_per_peer", float64(peers.FDs-beforePeers.FDs)/float64(max(peers.Peers, 1)), targetFDsPerEP, small)
+	}
 }
 
 // newEP makes the endpoint name in the domain directory dom, of type typ
@@ -479,6 +558,16 @@ func printTable(r *Report) {
 	}
 	fmt.Printf("per endpoint (unmapped rings): %.0f bytes RSS, %.0f bytes PSS, %.3f fds; per peer: %.0f bytes RSS\n",
 		r.RSSPerEndpoint, r.PSSPerEndpoint, r.FDsPerEndpoint, r.RSSPerPeer)
+	for _, t := range r.Targets {
+		verdict := "met"
+		switch {
+		case t.Note != "":
+			verdict = "not judged (" + t.Note + ")"
+		case !t.Met:
+			verdict = "not met"
+		}
+		fmt.Printf("targets, scale: %s %.2f < %g: %s\n", t.Name, t.Value, t.Limit, verdict)
+	}
 	if r.Error != "" {
 		fmt.Printf("failed: %s\n", r.Error)
 	}

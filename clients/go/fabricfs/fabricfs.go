@@ -163,12 +163,17 @@ func (o *Object) read(name string) (string, error) {
 	return strings.TrimSpace(string(b[:n])), nil
 }
 
-// mapFile maps one of the object's files (ring.MapFile) until Close.
+// mapFile maps one of the object's files (ring.MapFile) until Close. It
+// closes the file once mapped, as the C provider does: the mapping holds
+// the memory, and an open file would hold a descriptor in the daemon
+// (passthrough) for as long as the object lives.
 func (o *Object) mapFile(name string) (*ring.Region, error) {
 	reg, err := ring.MapFile(filepath.Join(o.Dir, name))
 	if err != nil {
 		return nil, fmt.Errorf("%w (err: %s)", err, o.Err())
 	}
+	reg.File.Close()
+	reg.File = nil
 	o.regions = append(o.regions, reg)
 	return reg, nil
 }
