@@ -196,7 +196,7 @@ def read_rate_pass(work, name):
     return runs, medians, failed
 
 
-def read_ratios(path):
+def read_rate_ratios(path):
     """A ratios file of rate_ratios: kind impl size rate_ratio bw_ratio."""
     return [{"ep": kind, "impl": impl, "bytes": int(size), "rate_ratio": float(rr),
              "bandwidth_ratio": float(br)} for kind, impl, size, rr, br in rows(path)]
@@ -230,7 +230,7 @@ def read_stream(work, meta):
                                 "fabricfs": "ringpong -mnt MNT -bw -W W %s -sizes SIZE -iters ITERS -warmup WARMUP -json" % STREAM_RINGPONG[kind]}
                          for kind, prog in STREAM_PROGS.items()},
             "cpu": CPU_NOTE, "runs": runs, "medians": medians, "failed": failed,
-            "ratios": read_ratios(path("stream_ratios.tsv")), "targets": targets}
+            "ratios": read_rate_ratios(path("stream_ratios.tsv")), "targets": targets}
 
 
 # The one-copy pass's kinds: libfabric's program (-p shm and -p tcp) and
@@ -270,8 +270,8 @@ def read_local(work, meta):
                                 "fabricfs": "ringpong -mnt MNT -prov shm -domain shm %s -sizes SIZE -iters ITERS -warmup WARMUP -json" % LOCAL_RINGPONG[kind]}
                          for kind, prog in LOCAL_PROGS.items()},
             "cpu": CPU_NOTE, "runs": runs, "medians": medians, "failed": failed,
-            "ratios_to_shm": read_ratios(path("local_ratios_shm.tsv")),
-            "ratios_to_tcp": read_ratios(path("local_ratios_tcp.tsv")),
+            "ratios_to_shm": read_rate_ratios(path("local_ratios_shm.tsv")),
+            "ratios_to_tcp": read_rate_ratios(path("local_ratios_tcp.tsv")),
             "targets": targets}
 
 
@@ -301,7 +301,7 @@ def command_of(section, ep, impl):
     pp = "-e rdm -m tagged" if ep == "rdm-tagged" else "-e " + ep
     if section == "local":
         if impl == "fabricfs":
-            return "ringpong -prov shm -domain shm %s" % LOCAL_RINGPONG[ep]
+            return "ringpong %s -prov shm -domain shm" % LOCAL_RINGPONG[ep]
         return "%s -p %s" % (LOCAL_PROGS[ep], "tcp -d lo" if impl == "tcp" else impl)
     if section == "stream":
         prog = STREAM_PROGS[ep]
