@@ -13,6 +13,7 @@ import (
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/core/ring"
 	"github.com/fabricfs/fabricfs/providers/rxm"
+	"github.com/fabricfs/fabricfs/providers/shm"
 	"github.com/fabricfs/fabricfs/providers/tcp"
 )
 
@@ -56,6 +57,24 @@ var iovSetups = []struct {
 	{"verbs RDM", func(t *testing.T) (*core.Domain, *core.Object, *core.Object, *core.CQ, bool) {
 		return rdmPair(t, verbsDomainOf(t, rxm.Wrap(verbsProvider(t))))
 	}},
+	{"shm RDM", func(t *testing.T) (*core.Domain, *core.Object, *core.Object, *core.CQ, bool) {
+		return rdmPair(t, shmDomain(t))
+	}},
+}
+
+// shmDomain is the domain of a fabric of the shm provider alone.
+func shmDomain(t *testing.T) *core.Domain {
+	t.Helper()
+	f, err := core.New(shm.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	d, ok := f.Domain(shm.ProvName, shm.DomainName)
+	if !ok {
+		t.Fatal("no shm/shm domain")
+	}
+	return d
 }
 
 // rdmPair makes two enabled FI_EP_RDM endpoints a and b of d bound to one

@@ -1,8 +1,10 @@
 /*
  * av.c: address vectors (fi_av_open and the fi_av_* calls) over the
  * tree's av objects. Addresses are the domain's sockaddrs (FI_SOCKADDR_IN
- * or FI_SOCKADDR_IN6); the tree takes them as text (`insert ADDR...`) and
- * lists them with their fi_addr in `addrs`.
+ * or FI_SOCKADDR_IN6), or in the shm domain names (FI_ADDR_STR,
+ * "fi_shm://NAME", each NUL-terminated and packed one after the other in
+ * an insert's array, as libfabric's shm takes them); the tree takes them
+ * as text (`insert ADDR...`) and lists them with their fi_addr in `addrs`.
  *
  * The tree gives each inserted address the next fi_addr, counting from 0
  * in insertion order and never reusing a removed one (FI_AV_TABLE order;
@@ -39,20 +41,43 @@
  * (core.MaxAVEntries). */
 #define FFS_AV_MAX (1 << 16)
 
-/* The longest address text: "[" IPv6 "]:" port. */
-#define ADDR_TEXT (INET6_ADDRSTRLEN + 16)
+/* The longest address text: "fi_shm://" and a name of the tree's
+ * (fi_shm://fabricfs.N), or "[" IPv6 "]:" port. Longer names are
+ * refused (FI_EINVAL). */
+#define ADDR_TEXT (INET6_ADDRSTRLEN + 64)
+#define SHM_SCHEME "fi_shm://"
 
-/* addr_size is the size of one address of the AV's format. */
-static size_t addr_size(const struct ffs_av *av)
+/* sock_size is the size of one sockaddr of an AV of a socket format. */
+static size_t sock_size(const struct ffs_av *av)
 {
 	return av->addr_format == FI_SOCKADDR_IN6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 }
 
-/* addr_text writes sa as the tree's ADDR ("1.2.3.4:5", "[::1]:5"); it
- * returns false if sa is not of the AV's format. */
+/* addr_size is the size of one address of the AV's format at a: an
+ * FI_ADDR_STR string's length with its NUL, 0 if it has none within
+ * ADDR_TEXT bytes (the array's later addresses cannot be found then). */
+static size_t addr_size(const struct ffs_av *av, const void *a)
+{
+	if (av->addr_format == FI_ADDR_STR) {
+		size_t n = strnlen(a, ADDR_TEXT);
+		return n < ADDR_TEXT ? n + 1 : 0;
+	}
+	return sock_size(av);
+}
+
+/* addr_text writes sa as the tree's ADDR ("1.2.3.4:5", "[::1]:5",
+ * "fi_shm://NAME", which the tree checks); it returns false if sa is not
+ * of the AV's format. */
 static bool addr_text(const struct ffs_av *av, const void *sa, char *out, size_t size)
 {
 	char ip[INET6_ADDRSTRLEN];
+	if (av->addr_format == FI_ADDR_STR) {
+		size_t n = addr_size(av, sa);
+		if (!n || n > size || strncmp(sa, SHM_SCHEME, strlen(SHM_SCHEME)) || strpbrk(sa, " \t\n"))
+			return false;
+		memcpy(out, sa, n);
+		return true;
+	}
 	if (av->addr_format == FI_SOCKADDR_IN) {
 		const struct sockaddr_in *s = sa;
 		if (s->sin_family != AF_INET || !inet_ntop(AF_INET, &s->sin_addr, ip, sizeof ip))
@@ -159,8 +184,14 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count, fi_addr
 		free(valid);
 		return -FI_ENOMEM;
 	}
-	for (size_t i = 0; i < count; i++)
-		valid[i] = addr_text(av, (const char *)addr + i * addr_size(av), texts[i], sizeof texts[i]);
+	const char *a = addr;
+	for (size_t i = 0; i < count; i++) {
+		size_t size = addr_size(av, a);
+		if (!size)
+			break; /* the rest cannot be found: invalid */
+		valid[i] = addr_text(av, a, texts[i], sizeof texts[i]);
+		a += size;
+	}
 	pthread_mutex_lock(&av->lock);
 	int ret = av->readonly ? -FI_EACCES : av->named ? sync_next(av) : 0;
 	if (!ret)
@@ -189,7 +220,7 @@ static int av_insertsvc(struct fid_av *fid, const char *node, const char *servic
 			uint64_t flags, void *context)
 {
 	struct ffs_av *av = container_of(fid, struct ffs_av, av_fid);
-	if (!node || !service)
+	if (!node || !service || av->addr_format == FI_ADDR_STR)
 		return -FI_EINVAL;
 	struct sockaddr_storage ss = {0};
 	int ret = resolve(av, node, service, 0, &ss);
@@ -206,7 +237,8 @@ static int av_insertsym(struct fid_av *fid, const char *node, size_t nodecnt, co
 			fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
 	struct ffs_av *av = container_of(fid, struct ffs_av, av_fid);
-	if (!node || !service || nodecnt == 0 || svccnt == 0 || nodecnt > FFS_AV_MAX / svccnt)
+	if (!node || !service || nodecnt == 0 || svccnt == 0 || nodecnt > FFS_AV_MAX / svccnt ||
+	    av->addr_format == FI_ADDR_STR)
 		return -FI_EINVAL;
 	char *end;
 	unsigned long port = strtoul(service, &end, 10);
@@ -216,7 +248,7 @@ static int av_insertsym(struct fid_av *fid, const char *node, size_t nodecnt, co
 	int ret = resolve(av, node, service, AI_NUMERICHOST, &ss);
 	if (ret)
 		return ret;
-	size_t size = addr_size(av), n = nodecnt * svccnt;
+	size_t size = sock_size(av), n = nodecnt * svccnt;
 	uint8_t *addrs = calloc(n, size);
 	if (!addrs)
 		return -FI_ENOMEM;
@@ -263,13 +295,21 @@ static int av_remove(struct fid_av *fid, fi_addr_t *fi_addr, size_t count, uint6
 }
 
 /* parse_entry turns the tree's address text (fi_sockaddr_in://1.2.3.4:5,
- * fi_sockaddr_in6://[::1]:5) into a sockaddr; it returns its size, or 0. */
+ * fi_sockaddr_in6://[::1]:5, fi_shm://NAME) into a sockaddr or the
+ * FI_ADDR_STR string with its NUL; it returns its size, or 0. */
 static size_t parse_entry(const char *text, struct sockaddr_storage *ss)
 {
 	const char *p;
 	char ip[INET6_ADDRSTRLEN];
 	unsigned port;
 	memset(ss, 0, sizeof *ss);
+	if (!strncmp(text, SHM_SCHEME, strlen(SHM_SCHEME))) {
+		size_t n = strlen(text) + 1;
+		if (n > sizeof *ss)
+			return 0;
+		memcpy(ss, text, n);
+		return n;
+	}
 	if ((p = strstr(text, "fi_sockaddr_in6://[")) == text) {
 		p += strlen("fi_sockaddr_in6://[");
 		const char *close = strchr(p, ']');
@@ -343,13 +383,17 @@ static int av_lookup(struct fid_av *fid, fi_addr_t fi_addr, void *addr, size_t *
 }
 
 /* av_straddr prints addr as libfabric's FI_ADDR_STR form:
- * fi_sockaddr_in://1.2.3.4:5 or fi_sockaddr_in6://[::1]:5. */
+ * fi_sockaddr_in://1.2.3.4:5 or fi_sockaddr_in6://[::1]:5; an FI_ADDR_STR
+ * address is its own. */
 static const char *av_straddr(struct fid_av *fid, const void *addr, char *buf, size_t *len)
 {
 	const struct sockaddr *sa = addr;
 	char ip[INET6_ADDRSTRLEN] = "";
 	int n;
-	if (sa && sa->sa_family == AF_INET) {
+	struct ffs_av *av = container_of(fid, struct ffs_av, av_fid);
+	if (addr && av->addr_format == FI_ADDR_STR) {
+		n = snprintf(buf, *len, "%.*s", ADDR_TEXT, (const char *)addr);
+	} else if (sa && sa->sa_family == AF_INET) {
 		const struct sockaddr_in *s = addr;
 		inet_ntop(AF_INET, &s->sin_addr, ip, sizeof ip);
 		n = snprintf(buf, *len, "fi_sockaddr_in://%s:%u", ip, ntohs(s->sin_port));
@@ -475,7 +519,7 @@ int ffs_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_a
 	if (type != FI_AV_MAP && type != FI_AV_TABLE)
 		return -FI_EINVAL;
 	uint32_t format = dom->info->addr_format;
-	if (format != FI_SOCKADDR_IN && format != FI_SOCKADDR_IN6)
+	if (format != FI_SOCKADDR_IN && format != FI_SOCKADDR_IN6 && format != FI_ADDR_STR)
 		return -FI_ENOSYS;
 
 	struct ffs_av *av = calloc(1, sizeof *av);

@@ -136,6 +136,17 @@ int ffs_name_get(struct ffs_obj *o, const char *file, void *addr, size_t *addrle
 		return (int)n;
 	if (n == 0)
 		return -FI_EOPBADSTATE;
+	if (!strncmp(text, "fi_shm://", 9)) {
+		/* The shm domain's names are FI_ADDR_STR: the string is the
+		 * address, its NUL included. */
+		size_t need = strcspn(text, "\n") + 1, room = *addrlen;
+		*addrlen = need;
+		if (!addr || room < need)
+			return -FI_ETOOSMALL;
+		memcpy(addr, text, need - 1);
+		((char *)addr)[need - 1] = 0;
+		return 0;
+	}
 	void *sa;
 	int ret = ffs_addr_parse(FI_SOCKADDR, text, sizeof(struct sockaddr_in6), &sa);
 	if (ret)

@@ -471,7 +471,7 @@ struct ffs_av {
 	struct ffs_domain *dom;
 	struct ffs_obj obj;
 	enum fi_av_type type;
-	uint32_t addr_format; /* of the domain's entries: FI_SOCKADDR_IN, FI_SOCKADDR_IN6 */
+	uint32_t addr_format; /* of the domain's entries: FI_SOCKADDR_IN, FI_SOCKADDR_IN6, FI_ADDR_STR (shm) */
 	pthread_mutex_t lock;
 	uint64_t next; /* the fi_addr the tree gives the next address inserted (av.c), under lock */
 	/* A named AV (fi_av_attr.name): the tree's av/NAME, shared with the

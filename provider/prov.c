@@ -227,6 +227,16 @@ int ffs_info_block(const struct fi_info *hints, char *buf, size_t size)
 		h.fabric_attr = &f;
 	if (h.addr_format == FI_FORMAT_UNSPEC && (h.src_addr || h.dest_addr))
 		h.addr_format = FI_SOCKADDR;
+	/* An FI_ADDR_STR address is a string within its length; anything
+	 * else (fabtests' -s gives a sockaddr, with length 0) names no
+	 * endpoint of a named domain and is left out, as libfabric's shm
+	 * makes names of what it is given. */
+	if (h.addr_format == FI_ADDR_STR) {
+		if (h.src_addr && (!h.src_addrlen || !memchr(h.src_addr, 0, h.src_addrlen)))
+			h.src_addr = NULL, h.src_addrlen = 0;
+		if (h.dest_addr && (!h.dest_addrlen || !memchr(h.dest_addr, 0, h.dest_addrlen)))
+			h.dest_addr = NULL, h.dest_addrlen = 0;
+	}
 	if (!fi_tostr_r(buf, size, &h, FI_TYPE_INFO))
 		return -FI_EINVAL;
 	return 0;

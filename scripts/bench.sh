@@ -49,6 +49,17 @@
 # stream.png. Its sizes are 1 B, 64 B, 1, 16, 64 and 256 KiB and 1 MiB
 # unless -s (or -q) gives others.
 #
+# -e local (in the default list) is the one-copy pass between endpoints of
+# one daemon: ringpong -e rdm over the tree's shm provider (shm/shm) beside
+# libfabric's own shm and tcp providers, with the same programs as the
+# other passes: the ping-pong (ringpong; fi_pingpong -e rdm), the tagged
+# stream (ringpong -bw; fi_rdm_tagged_bw) and RMA write and read
+# (ringpong -bw -op write|read; fi_rma_bw -e rdm -o write|read), at the
+# stream pass's sizes, alternating, medians; message rate, bandwidth,
+# latency and CPU per million messages, the ratios to shm and to tcp and
+# the issue's targets as "targets, -e local KIND" lines; the JSON's
+# "local" member.
+#
 #   scripts/bench.sh [-q] [-e TYPES] [-r REPEATS] [-n ITERS] [-N ITERS_LARGE]
 #                    [-w WARMUP] [-s SIZES] [-o DIR] [-x 'RINGPONG FLAGS']
 #                    [-b FABRICFS] [-P PORT] [-t SECS] [-C CC] [-F] [-W WINDOW]
@@ -81,8 +92,10 @@ usage: scripts/bench.sh [options]
             against fi_pingpong -p tcp), provider (fi_pingpong -p fabricfs
             against fi_pingpong -p tcp: -e msg, -e rdm, -e rdm -m tagged),
             stream (fi_msg_bw, fi_rdm_tagged_bw, fi_rma_bw -o write|read
-            -p tcp and -p fabricfs against ringpong -bw), verbs
-            (default msg,rdm,provider,stream)
+            -p tcp and -p fabricfs against ringpong -bw), local (ringpong
+            over the tree's shm provider against fi_pingpong,
+            fi_rdm_tagged_bw and fi_rma_bw -p shm and -p tcp), verbs
+            (default msg,rdm,provider,stream,local)
   -r N      repeats of each (libfabric, fabricfs) pair; medians are reported (default 5)
   -n N      timed round trips per run for sizes below 64 KiB (default 10000)
   -N N      timed round trips per run for sizes of 64 KiB and more (default 1000)
@@ -113,7 +126,7 @@ EOF
 }
 
 cmdline="scripts/bench.sh${*:+ $*}"
-eps=msg,rdm,provider,stream window=64 repeats=5 iters=10000 iters_large=1000 warmup=100 out="" xflags="" port=47592 limit=120 daemon_bin="" cc="" shapes=0
+eps=msg,rdm,provider,stream,local window=64 repeats=5 iters=10000 iters_large=1000 warmup=100 out="" xflags="" port=47592 limit=120 daemon_bin="" cc="" shapes=0
 sizes=1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192,16384,32768,65536,131072,262144,524288,1048576
 stream_sizes=1,64,1024,16384,65536,262144,1048576
 while getopts "e:r:n:N:w:s:o:x:b:P:t:C:W:Fqh" opt; do
@@ -149,14 +162,15 @@ IFS=, read -r -a stream_size_list <<<"$stream_sizes"
 for s in "${size_list[@]}" "${stream_size_list[@]}"; do [[ $s =~ ^[0-9]+$ ]] || { echo "bench: bad size $s" >&2; usage; }; done
 IFS=, read -r -a all_eps <<<"$eps"
 [ ${#all_eps[@]} -ge 1 ] || usage
-ep_list=() verbs=0 provider=0 stream=0
+ep_list=() verbs=0 provider=0 stream=0 local_pass=0
 for e in "${all_eps[@]}"; do
 	case $e in
 	msg | rdm) ep_list+=("$e") ;;
 	provider) provider=1 ;;
 	stream) stream=1 ;;
+	local) local_pass=1 ;;
 	verbs) verbs=1 ;;
-	*) echo "bench: bad endpoint type $e (msg, rdm, provider, stream or verbs)" >&2; usage ;;
+	*) echo "bench: bad endpoint type $e (msg, rdm, provider, stream, local or verbs)" >&2; usage ;;
 	esac
 done
 
@@ -201,7 +215,7 @@ if [ $provider -eq 1 ] || [ $stream -eq 1 ]; then
 	scripts/provider.sh
 fi
 fabtests_bin=$PWD/build/fabtests/install/bin
-if [ $stream -eq 1 ]; then
+if [ $stream -eq 1 ] || [ $local_pass -eq 1 ]; then
 	say "building fabtests (scripts/fabtests.sh build)"
 	scripts/fabtests.sh build
 	for p in fi_msg_bw fi_rdm_tagged_bw fi_rma_bw; do
@@ -333,7 +347,7 @@ run_pingpong() {
 		# address (eth0's); FI_TCP_IFACE=lo keeps both sides on 127.0.0.1.
 		local -x FI_TCP_IFACE=lo
 		common+=(-d lo)
-	else
+	elif [ "$prov" = fabricfs ]; then
 		# The provider names the tree's domain PROV/DOMAIN: tcp/lo is the
 		# one -p tcp -d lo uses.
 		local -x FI_PROVIDER_PATH=$PWD/bin FI_FABRICFS_ROOT=$mnt
@@ -534,6 +548,7 @@ fi
 # ringpong -e msg -op OP, both ways at once as fi_rma_bw's).
 declare -A stream_prog=([msg]=fi_msg_bw [rdm]=fi_rdm_tagged_bw [write]="fi_rma_bw -e msg -o write" [read]="fi_rma_bw -e msg -o read")
 stream_kinds=(msg rdm write read)
+stream_impls=(libfabric fabricfs provider)
 
 # cpu_mark: sets cpu_ms, the CPU milliseconds (user + system) of the
 # children this script has waited for, and cpu_ticks, the daemon's
@@ -575,13 +590,19 @@ listening() {
 # the script's mount) with -W, -S SIZE, -I ITERS and -w WARMUP; sets mbps
 # and rate (Mmsg/s) from the client's -m line. The client starts once the
 # server listens (fabtests' client does not retry).
+# The programs are stream_prog's, or those of the table prog_table names.
 run_stream_fabtests() {
 	local prov=$1 kind=$2 size=$3 n=$4 spid rc=0 prog
-	read -r -a prog <<<"${stream_prog[$kind]}"
+	local -n progs=${prog_table:-stream_prog}
+	read -r -a prog <<<"${progs[$kind]}"
 	local common=("${prog[@]:1}" -p "$prov" -W "$window" -S "$size" -I "$n" -w "$warmup" -m)
 	if [ "$prov" = tcp ]; then
 		local -x FI_TCP_IFACE=lo
 		common+=(-d lo)
+	elif [ "$prov" = shm ]; then
+		# shm's addresses are names, exchanged out of band on the port
+		# (fabtests' -E).
+		common+=("-E=$port")
 	else
 		local -x FI_PROVIDER_PATH=$PWD/bin FI_FABRICFS_ROOT=$mnt
 		common+=(-d tcp/lo)
@@ -617,8 +638,9 @@ run_stream_provider() { run_stream_fabtests fabricfs "$@"; }
 
 # run_stream_fabricfs KIND SIZE ITERS: ringpong -bw, KIND's loop through
 # the rings.
+# The endpoint type of write and read is stream_ep's, msg unless set.
 run_stream_fabricfs() {
-	local kind=$1 ep=msg op=send
+	local kind=$1 ep=${stream_ep:-msg} op=send
 	case $kind in rdm) ep=rdm ;; write | read) op=$kind ;; esac
 	# A window without a completion for 3 s is stuck, not slow: fail
 	# early rather than after ringpong's default 30 s.
@@ -627,48 +649,54 @@ run_stream_fabricfs() {
 	rate=$(awk '{ r = $0; sub(/.*"mxfers_per_sec":/, "", r); sub(/[,}].*/, "", r); print r }' <<<"$(grep '"role":"client"' "$tmp/rp_cli.out")")
 }
 
-# run_stream_pass: REPEATS runs of each implementation at each size of
-# each kind, appending "kind impl size rep order iters mbps rate cpu_s
-# msgs" to $sraw: cpu_s is the CPU seconds of all the run's processes and
-# the daemon's, msgs the messages the run moved, its warm-up included (for
-# RMA both sides', which operate at once).
-run_stream_pass() {
-	local rep k j size n kind impl order ms0 t0 cpu msgs line
-	local impls=(libfabric fabricfs provider)
+# run_rate_pass PASS RAW FAILED: REPEATS runs of each implementation of
+# PASS (the array PASS_impls, each run by run_PASS_IMPL KIND SIZE ITERS,
+# which sets mbps and rate) at each size of each kind (PASS_kinds), the
+# order reversed every other size and repeat, appending "kind impl size
+# rep order iters mbps rate cpu_s msgs" to RAW and the runs that failed
+# twice to FAILED: cpu_s is the CPU seconds of all the run's processes
+# and the daemon's, msgs the messages the run moved, its warm-up included
+# (for RMA and the ping-pong both sides', which send at once).
+run_rate_pass() {
+	local pass=$1 raw=$2 failed=$3 rep k j size n kind impl order ms0 t0 cpu msgs line
+	local -n impls=${pass}_impls kinds=${pass}_kinds
 	for ((rep = 1; rep <= repeats; rep++)); do
 		for ((k = 0; k < ${#stream_size_list[@]}; k++)); do
 			size=${stream_size_list[$k]}
 			n=$(iters_for "$size")
-			for kind in "${stream_kinds[@]}"; do
+			for kind in "${kinds[@]}"; do
 				order=("${impls[@]}")
-				if (((rep + k) % 2)); then order=(provider fabricfs libfabric); fi
+				if (((rep + k) % 2)); then
+					order=()
+					for ((j = ${#impls[@]} - 1; j >= 0; j--)); do order+=("${impls[$j]}"); done
+				fi
 				msgs=$((n + warmup))
-				case $kind in write | read) msgs=$((2 * msgs)) ;; esac
-				line="stream $kind [$rep/$repeats] $size B:"
+				case $kind in write | read | pingpong) msgs=$((2 * msgs)) ;; esac
+				line="$pass $kind [$rep/$repeats] $size B:"
 				for ((j = 0; j < ${#order[@]}; j++)); do
 					impl=${order[$j]}
 					mbps="" rate=""
 					cpu_mark
 					ms0=$cpu_ms t0=$cpu_ticks
-					if ! "run_stream_$impl" "$kind" "$size" "$n"; then
+					if ! "run_${pass}_$impl" "$kind" "$size" "$n"; then
 						say "retrying $impl $kind at $size B once"
 						cpu_mark
 						ms0=$cpu_ms t0=$cpu_ticks
-						if ! "run_stream_$impl" "$kind" "$size" "$n"; then
+						if ! "run_${pass}_$impl" "$kind" "$size" "$n"; then
 							# A run that fails twice has no figure: it is
-							# listed (stream_failed), and the pass goes on.
-							printf '%s\t%s\t%s\t%s\n' "$kind" "$impl" "$size" "$rep" >>"$sfailed"
+							# listed (FAILED), and the pass goes on.
+							printf '%s\t%s\t%s\t%s\n' "$kind" "$impl" "$size" "$rep" >>"$failed"
 							line="$line $impl failed;"
 							continue
 						fi
 					fi
 					cpu_mark
 					if [ -z "$mbps" ] || [ -z "$rate" ]; then
-						say "stream: $impl $kind at $size B printed no result"
+						say "$pass: $impl $kind at $size B printed no result"
 						exit 1
 					fi
 					cpu=$(awk -v ms=$((cpu_ms - ms0)) -v t=$((cpu_ticks - t0)) -v hz="$clk_tck" 'BEGIN { printf "%.3f", ms / 1000 + t / hz }')
-					printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$kind" "$impl" "$size" "$rep" "$((j + 1))" "$n" "$mbps" "$rate" "$cpu" "$msgs" >>"$sraw"
+					printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$kind" "$impl" "$size" "$rep" "$((j + 1))" "$n" "$mbps" "$rate" "$cpu" "$msgs" >>"$raw"
 					line="$line $(printf '%s %.4f Mmsg/s %.2f MB/s %.2f s CPU;' "$impl" "$rate" "$mbps" "$cpu")"
 				done
 				say "$line $(($(date +%s) - start))s"
@@ -683,31 +711,40 @@ sfailed=$tmp/stream_failed.tsv # kind impl size rep: the runs that failed twice
 : >"$sfailed"
 if [ $stream -eq 1 ]; then
 	say "stream: ${stream_kinds[*]}: fabtests' programs -p tcp and -p fabricfs beside ringpong -bw, window $window, $repeats repeats, alternating first"
-	run_stream_pass
+	run_rate_pass stream "$sraw" "$sfailed"
 fi
 
-# The streaming pass's medians per kind, implementation and size: "kind
-# impl size iters mbps rate cpu_per_mmsg" (cpu_per_mmsg: the median of the
-# runs' CPU seconds per million messages).
+# rate_medians RAW: the medians of run_rate_pass's runs per kind,
+# implementation and size: "kind impl size iters mbps rate cpu_per_mmsg"
+# (cpu_per_mmsg: the median of the runs' CPU seconds per million
+# messages).
+rate_medians() {
+	sort -t "$(printf '\t')" -k1,1 -k2,2 -k3,3n "$1" | awk -F '\t' "$awk_median"'
+		function flush() { if (n) printf "%s\t%s\t%s\t%s\t%.6f\t%.6f\t%.4f\n", kind, impl, size, iters, median(m, n), median(r, n), median(c, n); n = 0 }
+		$1 != kind || $2 != impl || $3 != size { flush(); kind = $1; impl = $2; size = $3 }
+		{ n++; m[n] = $7 + 0; r[n] = $8 + 0; c[n] = ($10 > 0 ? $9 * 1e6 / $10 : 0); iters = $6 }
+		END { flush() }'
+}
 smedians=$tmp/stream_medians.tsv
-sort -t "$(printf '\t')" -k1,1 -k2,2 -k3,3n "$sraw" | awk -F '\t' "$awk_median"'
-	function flush() { if (n) printf "%s\t%s\t%s\t%s\t%.6f\t%.6f\t%.4f\n", kind, impl, size, iters, median(m, n), median(r, n), median(c, n); n = 0 }
-	$1 != kind || $2 != impl || $3 != size { flush(); kind = $1; impl = $2; size = $3 }
-	{ n++; m[n] = $7 + 0; r[n] = $8 + 0; c[n] = ($10 > 0 ? $9 * 1e6 / $10 : 0); iters = $6 }
-	END { flush() }' >"$smedians"
-# Ratios to libfabric (-p tcp) per kind, implementation (fabricfs,
-# provider) and size: "kind impl size rate_ratio bw_ratio", four decimals.
+rate_medians "$sraw" >"$smedians"
+# rate_ratios MEDIANS REF: the ratios to the implementation REF per kind,
+# other implementation and size: "kind impl size rate_ratio bw_ratio",
+# four decimals.
+rate_ratios() {
+	awk -F '\t' -v ref="$2" '
+		$2 == ref { lm[$1, $3] = $5; lr[$1, $3] = $6; next }
+		{ key[$1 "\t" $2 "\t" $3] = 1; m[$1, $2, $3] = $5; r[$1, $2, $3] = $6 }
+		END {
+			for (k in key) {
+				split(k, f, "\t")
+				if (!((f[1], f[3]) in lm)) continue
+				printf "%s\t%.4f\t%.4f\n", k, (lr[f[1], f[3]] > 0 ? r[f[1], f[2], f[3]] / lr[f[1], f[3]] : 0), (lm[f[1], f[3]] > 0 ? m[f[1], f[2], f[3]] / lm[f[1], f[3]] : 0)
+			}
+		}' "$1" | sort -k1,1 -k2,2 -k3,3n
+}
+# Ratios to libfabric (-p tcp) of fabricfs and the provider.
 sratios=$tmp/stream_ratios.tsv
-awk -F '\t' '
-	$2 == "libfabric" { lm[$1, $3] = $5; lr[$1, $3] = $6; next }
-	{ key[$1 "\t" $2 "\t" $3] = 1; m[$1, $2, $3] = $5; r[$1, $2, $3] = $6 }
-	END {
-		for (k in key) {
-			split(k, f, "\t")
-			if (!((f[1], f[3]) in lm)) continue
-			printf "%s\t%.4f\t%.4f\n", k, (lr[f[1], f[3]] > 0 ? r[f[1], f[2], f[3]] / lr[f[1], f[3]] : 0), (lm[f[1], f[3]] > 0 ? m[f[1], f[2], f[3]] / lm[f[1], f[3]] : 0)
-		}
-	}' "$smedians" | sort -k1,1 -k2,2 -k3,3n >"$sratios"
+rate_ratios "$smedians" libfabric >"$sratios"
 # The issue's streaming targets for fabricfs (ringpong -bw), a line per
 # kind: "kind|rate64|rate_ok|bwmin|bw_ok|bwmin_at|rate_limit|bw_from":
 # msg and rdm: the message rate at 64 B at least 2x, the bandwidth from
@@ -731,6 +768,81 @@ awk -F '\t' '
 				min, (min != "" ? (min + 0 >= 1 ? "true" : "false") : "null"), at, (rma ? "" : 2), from
 		}
 	}' "$sratios" >"$sverdicts"
+
+# The one-copy pass (-e local): ringpong over the tree's shm provider
+# (fabricfs), libfabric's shm and libfabric's tcp, RDM all three, each
+# kind with the same program as the passes above: pingpong (ringpong;
+# fi_pingpong -e rdm), rdm (ringpong -bw, tagged; fi_rdm_tagged_bw),
+# write and read (ringpong -bw -op OP; fi_rma_bw -e rdm -o OP). The
+# ping-pong's rate is its round trips' inverse, 1 / usec.
+declare -A local_prog=([rdm]=fi_rdm_tagged_bw [write]="fi_rma_bw -e rdm -o write" [read]="fi_rma_bw -e rdm -o read")
+local_kinds=(pingpong rdm write read)
+local_impls=(shm fabricfs tcp)
+# pingpong_rate: rate from usec.
+pingpong_rate() { rate=$(awk -v u="$usec" 'BEGIN { if (u > 0) printf "%.9f", 1 / u }'); }
+# run_local_fabricfs KIND SIZE ITERS: ringpong -e rdm over shm/shm.
+run_local_fabricfs() {
+	local xflags="$xflags -prov shm -domain shm" stream_ep=rdm
+	if [ "$1" = pingpong ]; then
+		run_fabricfs rdm "$2" "$3" && pingpong_rate
+	else
+		run_stream_fabricfs "$@"
+	fi
+}
+# run_local_libfabric PROV KIND SIZE ITERS: KIND's libfabric program
+# over libfabric's provider PROV.
+run_local_libfabric() {
+	local prov=$1 kind=$2 prog_table=local_prog
+	if [ "$kind" = pingpong ]; then
+		run_pingpong "$prov" rdm "$3" "$4" && pingpong_rate
+	else
+		run_stream_fabtests "$prov" "$kind" "$3" "$4"
+	fi
+}
+run_local_shm() { run_local_libfabric shm "$@"; }
+run_local_tcp() { run_local_libfabric tcp "$@"; }
+
+lraw=$tmp/local.tsv # as sraw
+lfailed=$tmp/local_failed.tsv
+: >"$lraw"
+: >"$lfailed"
+if [ $local_pass -eq 1 ]; then
+	say "local: ${local_kinds[*]}: ringpong over the tree's shm provider beside libfabric's shm and tcp, window $window, $repeats repeats, alternating first"
+	run_rate_pass local "$lraw" "$lfailed"
+fi
+lmedians=$tmp/local_medians.tsv lratios_shm=$tmp/local_ratios_shm.tsv lratios_tcp=$tmp/local_ratios_tcp.tsv
+rate_medians "$lraw" >"$lmedians"
+rate_ratios "$lmedians" shm >"$lratios_shm"
+rate_ratios "$lmedians" tcp >"$lratios_tcp"
+# The issue's targets for the one-copy path, a line per kind:
+# "kind|rate64|rate_ok|bw_shm|bw_shm_ok|bw_shm_at|bw_tcp|bw_tcp_ok|bw_tcp_at":
+# the message rate at 64 B at least 1x shm's (rdm; empty for the others),
+# the bandwidth from 64 KiB at least 1x shm's and at least 1.5x tcp's
+# (the lowest ratio and its size); pingpong has none (its latency is
+# reported beside shm's). Empty and null when the sizes were not run.
+lverdicts=$tmp/local_verdicts.tsv
+awk -F '\t' '
+	$2 != "fabricfs" { next }
+	FILENAME == ARGV[1] { if (!($1 in seen)) { seen[$1] = 1; kinds[++nk] = $1 }; rs[$1, $3] = $4; bs[$1, $3] = $5; sizes[$1] = sizes[$1] " " $3; next }
+	{ bt[$1, $3] = $5 }
+	END {
+		for (k = 1; k <= nk; k++) {
+			kind = kinds[k]
+			if (kind == "pingpong") continue
+			rate = ""; ms = ""; as = ""; mt = ""; at = ""
+			ns = split(sizes[kind], sz, " ")
+			for (i = 1; i <= ns; i++) {
+				s = sz[i]
+				if (kind == "rdm" && s == 64) rate = rs[kind, s]
+				if (s < 65536) continue
+				if (ms == "" || bs[kind, s] + 0 < ms + 0) { ms = bs[kind, s]; as = s }
+				if ((kind, s) in bt && (mt == "" || bt[kind, s] + 0 < mt + 0)) { mt = bt[kind, s]; at = s }
+			}
+			printf "%s|%s|%s|%s|%s|%s|%s|%s|%s\n", kind, rate, (rate != "" ? (rate + 0 >= 1 ? "true" : "false") : "null"),
+				ms, (ms != "" ? (ms + 0 >= 1 ? "true" : "false") : "null"), as,
+				mt, (mt != "" ? (mt + 0 >= 1.5 ? "true" : "false") : "null"), at
+		}
+	}' "$lratios_shm" "$lratios_tcp" >"$lverdicts"
 
 if [ $verbs -eq 1 ]; then
 	say "verbs: scripts/verbsperf, the software RDMA device beside raw loopback UDP, $repeats repeats"
@@ -978,6 +1090,62 @@ if [ $stream -eq 1 ]; then
 		esac
 	done
 fi | tee -a "$out/report.txt"
+# The one-copy pass's tables: per kind and size, the three
+# implementations' message rate (the ping-pong: its latency), bandwidth
+# and CPU per million messages, fabricfs's ratios to shm and tcp; then
+# the verdicts.
+if [ $local_pass -eq 1 ]; then
+	for kind in "${local_kinds[@]}"; do
+		prog=${local_prog[$kind]:-fi_pingpong -e rdm}
+		printf '\nlocal, %s: ringpong over shm/shm (ff), %s -p shm (shm) and -p tcp (tcp); window %s, medians of %d runs\n' \
+			"$kind" "$prog" "$window" "$repeats"
+		unit="Mmsg/s" fmt="%9.4f"
+		[ "$kind" != pingpong ] || unit="usec" fmt="%9.2f"
+		printf '%-8s %9s %9s %9s %7s %7s %10s %10s %10s %7s %7s %8s %8s %8s\n' bytes "ff $unit" "shm" "tcp" "x shm" "x tcp" \
+			"ff MB/s" "shm MB/s" "tcp MB/s" "x shm" "x tcp" "ff CPU" "shm CPU" "tcp CPU"
+		awk -F '\t' -v kind="$kind" -v fmt="$fmt" '
+			FILENAME == ARGV[1] { if ($1 == kind) { m[$2, $3] = $5; r[$2, $3] = $6; c[$2, $3] = $7; if ($2 == "fabricfs") sz[++ns] = $3 }; next }
+			FILENAME == ARGV[2] { if ($1 == kind) { rs[$2, $3] = $4; bs[$2, $3] = $5 }; next }
+			$1 == kind { rt[$2, $3] = $4; bt[$2, $3] = $5 }
+			function shown(v) { return kind == "pingpong" ? (v > 0 ? 1 / v : 0) : v }
+			function ratio(v) { return kind == "pingpong" ? (v > 0 ? 1 / v : 0) : v }
+			END {
+				for (i = 1; i <= ns; i++) {
+					s = sz[i]
+					printf "%-8s " fmt " " fmt " " fmt " %7.2f %7.2f %10.2f %10.2f %10.2f %7.2f %7.2f %8.2f %8.2f %8.2f\n", s,
+						shown(r["fabricfs", s]), shown(r["shm", s]), shown(r["tcp", s]), ratio(rs["fabricfs", s]), ratio(rt["fabricfs", s]),
+						m["fabricfs", s], m["shm", s], m["tcp", s], bs["fabricfs", s], bt["fabricfs", s],
+						c["fabricfs", s], c["shm", s], c["tcp", s]
+				}
+			}' "$lmedians" "$lratios_shm" "$lratios_tcp"
+	done
+	printf '(pingpong: latency, x = fabricfs / libfabric, lower is better; the others: rate and bandwidth, higher is better. CPU: seconds per million messages of all processes together, the daemon included)\n'
+	if [ -s "$lfailed" ]; then
+		printf 'failed twice, no figure (kind impl bytes repeat):'
+		awk -F '\t' '{ printf " %s %s %s #%s;", $1, $2, $3, $4 }' "$lfailed"
+		printf '\n'
+	fi
+	printf '\n'
+	for kind in "${local_kinds[@]}"; do
+		if [ "$kind" = pingpong ]; then
+			printf 'targets, -e local pingpong: latency at 64 B reported beside shm: %s\n' "$(awk -F '\t' '
+				$1 == "pingpong" && $3 == 64 { u[$2] = ($6 > 0 ? 1 / $6 : 0) }
+				END { if ("fabricfs" in u) printf "fabricfs %.2f us, shm %.2f us (%.2fx), tcp %.2f us", u["fabricfs"], u["shm"], (u["shm"] > 0 ? u["fabricfs"] / u["shm"] : 0), u["tcp"]; else printf "not measured (no 64 B run)" }' "$lmedians")"
+			continue
+		fi
+		IFS='|' read -r _ rate rate_ok bs bs_ok bs_at bt bt_ok bt_at < <(grep "^$kind|" "$lverdicts" || printf '%s||null||null||||null|\n' "$kind")
+		shm_t="$bs_ok (lowest ${bs}x at $bs_at B)" tcp_t="$bt_ok (lowest ${bt}x at $bt_at B)"
+		[ -n "$bs" ] || shm_t="not measured (no run from 64 KiB)"
+		[ -n "$bt" ] || tcp_t="not measured (no run from 64 KiB)"
+		r=""
+		if [ "$kind" = rdm ]; then
+			r="$rate_ok (${rate}x)"
+			[ -n "$rate" ] || r="not measured (no 64 B run)"
+			r="message rate at 64 B >= 1x shm: $r; "
+		fi
+		printf 'targets, -e local %s: %sbandwidth from 64 KiB >= 1x %s -p shm: %s; >= 1.5x -p tcp: %s\n' "$kind" "$r" "${local_prog[$kind]}" "$shm_t" "$tcp_t"
+	done
+fi | tee -a "$out/report.txt"
 if [ $verbs -eq 1 ]; then
 	printf '\nverbs: software RDMA device (RC, 127.0.0.1 <-> 127.0.0.2) beside raw loopback UDP (medians; lat x = rc/udp, bw x = write/udp)\n'
 	cat "$tmp/verbs.txt"
@@ -1010,6 +1178,7 @@ fi | tee -a "$out/report.txt"
 	printf 'fabricfs_daemon\t%s\n' "$daemon_bin"
 	printf 'provider\t%s\nverbs\t%s\n' "$provider" "$verbs"
 	printf 'stream\t%s\nwindow\t%s\nstream_sizes\t%s\n' "$stream" "$window" "$stream_sizes"
+	printf 'local\t%s\n' "$local_pass"
 } >"$tmp/meta.tsv"
 # Debian's python3, which has the modules scripts/deps.sh installs (a
 # python3 earlier in PATH, such as pyenv's, may not).

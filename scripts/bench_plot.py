@@ -23,8 +23,10 @@ With the streaming pass, stream.png: a row per kind (msg, rdm, write,
 read), message rate (Mmsg/s) and bandwidth (MB/sec) against size, each
 line the median of the repeats: fabtests' program -p tcp (libfabric),
 ringpong -bw (fabricfs) and the program -p fabricfs (the provider).
-Without ping-pong passes (-e stream alone) latency.png and bandwidth.png
-are not drawn.
+With the one-copy pass, local.png: the same per kind (pingpong, rdm,
+write, read) for ringpong over the tree's shm provider beside libfabric's
+shm and tcp. Without ping-pong passes (-e stream or -e local alone)
+latency.png and bandwidth.png are not drawn.
 """
 import json
 import os
@@ -42,6 +44,20 @@ STREAM_LABELS = {"libfabric": "libfabric (-p tcp)", "fabricfs": "fabricfs (ringp
                  "provider": "fabricfs provider (-p fabricfs)"}
 STREAM_COLOURS = {"libfabric": "C0", "fabricfs": "C1", "provider": "C2"}
 STREAM_KINDS = ("msg", "rdm", "write", "read")  # the order bench.sh runs them
+# The one-copy pass (local.png): ringpong over the tree's shm provider
+# beside libfabric's shm and tcp.
+LOCAL_LABELS = {"shm": "libfabric -p shm", "fabricfs": "fabricfs (ringpong over shm/shm)",
+                "tcp": "libfabric -p tcp"}
+LOCAL_COLOURS = {"shm": "C2", "fabricfs": "C1", "tcp": "C0"}
+LOCAL_KINDS = ("pingpong", "rdm", "write", "read")
+# Each rate pass: its kinds, implementations' labels and colours, and the
+# title of a kind's panels from the pass's JSON member.
+RATE_PASSES = {
+    "stream": (STREAM_KINDS, STREAM_LABELS, STREAM_COLOURS,
+               lambda st, kind: "stream %s: %s, window %d" % (kind, st["commands"][kind]["libfabric"].split()[1], st["window"])),
+    "local": (LOCAL_KINDS, LOCAL_LABELS, LOCAL_COLOURS,
+              lambda st, kind: "local %s: %s, window %d" % (kind, st["commands"][kind]["shm"].split(" -p")[0], st["window"])),
+}
 # libfabric is blue and fabricfs orange in every panel; the relay's shapes
 # and fabricfs's pinned placements (-F) take the colours after them.
 COLOURS = {"libfabric": "C0", "fabricfs": "C1", "provider": "C1"}
@@ -128,29 +144,30 @@ def suptitle(doc):
         " (the machine was LOADED)" if doc.get("loaded") else "")
 
 
-def draw_stream(doc, path):
-    """stream.png: per kind, message rate and bandwidth against size."""
-    st = doc["stream"]
-    kinds = [k for k in STREAM_KINDS if any(m["ep"] == k for m in st["medians"])]
+def draw_rates(doc, section, path):
+    """stream.png, local.png: per kind of the pass section, message rate
+    and bandwidth against size."""
+    st = doc[section]
+    all_kinds, labels, colours, title = RATE_PASSES[section]
+    kinds = [k for k in all_kinds if any(m["ep"] == k for m in st["medians"])]
     if not kinds:
-        sys.exit("bench_plot: no streaming medians in the JSON")
+        sys.exit("bench_plot: no %s medians in the JSON" % section)
     fig, axes = plt.subplots(len(kinds), 2, figsize=(10.4, 3.6 * len(kinds)), squeeze=False, dpi=100)
     for row, kind in zip(axes, kinds):
         medians = [m for m in st["medians"] if m["ep"] == kind]
         lo, hi = min(m["bytes"] for m in medians), max(m["bytes"] for m in medians)
         for ax, key, ylabel in ((row[0], "mmsg_per_sec", "Mmsg/s (higher is better)"),
                                 (row[1], "mb_per_sec", "MB/sec (higher is better)")):
-            for impl in ("libfabric", "fabricfs", "provider"):
+            for impl in labels:
                 ms = sorted((m for m in medians if m["impl"] == impl), key=lambda m: m["bytes"])
                 if ms:
                     ax.plot([m["bytes"] for m in ms], [max(m[key], 1e-6) for m in ms], marker="o",
-                            markersize=3, color=STREAM_COLOURS[impl], label=STREAM_LABELS[impl])
+                            markersize=3, color=colours[impl], label=labels[impl])
             ax.set_xscale("log", base=2)
             ax.set_xticks([4 ** k for k in range(11) if lo <= 4 ** k <= hi] or [lo])
             ax.xaxis.set_major_formatter(size_label)
             ax.set_yscale("log")
-            ax.set_title("stream %s: %s, window %d" % (kind, st["commands"][kind]["libfabric"].split()[1],
-                                                       st["window"]), fontsize=9)
+            ax.set_title(title(st, kind), fontsize=9)
             ax.set_xlabel("message size (bytes)")
             ax.set_ylabel(ylabel)
             ax.grid(True, which="major", alpha=0.3)
@@ -172,10 +189,11 @@ def main():
              os.path.join(sys.argv[2], "latency.png"))
         draw(doc, True, "MB/sec (higher is better)",
              os.path.join(sys.argv[2], "bandwidth.png"))
-    elif "stream" not in doc:
+    elif not any(section in doc for section in RATE_PASSES):
         sys.exit("bench_plot: no medians in the JSON")
-    if "stream" in doc:
-        draw_stream(doc, os.path.join(sys.argv[2], "stream.png"))
+    for section in RATE_PASSES:
+        if section in doc:
+            draw_rates(doc, section, os.path.join(sys.argv[2], section + ".png"))
 
 
 if __name__ == "__main__":

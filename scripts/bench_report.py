@@ -16,7 +16,9 @@ stream.tsv (every run: kind impl size rep order iters mbps rate cpu_s
 msgs), stream_medians.tsv (kind impl size iters mbps rate cpu_per_mmsg),
 stream_ratios.tsv (kind impl size rate_ratio bw_ratio),
 stream_verdicts.tsv and stream_failed.tsv (kind impl size rep: the runs
-that failed twice and have no figure). bench.sh computes the
+that failed twice and have no figure); with the one-copy pass the same
+as local*.tsv, its ratios to libfabric's shm and tcp in
+local_ratios_shm.tsv and local_ratios_tcp.tsv. bench.sh computes the
 medians, ratios and verdicts it prints; this script only adds the means
 and percentiles of the repeats and the load check, and encodes.
 
@@ -164,13 +166,14 @@ def targets(path, impls):
     return out
 
 
-def read_stream(work, meta):
-    """The streaming pass: its runs, medians (with the repeats' mean and
-    p99), ratios to libfabric -p tcp and verdicts. usec_per_xfer is the
-    inverse of the message rate, as fabtests prints it."""
-    path = lambda name: os.path.join(work, name)
+def read_rate_pass(work, name):
+    """A pass of bench.sh's run_rate_pass (stream, local): its runs, the
+    medians (with the repeats' mean and p99) and the runs that failed.
+    usec_per_xfer is the inverse of the message rate, as fabtests prints
+    it."""
+    path = lambda f: os.path.join(work, name + f)
     runs = []
-    for kind, impl, size, rep, order, iters, mbps, rate, cpu, msgs in rows(path("stream.tsv")):
+    for kind, impl, size, rep, order, iters, mbps, rate, cpu, msgs in rows(path(".tsv")):
         r = {"ep": kind, "impl": impl, "bytes": int(size), "rep": int(rep), "order": int(order),
              "iters": int(iters), "mb_per_sec": float(mbps), "mmsg_per_sec": float(rate),
              "usec_per_xfer": round(1 / float(rate), 4) if float(rate) > 0 else 0.0,
@@ -181,13 +184,35 @@ def read_stream(work, meta):
     for r in runs:
         by.setdefault((r["ep"], r["impl"], r["bytes"]), []).append(r)
     medians = []
-    for kind, impl, size, iters, mbps, rate, cpu in rows(path("stream_medians.tsv")):
+    for kind, impl, size, iters, mbps, rate, cpu in rows(path("_medians.tsv")):
         rs = by[(kind, impl, int(size))]
         m = {"ep": kind, "impl": impl, "bytes": int(size), "iters": int(iters), "runs": len(rs),
              "mb_per_sec": float(mbps), "mmsg_per_sec": float(rate),
              "usec_per_xfer": round(percentile([r["usec_per_xfer"] for r in rs], 50), 4),
              "cpu_s_per_mmsg": float(cpu)}
         medians.append(with_stats(m, rs, STREAM_KEYS))
+    failed = [{"ep": kind, "impl": impl, "bytes": int(size), "rep": int(rep)}
+              for kind, impl, size, rep in rows(path("_failed.tsv"))]
+    return runs, medians, failed
+
+
+def read_rate_ratios(path):
+    """A ratios file of rate_ratios: kind impl size rate_ratio bw_ratio."""
+    return [{"ep": kind, "impl": impl, "bytes": int(size), "rate_ratio": float(rr),
+             "bandwidth_ratio": float(br)} for kind, impl, size, rr, br in rows(path)]
+
+
+CPU_NOTE = ("cpu_s: CPU seconds (user + system) of every process of the run and of the "
+            "daemon, from the kernel's accounting of waited-for children and /proc/PID/stat; "
+            "cpu_s_per_mmsg: per million messages moved, warm-up included (RMA and the "
+            "ping-pong: both sides')")
+
+
+def read_stream(work, meta):
+    """The streaming pass: its runs, medians, ratios to libfabric -p tcp
+    and verdicts."""
+    path = lambda name: os.path.join(work, name)
+    runs, medians, failed = read_rate_pass(work, "stream")
     targets = {}
     for row in rows(path("stream_verdicts.tsv")):
         kind, rate, rate_ok, bwmin, bw_ok, at, _, bw_from = row[0].split("|")
@@ -204,15 +229,49 @@ def read_stream(work, meta):
                                 "provider": "FI_PROVIDER_PATH=bin FI_FABRICFS_ROOT=MNT %s -p fabricfs -d tcp/lo -W W -S SIZE -I ITERS -w WARMUP -m" % prog,
                                 "fabricfs": "ringpong -mnt MNT -bw -W W %s -sizes SIZE -iters ITERS -warmup WARMUP -json" % STREAM_RINGPONG[kind]}
                          for kind, prog in STREAM_PROGS.items()},
-            "cpu": "cpu_s: CPU seconds (user + system) of every process of the run and of the "
-                   "daemon, from the kernel's accounting of waited-for children and /proc/PID/stat; "
-                   "cpu_s_per_mmsg: per million messages moved, warm-up included (RMA: both sides')",
-            "runs": runs, "medians": medians,
-            "failed": [{"ep": kind, "impl": impl, "bytes": int(size), "rep": int(rep)}
-                       for kind, impl, size, rep in rows(path("stream_failed.tsv"))],
-            "ratios": [{"ep": kind, "impl": impl, "bytes": int(size), "rate_ratio": float(rr),
-                        "bandwidth_ratio": float(br)}
-                       for kind, impl, size, rr, br in rows(path("stream_ratios.tsv"))],
+            "cpu": CPU_NOTE, "runs": runs, "medians": medians, "failed": failed,
+            "ratios": read_rate_ratios(path("stream_ratios.tsv")), "targets": targets}
+
+
+# The one-copy pass's kinds: libfabric's program (-p shm and -p tcp) and
+# ringpong's flags (over the tree's shm/shm).
+LOCAL_PROGS = {"pingpong": "fi_pingpong -e rdm", "rdm": "fi_rdm_tagged_bw",
+               "write": "fi_rma_bw -e rdm -o write", "read": "fi_rma_bw -e rdm -o read"}
+LOCAL_RINGPONG = {"pingpong": "-e rdm", "rdm": "-bw -e rdm -op send",
+                  "write": "-bw -e rdm -op write", "read": "-bw -e rdm -op read"}
+
+
+def read_local(work, meta):
+    """The one-copy pass (-e local): its runs and medians (impl fabricfs:
+    ringpong over the tree's shm provider; shm and tcp: libfabric's), the
+    ratios to libfabric's shm and tcp, and the verdicts."""
+    path = lambda name: os.path.join(work, name)
+    runs, medians, failed = read_rate_pass(work, "local")
+    ok = {"true": True, "false": False, "null": None}
+    targets = {}
+    for row in rows(path("local_verdicts.tsv")):
+        kind, rate, rate_ok, bs, bs_ok, bs_at, bt, bt_ok, bt_at = row[0].split("|")
+        t = {"bandwidth_vs_shm": {"min_ratio": num(bs), "at_bytes": num(bs_at), "from_bytes": 65536,
+                                  "limit": 1.0, "met": ok[bs_ok]},
+             "bandwidth_vs_tcp": {"min_ratio": num(bt), "at_bytes": num(bt_at), "from_bytes": 65536,
+                                  "limit": 1.5, "met": ok[bt_ok]}}
+        if kind == "rdm":
+            t["message_rate_64B_vs_shm"] = {"ratio": num(rate), "limit": 1.0, "met": ok[rate_ok]}
+        targets[kind] = t
+    lat = {m["impl"]: m["usec_per_xfer"] for m in medians if m["ep"] == "pingpong" and m["bytes"] == 64}
+    if "fabricfs" in lat:
+        targets["pingpong"] = {"latency_64B_usec": lat,
+                               "ratio_to_shm": round(lat["fabricfs"] / lat["shm"], 4) if lat.get("shm") else None}
+    return {"window": int(meta["window"]),
+            "sizes": [int(s) for s in meta["stream_sizes"].split(",")],
+            "warmup": int(meta["warmup"]),
+            "commands": {kind: {"shm": "%s -p shm [-E=PORT] -S SIZE -I ITERS ..." % prog,
+                                "tcp": "FI_TCP_IFACE=lo %s -p tcp -d lo -S SIZE -I ITERS ..." % prog,
+                                "fabricfs": "ringpong -mnt MNT -prov shm -domain shm %s -sizes SIZE -iters ITERS -warmup WARMUP -json" % LOCAL_RINGPONG[kind]}
+                         for kind, prog in LOCAL_PROGS.items()},
+            "cpu": CPU_NOTE, "runs": runs, "medians": medians, "failed": failed,
+            "ratios_to_shm": read_rate_ratios(path("local_ratios_shm.tsv")),
+            "ratios_to_tcp": read_rate_ratios(path("local_ratios_tcp.tsv")),
             "targets": targets}
 
 
@@ -240,6 +299,10 @@ def command_of(section, ep, impl):
     """The command an implementation's figures come from, as the key of
     its fabtests-style YAML document."""
     pp = "-e rdm -m tagged" if ep == "rdm-tagged" else "-e " + ep
+    if section == "local":
+        if impl == "fabricfs":
+            return "ringpong %s -prov shm -domain shm" % LOCAL_RINGPONG[ep]
+        return "%s -p %s" % (LOCAL_PROGS[ep], "tcp -d lo" if impl == "tcp" else impl)
     if section == "stream":
         prog = STREAM_PROGS[ep]
         if impl == "fabricfs":
@@ -266,12 +329,12 @@ def write_yaml(path, sections):
     with open(path, "w") as f:
         f.write("# scripts/bench.sh: medians of the repeats, in fabtests' -m format\n")
         for section, medians in sections:
-            xfers = 1 if section == "stream" else 2
             order = []
             for m in medians:
                 if (m["ep"], m["impl"]) not in order:
                     order.append((m["ep"], m["impl"]))
             for ep, impl in order:
+                xfers = 1 if section in ("stream", "local") and ep != "pingpong" else 2
                 f.write("---\n%s :\n" % command_of(section, ep, impl))
                 for m in medians:
                     if (m["ep"], m["impl"]) != (ep, impl):
@@ -390,6 +453,11 @@ def main():
         yaml_sections.append(("stream", doc["stream"]["medians"]))
         csv_medians += [("stream", m) for m in doc["stream"]["medians"]]
         csv_runs += [("stream", r) for r in doc["stream"]["runs"]]
+    if meta.get("local") == "1":
+        doc["local"] = read_local(work, meta)
+        yaml_sections.append(("local", doc["local"]["medians"]))
+        csv_medians += [("local", m) for m in doc["local"]["medians"]]
+        csv_runs += [("local", r) for r in doc["local"]["runs"]]
     load = load_check(reference)
     load["loadavg_start"], load["loadavg_end"] = meta["loadavg_start"], meta["loadavg_end"]
     doc["load"] = load

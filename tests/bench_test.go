@@ -98,6 +98,12 @@ func TestBenchOutputs(t *testing.T) {
 				Met *bool
 			}
 		}
+		Local struct {
+			Window  int
+			Runs    []json.RawMessage
+			Medians []streamMedian
+			Targets map[string]map[string]json.RawMessage
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&doc); err != nil {
@@ -134,7 +140,29 @@ func TestBenchOutputs(t *testing.T) {
 	if n := len(doc.Runs); n != 2*len(doc.Medians) {
 		t.Fatalf("bench.json: %d runs for %d medians of 2 repeats", n, len(doc.Medians))
 	}
-	checkStream(t, doc.Stream.Window, doc.Stream.Medians, len(doc.Stream.Runs))
+	checkStream(t, "stream", doc.Stream.Window, doc.Stream.Medians, len(doc.Stream.Runs),
+		[]string{"msg", "rdm", "write", "read"}, []string{"libfabric", "fabricfs", "provider"})
+	checkStream(t, "local", doc.Local.Window, doc.Local.Medians, len(doc.Local.Runs),
+		[]string{"pingpong", "rdm", "write", "read"}, []string{"shm", "fabricfs", "tcp"})
+	for _, kind := range []string{"rdm", "write", "read"} {
+		targets := []string{"bandwidth_vs_shm", "bandwidth_vs_tcp"}
+		if kind == "rdm" {
+			targets = append(targets, "message_rate_64B_vs_shm")
+		}
+		for _, target := range targets {
+			if _, ok := doc.Local.Targets[kind][target]; !ok {
+				t.Fatalf("bench.json local.targets: %s has no %s verdict: %v", kind, target, doc.Local.Targets)
+			}
+		}
+	}
+	if _, ok := doc.Local.Targets["pingpong"]["latency_64B_usec"]; !ok {
+		t.Fatalf("bench.json local.targets: no pingpong latency: %v", doc.Local.Targets)
+	}
+	for _, kind := range []string{"pingpong", "rdm", "write", "read"} {
+		if !strings.Contains(stdout.String(), "targets, -e local "+kind+": ") {
+			t.Fatalf("bench.sh printed no targets line for local %s:\n%s", kind, tail(stdout.String(), 20))
+		}
+	}
 	for _, kind := range []string{"msg", "rdm", "write", "read"} {
 		targets := []string{"bandwidth"}
 		if kind == "msg" || kind == "rdm" {
@@ -164,8 +192,8 @@ func TestBenchOutputs(t *testing.T) {
 	if err := json.Unmarshal(out, &docs); err != nil {
 		t.Fatalf("bench.yaml: not documents of a program's sizes: %v\n%s", err, out)
 	}
-	if len(docs) != 5+6+12 {
-		t.Fatalf("bench.yaml: %d documents; want 23 (msg: libfabric, fabricfs, relay; rdm: 2; provider: 6; stream: 4 kinds of 3)", len(docs))
+	if len(docs) != 5+6+12+12 {
+		t.Fatalf("bench.yaml: %d documents; want 35 (msg: libfabric, fabricfs, relay; rdm: 2; provider: 6; stream and local: 4 kinds of 3)", len(docs))
 	}
 	for _, d := range docs {
 		if len(d) != 1 {
@@ -197,18 +225,18 @@ func TestBenchOutputs(t *testing.T) {
 	// The CSV files: every row as wide as the header (encoding/csv
 	// checks), one row per median and per run.
 	rows := readCSV(t, filepath.Join(dir, "bench.csv"), "pass,ep,impl,bytes,iters,runs,usec_per_xfer_mean,usec_per_xfer_p50,usec_per_xfer_p99,mb_per_sec_mean,mb_per_sec_p50,mb_per_sec_p99,cpu_s_per_mmsg_mean,cpu_s_per_mmsg_p50,cpu_s_per_mmsg_p99")
-	if n := len(doc.Medians) + len(doc.Provider.Medians) + len(doc.Stream.Medians); len(rows) != n {
+	if n := len(doc.Medians) + len(doc.Provider.Medians) + len(doc.Stream.Medians) + len(doc.Local.Medians); len(rows) != n {
 		t.Fatalf("bench.csv: %d rows; want %d, one per median", len(rows), n)
 	}
 	checkCPUColumn(t, "bench.csv", rows, 13)
 	rows = readCSV(t, filepath.Join(dir, "bench-runs.csv"), "pass,ep,impl,bytes,rep,order,iters,usec_per_xfer,mb_per_sec,cpu_s,msgs")
-	if n := len(doc.Runs) + len(doc.Provider.Runs) + len(doc.Stream.Runs); len(rows) != n {
+	if n := len(doc.Runs) + len(doc.Provider.Runs) + len(doc.Stream.Runs) + len(doc.Local.Runs); len(rows) != n {
 		t.Fatalf("bench-runs.csv: %d rows; want %d, one per run", len(rows), n)
 	}
 	checkCPUColumn(t, "bench-runs.csv", rows, 9)
 
 	// The plots: PNG files of a plot's size with more than a background.
-	for _, name := range []string{"latency.png", "bandwidth.png", "stream.png"} {
+	for _, name := range []string{"latency.png", "bandwidth.png", "stream.png", "local.png"} {
 		f, err := os.Open(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
@@ -263,14 +291,14 @@ func checkMedians(t *testing.T, what string, medians []benchMedian, want map[str
 // implementations at 64 B and 64 KiB over 2 runs, window 64, with a
 // message rate, a bandwidth that is the rate times the size, and the
 // CPU time of the run.
-func checkStream(t *testing.T, window int, medians []streamMedian, runs int) {
+func checkStream(t *testing.T, pass string, window int, medians []streamMedian, runs int, kinds, impls []string) {
 	t.Helper()
 	if window != 64 {
-		t.Fatalf("bench.json stream: window %d; want the default 64", window)
+		t.Fatalf("bench.json %s: window %d; want the default 64", pass, window)
 	}
 	want := map[string]bool{}
-	for _, kind := range []string{"msg", "rdm", "write", "read"} {
-		for _, impl := range []string{"libfabric", "fabricfs", "provider"} {
+	for _, kind := range kinds {
+		for _, impl := range impls {
 			for _, size := range []int{64, 65536} {
 				want[fmt.Sprintf("%s %s %d", kind, impl, size)] = true
 			}
@@ -281,37 +309,39 @@ func checkStream(t *testing.T, window int, medians []streamMedian, runs int) {
 		key := fmt.Sprintf("%s %s %d", m.EP, m.Impl, m.Bytes)
 		got[key] = true
 		if m.Runs != 2 || m.Rate <= 0 || m.MBps <= 0 || m.CPU <= 0 {
-			t.Fatalf("bench.json stream.medians: %+v: want 2 runs, a rate, a bandwidth and CPU time", m)
+			t.Fatalf("bench.json %s.medians: %+v: want 2 runs, a rate, a bandwidth and CPU time", pass, m)
 		}
 		if m.RateP50 != m.Rate || m.RateP99 < m.RateP50 {
-			t.Fatalf("bench.json stream.medians: %s: rate %v, p50 %v, p99 %v: want p50 = median <= p99", key, m.Rate, m.RateP50, m.RateP99)
+			t.Fatalf("bench.json %s.medians: %s: rate %v, p50 %v, p99 %v: want p50 = median <= p99", pass, key, m.Rate, m.RateP50, m.RateP99)
 		}
 		// MB/sec is the rate (Mmsg/s) times the size; both medians of
 		// the same runs, so equal within the printed precision and the
 		// median of two runs (a mean of each).
 		if r := m.MBps / (m.Rate * float64(m.Bytes)); r < 0.9 || r > 1.1 {
-			t.Fatalf("bench.json stream.medians: %s: %v MB/s is not %v Mmsg/s x %d B", key, m.MBps, m.Rate, m.Bytes)
+			t.Fatalf("bench.json %s.medians: %s: %v MB/s is not %v Mmsg/s x %d B", pass, key, m.MBps, m.Rate, m.Bytes)
 		}
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("bench.json stream.medians: %v; want %v", got, want)
+		t.Fatalf("bench.json %s.medians: %v; want %v", pass, got, want)
 	}
 	if runs != 2*len(medians) {
-		t.Fatalf("bench.json stream: %d runs for %d medians of 2 repeats", runs, len(medians))
+		t.Fatalf("bench.json %s: %d runs for %d medians of 2 repeats", pass, runs, len(medians))
 	}
 }
 
-// checkCPUColumn checks that the CSV rows of pass stream, and only
-// those, have a positive number in column col (the CPU figures).
+// checkCPUColumn checks that the CSV rows of the passes stream and
+// local, and only those, have a positive number in column col (the CPU
+// figures).
 func checkCPUColumn(t *testing.T, name string, rows [][]string, col int) {
 	t.Helper()
 	for _, r := range rows {
 		var v float64
 		_, err := fmt.Sscan(r[col], &v)
-		if r[0] == "stream" && (err != nil || v <= 0) {
+		rate := r[0] == "stream" || r[0] == "local"
+		if rate && (err != nil || v <= 0) {
 			t.Fatalf("%s: %v: no CPU time in column %d", name, r, col+1)
 		}
-		if r[0] != "stream" && r[col] != "" {
+		if !rate && r[col] != "" {
 			t.Fatalf("%s: %v: a CPU time in a pass that does not measure it", name, r)
 		}
 	}

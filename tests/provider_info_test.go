@@ -198,7 +198,7 @@ func TestProviderInfo(t *testing.T) {
 	// The list: every domain directory of the tree, and no other provider
 	// (no ofi_rxm layered over fabricfs).
 	list := fiInfo()
-	for _, prov := range []string{"tcp", "verbs"} {
+	for _, prov := range []string{"tcp", "verbs", "shm"} {
 		des, err := os.ReadDir(d.path(prov))
 		if err != nil {
 			t.Fatal(err)

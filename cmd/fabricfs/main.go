@@ -63,6 +63,7 @@ import (
 	"github.com/fabricfs/fabricfs/fs"
 	"github.com/fabricfs/fabricfs/internal/settings"
 	"github.com/fabricfs/fabricfs/providers/rxm"
+	shmprov "github.com/fabricfs/fabricfs/providers/shm"
 	"github.com/fabricfs/fabricfs/providers/tcp"
 	"github.com/fabricfs/fabricfs/providers/verbs"
 )
@@ -131,8 +132,9 @@ func run(mnt, mapping string, engineCPUs *unix.CPUSet, limits core.Limits, tcfg 
 		return fmt.Errorf("verbs provider: %w", err)
 	}
 	defer vp.Close()
-	// tcp and verbs, each with FI_EP_RDM as "tcp;ofi_rxm", "verbs;ofi_rxm"
-	fab, err := core.New(rxm.Wrap(tp), rxm.Wrap(vp))
+	// tcp and verbs, each with FI_EP_RDM as "tcp;ofi_rxm", "verbs;ofi_rxm";
+	// shm between endpoints of this daemon
+	fab, err := core.New(rxm.Wrap(tp), rxm.Wrap(vp), shmprov.New())
 	if err != nil {
 		return err
 	}

@@ -94,11 +94,15 @@ func ResolveAddr(ctx context.Context, s string) (Addr, error) {
 // Hosts must be numeric (ResolveAddr resolves names); the port is
 // required, in decimal. An IPv6 address may carry a zone ("[fe80::1%eth0]:7").
 // The result's Format is SOCKADDR_IN or SOCKADDR_IN6, by the address's
-// family.
+// family. The shm provider's endpoints are named instead, in the form of
+// libfabric's shm provider, fi_shm://NAME (ShmScheme): that is an Addr
+// of Format ADDR_STR with the whole string as Str.
 func ParseAddr(s string) (Addr, error) {
 	rest, want := s, FORMAT_UNSPEC
 	if scheme, r, ok := strings.Cut(s, "://"); ok {
 		switch strings.ToLower(scheme) {
+		case "fi_shm":
+			return parseShmAddr(s, r)
 		case "fi_sockaddr_in":
 			want = SOCKADDR_IN
 		case "fi_sockaddr_in6":
@@ -106,7 +110,7 @@ func ParseAddr(s string) (Addr, error) {
 		case "fi_sockaddr":
 			want = SOCKADDR
 		default:
-			return Addr{}, fmt.Errorf("address %q: unsupported format %q; use host:port, [v6]:port, fi_sockaddr_in://, fi_sockaddr_in6:// or fi_sockaddr://", s, scheme+"://")
+			return Addr{}, fmt.Errorf("address %q: unsupported format %q; use host:port, [v6]:port, fi_sockaddr_in://, fi_sockaddr_in6://, fi_sockaddr:// or fi_shm://", s, scheme+"://")
 		}
 		rest = r
 	}
@@ -133,6 +137,28 @@ func ParseAddr(s string) (Addr, error) {
 		return Addr{}, fmt.Errorf("address %q: fi_sockaddr_in6:// needs an IPv6 address in brackets", s)
 	}
 	return Addr{Format: f, IP: netip.AddrPortFrom(ip, uint16(p))}, nil
+}
+
+// ShmScheme begins the FI_ADDR_STR address of an endpoint of the shm
+// provider, as libfabric's shm writes its names ("fi_shm://24482").
+const ShmScheme = "fi_shm://"
+
+// MaxShmName is the longest NAME of an fi_shm:// address: libfabric's
+// shm keeps names in 256 bytes with their NUL (SMR_NAME_MAX).
+const MaxShmName = 255
+
+// parseShmAddr reads the NAME of fi_shm://NAME: 1 to MaxShmName letters,
+// digits, '.', '_' or '-'.
+func parseShmAddr(s, name string) (Addr, error) {
+	if name == "" || len(name) > MaxShmName {
+		return Addr{}, fmt.Errorf("address %q: an fi_shm:// name has 1 to %d characters", s, MaxShmName)
+	}
+	for _, c := range []byte(name) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return Addr{}, fmt.Errorf("address %q: an fi_shm:// name has letters, digits, '.', '_' and '-' only", s)
+		}
+	}
+	return Addr{Format: ADDR_STR, Str: ShmScheme + name}, nil
 }
 
 // splitHostPort splits host:port or [host]:port, the brackets being

@@ -24,6 +24,11 @@ var parseAddrTests = []struct {
 	{"fi_sockaddr_in6://[fe80::fc:ff:fe00:1]:0", Addr{Format: SOCKADDR_IN6, IP: ap("[fe80::fc:ff:fe00:1]:0")}, ""},
 	{"fi_sockaddr://192.0.2.2:1", Addr{Format: SOCKADDR_IN, IP: ap("192.0.2.2:1")}, ""},
 	{"fi_sockaddr://[fd00::2]:1", Addr{Format: SOCKADDR_IN6, IP: ap("[fd00::2]:1")}, ""},
+	{"fi_shm://24482", Addr{Format: ADDR_STR, Str: "fi_shm://24482"}, ""},
+	{"FI_SHM://fabricfs.7", Addr{Format: ADDR_STR, Str: "fi_shm://fabricfs.7"}, ""},
+	{"fi_shm://", Addr{}, `address "fi_shm://": an fi_shm:// name has 1 to 255 characters`},
+	{"fi_shm://a b", Addr{}, `address "fi_shm://a b": an fi_shm:// name has letters, digits, '.', '_' and '-' only`},
+	{"fi_shm://../x/", Addr{}, `address "fi_shm://../x/": an fi_shm:// name has letters, digits, '.', '_' and '-' only`},
 
 	{"", Addr{}, `address "": missing port`},
 	{"127.0.0.1", Addr{}, `address "127.0.0.1": missing port`},
@@ -40,8 +45,8 @@ var parseAddrTests = []struct {
 	{"1.2.3:80", Addr{}, `address "1.2.3:80": host "1.2.3" is not a numeric IP address (names are resolved elsewhere)`},
 	{"fi_sockaddr_in://[::1]:7000", Addr{}, `address "fi_sockaddr_in://[::1]:7000": fi_sockaddr_in:// needs an IPv4 address`},
 	{"fi_sockaddr_in6://127.0.0.1:7000", Addr{}, `address "fi_sockaddr_in6://127.0.0.1:7000": fi_sockaddr_in6:// needs an IPv6 address in brackets`},
-	{"fi_addr_psmx://1234", Addr{}, `address "fi_addr_psmx://1234": unsupported format "fi_addr_psmx://"; use host:port, [v6]:port, fi_sockaddr_in://, fi_sockaddr_in6:// or fi_sockaddr://`},
-	{"tcp://127.0.0.1:80", Addr{}, `address "tcp://127.0.0.1:80": unsupported format "tcp://"; use host:port, [v6]:port, fi_sockaddr_in://, fi_sockaddr_in6:// or fi_sockaddr://`},
+	{"fi_addr_psmx://1234", Addr{}, `address "fi_addr_psmx://1234": unsupported format "fi_addr_psmx://"; use host:port, [v6]:port, fi_sockaddr_in://, fi_sockaddr_in6://, fi_sockaddr:// or fi_shm://`},
+	{"tcp://127.0.0.1:80", Addr{}, `address "tcp://127.0.0.1:80": unsupported format "tcp://"; use host:port, [v6]:port, fi_sockaddr_in://, fi_sockaddr_in6://, fi_sockaddr:// or fi_shm://`},
 	{" 127.0.0.1:80", Addr{}, `address " 127.0.0.1:80": host " 127.0.0.1" is not a numeric IP address (names are resolved elsewhere)`},
 }
 
@@ -64,6 +69,7 @@ var addrStringTests = []struct {
 	len_ int
 }{
 	{Addr{Format: SOCKADDR_IN, IP: ap("127.0.0.1:7000")}, "fi_sockaddr_in://127.0.0.1:7000", 16},
+	{Addr{Format: ADDR_STR, Str: "fi_shm://fabricfs.7"}, "fi_shm://fabricfs.7", 20},
 	{Addr{Format: SOCKADDR_IN6, IP: ap("[::1]:7000")}, "fi_sockaddr_in6://[::1]:7000", 28},
 	{Addr{Format: SOCKADDR_IN6, IP: ap("[fe80::1%eth0]:80")}, "fi_sockaddr_in6://[fe80::1]:80", 28}, // no zone, like libfabric
 	{Addr{Format: SOCKADDR_IN6, IP: ap("[::ffff:1.2.3.4]:80")}, "fi_sockaddr_in6://[::ffff:1.2.3.4]:80", 28},
@@ -99,7 +105,7 @@ func FuzzParseAddr(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if n := a.Len(); n != 16 && n != 28 {
+		if n := a.Len(); n != 16 && n != 28 && (a.Format != ADDR_STR || n != len(a.Str)+1) {
 			t.Fatalf("ParseAddr(%q).Len() = %d", s, n)
 		}
 		b, err := ParseAddr(a.String())

@@ -43,7 +43,8 @@
 // case, joined by ',' or '|', or numbers (decimal or 0x hex), so that a
 // shell user can write "send,recv" where fi_tostr writes "[ FI_SEND, FI_RECV ]".
 // ParseAddr reads addresses as "host:port", "[v6]:port" or libfabric's
-// FI_ADDR_STR forms ("fi_sockaddr_in://127.0.0.1:7000"); ResolveAddr also
+// FI_ADDR_STR forms ("fi_sockaddr_in://127.0.0.1:7000", and the shm
+// provider's names, "fi_shm://fabricfs.1"); ResolveAddr also
 // looks host names up, under the caller's context.
 //
 // # fi_getinfo

@@ -1,6 +1,44 @@
 package fi
 
+// withShm is testOffered with a named entry after it, as the shm
+// provider offers: FI_EP_RDM, FI_ADDR_STR, no IP address.
+func withShm() []*Info {
+	o := testOffered()
+	shm := o[0].Clone()
+	shm.EPAttr.Type, shm.AddrFormat, shm.SrcAddr = EP_RDM, ADDR_STR, nil
+	shm.DomainAttr.Name, shm.FabricAttr.Name, shm.FabricAttr.ProvName = "shm", "shm", "shm"
+	return append(o, shm)
+}
+
 var getinfoAddrTests = []getinfoCase{
+	// Named entries (fi_shm://NAME).
+	{
+		name:    "named entry takes a named dest_addr",
+		quote:   "FI_ADDR_STR: Address is a formatted character string.",
+		offered: withShm,
+		hints:   &Info{AddrFormat: ADDR_STR, DestAddr: &Addr{Format: ADDR_STR, Str: "fi_shm://fabricfs.2"}},
+		want:    []string{"shm shm rdm"},
+		check: each(func(in *Info) string {
+			return expectAddr("dest", in.DestAddr, "fi_shm://fabricfs.2") + expectAddr("src", in.SrcAddr, "")
+		}),
+	},
+	{
+		name:    "named entry leaves node and service out",
+		quote:   "If node is provided, fi_getinfo will attempt to resolve the fabric address to the given node.",
+		offered: withShm,
+		node:    "127.0.0.1", service: "7000", hints: &Info{FabricAttr: &FabricAttr{ProvName: "shm"}},
+		want: []string{"shm shm rdm"},
+		check: each(func(in *Info) string {
+			return expectAddr("dest", in.DestAddr, "") + expectAddr("src", in.SrcAddr, "")
+		}),
+	},
+	{
+		name:    "named entry has no socket format",
+		quote:   "addr_format - If specified, indicates the format of addresses referenced by the fabric interfaces and data structures.",
+		offered: withShm,
+		hints:   &Info{AddrFormat: SOCKADDR_IN, FabricAttr: &FabricAttr{ProvName: "shm"}},
+		err:     ENODATA, errText: "addr_format FI_SOCKADDR_IN",
+	},
 	// Node and service.
 	{
 		name:  "FI_SOURCE node and service",

@@ -18,6 +18,9 @@ type addrChoice struct {
 	ips  []netip.Addr
 	port uint16
 	desc string // as the application wrote it, for messages
+	// name is a hints address that is a name, not an IP address
+	// (fi_shm://NAME): only an entry with named endpoints takes it.
+	name *Addr
 }
 
 func (c *addrChoice) pick(v4, v6 bool) (netip.Addr, bool) {
@@ -50,6 +53,9 @@ func (q *getinfoQuery) resolve(ctx context.Context, node, service string, flags 
 		}
 		ip := a.IP.Addr()
 		switch {
+		case !ip.IsValid() && a.Format == ADDR_STR && strings.HasPrefix(a.Str, ShmScheme):
+			n := *a
+			return &addrChoice{name: &n, desc: a.Str}, nil
 		case !ip.IsValid():
 			return nil, getinfoErrorf(EINVAL, "hints %s has no IP address", field)
 		case a.Format == SOCKADDR_IN && !ip.Is4(), a.Format == SOCKADDR_IN6 && !ip.Is6():
