@@ -81,6 +81,9 @@ type Attr struct {
 	// Set changes the value; nil for read-only attributes. It returns an
 	// error, for example when the object is already enabled.
 	Set func(string) error
+	// PerUser says that each user sees and sets a value of their own (a
+	// domain's auth_key), so that every user may write it.
+	PerUser bool
 }
 
 // Object is one object of a domain: a directory in the tree.
@@ -599,7 +602,7 @@ func (d *Domain) Attrs(uid uint32) []Attr {
 		if a.Name == "auth_key_size" {
 			attrs[i].Get = func() string { return strconv.Itoa(len(d.AuthKey(uid))) }
 			attrs = slices.Insert(attrs, i+1, Attr{Name: "auth_key", Get: func() string { return d.AuthKeyText(uid) },
-				Set: func(s string) error { return d.SetAuthKey(uid, s) }})
+				Set: func(s string) error { return d.SetAuthKey(uid, s) }, PerUser: true})
 			break
 		}
 	}

@@ -120,8 +120,10 @@ func (ev epEvents) Buffered(c Completion) {
 	cq, av, caps := e.rxcq, e.av, e.info.Caps
 	e.mu.Unlock()
 	if cq != nil {
-		ent := CQEntry{Context: c.Key, Flags: c.Flags, Len: c.Len, Data: c.Data, Tag: c.Tag}
-		ent.source(av, c.Src, caps)
-		cq.post(ent)
+		// Its sender as fi_addr (or user id), but never FI_SOURCE_ERR's
+		// error: the report is no data yet, and the claim that takes it
+		// completes as a receive.
+		cq.post(CQEntry{Context: c.Key, Flags: c.Flags, Len: c.Len, Data: c.Data, Tag: c.Tag,
+			Src: source(av, c.Src, caps&fi.AV_USER_ID != 0)})
 	}
 }

@@ -290,14 +290,18 @@ func (t *tree) attrEntries(obj *core.Object, attrs []core.Attr, base string) []e
 
 // domainAttrEntries are the files of a domain's attr/: each shows what
 // the user who opens it sees (core.Domain.Attrs: the auth_key files are
-// that user's own, and writable by everyone for themselves).
+// that user's own, and writable by everyone for themselves); the other
+// writable ones (tclass) are root's to write.
 func (t *tree) domainAttrEntries(d *core.Domain, base string) []entry {
 	attrs := d.Attrs(0)
 	es := make([]entry, len(attrs))
 	for i, a := range attrs {
 		name, m := a.Name, fileRO
-		if a.Set != nil {
+		switch {
+		case a.PerUser:
 			m = meta{mode: syscall.S_IFREG | 0o666}
+		case a.Set != nil:
+			m = meta{mode: syscall.S_IFREG | 0o644}
 		}
 		es[i] = fileEntry(name, t.ino(base+"/"+name), m, nil, func(ctx context.Context, _ uint32) (fusefs.FileHandle, error) {
 			uid := callerUID(ctx)

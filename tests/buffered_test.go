@@ -47,9 +47,10 @@ func TestBufferedRecvRings(t *testing.T) {
 	}
 
 	// fi_getinfo(3): "If a NULL hints structure is provided, then the
-	// provider's supported set of modes will be returned".
+	// provider's supported set of modes will be returned". rxm's entries
+	// (tcp's and verbs's FI_EP_RDM) have the mode; shm's have none.
 	for _, e := range entries(d.read(t, "getinfo")) {
-		if strings.Contains(e, "        type: FI_EP_RDM\n") && !strings.Contains(e, "    mode: [ FI_BUFFERED_RECV ]\n") {
+		if strings.Contains(e, "        protocol: FI_PROTO_RXM\n") && !strings.Contains(e, "    mode: [ FI_BUFFERED_RECV ]\n") {
 			t.Errorf("an FI_EP_RDM entry of getinfo without hints lacks FI_BUFFERED_RECV:\n%s", e)
 		}
 	}
@@ -135,7 +136,10 @@ func newBufferedNode(t *testing.T, dom *fabricfs.Domain) *rdmNode {
 			c.Close()
 		}
 	})
-	block := "fi_info:\n    mode: [ FI_BUFFERED_RECV ]\n    fi_ep_attr:\n        type: FI_EP_RDM\n"
+	// The capabilities are named: with none, getinfo gives every one
+	// supported, FI_SOURCE_ERR among them, and this endpoint's sender is
+	// not in its AV.
+	block := "fi_info:\n    caps: [ FI_MSG, FI_RMA ]\n    mode: [ FI_BUFFERED_RECV ]\n    fi_ep_attr:\n        type: FI_EP_RDM\n"
 	if err := os.WriteFile(filepath.Join(b.ep.Dir, "info"), []byte(block), 0); err != nil {
 		t.Fatalf("writing the info block: %v (%s)", err, b.ep.Err())
 	}
