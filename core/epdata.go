@@ -369,24 +369,16 @@ func (e *EP) MultiRecv(mr *Object, off, n, context uint64) error {
 		return Errorf(fi.EOPNOTSUPP, "the endpoint's receive caps lack FI_MULTI_RECV")
 	case srx != nil:
 		return Errorf(fi.EOPNOTSUPP, "the endpoint takes its receives from %s", srx.obj)
-	case mr.Owner != e.obj.Owner:
-		return Errorf(fi.EACCES, "memory region %s belongs to another user", mr.ID)
 	case n == 0:
 		return Errorf(fi.EINVAL, "a multi-receive buffer of 0 bytes")
 	}
-	if err := mr.hold(); err != nil {
+	op := &Op{Kind: OpRecv, Flags: e.defaultFlags(OpRecv) | fi.OpFlags(fi.MULTI_RECV), Context: context}
+	if err := e.takeRegion(op, mr, off, n); err != nil {
 		return err
 	}
-	buf, mem, memOff, err := mr.Impl.(*MR).sliceMem(off, n)
-	if err != nil {
-		mr.drop()
-		return err
-	}
-	op := &Op{Kind: OpRecv, Flags: e.defaultFlags(OpRecv) | fi.OpFlags(fi.MULTI_RECV), Context: context,
-		Buf: buf, Mem: mem, MemOff: memOff, desc: mr.Serial, offset: off}
 	// The region is held until the completion that releases the buffer,
 	// the last of the receive.
-	err = e.post(op, func(c Completion) {
+	err := e.post(op, func(c Completion) {
 		if c.Flags&fi.CQFlags(fi.MULTI_RECV) != 0 {
 			mr.drop()
 		}
@@ -415,6 +407,17 @@ func (e *EP) Claim(ctx context.Context, key uint64, mr *Object, off, n, context 
 	if mr == nil {
 		return e.postWait(ctx, op, "discard", func() {})
 	}
+	op.Flags = op.Flags&^fi.DISCARD | fi.CLAIM
+	if err := e.takeRegion(op, mr, off, n); err != nil {
+		return err
+	}
+	return e.postWait(ctx, op, "claim", mr.drop)
+}
+
+// takeRegion points op, an operation of a ctl verb, at n bytes at off in
+// memory region mr, which must be the endpoint owner's, and holds mr: the
+// caller drops it once the operation is done, or at once if posting fails.
+func (e *EP) takeRegion(op *Op, mr *Object, off, n uint64) error {
 	if mr.Owner != e.obj.Owner {
 		return Errorf(fi.EACCES, "memory region %s belongs to another user", mr.ID)
 	}
@@ -426,9 +429,8 @@ func (e *EP) Claim(ctx context.Context, key uint64, mr *Object, off, n, context 
 		mr.drop()
 		return err
 	}
-	op.Flags = op.Flags&^fi.DISCARD | fi.CLAIM
 	op.Buf, op.Mem, op.MemOff, op.desc, op.offset = buf, mem, memOff, mr.Serial, off
-	return e.postWait(ctx, op, "claim", mr.drop)
+	return nil
 }
 
 // DataReady is poll(2) on ep/N/data: it reports whether a read at offset

@@ -21,18 +21,10 @@ func (e *EP) RMA(ctx context.Context, kind OpKind, mr *Object, off, n, raddr, ke
 	if e.Info().Caps&fi.RMA == 0 {
 		return Errorf(fi.EOPNOTSUPP, "the endpoint does not have FI_RMA")
 	}
-	if mr.Owner != e.obj.Owner {
-		return Errorf(fi.EACCES, "memory region %s belongs to another user", mr.ID)
-	}
-	if err := mr.hold(); err != nil {
+	op := &Op{Kind: kind, Addr: raddr, Key: key}
+	if err := e.takeRegion(op, mr, off, n); err != nil {
 		return err
 	}
-	buf, mem, memOff, err := mr.Impl.(*MR).sliceMem(off, n)
-	if err != nil {
-		mr.drop()
-		return err
-	}
-	op := &Op{Kind: kind, Buf: buf, Addr: raddr, Key: key, Mem: mem, MemOff: memOff, desc: mr.Serial, offset: off}
 	if data != nil {
 		op.Flags, op.Data = fi.OpFlags(fi.REMOTE_CQ_DATA), *data
 	}

@@ -70,16 +70,7 @@ exit 0`, "D="+D)
 
 	// Rings: a connected pair that took the domain's key talks.
 	dom := d.tree(t).Domain("tcp", "lo")
-	eq, err := dom.NewEQ()
-	must(t, err)
-	defer eq.Close()
-	cq, err := dom.NewCQ(16)
-	must(t, err)
-	defer cq.Close()
-	a, b, pep, err := dom.Connect(eq, cq, cq)
-	must(t, err)
-	defer pep.Close()
-	defer a.Close()
+	a, b, cq := connectedPair(t, dom)
 	for _, e := range []*fabricfs.EP{a, b} {
 		if k, _ := e.Attr("auth_key"); strings.TrimSpace(k) != "job-1" {
 			t.Errorf("%s's auth_key %q, want the domain's job-1", e.Name(), k)

@@ -303,3 +303,24 @@ func fdCount(t *testing.T, pid int) int {
 	}
 	return len(es)
 }
+
+// connectedPair makes an EQ, a CQ of 16 entries and a connected pair of
+// FI_EP_MSG endpoints of dom on them, through the Go client; the test's
+// cleanup closes them all.
+func connectedPair(t *testing.T, dom *fabricfs.Domain) (a, b *fabricfs.EP, cq *fabricfs.CQ) {
+	t.Helper()
+	eq, err := dom.NewEQ()
+	must(t, err)
+	t.Cleanup(func() { eq.Close() })
+	cq, err = dom.NewCQ(16)
+	must(t, err)
+	t.Cleanup(func() { cq.Close() })
+	a, b, pep, err := dom.Connect(eq, cq, cq)
+	must(t, err)
+	t.Cleanup(func() {
+		b.Close()
+		a.Close()
+		pep.Close()
+	})
+	return a, b, cq
+}

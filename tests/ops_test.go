@@ -115,23 +115,7 @@ func TestOpsTCP(t *testing.T) {
 	defer idle.Close()
 	checkOps(t, filepath.Join(idle.Dir, "ops"))
 
-	eq, err := dom.NewEQ()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eq.Close()
-	cq, err := dom.NewCQ(16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cq.Close()
-	a, b, pep, err := dom.Connect(eq, cq, cq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pep.Close()
-	defer a.Close()
-	defer b.Close()
+	a, b, _ := connectedPair(t, dom)
 	ops := filepath.Join(a.Dir, "ops")
 	checkOps(t, ops, "tcp_sockopt_v1")
 	set := filepath.Join(ops, "tcp_sockopt_v1")
@@ -183,23 +167,7 @@ func TestOpsVerbs(t *testing.T) {
 	if mtu := readTrim(t, filepath.Join(dev, "active_mtu")); !slices.Contains([]string{"256", "512", "1024", "2048", "4096"}, mtu) {
 		t.Errorf("active_mtu reads %q", mtu)
 	}
-	eq, err := dom.NewEQ()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eq.Close()
-	cq, err := dom.NewCQ(16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cq.Close()
-	a, b, pep, err := dom.Connect(eq, cq, cq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pep.Close()
-	defer a.Close()
-	defer b.Close()
+	a, b, _ := connectedPair(t, dom)
 	qp := func(e *fabricfs.EP, name string) string {
 		return readTrim(t, filepath.Join(e.Dir, "ops", "verbs_qp_v1", name))
 	}
