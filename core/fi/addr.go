@@ -143,6 +143,10 @@ func ParseAddr(s string) (Addr, error) {
 // provider, as libfabric's shm writes its names ("fi_shm://24482").
 const ShmScheme = "fi_shm://"
 
+// nsScheme begins the name libfabric's shm makes of a node and service
+// (fi_ns://NODE:SERVICE).
+const nsScheme = "fi_ns://"
+
 // MaxShmName is the longest NAME of an fi_shm:// address: libfabric's
 // shm keeps names in 256 bytes with their NUL (SMR_NAME_MAX).
 const MaxShmName = 255

@@ -23,13 +23,25 @@ var getinfoAddrTests = []getinfoCase{
 		}),
 	},
 	{
-		name:    "named entry leaves node and service out",
+		// libfabric's shm makes a name of them (smr_resolve_addr), which
+		// fabtests' getinfo_no_hints5 asks for.
+		name:    "named entry makes a name of node and service",
 		quote:   "If node is provided, fi_getinfo will attempt to resolve the fabric address to the given node.",
 		offered: withShm,
 		node:    "127.0.0.1", service: "7000", hints: &Info{FabricAttr: &FabricAttr{ProvName: "shm"}},
 		want: []string{"shm shm rdm"},
 		check: each(func(in *Info) string {
-			return expectAddr("dest", in.DestAddr, "") + expectAddr("src", in.SrcAddr, "")
+			return expectAddr("dest", in.DestAddr, "fi_ns://127.0.0.1:7000") + expectAddr("src", in.SrcAddr, "")
+		}),
+	},
+	{
+		name:    "named entry makes a name of a service alone",
+		quote:   "If node is provided, fi_getinfo will attempt to resolve the fabric address to the given node.",
+		offered: withShm,
+		service: "7000", hints: &Info{FabricAttr: &FabricAttr{ProvName: "shm"}},
+		want: []string{"shm shm rdm"},
+		check: each(func(in *Info) string {
+			return expectAddr("dest", in.DestAddr, "fi_ns://7000")
 		}),
 	},
 	{

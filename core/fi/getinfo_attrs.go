@@ -114,8 +114,15 @@ func (m *entryMatch) addrs() string {
 		if q.src != nil && q.src.name != nil {
 			out.SrcAddr = q.src.name
 		}
-		if q.dst != nil && q.dst.name != nil {
+		switch {
+		case q.dst != nil && q.dst.name != nil:
 			out.DestAddr = q.dst.name
+		case q.dst != nil && q.dst.nsName != "":
+			// fi_getinfo(3): "the node and service parameters ...
+			// will be used to provide the destination address"; the
+			// name libfabric's shm makes of them, which a peer that
+			// took that name would answer to.
+			out.DestAddr = &Addr{Format: ADDR_STR, Str: q.dst.nsName}
 		}
 		return ""
 	}

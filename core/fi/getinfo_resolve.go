@@ -21,6 +21,10 @@ type addrChoice struct {
 	// name is a hints address that is a name, not an IP address
 	// (fi_shm://NAME): only an entry with named endpoints takes it.
 	name *Addr
+	// nsName is the name a node and service make for an entry with
+	// named endpoints, as libfabric's shm makes it (smr_resolve_addr):
+	// fi_ns://NODE:SERVICE, fi_ns://SERVICE, or fi_shm://NODE.
+	nsName string
 }
 
 func (c *addrChoice) pick(v4, v6 bool) (netip.Addr, bool) {
@@ -104,7 +108,7 @@ func (q *getinfoQuery) nodeAddr(ctx context.Context, node, service string, flags
 		}
 		return &addrChoice{ips: []netip.Addr{a.IP.Addr()}, port: a.IP.Port(), desc: node}, nil
 	}
-	c := &addrChoice{desc: node}
+	c := &addrChoice{desc: node, nsName: ShmScheme + node}
 	if service != "" {
 		p, err := servicePort(ctx, service)
 		if err != nil {
@@ -112,6 +116,10 @@ func (q *getinfoQuery) nodeAddr(ctx context.Context, node, service string, flags
 		}
 		c.port = p
 		c.desc = net.JoinHostPort(node, service)
+		c.nsName = nsScheme + service
+		if node != "" {
+			c.nsName = nsScheme + node + ":" + service
+		}
 	}
 	switch {
 	case node == "" && flags&uint64(SOURCE) != 0:

@@ -64,6 +64,9 @@ type Provider struct {
 
 var _ core.Provider = (*Provider)(nil)
 
+// namePrefix starts the name of every endpoint: fi_shm://fabricfs.N.
+const namePrefix = "fabricfs"
+
 // New returns the shm provider.
 func New() *Provider { return &Provider{eps: map[string]*endpoint{}} }
 
@@ -77,6 +80,10 @@ func info() *fi.Info {
 	return &fi.Info{
 		Caps:       epCaps,
 		AddrFormat: fi.ADDR_STR,
+		// The domain's address: the stem of its endpoints' names, as
+		// libfabric's shm gives fi_shm://PID as an entry's source. The
+		// tree names each endpoint (ep/N/local).
+		SrcAddr: &fi.Addr{Format: fi.ADDR_STR, Str: fi.ShmScheme + namePrefix},
 		TxAttr: &fi.TxAttr{
 			Caps:        txCaps,
 			MsgOrder:    orderly,
@@ -167,7 +174,7 @@ func (d *domain) NewEndpoint(in *fi.Info, req core.ConnReq, ev core.EndpointEven
 	if !d.prov.open.Hold(EPCnt) {
 		return nil, core.Errorf(fi.ENOSPC, "shm: domain %s has its %d endpoints (ep_cnt)", DomainName, EPCnt)
 	}
-	name := fi.Addr{Format: fi.ADDR_STR, Str: fi.ShmScheme + "fabricfs." + strconv.FormatUint(d.prov.next.Add(1), 10)}
+	name := fi.Addr{Format: fi.ADDR_STR, Str: fi.ShmScheme + namePrefix + "." + strconv.FormatUint(d.prov.next.Add(1), 10)}
 	return &endpoint{prov: d.prov, ev: ev, name: name, rxSize: rx, caps: in.Caps}, nil
 }
 
