@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -117,44 +118,31 @@ func TestBufferedRecvRings(t *testing.T) {
 // endpoint's info block before enable.
 func newBufferedNode(t *testing.T, dom *fabricfs.Domain) *rdmNode {
 	t.Helper()
-	b := &rdmNode{}
-	var err error
-	if b.av, err = dom.NewAV(); err != nil {
-		t.Fatal(err)
-	}
-	if b.cq, err = dom.NewCQ(4096); err != nil {
-		t.Fatal(err)
-	}
-	if b.ep, err = dom.NewEP(); err != nil {
-		t.Fatal(err)
-	}
-	if b.mr, err = dom.NewMR(1<<20, "FI_SEND,FI_RECV"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, c := range []interface{ Close() error }{b.mr, b.ep, b.cq, b.av} {
-			c.Close()
+	return newRDMNodeEP(t, dom, func(av *fabricfs.AV, cq *fabricfs.CQ) (*fabricfs.EP, error) {
+		e, err := dom.NewEP()
+		if err != nil {
+			return nil, err
 		}
+		// The capabilities are named: with none, getinfo gives every one
+		// supported, FI_SOURCE_ERR among them, and this endpoint's sender is
+		// not in its AV.
+		block := "fi_info:\n    caps: [ FI_MSG, FI_RMA ]\n    mode: [ FI_BUFFERED_RECV ]\n    fi_ep_attr:\n        type: FI_EP_RDM\n"
+		err = os.WriteFile(filepath.Join(e.Dir, "info"), []byte(block), 0)
+		if mode, merr := e.Attr("mode"); err == nil && (merr != nil || !strings.Contains(mode, "FI_BUFFERED_RECV")) {
+			err = fmt.Errorf("attr/mode %q, %v after the info block", mode, merr)
+		}
+		for _, cmd := range []string{"bind av " + av.ID(), "bind cq " + cq.ID() + " send,recv", "enable"} {
+			if err == nil {
+				err = e.Ctl(cmd)
+			}
+		}
+		if err != nil {
+			err = fmt.Errorf("%v (%s)", err, e.Err())
+			e.Close()
+			return nil, err
+		}
+		return e, nil
 	})
-	// The capabilities are named: with none, getinfo gives every one
-	// supported, FI_SOURCE_ERR among them, and this endpoint's sender is
-	// not in its AV.
-	block := "fi_info:\n    caps: [ FI_MSG, FI_RMA ]\n    mode: [ FI_BUFFERED_RECV ]\n    fi_ep_attr:\n        type: FI_EP_RDM\n"
-	if err := os.WriteFile(filepath.Join(b.ep.Dir, "info"), []byte(block), 0); err != nil {
-		t.Fatalf("writing the info block: %v (%s)", err, b.ep.Err())
-	}
-	if mode, err := b.ep.Attr("mode"); err != nil || !strings.Contains(mode, "FI_BUFFERED_RECV") {
-		t.Fatalf("attr/mode %q, %v after the info block", mode, err)
-	}
-	for _, cmd := range []string{"bind av " + b.av.ID(), "bind cq " + b.cq.ID() + " send,recv", "enable"} {
-		if err := b.ep.Ctl(cmd); err != nil {
-			t.Fatalf("%s: %v (%s)", cmd, err, b.ep.Err())
-		}
-	}
-	if b.addr, err = b.ep.Local(); err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // TestBufferedRecvShell: buffered receives from the shell. The reports

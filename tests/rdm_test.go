@@ -52,6 +52,15 @@ func newRDMNode(t *testing.T, dom *fabricfs.Domain) *rdmNode {
 // value, ...) set before enable.
 func newRDMNodeWith(t *testing.T, dom *fabricfs.Domain, attrs ...string) *rdmNode {
 	t.Helper()
+	return newRDMNodeEP(t, dom, func(av *fabricfs.AV, cq *fabricfs.CQ) (*fabricfs.EP, error) {
+		return dom.NewRDM(av, cq, attrs...)
+	})
+}
+
+// newRDMNodeEP is newRDMNode with the endpoint made, bound to the node's
+// AV and CQ, and enabled by mk.
+func newRDMNodeEP(t *testing.T, dom *fabricfs.Domain, mk func(*fabricfs.AV, *fabricfs.CQ) (*fabricfs.EP, error)) *rdmNode {
+	t.Helper()
 	n := &rdmNode{}
 	var err error
 	if n.av, err = dom.NewAV(); err != nil {
@@ -60,7 +69,7 @@ func newRDMNodeWith(t *testing.T, dom *fabricfs.Domain, attrs ...string) *rdmNod
 	if n.cq, err = dom.NewCQ(4096); err != nil {
 		t.Fatal(err)
 	}
-	if n.ep, err = dom.NewRDM(n.av, n.cq, attrs...); err != nil {
+	if n.ep, err = mk(n.av, n.cq); err != nil {
 		t.Fatal(err)
 	}
 	if n.mr, err = dom.NewMR(1<<20, "FI_SEND,FI_RECV"); err != nil {
