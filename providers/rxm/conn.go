@@ -46,6 +46,7 @@ type peer struct {
 	spare    []*sendItem // the other slice flush uses: see flush
 	flushing bool        // a goroutine is posting queue to conn
 	held     bool        // in endpoint.held: queue has sends posted with fi.MORE
+	waiting  bool        // queue's newest send came with fi.MORE: flush leaves it for Flush
 	retries  int         // RejectAlready answers in a row
 }
 

@@ -140,6 +140,7 @@ func (e *endpoint) enqueue(it *sendItem, what string) error {
 	}
 	up := p.state == pConnected
 	hold := up && op.Flags&fi.MORE != 0
+	p.waiting = hold
 	if hold && !p.held {
 		p.held = true
 		e.held = append(e.held, p)
@@ -160,7 +161,7 @@ func (e *endpoint) Flush() {
 	held := e.held
 	e.held, e.heldSpare = e.heldSpare[:0], nil
 	for _, p := range held {
-		p.held = false
+		p.held, p.waiting = false, false
 	}
 	e.mu.Unlock()
 	for _, p := range held {
@@ -188,7 +189,8 @@ func newIDLocked[V any](used map[uint64]V, next *uint64) uint64 {
 }
 
 // flush posts p's queued sends to its connection, in order. One goroutine
-// at a time does it for a peer; sends queued meanwhile are taken by it.
+// at a time does it for a peer; sends queued meanwhile are taken by it,
+// unless the newest came with fi.MORE: those wait for Flush.
 func (e *endpoint) flush(p *peer) {
 	e.mu.Lock()
 	if p.flushing {
@@ -196,7 +198,7 @@ func (e *endpoint) flush(p *peer) {
 		return
 	}
 	p.flushing = true
-	for len(p.queue) > 0 && p.state == pConnected {
+	for first := true; len(p.queue) > 0 && p.state == pConnected && (first || !p.waiting); first = false {
 		// The two slices of p take turns: items are posted from one
 		// while sends queue in the other, so queueing allocates nothing.
 		items, c := p.queue, p.conn

@@ -435,6 +435,9 @@ func (e *endpoint) postSend(op *core.Op) error {
 		it.inj = injectPool.Get().(*[InjectSize]byte)
 		copy(it.inj[:], op.Buf)
 	}
+	// op is the writer's once queued: it may complete and be reused
+	// before the lock is even released.
+	more := op.Flags&fi.MORE != 0
 	e.mu.Lock()
 	var err error
 	switch {
@@ -455,7 +458,7 @@ func (e *endpoint) postSend(op *core.Op) error {
 		}
 		return err
 	}
-	if op.Flags&fi.MORE == 0 {
+	if !more {
 		e.kickTx()
 	}
 	return nil
