@@ -46,8 +46,8 @@
 # bandwidth and the CPU seconds per million messages of all the run's
 # processes and the daemon's; the ratios to -p tcp and the targets
 # as "targets, -e stream KIND" lines; the JSON's "stream" member and
-# stream.png. Its sizes are 1 B, 64 B, 1, 16, 64 and 256 KiB and 1 MiB
-# unless -s (or -q) gives others.
+# stream.png. Its sizes are 1 B, 64 B, 64 KiB and 1 MiB (with -A 1 B,
+# 64 B, 1, 16, 64 and 256 KiB and 1 MiB) unless -s (or -q) gives others.
 #
 # -e local (in the default list) is the one-copy pass between endpoints of
 # one daemon: ringpong -e rdm over the tree's shm provider (shm/shm) beside
@@ -60,7 +60,7 @@
 # the targets as "targets, -e local KIND" lines; the JSON's
 # "local" member.
 #
-#   scripts/bench.sh [-q] [-e TYPES] [-r REPEATS] [-n ITERS] [-N ITERS_LARGE]
+#   scripts/bench.sh [-q] [-A] [-e TYPES] [-r REPEATS] [-n ITERS] [-N ITERS_LARGE]
 #                    [-w WARMUP] [-s SIZES] [-o DIR] [-x 'RINGPONG FLAGS']
 #                    [-b FABRICFS] [-P PORT] [-t SECS] [-C CC] [-F] [-W WINDOW]
 #
@@ -100,8 +100,10 @@ usage: scripts/bench.sh [options]
   -n N      timed round trips per run for sizes below 64 KiB (default 10000)
   -N N      timed round trips per run for sizes of 64 KiB and more (default 1000)
   -w N      untimed warm-up round trips per fabricfs run (default 100; fi_pingpong has none)
-  -s LIST   sizes in bytes, comma-separated (default the powers of two from 1 to 1048576;
-            stream: 1,64,1024,16384,65536,262144,1048576)
+  -s LIST   sizes in bytes, comma-separated (default 1,64,4096,65536,1048576;
+            stream and local: 1,64,65536,1048576)
+  -A        all sizes: the powers of two from 1 to 1048576; stream and local:
+            1,64,1024,16384,65536,262144,1048576
   -o DIR    output directory: report.txt, bench.json, bench.yaml, bench.csv,
             bench-runs.csv, latency.png, bandwidth.png, stream.png (default build/bench)
   -q        quick: -r 2 -n 100 -N 20 -w 10 -s 64,65536, to check the outputs
@@ -127,11 +129,16 @@ EOF
 
 cmdline="scripts/bench.sh${*:+ $*}"
 eps=msg,rdm,provider,stream,local window=64 repeats=5 iters=10000 iters_large=1000 warmup=100 out="" xflags="" port=47592 limit=120 daemon_bin="" cc="" shapes=0
-sizes=1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192,16384,32768,65536,131072,262144,524288,1048576
-stream_sizes=1,64,1024,16384,65536,262144,1048576
-while getopts "e:r:n:N:w:s:o:x:b:P:t:C:W:Fqh" opt; do
+# The default sizes keep the default run near ten minutes on a 2-vCPU VM
+# while covering what the targets judge (64 B, and 64 KiB and up); -A
+# takes every power of two for the ping-pongs and seven stream sizes.
+sizes=1,64,4096,65536,1048576
+stream_sizes=1,64,65536,1048576
+while getopts "e:r:n:N:w:s:o:x:b:P:t:C:W:AFqh" opt; do
 	case $opt in
 	q) repeats=2 iters=100 iters_large=20 warmup=10 sizes=64,65536 stream_sizes=64,65536 ;;
+	A) sizes=1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192,16384,32768,65536,131072,262144,524288,1048576
+	   stream_sizes=1,64,1024,16384,65536,262144,1048576 ;;
 	e) eps=$OPTARG ;;
 	r) repeats=$OPTARG ;;
 	n) iters=$OPTARG ;;

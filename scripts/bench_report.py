@@ -57,6 +57,16 @@ QUIET = {
     "rdm": {64: 8.73, 4096: 9.50, 16384: 12.53, 32768: 36.21, 65536: 74.51,
             262144: 92.62, 524288: 112.92, 1048576: 211.10},
 }
+# libfabric's own streaming programs (fi_msg_bw, fi_rdm_tagged_bw,
+# fi_rma_bw -o write|read, -p tcp, window 64), usec per message, in the
+# stream pass of a quiet run: scripts/bench.sh -e stream,local, 2026-11-27,
+# fabricfs 1647408, nothing else running, medians of 5.
+QUIET_STREAM = {
+    "msg": {1: 4.52, 64: 4.28, 1024: 5.88, 16384: 7.78, 65536: 20.98, 262144: 64.91, 1048576: 252.65},
+    "rdm": {1: 4.97, 64: 5.57, 1024: 6.12, 16384: 12.36, 65536: 25.6, 262144: 69.94, 1048576: 260.39},
+    "write": {1: 4.98, 64: 5.13, 1024: 5.84, 16384: 12.52, 65536: 39.67, 262144: 123.08, 1048576: 456.55},
+    "read": {1: 12.24, 64: 9.98, 1024: 9.73, 16384: 17.1, 65536: 40.81, 262144: 133.14, 1048576: 624.15},
+}
 # A run whose libfabric took more than LOAD_LIMIT times its quiet time
 # (the median over the sizes both have) was loaded.
 LOAD_LIMIT = 1.5
@@ -275,20 +285,24 @@ def read_local(work, meta):
             "targets": targets}
 
 
-def load_check(medians):
-    """Compares libfabric's medians with QUIET: the slowdown is the median
-    over the sizes of both of this run's time over the quiet one."""
+def load_check(medians, stream_medians):
+    """Compares libfabric's medians (the ping-pong passes' and the stream
+    pass's) with QUIET and QUIET_STREAM: the slowdown is the median over
+    the cells of both of this run's time over the quiet one."""
     cells = []
-    for m in medians:
-        quiet = QUIET.get(m["ep"], {}).get(m["bytes"])
-        if m["impl"] == "libfabric" and quiet:
-            cells.append(m["usec_per_xfer"] / quiet)
-    check = {"reference": "fi_pingpong -p tcp (libfabric), usec/xfer against "
-                          "a quiet run's (docs/bench.md, \"Load\")",
+    for table, ms in ((QUIET, medians), (QUIET_STREAM, stream_medians)):
+        for m in ms:
+            quiet = table.get(m["ep"], {}).get(m["bytes"])
+            if m["impl"] == "libfabric" and quiet:
+                cells.append(m["usec_per_xfer"] / quiet)
+    check = {"reference": "libfabric's own fi_pingpong and stream programs -p tcp, usec/xfer "
+                          "against a quiet run's (docs/bench.md, \"Load\")",
              "limit": LOAD_LIMIT, "compared": len(cells),
              "slowdown": None, "loaded": None,
              "quiet": [{"ep": ep, "bytes": size, "usec_per_xfer": usec}
-                       for ep, sizes in QUIET.items() for size, usec in sizes.items()]}
+                       for ep, sizes in QUIET.items() for size, usec in sizes.items()],
+             "quiet_stream": [{"kind": kind, "bytes": size, "usec_per_xfer": usec}
+                              for kind, sizes in QUIET_STREAM.items() for size, usec in sizes.items()]}
     if cells:
         check["slowdown"] = round(percentile(cells, 50), 4)
         check["loaded"] = check["slowdown"] > LOAD_LIMIT
@@ -458,7 +472,7 @@ def main():
         yaml_sections.append(("local", doc["local"]["medians"]))
         csv_medians += [("local", m) for m in doc["local"]["medians"]]
         csv_runs += [("local", r) for r in doc["local"]["runs"]]
-    load = load_check(reference)
+    load = load_check(reference, doc["stream"]["medians"] if "stream" in doc else [])
     load["loadavg_start"], load["loadavg_end"] = meta["loadavg_start"], meta["loadavg_end"]
     doc["load"] = load
     doc["loaded"] = load["loaded"]  # null when not judged
@@ -484,14 +498,14 @@ def main():
                for p, r in csv_runs])
 
     if load["loaded"] is None:
-        print("load: not judged (no libfabric run at a size of the quiet reference)")
+        print("load: not judged (no libfabric run at a size of the quiet references)")
     elif load["loaded"]:
-        print("WARNING: the machine was loaded: libfabric's own ping-pong took %.2fx its quiet-run "
+        print("WARNING: the machine was loaded: libfabric's own programs took %.2fx their quiet-run "
               "time (median over %d sizes; limit %.1fx; load average %s at the start, %s at the end): "
               "the ratios of this run say little" % (load["slowdown"], load["compared"], LOAD_LIMIT,
                                                      meta["loadavg_start"], meta["loadavg_end"]))
     else:
-        print("load: libfabric's own ping-pong took %.2fx its quiet-run time (median over %d sizes; "
+        print("load: libfabric's own programs took %.2fx their quiet-run time (median over %d sizes; "
               "a run above %.1fx is loaded)" % (load["slowdown"], load["compared"], LOAD_LIMIT))
 
 
