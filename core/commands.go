@@ -370,6 +370,21 @@ var commands = []command{
 		}
 		return c.obj.Impl.(*MR).BindCntr(o.Impl.(*Cntr), f)
 	}},
+	{KindMR, ctl.Cmd{Verb: "window", Args: "MRID OFFSET LEN", Min: 3, Max: 3}, func(c *call) error {
+		o, err := c.ref(0, KindMR)
+		if err != nil {
+			return err
+		}
+		off, err := c.num(1)
+		if err != nil {
+			return err
+		}
+		n, err := c.num(2)
+		if err != nil {
+			return err
+		}
+		return c.obj.Impl.(*MR).Window(o, off, n)
+	}},
 	{KindMR, ctl.Cmd{Verb: "reg"}, func(c *call) error { return c.obj.Impl.(*MR).Register() }},
 	{KindCntr, ctl.Cmd{Verb: "add", Args: "N", Min: 1, Max: 1}, cntrOp((*Cntr).Add)},
 	{KindCntr, ctl.Cmd{Verb: "set", Args: "N", Min: 1, Max: 1}, cntrOp((*Cntr).Set)},

@@ -4,8 +4,11 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"os"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/core/ring"
@@ -15,6 +18,11 @@ import (
 // pages only as they are written (a large buffer an application registers
 // but never fills costs little), and per-user limits count its length.
 const MaxMRLen = 1 << 34
+
+// MaxMRPieces bounds the pieces of other regions' memory a region made of
+// windows (`window`) may have; windows onto adjacent bytes of one memory
+// count once.
+const MaxMRPieces = 256
 
 // MR is a memory region (fi_mr_reg). Its length, access and requested key
 // are set through attr/ before the `reg` command registers it; registration
@@ -26,6 +34,14 @@ const MaxMRLen = 1 << 34
 // byte; peers name it by its key and an address, iova (attr/iova, 0 unless
 // set) for byte base (attr/base), reaching only [base, len): FI_MR_VIRT_ADDR
 // when iova is the address the application's buffer has, offsets when 0.
+//
+// A region may instead be made of windows onto other registered regions'
+// memory (`window MRID OFFSET LEN` before `reg`, whole pages): its bytes
+// are theirs, shared, and `reg` allocates nothing, so the user's memory is
+// counted once however many regions reach it. Its key, access, base,
+// counters and lifetime are its own; the memory it reaches stays while it
+// lives, after the regions it came from close. The libfabric provider
+// registers buffers that share pages with live registrations this way.
 //
 // With an EQ bound (`bind eq ID`, fi_domain_bind's FI_REG_MR for this one
 // region), `reg` returns at once and the registration completes
@@ -46,12 +62,58 @@ type MR struct {
 	requestedKey uint64
 	authKey      []byte // fi_mr_attr.auth_key; the owner's domain key from reg when none
 	key          uint64
-	shm          *ring.Region // after reg
+	shm          *ring.Region // after reg: the region's bytes, its own memory or a mapping of its windows
+	pieces       []mrPiece    // where those bytes are: its own memory, or its windows in order
+	windowed     bool         // made of windows: no memory of its own
 	mem          Memory       // the provider's registration of shm, if the domain makes them
 	closed       bool         // by Close: nothing is registered again
 	eq           *EQ          // where an asynchronous registration reports
 	registering  bool         // an asynchronous registration is under way
 	cntrs        [2]*Cntr     // bound by BindCntr: peers' reads, peers' writes
+}
+
+// mrMem is the shared memory a region allocated at reg, used by that
+// region and by every region with a window onto it: it is freed, and its
+// charge given back to the user's memory limit, when the last of them
+// closes.
+type mrMem struct {
+	r    *ring.Region
+	refs atomic.Int64
+}
+
+// release drops one user of the memory.
+func (mm *mrMem) release() error {
+	if mm.refs.Add(-1) == 0 {
+		return mm.r.Close()
+	}
+	return nil
+}
+
+// mrPiece is [off, off+len) of a memory, holding it.
+type mrPiece struct {
+	mem      *mrMem
+	off, len uint64
+}
+
+// appendPiece appends p to pieces, or joins it to the last one if it
+// continues it (joined true: p's hold is then one too many).
+func appendPiece(pieces []mrPiece, p mrPiece) (_ []mrPiece, joined bool) {
+	if n := len(pieces); n > 0 && pieces[n-1].mem == p.mem && pieces[n-1].off+pieces[n-1].len == p.off {
+		pieces[n-1].len += p.len
+		return pieces, true
+	}
+	return append(pieces, p), false
+}
+
+// releasePieces drops the pieces' holds.
+func releasePieces(pieces []mrPiece) error {
+	var err error
+	for _, p := range pieces {
+		if e := p.mem.release(); err == nil {
+			err = e
+		}
+	}
+	return err
 }
 
 // mrDefaultAccess is a region's access until attr/access says otherwise:
@@ -142,6 +204,74 @@ func (d *Domain) countRemote(owner uint32, key uint64, write, failed bool) {
 	}
 }
 
+// Window makes the region's next n bytes bytes [off, off+n) of registered
+// region src (whole pages), before reg: the region is then made of its
+// windows alone, which reg maps side by side.
+func (m *MR) Window(src *Object, off, n uint64) error {
+	s, ok := src.Impl.(*MR)
+	if !ok || s == m {
+		return Errorf(fi.EINVAL, "a window is onto another memory region")
+	}
+	if src.Owner != m.obj.Owner {
+		return Errorf(fi.EACCES, "%s belongs to another user", src)
+	}
+	page := uint64(os.Getpagesize())
+	if n == 0 || off%page != 0 || n%page != 0 {
+		return Errorf(fi.EINVAL, "a window is whole pages: offset and length multiples of %d", page)
+	}
+	pieces, err := s.window(off, n)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.frozen(); err != nil {
+		releasePieces(pieces)
+		return err
+	}
+	all, extra := slices.Clone(m.pieces), []mrPiece(nil)
+	for _, p := range pieces {
+		var joined bool
+		if all, joined = appendPiece(all, p); joined {
+			extra = append(extra, p)
+		}
+	}
+	if len(all) > MaxMRPieces {
+		releasePieces(pieces)
+		return Errorf(fi.EINVAL, "%s would be made of more than %d pieces of memory", m.obj, MaxMRPieces)
+	}
+	releasePieces(extra) // never the last hold: the joined piece has one
+	m.pieces, m.windowed = all, true
+	return nil
+}
+
+// window takes bytes [off, off+n) of the registered region's memory, as
+// pieces that hold it.
+func (m *MR) window(off, n uint64) ([]mrPiece, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, gone(m.obj)
+	}
+	if m.shm == nil {
+		return nil, Errorf(fi.EINVAL, "memory region %s is not registered", m.obj.ID)
+	}
+	if off > m.length || n > m.length-off {
+		return nil, Errorf(fi.EINVAL, "[%d, %d+%d) is outside memory region %s of %d bytes", off, off, n, m.obj.ID, m.length)
+	}
+	var out []mrPiece
+	at := uint64(0)
+	for _, p := range m.pieces {
+		lo, hi := max(off, at), min(off+n, at+p.len)
+		if lo < hi {
+			p.mem.refs.Add(1)
+			out = append(out, mrPiece{p.mem, p.off + lo - at, hi - lo})
+		}
+		at += p.len
+	}
+	return out, nil
+}
+
 // Register is fi_mr_reg for the region's attributes: at once, or with an
 // EQ bound, in the background, reported on the EQ.
 func (m *MR) Register() error {
@@ -197,7 +327,7 @@ func (m *MR) registerLocked() error {
 		// auth_key_size provided is 0."
 		m.authKey = m.obj.Dom.AuthKey(m.obj.Owner)
 	}
-	shm, err := m.obj.Dom.fab.alloc(m.obj, "mr", int(m.length))
+	shm, err := m.memory()
 	if err != nil {
 		return err
 	}
@@ -221,8 +351,35 @@ func (m *MR) registerLocked() error {
 		return err
 	}
 	m.key, m.shm, m.mem = key, shm, mem
+	if !m.windowed {
+		own := &mrMem{r: shm}
+		own.refs.Store(1)
+		m.pieces = []mrPiece{{own, 0, m.length}}
+	}
 	m.counts.registered(m.length)
 	return nil
+}
+
+// memory makes the region's bytes at reg: its windows mapped side by
+// side, or memory of its own, charged to its owner.
+func (m *MR) memory() (*ring.Region, error) {
+	if !m.windowed {
+		return m.obj.Dom.fab.alloc(m.obj, "mr", int(m.length))
+	}
+	parts := make([]ring.Piece, len(m.pieces))
+	sum := uint64(0)
+	for i, p := range m.pieces {
+		parts[i] = ring.Piece{From: p.mem.r, Off: int(p.off), Len: int(p.len)}
+		sum += p.len
+	}
+	if sum != m.length {
+		return nil, Errorf(fi.EINVAL, "%s's windows hold %d bytes, not its length %d", m.obj, sum, m.length)
+	}
+	r, err := ring.MapPieces(parts)
+	if err != nil {
+		return nil, Errorf(fi.ENOMEM, "mapping %s's windows: %v", m.obj, err)
+	}
+	return r, nil
 }
 
 // claimKey gives o (a memory region being registered) its key in the
@@ -266,6 +423,9 @@ func (m *MR) Region() (*ring.Region, error) {
 	defer m.mu.Unlock()
 	if m.closed {
 		return nil, gone(m.obj)
+	}
+	if m.windowed {
+		return nil, Errorf(fi.EOPNOTSUPP, "%s is made of windows onto other regions' memory, whose data files hold its bytes", m.obj)
 	}
 	if m.shm == nil {
 		return nil, Errorf(fi.EOPBADSTATE, "%s is not registered; write 'reg' to its ctl first", m.obj)
@@ -432,15 +592,24 @@ func (m *MR) Close() error {
 
 func (m *MR) closeLocked() error {
 	m.closed = true
+	pieces := m.pieces
+	m.pieces = nil
 	if m.shm == nil {
-		return nil
+		return releasePieces(pieces) // windows taken before reg
 	}
 	var err error
 	if m.mem != nil {
 		err = m.mem.Close()
 		m.mem = nil
 	}
-	if e := m.shm.Close(); err == nil {
+	// A region's own memory goes with its last user (its own piece); a
+	// mapping of windows is the region's alone.
+	if m.windowed {
+		if e := m.shm.Close(); err == nil {
+			err = e
+		}
+	}
+	if e := releasePieces(pieces); err == nil {
 		err = e
 	}
 	m.shm = nil

@@ -494,8 +494,9 @@ int ffs_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_a
  * own buffer is the daemon's memory: peers' RMA lands in it and sends from
  * it need no copy. The tree region's attr/base is addr's offset in its
  * first page, so remote addresses are offsets from addr (mr_mode without
- * FI_MR_VIRT_ADDR). mr.c says what happens when registrations share a
- * page.
+ * FI_MR_VIRT_ADDR). Registrations that share pages share the tree's
+ * memory for them: a region whose pages another holds is made of windows
+ * onto the regions holding them (mr.c).
  */
 struct ffs_mr {
 	struct fid_mr mr_fid;

@@ -12,13 +12,21 @@
  * the domain's mr_mode from buf's address (attr/iova). fi_close puts
  * private memory with the same contents back.
  *
- * A page can be one mapping only. A registration whose pages overlap a
- * live mapping, or that cannot be mapped (the calling thread's stack, an
- * address range without memory), gets no mapping of its own: it is
- * local-only (its operations copy through the data path's buffers, or use
- * the mapping that holds the bytes when they were posted without a desc),
- * and asking it for remote access fails rather than give peers a key to
- * memory that is not the application's.
+ * A page can be one mapping only, so registrations share pages through
+ * the tree: the pages of a registration that no live registration covers
+ * yet get tree memory of their own (a "piece", a region of the tree made
+ * for them and mapped over them), and the registration's tree region is
+ * made of windows (`window MRID OFFSET LEN`) onto the regions that hold
+ * its pages now: those pieces and the live registrations that cover the
+ * rest. Each registration has its own key, access, counters and lifetime;
+ * every one of them reaches the same bytes, the application's. fi_close
+ * puts private memory back over the pages no other live registration
+ * covers. A registration that cannot be mapped (the calling thread's
+ * stack, an address range without memory, pages another domain of the
+ * tree has registered) is local-only (its operations copy through the
+ * data path's buffers, or use the mapping that holds the bytes when they
+ * were posted without a desc), and asking it for remote access fails
+ * rather than give peers a key to memory that is not the application's.
  */
 #include "ffs.h"
 
@@ -134,15 +142,17 @@ static void fork_parent(void)
 	pthread_mutex_unlock(&pages_lock);
 }
 
-static int unmap_region(struct ffs_mr *mr);
+static int unmap_pages(uint8_t *pages, size_t len);
 
 static void fork_child(void)
 {
-	for (struct ffs_mr *m = mapped; m; m = m->next_mapped) {
-		/* If no private memory can be had, the pages stay shared. */
-		if (unmap_region(m) == 0)
-			m->map = NULL;
-	}
+	/* Pages two regions hold get private memory twice: the second copy
+	 * is of the first, the same bytes. If no private memory can be had,
+	 * the pages stay shared. */
+	for (struct ffs_mr *m = mapped; m; m = m->next_mapped)
+		unmap_pages(m->map, m->map_len);
+	for (struct ffs_mr *m = mapped; m; m = m->next_mapped)
+		m->map = NULL;
 	mapped = NULL;
 	pthread_mutex_unlock(&pages_lock);
 }
@@ -155,17 +165,87 @@ static void fork_init(void)
 		ffs_warn("pthread_atfork: a child made by fork will share registered pages with its parent");
 }
 
-/* overlaps says whether [p, p+n) meets a mapped region. Under pages_lock. */
-static bool overlaps(const uint8_t *p, size_t n)
+/*
+ * A run of a registration's pages: [at, at+len), held by the mapping of
+ * live registration src from its byte src_off, or by none (src NULL: the
+ * run gets a piece of its own, piece).
+ */
+struct run {
+	uint8_t *at;
+	size_t len;
+	struct ffs_mr *src;
+	size_t src_off;
+	struct ffs_obj piece;
+};
+
+/* same_tree_domain says whether two domains are one domain of the tree:
+ * a window is onto a region of the same tree domain. */
+static bool same_tree_domain(const struct ffs_domain *a, const struct ffs_domain *b)
 {
-	for (struct ffs_mr *m = mapped; m; m = m->next_mapped)
-		if (p < m->map + m->map_len && m->map < p + n)
-			return true;
-	return false;
+	return a == b || strcmp(a->dir, b->dir) == 0;
 }
 
-/* tree_register makes and registers the tree region for mr (map_len
- * bytes, base, access, key), filling obj, tree_desc and mr_fid.key. */
+/* coverer is a mapped region holding the page at p, of dom's tree domain
+ * if there is one, else of another (*foreign set), else NULL. Under
+ * pages_lock. */
+static struct ffs_mr *coverer(const struct ffs_domain *dom, const uint8_t *p, bool *foreign)
+{
+	struct ffs_mr *other = NULL;
+	*foreign = false;
+	for (struct ffs_mr *m = mapped; m; m = m->next_mapped)
+		if (p >= m->map && p < m->map + m->map_len) {
+			if (!dom || same_tree_domain(m->dom, dom))
+				return m;
+			other = m;
+		}
+	*foreign = other != NULL;
+	return NULL;
+}
+
+/* uncovered_end is where a run of pages from p that no mapped region
+ * holds ends: the first mapped region's start after p, or end. Under
+ * pages_lock. */
+static uint8_t *uncovered_end(const uint8_t *p, uint8_t *end)
+{
+	for (struct ffs_mr *m = mapped; m; m = m->next_mapped)
+		if (m->map > p && m->map < end)
+			end = m->map;
+	return end;
+}
+
+/* plan splits [start, end) into runs: held by a mapped region of dom's
+ * tree domain, or by none. It returns the number of runs (*out malloc'd),
+ * 0 when a page is held by another domain's region only, or -FI_ENOMEM.
+ * Under pages_lock. */
+static ssize_t plan(const struct ffs_domain *dom, uint8_t *start, uint8_t *end, struct run **out)
+{
+	struct run *runs = NULL;
+	size_t n = 0, cap = 0;
+	for (uint8_t *p = start; p < end;) {
+		bool foreign;
+		struct ffs_mr *src = coverer(dom, p, &foreign);
+		if (foreign) {
+			free(runs);
+			return 0;
+		}
+		uint8_t *to = src ? (src->map + src->map_len < end ? src->map + src->map_len : end) : uncovered_end(p, end);
+		if (n == cap) {
+			cap = cap ? 2 * cap : 4;
+			struct run *more = realloc(runs, cap * sizeof *runs);
+			if (!more) {
+				free(runs);
+				return -FI_ENOMEM;
+			}
+			runs = more;
+		}
+		runs[n++] = (struct run){.at = p, .len = to - p, .src = src, .src_off = src ? p - src->map : 0,
+					 .piece = {.ctl = -1}};
+		p = to;
+	}
+	*out = runs;
+	return n;
+}
+
 /* mr_mode_has says whether the domain's mr_mode has bit, FI_MR_BASIC
  * meaning FI_MR_VIRT_ADDR, FI_MR_ALLOCATED and FI_MR_PROV_KEY (fi_mr(3)). */
 static bool mr_mode_has(const struct ffs_domain *dom, int bit)
@@ -176,8 +256,11 @@ static bool mr_mode_has(const struct ffs_domain *dom, int bit)
 	return mode & bit;
 }
 
+/* tree_register makes and registers the tree region for mr (map_len
+ * bytes, base, access, key), filling obj, tree_desc and mr_fid.key: made
+ * of windows onto the runs' regions, or with no runs memory of its own. */
 static int tree_register(struct ffs_mr *mr, uint64_t access, uint64_t requested_key, const uint8_t *auth_key,
-			 size_t auth_key_size)
+			 size_t auth_key_size, const struct run *runs, size_t nruns)
 {
 	struct ffs_domain *dom = mr->dom;
 	int ret = ffs_obj_clone(&mr->obj, dom->dir, "mr");
@@ -207,6 +290,9 @@ static int tree_register(struct ffs_mr *mr, uint64_t access, uint64_t requested_
 	 * authorization key may access the memory region." */
 	if (!ret)
 		ret = ffs_auth_key(&mr->obj, dom->info->domain_attr, auth_key, auth_key_size);
+	for (size_t i = 0; i < nruns && !ret; i++)
+		ret = ffs_ctl(&mr->obj, "window %u %zu %zu", runs[i].src ? runs[i].src->obj.id : runs[i].piece.id,
+			      runs[i].src_off, runs[i].len);
 	if (!ret)
 		ret = ffs_ctl(&mr->obj, "reg");
 	uint64_t key = 0;
@@ -222,52 +308,102 @@ static int tree_register(struct ffs_mr *mr, uint64_t access, uint64_t requested_
 	return 0;
 }
 
-/* map_region replaces the application's pages (map_len bytes at pages)
- * by the tree region's data, their contents copied in, and makes them
- * mr->map. It returns false, the pages untouched, if they could not be
- * read or replaced. */
-static bool map_region(struct ffs_mr *mr, uint8_t *pages)
+/* map_pages replaces the application's pages (len bytes at pages) by the
+ * tree region obj's data, their contents copied in. It returns false, the
+ * pages untouched, if they could not be read or replaced. */
+static bool map_pages(const struct ffs_obj *obj, uint8_t *pages, size_t len)
 {
 	char path[PATH_MAX];
-	if (snprintf(path, sizeof path, "%s/data", mr->obj.dir) >= (int)sizeof path)
+	if (snprintf(path, sizeof path, "%s/data", obj->dir) >= (int)sizeof path)
 		return false;
 	int fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return false;
 	struct stat st;
 	void *tmp = MAP_FAILED;
-	if (fstat(fd, &st) == 0 && (size_t)st.st_size == mr->map_len)
-		tmp = mmap(NULL, mr->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (fstat(fd, &st) == 0 && (size_t)st.st_size == len)
+		tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (tmp == MAP_FAILED)
 		return false;
 	/* Copy, then move the shared mapping over the pages in one call, so
 	 * the pages are never absent. */
-	if (!copy_own(tmp, pages, mr->map_len) ||
-	    mremap(tmp, mr->map_len, mr->map_len, MREMAP_MAYMOVE | MREMAP_FIXED, pages) == MAP_FAILED) {
-		munmap(tmp, mr->map_len);
+	if (!copy_own(tmp, pages, len) || mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, pages) == MAP_FAILED) {
+		munmap(tmp, len);
 		return false;
 	}
-	mr->map = pages;
 	return true;
 }
 
-/* unmap_region puts private memory with the region's contents back over
- * its pages. */
-static int unmap_region(struct ffs_mr *mr)
+/* unmap_pages puts private memory with the same contents back over len
+ * bytes of pages at pages. */
+static int unmap_pages(uint8_t *pages, size_t len)
 {
-	void *tmp = mmap(NULL, mr->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (tmp == MAP_FAILED)
 		return -FI_ENOMEM;
 	/* Pages still zero stay untouched in the new private memory. */
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	for (size_t i = 0; i < mr->map_len; i += page)
-		if (!page_is_zero(mr->map + i, page))
-			memcpy((uint8_t *)tmp + i, mr->map + i, page);
-	if (mremap(tmp, mr->map_len, mr->map_len, MREMAP_MAYMOVE | MREMAP_FIXED, mr->map) == MAP_FAILED) {
+	for (size_t i = 0; i < len; i += page)
+		if (!page_is_zero(pages + i, page))
+			memcpy((uint8_t *)tmp + i, pages + i, page);
+	if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, pages) == MAP_FAILED) {
 		int err = errno;
-		munmap(tmp, mr->map_len);
+		munmap(tmp, len);
 		return -ffs_fi_errno(err);
+	}
+	return 0;
+}
+
+/* unmap_uncovered puts private memory back over the pages of [start,
+ * start+len) that no mapped region holds. Under pages_lock. It goes on
+ * past a failure (the pages it leaves stay a shared mapping whose file
+ * the mapping keeps: the application's bytes either way) and returns the
+ * first. */
+static int unmap_uncovered(uint8_t *start, size_t len)
+{
+	int ret = 0;
+	uint8_t *end = start + len;
+	for (uint8_t *p = start; p < end;) {
+		bool foreign;
+		struct ffs_mr *m = coverer(NULL, p, &foreign);
+		uint8_t *to = m ? (m->map + m->map_len < end ? m->map + m->map_len : end) : uncovered_end(p, end);
+		if (!m) {
+			int err = unmap_pages(p, to - p);
+			if (!ret)
+				ret = err;
+		}
+		p = to;
+	}
+	return ret;
+}
+
+/* map_runs gives the runs no region holds pieces of their own: a tree
+ * region of their length (the owner's own access) mapped over their
+ * pages. It returns 0; or, every run's pages as they were, the tree's
+ * error, or 1 if pages could not be mapped. */
+static int map_runs(struct ffs_domain *dom, struct run *runs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct run *r = &runs[i];
+		if (r->src)
+			continue;
+		int ret = ffs_obj_clone(&r->piece, dom->dir, "mr");
+		if (!ret)
+			ret = ffs_set(&r->piece, "attr/len", "%zu", r->len);
+		if (!ret)
+			ret = ffs_ctl(&r->piece, "reg");
+		if (!ret && !map_pages(&r->piece, r->at, r->len))
+			ret = 1;
+		if (ret) {
+			ffs_obj_close(&r->piece);
+			for (size_t j = 0; j < i; j++)
+				if (!runs[j].src) {
+					unmap_pages(runs[j].at, runs[j].len);
+					ffs_obj_close(&runs[j].piece);
+				}
+			return ret;
+		}
 	}
 	return 0;
 }
@@ -300,20 +436,17 @@ static int mr_close(struct fid *fid)
 	unlink_mr(mr);
 	if (mr->map) {
 		pthread_mutex_lock(&pages_lock);
-		int ret = unmap_region(mr);
-		if (!ret)
-			for (struct ffs_mr **p = &mapped; *p; p = &(*p)->next_mapped)
-				if (*p == mr) {
-					*p = mr->next_mapped;
-					break;
-				}
+		for (struct ffs_mr **p = &mapped; *p; p = &(*p)->next_mapped)
+			if (*p == mr) {
+				*p = mr->next_mapped;
+				break;
+			}
+		/* Pages other registrations hold stay theirs. */
+		int ret = unmap_uncovered(mr->map, mr->map_len);
 		pthread_mutex_unlock(&pages_lock);
-		if (ret) {
-			/* The pages are still the region's: it stays registered. */
-			link_mr(mr);
-			ffs_warn("%s: putting private memory back: %s", mr->obj.dir, fi_strerror(-ret));
-			return ret;
-		}
+		if (ret)
+			ffs_warn("%s: putting private memory back: %s; the pages stay shared", mr->obj.dir,
+				 fi_strerror(-ret));
 	}
 	ffs_obj_close(&mr->obj);
 	free(mr);
@@ -360,6 +493,57 @@ static struct fi_ops mr_fi_ops = {
 	.ops_set = ffs_no_ops_set,
 };
 
+/* share makes mr's pages (map_len bytes from addr's page) the tree's and
+ * registers them: with memory of its own if no live registration holds
+ * any of them, else as windows onto the regions that hold them and pieces
+ * for the rest. It leaves mr local only (map NULL, returning 0) when its
+ * pages cannot be shared: on the calling thread's stack, without readable
+ * memory, or held by another tree domain's registration (*foreign). Under
+ * pages_lock. */
+static int share(struct ffs_mr *mr, uint64_t access, uint64_t requested_key, const uint8_t *auth_key,
+		 size_t auth_key_size, bool *foreign)
+{
+	uint8_t *pages = (uint8_t *)mr->addr - mr->base;
+	if (on_own_stack(pages, mr->map_len))
+		return 0;
+	struct run *runs;
+	ssize_t n = plan(mr->dom, pages, pages + mr->map_len, &runs);
+	if (n <= 0) {
+		*foreign = n == 0;
+		return n;
+	}
+	int ret = 0;
+	if (n == 1 && !runs[0].src) {
+		/* No page is held yet: memory of its own, mapped over them. */
+		ret = tree_register(mr, access, requested_key, auth_key, auth_key_size, NULL, 0);
+		if (!ret && !map_pages(&mr->obj, pages, mr->map_len)) {
+			ffs_obj_close(&mr->obj);
+			mr->mr_fid.key = FI_KEY_NOTAVAIL;
+		} else if (!ret) {
+			mr->map = pages;
+		}
+	} else if ((ret = map_runs(mr->dom, runs, n)) == 1) {
+		ret = 0; /* local only */
+	} else if (!ret) {
+		ret = tree_register(mr, access, requested_key, auth_key, auth_key_size, runs, n);
+		/* The registration holds the pieces' memory now, or failed. */
+		for (ssize_t i = 0; i < n; i++)
+			if (!runs[i].src) {
+				if (ret)
+					unmap_pages(runs[i].at, runs[i].len);
+				ffs_obj_close(&runs[i].piece);
+			}
+		if (!ret)
+			mr->map = pages;
+	}
+	free(runs);
+	if (mr->map) {
+		mr->next_mapped = mapped;
+		mapped = mr;
+	}
+	return ret;
+}
+
 /* reg registers [buf, buf+len) of the domain fid, with an authorization
  * key (auth_key_size 0: the domain's). */
 static int reg(struct fid *fid, const void *buf, size_t len, uint64_t access, uint64_t requested_key,
@@ -390,24 +574,13 @@ static int reg(struct fid *fid, const void *buf, size_t len, uint64_t access, ui
 
 	pthread_once(&fork_once, fork_init);
 	pthread_mutex_lock(&pages_lock);
-	int ret = 0;
-	uint8_t *pages = (uint8_t *)start;
-	bool overlap = overlaps(pages, mr->map_len);
-	if (!overlap && !on_own_stack(pages, mr->map_len)) {
-		ret = tree_register(mr, access, requested_key, auth_key, auth_key_size);
-		if (!ret && map_region(mr, pages)) {
-			mr->next_mapped = mapped;
-			mapped = mr;
-		} else if (!ret) {
-			ffs_obj_close(&mr->obj);
-			mr->mr_fid.key = FI_KEY_NOTAVAIL;
-		}
-	}
+	bool foreign = false;
+	int ret = share(mr, access, requested_key, auth_key, auth_key_size, &foreign);
 	pthread_mutex_unlock(&pages_lock);
 	if (!ret && !mr->map && (access & REMOTE_ACCESS)) {
-		ffs_warn("fi_mr_reg of %zu bytes at %p: its pages are another registration's, or cannot be "
+		ffs_warn("fi_mr_reg of %zu bytes at %p: its pages are another domain's registration's, or cannot be "
 			 "shared with the daemon; peers cannot reach it", len, buf);
-		ret = overlap ? -FI_EBUSY : -FI_EOPNOTSUPP;
+		ret = foreign ? -FI_EBUSY : -FI_EOPNOTSUPP;
 	}
 	if (ret) {
 		free(mr);

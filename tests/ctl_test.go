@@ -134,6 +134,9 @@ var ctlErrorTests = []struct {
 	{core.KindMR, "bind cntr", "bind cntr x", syscall.EINVAL},
 	{core.KindMR, "bind cntr", "bind cntr 99 remote_write", syscall.ENOENT},
 	{core.KindMR, "bind cntr", "bind cntr x send", syscall.EINVAL},
+	{core.KindMR, "window", "window x", syscall.EINVAL},
+	{core.KindMR, "window", "window 99 0 4096", syscall.ENOENT},
+	{core.KindMR, "window", "window x 0 4096", syscall.EINVAL}, // onto itself
 	{core.KindCntr, "add", "add", syscall.EINVAL},
 	{core.KindCntr, "add", "add x", syscall.EINVAL},
 	{core.KindCntr, "set", "set 1 2", syscall.EINVAL},

@@ -70,5 +70,7 @@
 //
 // A Region is a file mapped MAP_SHARED: a sealed memfd (NewMemfd) that the
 // daemon serves with FUSE passthrough or links to as /proc/PID/fd/N.
-// Clients use MapFile on the ring file's path either way.
+// Clients use MapFile on the ring file's path either way. MapPieces maps
+// pages of several such files side by side as one range (a memory region
+// made of windows of others).
 package ring

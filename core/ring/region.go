@@ -78,6 +78,64 @@ func MapFile(path string) (*Region, error) {
 	return &Region{File: f, Mem: mem}, nil
 }
 
+// A Piece is Len bytes of a Region's file from byte Off, both whole pages.
+type Piece struct {
+	From     *Region
+	Off, Len int
+}
+
+// MapPieces maps the pieces one after the other into one range of memory:
+// the region's Mem is that range, byte for byte the pieces' pages (shared:
+// writes through either mapping are seen by the other). It maps the files,
+// so the pieces' regions may close afterwards without taking the pages
+// from it. The region has no file of its own: Dup, DropFile and callers
+// that need File are not for it.
+func MapPieces(pieces []Piece) (*Region, error) {
+	page := os.Getpagesize()
+	total := 0
+	for _, p := range pieces {
+		if p.From == nil || p.Off < 0 || p.Len <= 0 || p.Off%page != 0 || p.Len%page != 0 || total+p.Len < total {
+			return nil, fmt.Errorf("ring: piece [%d, %d+%d) is not whole pages", p.Off, p.Off, p.Len)
+		}
+		total += p.Len
+	}
+	if total == 0 {
+		return nil, fmt.Errorf("ring: no pieces to map")
+	}
+	// Reserve the range, then map each piece over its part of it: Close
+	// unmaps the whole range, pieces included, in one call.
+	mem, err := unix.Mmap(-1, 0, total, unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		return nil, os.NewSyscallError("mmap", err)
+	}
+	at := 0
+	for _, p := range pieces {
+		if err := mapPiece(p, unsafe.Pointer(&mem[at])); err != nil {
+			unix.Munmap(mem)
+			return nil, err
+		}
+		at += p.Len
+	}
+	return &Region{Mem: mem}, nil
+}
+
+// mapPiece maps p's pages at addr, over what is there.
+func mapPiece(p Piece, addr unsafe.Pointer) error {
+	f, err := p.From.Dup()
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || st.Size() < int64(p.Off)+int64(p.Len) {
+		return fmt.Errorf("ring: piece [%d, %d+%d) is outside its file", p.Off, p.Off, p.Len)
+	}
+	_, err = unix.MmapPtr(int(f.Fd()), int64(p.Off), addr, uintptr(p.Len), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_FIXED)
+	if err != nil {
+		return os.NewSyscallError("mmap", err)
+	}
+	return nil
+}
+
 // OnClose has Close call f first, while the memory and the file are still
 // there; functions run in the order they were added. Not safe to call
 // concurrently with Close.

@@ -169,3 +169,54 @@ func countFDs(t *testing.T) int {
 	}
 	return len(es)
 }
+
+// TestMapPieces: pieces of two memfds mapped side by side are their pages,
+// both ways, also after the memfds' own regions close; pieces that are not
+// whole pages, or lie outside their file, are refused.
+func TestMapPieces(t *testing.T) {
+	page := os.Getpagesize()
+	a, err := NewMemfd("ring-pieces-a", 2*page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewMemfd("ring-pieces-b", page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(a.Mem[page:], "a's second page")
+	copy(b.Mem, "b's page")
+	r, err := MapPieces([]Piece{{From: a, Off: page, Len: page}, {From: b, Off: 0, Len: page}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if len(r.Mem) != 2*page || string(r.Mem[:15]) != "a's second page" || string(r.Mem[page:page+8]) != "b's page" {
+		t.Fatalf("the mapping of the pieces holds %q and %q", r.Mem[:15], r.Mem[page:page+8])
+	}
+	copy(r.Mem[page+100:], "through the pieces")
+	if string(b.Mem[100:118]) != "through the pieces" {
+		t.Errorf("a write through the pieces is not in b: %q", b.Mem[100:118])
+	}
+	a.Close()
+	b.Close()
+	if string(r.Mem[:15]) != "a's second page" || string(r.Mem[page:page+8]) != "b's page" {
+		t.Errorf("after their regions closed the pieces hold %q and %q", r.Mem[:15], r.Mem[page:page+8])
+	}
+	c, err := NewMemfd("ring-pieces-c", page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, p := range [][]Piece{
+		nil,
+		{{From: c, Off: 1, Len: page}},
+		{{From: c, Off: 0, Len: page - 1}},
+		{{From: c, Off: page, Len: page}},
+		{{From: nil, Off: 0, Len: page}},
+	} {
+		if r, err := MapPieces(p); err == nil {
+			r.Close()
+			t.Errorf("MapPieces(%+v) succeeded", p)
+		}
+	}
+}

@@ -11,6 +11,7 @@
  */
 #include "ffstest.h"
 
+#include <dirent.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 
@@ -210,8 +211,188 @@ static void peer_rma(struct ffs_domain *dom)
 	free(buf);
 }
 
-/* overlap: registrations that share pages. */
-static void overlap(struct ffs_domain *dom)
+/* mr_entries counts the tree regions in the domain's mr/ directory. */
+static int mr_entries(struct ffs_domain *dom)
+{
+	char p[PATH_MAX];
+	if (snprintf(p, sizeof p, "%s/mr", dom->dir) >= (int)sizeof p)
+		return -1;
+	DIR *d = opendir(p);
+	if (!d)
+		return -1;
+	int n = 0;
+	for (struct dirent *e; (e = readdir(d));)
+		if (e->d_name[0] != '.' && strcmp(e->d_name, "clone") != 0)
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* daemon_state is what the daemon holds for this user: its /limits
+ * (objects, memory) and the domain's mr/ entries. */
+static void daemon_state(struct ffs_domain *dom, char *buf, size_t size)
+{
+	char p[PATH_MAX], lim[512] = "";
+	snprintf(p, sizeof p, "%s/limits", ffs_root());
+	ffs_read_path(p, lim, sizeof lim);
+	snprintf(buf, size, "%smr entries %d", lim, mr_entries(dom));
+}
+
+/* settles waits until the daemon's state is want (the tree closes an
+ * object when its ctl's release arrives, after close returns). */
+static bool settles(struct ffs_domain *dom, const char *want)
+{
+	char now[600];
+	for (int i = 0; i < 200; i++) {
+		daemon_state(dom, now, sizeof now);
+		if (strcmp(now, want) == 0)
+			return true;
+		usleep(10000);
+	}
+	fprintf(stderr, "daemon state:\n%s\nwant:\n%s\n", now, want);
+	return false;
+}
+
+/* A peer: a tree endpoint connected to another, and a region it writes
+ * from. */
+struct peer {
+	struct ffs_obj eq, cq, pep, a, b, src;
+	int fd; /* src's data */
+};
+
+static bool peer_open(struct ffs_domain *dom, struct peer *p)
+{
+	if (!connected_pair(dom, &p->eq, &p->cq, &p->pep, &p->a, &p->b) || ffs_obj_clone(&p->src, dom->dir, "mr") ||
+	    ffs_set(&p->src, "attr/len", "4096") || ffs_ctl(&p->src, "reg"))
+		return false;
+	char path[PATH_MAX];
+	p->fd = snprintf(path, sizeof path, "%s/data", p->src.dir) < (int)sizeof path ? open(path, O_RDWR) : -1;
+	return p->fd >= 0;
+}
+
+static void peer_close(struct peer *p)
+{
+	close(p->fd);
+	ffs_obj_close(&p->src);
+	ffs_obj_close(&p->a);
+	ffs_obj_close(&p->b);
+	ffs_obj_close(&p->pep);
+	ffs_obj_close(&p->cq);
+	ffs_obj_close(&p->eq);
+}
+
+/* peer_write has the peer write text through mr's key at address addr
+ * (an offset from the registered buffer: mr_mode without
+ * FI_MR_VIRT_ADDR) and waits for it at at, the application's byte that
+ * address names. */
+static bool peer_write(struct peer *p, struct fid_mr *mr, size_t addr, const char *text, const uint8_t *at)
+{
+	size_t n = strlen(text);
+	if (pwrite(p->fd, text, n, 0) != (ssize_t)n ||
+	    ffs_ctl(&p->a, "write %u 0 %zu %zu %#llx", p->src.id, n, addr, (unsigned long long)fi_mr_key(mr)))
+		return false;
+	for (int i = 0; i < 500 && memcmp(at, text, n) != 0; i++)
+		usleep(10000);
+	return memcmp(at, text, n) == 0;
+}
+
+/*
+ * shared_pages: registrations whose pages meet, each reached through its
+ * own key (fi_mr(3): "Remote accesses to a memory region must provide the
+ * key associated with the registration."). Two heap buffers x and y, side by side in
+ * one allocation as malloc places them, share a page; x is registered
+ * twice (x2); z spans x's pages, y's and one of its own. All four have
+ * FI_REMOTE_WRITE, each its own key, and a peer's write through each key
+ * lands in the application's bytes, also after the others close. They
+ * close in registration order and, registered again, in reverse order;
+ * either way the application's bytes survive, its pages are private
+ * again, and the daemon's regions (mr/) and the user's /limits return to
+ * where they were.
+ */
+static void shared_pages(struct ffs_domain *dom)
+{
+	struct peer p;
+	if (!peer_open(dom, &p)) {
+		CHECK(false, "connecting a peer");
+		return;
+	}
+	char before[600];
+	daemon_state(dom, before, sizeof before);
+	uint8_t *block = aligned_alloc(page, 4 * page), want[4 * 4096];
+	fill(block, 4 * page, 9);
+	memcpy(want, block, 4 * page);
+	uint8_t *x = block + 100, *y = x + page + 16, *z = block + 50;
+	size_t zlen = 3 * page + 50;
+	const struct {
+		uint8_t *buf;
+		size_t len;
+	} regs[4] = {{x, page}, {y, page}, {x, page}, {z, zlen}};
+
+	for (int round = 0; round < 2; round++) {
+		struct fid_mr *mr[4] = {NULL};
+		for (int i = 0; i < 4; i++) {
+			int ret = fi_mr_reg(&dom->domain_fid, regs[i].buf, regs[i].len, FI_REMOTE_WRITE, 0,
+					    0x500 + 8 * round + i, 0, &mr[i], NULL);
+			CHECK(ret == 0, "round %d, registration %d: %d", round, i, ret);
+			if (ret) {
+				while (i-- > 0)
+					fi_close(&mr[i]->fid);
+				goto out;
+			}
+		}
+		CHECK(memcmp(block, want, 4 * page) == 0, "registering changed the bytes");
+		for (int i = 0; i < 4; i++) {
+			CHECK(shared(block + i * page), "page %d is not the tree's", i);
+			for (int j = 0; j < i; j++)
+				CHECK(fi_mr_key(mr[i]) != fi_mr_key(mr[j]), "registrations %d and %d have one key", i, j);
+		}
+		/* Each key: a write across the end of its buffer's first page
+		 * (x's meets y's bytes; x2's the same; z's its last page, its
+		 * own). */
+		for (int i = 0; i < 4; i++) {
+			char text[32];
+			snprintf(text, sizeof text, "<round %d key %d>", round, i);
+			size_t addr = i == 3 ? zlen - strlen(text) : page - 8;
+			CHECK(peer_write(&p, mr[i], addr, text, regs[i].buf + addr), "write through key %d", i);
+			memcpy(want + (regs[i].buf + addr - block), text, strlen(text));
+		}
+		CHECK(memcmp(block, want, 4 * page) == 0, "the writes changed bytes they do not name");
+
+		/* Close in order (round 0) or in reverse (round 1); the
+		 * registrations left still reach the bytes. */
+		for (int k = 0; k < 4; k++) {
+			int i = round == 0 ? k : 3 - k;
+			CHECK(fi_close(&mr[i]->fid) == 0, "fi_close %d", i);
+			mr[i] = NULL;
+			for (int j = 0; j < 4; j++) {
+				if (!mr[j])
+					continue;
+				char text[32];
+				snprintf(text, sizeof text, "(%d after %d)", j, i);
+				CHECK(peer_write(&p, mr[j], 20, text, regs[j].buf + 20), "write through key %d after %d closed",
+				      j, i);
+				memcpy(want + (regs[j].buf + 20 - block), text, strlen(text));
+			}
+			CHECK(memcmp(block, want, 4 * page) == 0, "round %d: after closing %d the bytes are not as written",
+			      round, i);
+		}
+		/* z's last page is its alone: private once z is gone. */
+		for (int i = 0; i < 4; i++)
+			CHECK(!shared(block + i * page), "round %d: page %d is still shared", round, i);
+		block[4 * page - 1] = 'w'; /* private and writable */
+		want[4 * page - 1] = 'w';
+		CHECK(settles(dom, before), "round %d: the daemon's regions or the user's limits did not return", round);
+	}
+out:
+	peer_close(&p);
+	free(block);
+}
+
+/* overlap: registrations that share pages, local and remote, on the
+ * ffs_mr_lookup side; and pages another tree domain's registration
+ * holds, which stay local only (a window is onto a region of its own
+ * domain). */
+static void overlap(struct ffs_domain *dom, struct ffs_domain *other)
 {
 	uint8_t *buf = aligned_alloc(page, 4 * page), want[4 * 4096 * 4];
 	fill(buf, 4 * page, 2);
@@ -219,39 +400,42 @@ static void overlap(struct ffs_domain *dom)
 	struct fid_mr *a = NULL, *b = NULL, *c = NULL;
 	int ret = fi_mr_reg(&dom->domain_fid, buf, 2 * page, FI_REMOTE_WRITE, 0, 1, 0, &a, NULL);
 	CHECK(ret == 0, "first: %d", ret);
-	/* Inside a's pages, local only: allowed, no mapping of its own. */
-	if (!ret)
-		ret = fi_mr_reg(&dom->domain_fid, buf + 10, 100, FI_SEND, 0, 2, 0, &b, NULL);
-	CHECK(ret == 0 && fi_mr_key(b) == FI_KEY_NOTAVAIL, "inside, local: %d, or a key", ret);
 	if (ret)
 		return;
-	/* Its desc names no tree region: the data path copies. */
+	/* Inside a's pages, local: a region of its own, a window onto a's. */
+	ret = fi_mr_reg(&dom->domain_fid, buf + 10, 100, FI_SEND, 0, 2, 0, &b, NULL);
+	CHECK(ret == 0 && fi_mr_key(b) == tree_num(b, "attr/key"), "inside, local: %d", ret);
+	if (ret)
+		return;
 	uint64_t desc, off;
-	CHECK(ffs_mr_lookup(dom, fi_mr_desc(b), buf + 10, 100, &desc, &off) == -FI_ENOENT, "lookup by b's desc");
-	CHECK(ffs_mr_lookup(dom, NULL, buf + 10, 100, &desc, &off) == 0 && off == 10, "lookup of b's bytes by address");
-	/* Remote access to pages another registration holds: refused. */
-	CHECK(fi_mr_reg(&dom->domain_fid, buf + page, page, FI_REMOTE_READ, 0, 3, 0, &c, NULL) == -FI_EBUSY,
-	      "inside, remote");
-	CHECK(fi_mr_reg(&dom->domain_fid, buf + page + 5, 2 * page, FI_REMOTE_READ, 0, 3, 0, &c, NULL) == -FI_EBUSY,
-	      "across the end, remote");
-	/* A page is one mapping whatever domain registers it. */
-	struct ffs_domain *dom2 = test_domain(dom->prov, strrchr(dom->dir, '/') + 1);
-	dom2->domain_fid.mr = &ffs_mr_ops;
-	CHECK(fi_mr_reg(&dom2->domain_fid, buf, page, FI_REMOTE_READ, 0, 4, 0, &c, NULL) == -FI_EBUSY,
-	      "another domain, remote");
-	ret = fi_mr_reg(&dom->domain_fid, buf + page + 5, 2 * page, FI_RECV, 0, 3, 0, &c, NULL);
-	CHECK(ret == 0 && !shared(buf + 3 * page), "across the end, local: %d; its free page is not mapped", ret);
+	CHECK(ffs_mr_lookup(dom, fi_mr_desc(b), buf + 10, 100, &desc, &off) == 0 && desc == tree_num(b, "attr/desc") &&
+		      off == 10,
+	      "lookup by b's desc");
+	/* Its data is a's: reading it from the tree is not how. */
+	char v[64];
+	CHECK(obj_read(tree_dir(b), "data", v, sizeof v) < 0, "a region of windows gives a data file");
+	/* Across a's end, remote: a's second page and two of its own. */
+	ret = fi_mr_reg(&dom->domain_fid, buf + page + 5, 2 * page, FI_REMOTE_READ, 0, 3, 0, &c, NULL);
+	CHECK(ret == 0 && shared(buf + 2 * page) && shared(buf + 3 * page), "across the end, remote: %d", ret);
+	if (other) {
+		struct fid_mr *d;
+		CHECK(fi_mr_reg(&other->domain_fid, buf, page, FI_REMOTE_READ, 0, 4, 0, &d, NULL) == -FI_EBUSY,
+		      "another domain, remote");
+		ret = fi_mr_reg(&other->domain_fid, buf, page, FI_RECV, 0, 4, 0, &d, NULL);
+		CHECK(ret == 0 && fi_mr_key(d) == FI_KEY_NOTAVAIL, "another domain, local: %d", ret);
+		if (ret == 0)
+			fi_close(&d->fid);
+	}
 	CHECK(memcmp(buf, want, 4 * page) == 0, "overlapping registrations changed the contents");
 	CHECK(fi_close(&a->fid) == 0, "close a");
-	CHECK(!shared(buf) && ffs_mr_lookup(dom, NULL, buf + 10, 100, &desc, &off) == -FI_ENOENT,
-	      "a's pages after a's close");
-	CHECK(fi_close(&b->fid) == 0 && fi_close(&c->fid) == 0, "close b, c");
+	/* b and c hold a's pages still. */
+	CHECK(shared(buf) && shared(buf + page), "a's pages after a's close");
+	CHECK(fi_close(&b->fid) == 0, "close b");
+	CHECK(!shared(buf) && shared(buf + page), "after b's close, only c's pages are the tree's");
+	CHECK(ffs_mr_lookup(dom, NULL, buf + 10, 100, &desc, &off) == -FI_ENOENT, "lookup of a's bytes after a and b");
+	CHECK(fi_close(&c->fid) == 0, "close c");
+	CHECK(!shared(buf + page) && !shared(buf + 2 * page), "after c's close");
 	CHECK(memcmp(buf, want, 4 * page) == 0, "closing changed the contents");
-	/* Free pages again: remote access is allowed. */
-	ret = fi_mr_reg(&dom->domain_fid, buf + page, page, FI_REMOTE_READ, 0, 3, 0, &c, NULL);
-	CHECK(ret == 0 && shared(buf + page), "remote once the pages are free: %d", ret);
-	if (ret == 0)
-		fi_close(&c->fid);
 	free(buf);
 }
 
@@ -366,7 +550,11 @@ int main(int argc, char **argv)
 	dom->domain_fid.mr = &ffs_mr_ops;
 	basic(dom);
 	peer_rma(dom);
-	overlap(dom);
+	shared_pages(dom);
+	/* Another domain of the tree: tcp/lo beside verbs, verbs beside tcp. */
+	struct ffs_domain *other = argc > 2 ? test_domain("tcp", "lo") : test_domain("verbs", "rxe_127_0_0_1");
+	other->domain_fid.mr = &ffs_mr_ops;
+	overlap(dom, other);
 	unmappable(dom);
 	forked(dom);
 	calls(dom);
