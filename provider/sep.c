@@ -32,6 +32,7 @@ static int sep_close(struct fid *fid)
 	/* The tree holds the endpoint while contexts of it are open: it goes
 	 * when the last closes. */
 	ffs_obj_close(&sep->obj);
+	ffs_domain_hold(sep->dom, -1);
 	fi_freeinfo(sep->info);
 	free(sep);
 	return 0;
@@ -168,6 +169,7 @@ int ffs_sep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep 
 	sep->ep_fid.cm = &sep_cm_ops;
 	/* No data operation tables, as a passive endpoint has none: "the
 	 * scalable endpoint itself" moves no data; its contexts do. */
+	ffs_domain_hold(dom, 1);
 	*out = &sep->ep_fid;
 	return 0;
 }
