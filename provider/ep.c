@@ -1662,6 +1662,18 @@ static void init_fid(struct ffs_ep *ep, size_t fclass, void *context)
 	ffs_domain_hold(ep->dom, 1);
 }
 
+int ffs_user_id_caps(struct ffs_obj *o, const struct fi_info *info)
+{
+	if (!(info->caps & FI_AV_USER_ID))
+		return 0;
+	int ret = ffs_set(o, "attr/caps", "0x%llx", (unsigned long long)info->caps);
+	if (!ret && info->tx_attr && info->tx_attr->caps)
+		ret = ffs_set(o, "attr/tx_caps", "0x%llx", (unsigned long long)info->tx_attr->caps);
+	if (!ret && info->rx_attr && info->rx_attr->caps)
+		ret = ffs_set(o, "attr/rx_caps", "0x%llx", (unsigned long long)info->rx_attr->caps);
+	return ret;
+}
+
 int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **out, void *context)
 {
 	if (!info || !out)
@@ -1711,15 +1723,7 @@ int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 		asked.caps &= ~FI_AV_USER_ID;
 		if ((ret = ffs_info_block(&asked, buf, sizeof buf)) || (ret = ffs_write(&ep->obj, "info", buf)))
 			goto fail;
-		/* FI_AV_USER_ID, which the block cannot name (prov.c), as the
-		 * endpoint's caps (the tree derives the side caps from them, so
-		 * the info's own follow). */
-		if ((info->caps & FI_AV_USER_ID) &&
-		    ((ret = ffs_set(&ep->obj, "attr/caps", "0x%llx", (unsigned long long)info->caps)) ||
-		     (info->tx_attr && info->tx_attr->caps &&
-		      (ret = ffs_set(&ep->obj, "attr/tx_caps", "0x%llx", (unsigned long long)info->tx_attr->caps))) ||
-		     (info->rx_attr && info->rx_attr->caps &&
-		      (ret = ffs_set(&ep->obj, "attr/rx_caps", "0x%llx", (unsigned long long)info->rx_attr->caps)))))
+		if ((ret = ffs_user_id_caps(&ep->obj, info)))
 			goto fail;
 		/* The block carries the key's size, not its bytes. */
 		if (info->ep_attr &&

@@ -419,6 +419,13 @@ int ffs_hex_data(const void *data, size_t len, char *buf, size_t size);
 #define FFS_AUTH_KEY_SIZE 64
 int ffs_auth_key(struct ffs_obj *o, const struct fi_domain_attr *dom, const uint8_t *key, size_t size);
 
+/* ffs_user_id_caps gives the tree endpoint o, made from info,
+ * FI_AV_USER_ID when info's caps have it (ep.c): the fi_info block cannot
+ * name the bit (prov.c), so the caps go to attr/caps, which the tree
+ * narrows the endpoint to, and the info's side caps after them (the tree
+ * derives its own from the caps). 0 or a negative FI_E*. */
+int ffs_user_id_caps(struct ffs_obj *o, const struct fi_info *info);
+
 int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
 
 /* One data operation of an endpoint, as the libfabric calls give it. */

@@ -147,7 +147,7 @@ int ffs_sep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep 
 	int ret = -FI_ENOMEM;
 	if (!(sep->info = fi_dupinfo(info)) || (ret = ffs_obj_clone(&sep->obj, dom->dir, "ep")) ||
 	    (ret = ffs_set(&sep->obj, "attr/type", "%s", type == FI_EP_RDM ? "FI_EP_RDM" : "FI_EP_DGRAM")) ||
-	    (ret = ffs_set(&sep->obj, "attr/scalable", "true")) ||
+	    (ret = ffs_set(&sep->obj, "attr/scalable", "true")) || (ret = ffs_user_id_caps(&sep->obj, info)) ||
 	    (ret = ffs_set(&sep->obj, "attr/tx_ctx_cnt", "%zu", ctx_cnt(info->ep_attr->tx_ctx_cnt))) ||
 	    (ret = ffs_set(&sep->obj, "attr/rx_ctx_cnt", "%zu", ctx_cnt(info->ep_attr->rx_ctx_cnt))) ||
 	    (info->tx_attr && info->tx_attr->size &&

@@ -5,8 +5,9 @@
  *  - FI_AV_USER_ID (fi_getinfo(3), fi_av(3)): fi_getinfo offers it on
  *    FI_EP_RDM when asked, an insert with the flag takes each address's
  *    user id in fi_addr and returns the fi_addr as without it, and an
- *    endpoint with the capability sees the user id as a message's source
- *    while one without sees the fi_addr;
+ *    endpoint (or a scalable endpoint's receive context) with the
+ *    capability sees the user id as a message's source while one
+ *    without sees the fi_addr;
  *  - fi_close of a domain (fi_domain(3)) with each kind of object open;
  *  - fi_domain_attr.domain (fi_domain(3)) on fi_getinfo's input and
  *    output.
@@ -174,6 +175,32 @@ static void user_id(void)
 	/* Sends name the fi_addr, not the id. */
 	message(&a, &s, s.addr);
 	printf("ok FI_AV_USER_ID\n");
+
+	/* A receive context of a scalable endpoint made from the entry
+	 * reports the user id too. */
+	struct fid_ep *sep, *rx;
+	struct fid_cq *rxcq;
+	CHECK(fi_scalable_ep(domain, with, &sep, NULL));
+	CHECK(fi_scalable_ep_bind(sep, &av->fid, 0));
+	CHECK(fi_rx_context(sep, 0, NULL, &rx, NULL));
+	struct fi_cq_attr cqa = {.size = 16, .format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_UNSPEC};
+	CHECK(fi_cq_open(domain, &cqa, &rxcq, NULL));
+	CHECK(fi_ep_bind(rx, &rxcq->fid, FI_RECV));
+	CHECK(fi_enable(rx));
+	CHECK(fi_enable(sep));
+	len = name_of(&(struct node){.ep = sep}, name, sizeof name);
+	fi_addr_t sep_addr;
+	if (fi_av_insert(av, name, 1, &sep_addr, 0, NULL) != 1)
+		fail("fi_av_insert of the scalable endpoint");
+	struct node ctx = {.ep = rx, .cq = rxcq};
+	src = message(&s, &ctx, sep_addr);
+	if (src != id)
+		fail("a receive context of an FI_AV_USER_ID scalable endpoint sees the sender as %#llx, want %#llx",
+		     (unsigned long long)src, (unsigned long long)id);
+	CHECK(fi_close(&rx->fid));
+	CHECK(fi_close(&rxcq->fid));
+	CHECK(fi_close(&sep->fid));
+	printf("ok FI_AV_USER_ID on a scalable endpoint\n");
 
 	close_node(&a);
 	close_node(&b);
