@@ -13,6 +13,11 @@
  * its clone file), so the provider knows the next fi_addr without reading
  * `addrs` back: it is the number of addresses inserted so far.
  *
+ * With FI_AV_USER_ID an insert's fi_addr array is input too: each
+ * address's user id, which the tree keeps with the entry (`insert_id`);
+ * the array then gets the fi_addrs as without it, and completions of an
+ * endpoint with the capability give the user id as the sender.
+ *
  * A named AV (fi_av_attr.name, FI_SHARED_AV) is the tree's av/NAME,
  * made with mkdir by the first process that opens the name without
  * FI_READ and removed when that process closes it; others open it by name
@@ -93,10 +98,13 @@ static bool addr_text(const struct ffs_av *av, const void *sa, char *out, size_t
 }
 
 /* insert_texts inserts n addresses given as text, writing their fi_addrs
- * (FI_ADDR_NOTAVAIL for failures) and, with errs, each one's status. It
+ * (FI_ADDR_NOTAVAIL for failures) and, with errs, each one's status. With
+ * user_ids (FI_AV_USER_ID) fi_addr holds each address's user id on input,
+ * which the tree records (`insert_id USERID ADDR`, one address a command)
+ * and reports in place of the fi_addr as the sender of its messages. It
  * returns the number inserted. Under av->lock. */
 static int insert_texts(struct ffs_av *av, char (*texts)[ADDR_TEXT], const bool *valid, size_t n,
-			fi_addr_t *fi_addr, int *errs)
+			fi_addr_t *fi_addr, bool user_ids, int *errs)
 {
 	int inserted = 0;
 	/* One command per batch that fits ffs_ctl's line; a batch the tree
@@ -105,7 +113,14 @@ static int insert_texts(struct ffs_av *av, char (*texts)[ADDR_TEXT], const bool 
 	while (i < n) {
 		char cmd[3072] = "insert";
 		size_t len = strlen(cmd), first = i, count = 0;
-		for (; i < n && len + 1 + ADDR_TEXT < sizeof cmd; i++) {
+		if (user_ids) {
+			/* The id is read before the fi_addr is written over it. */
+			if (valid[i])
+				snprintf(cmd, sizeof cmd, "insert_id %llu %s", (unsigned long long)fi_addr[i], texts[i]);
+			count = valid[i];
+			i++;
+		}
+		for (; !user_ids && i < n && len + 1 + ADDR_TEXT < sizeof cmd; i++) {
 			if (!valid[i])
 				continue;
 			len += snprintf(cmd + len, sizeof cmd - len, " %s", texts[i]);
@@ -172,9 +187,11 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count, fi_addr
 		     void *context)
 {
 	struct ffs_av *av = container_of(fid, struct ffs_av, av_fid);
-	if (flags & ~(FI_MORE | FI_SYNC_ERR))
+	if (flags & ~(FI_MORE | FI_SYNC_ERR | FI_AV_USER_ID))
 		return -FI_EBADFLAGS;
-	if ((count && !addr) || count > FFS_AV_MAX)
+	/* FI_AV_USER_ID: "the caller must specify an fi_addr_t identifier
+	 * value to associate with each address" (fi_av(3)), in fi_addr. */
+	if ((count && !addr) || count > FFS_AV_MAX || (count && (flags & FI_AV_USER_ID) && !fi_addr))
 		return -FI_EINVAL;
 	int *errs = flags & FI_SYNC_ERR ? context : NULL;
 	char (*texts)[ADDR_TEXT] = calloc(count ? count : 1, sizeof *texts);
@@ -195,7 +212,7 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count, fi_addr
 	pthread_mutex_lock(&av->lock);
 	int ret = av->readonly ? -FI_EACCES : av->named ? sync_next(av) : 0;
 	if (!ret)
-		ret = insert_texts(av, texts, valid, count, fi_addr, errs);
+		ret = insert_texts(av, texts, valid, count, fi_addr, flags & FI_AV_USER_ID, errs);
 	pthread_mutex_unlock(&av->lock);
 	free(texts);
 	free(valid);
@@ -367,6 +384,9 @@ static int av_lookup(struct fid_av *fid, fi_addr_t fi_addr, void *addr, size_t *
 		unsigned long long id = strtoull(line, &rest, 10);
 		if (rest == line || *rest != ' ' || id != fi_addr)
 			continue;
+		/* The address, without the " user_id=ID" of an entry inserted
+		 * with FI_AV_USER_ID. */
+		rest[1 + strcspn(rest + 1, " ")] = 0;
 		struct sockaddr_storage ss;
 		size_t size = parse_entry(rest + 1, &ss);
 		if (!size) {
@@ -435,6 +455,7 @@ static int av_close(struct fid *fid)
 	if (av->created && rmdir(av->obj.dir) < 0)
 		ffs_debug("rmdir %s: %s", av->obj.dir, strerror(errno));
 	pthread_mutex_destroy(&av->lock);
+	ffs_domain_hold(av->dom, -1);
 	free(av->map);
 	free(av);
 	return 0;
@@ -566,6 +587,7 @@ int ffs_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_a
 	}
 	pthread_mutex_init(&av->lock, NULL);
 	attr->type = type;
+	ffs_domain_hold(dom, 1);
 	*out = &av->av_fid;
 	return 0;
 }

@@ -155,6 +155,7 @@ static int cntr_close(struct fid *fid)
 	close(c->errors_fd);
 	ffs_obj_close(&c->waiter);
 	ffs_obj_close(&c->obj);
+	ffs_domain_hold(c->dom, -1);
 	free(c);
 	return 0;
 }
@@ -250,6 +251,7 @@ int ffs_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct f
 		free(c);
 		return ret;
 	}
+	ffs_domain_hold(dom, 1);
 	*out = &c->cntr_fid;
 	return 0;
 }

@@ -2,12 +2,34 @@
  * domain.c: fi_domain. A domain is a directory of the tree (ROOT/PROV/DOM,
  * named by the info's domain name); it is no tree object of its own, so
  * opening one makes nothing in the daemon. It holds the list of its CQs,
- * which ffs_domain_progress reaps.
+ * which ffs_domain_progress reaps, and counts its other objects, so that
+ * fi_close refuses while any is open. The process's open domains are in a
+ * list of their own, oldest first, for fi_getinfo's domain_attr->domain.
  */
 #include "ffs.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* The open domains, in the order they were opened (next_open). */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ffs_domain *open_domains;
+
+struct fid_domain *ffs_domain_opened(const char *name)
+{
+	struct fid_domain *d = NULL;
+	pthread_mutex_lock(&open_lock);
+	for (struct ffs_domain *dom = open_domains; dom && !d && name; dom = dom->next_open)
+		if (!strcmp(dom->info->domain_attr->name, name))
+			d = &dom->domain_fid;
+	pthread_mutex_unlock(&open_lock);
+	return d;
+}
+
+void ffs_domain_hold(struct ffs_domain *dom, int delta)
+{
+	__atomic_add_fetch(&dom->objs, delta, __ATOMIC_SEQ_CST);
+}
 
 int ffs_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
@@ -77,7 +99,7 @@ static int domain_close(struct fid *fid)
 {
 	struct ffs_domain *dom = container_of(fid, struct ffs_domain, domain_fid.fid);
 	pthread_mutex_lock(&dom->cq_lock);
-	bool busy = __atomic_load_n(&dom->eps, __ATOMIC_SEQ_CST) > 0;
+	bool busy = __atomic_load_n(&dom->objs, __ATOMIC_SEQ_CST) > 0;
 	for (struct ffs_cq *cq = dom->cqs; cq; cq = cq->next)
 		busy = busy || !cq->hidden;
 	pthread_mutex_unlock(&dom->cq_lock);
@@ -86,6 +108,13 @@ static int domain_close(struct fid *fid)
 	pthread_mutex_unlock(&dom->lock);
 	if (busy)
 		return -FI_EBUSY;
+	pthread_mutex_lock(&open_lock);
+	struct ffs_domain **p = &open_domains;
+	while (*p && *p != dom)
+		p = &(*p)->next_open;
+	if (*p)
+		*p = dom->next_open;
+	pthread_mutex_unlock(&open_lock);
 	/* Hidden CQs left are those of endpoints closed while the daemon held
 	 * their requests (ep.c): nothing reaps them any more. */
 	while (dom->cqs)
@@ -163,6 +192,12 @@ int ffs_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
 	dom->domain_fid.fid.ops = &domain_fi_ops;
 	dom->domain_fid.ops = &domain_ops;
 	dom->domain_fid.mr = &ffs_mr_ops;
+	pthread_mutex_lock(&open_lock);
+	struct ffs_domain **last = &open_domains;
+	while (*last)
+		last = &(*last)->next_open;
+	*last = dom;
+	pthread_mutex_unlock(&open_lock);
 	*domain = &dom->domain_fid;
 	return 0;
 fail:

@@ -1554,7 +1554,7 @@ static int ep_close(struct fid *fid)
 			__atomic_fetch_sub(&cqs[i]->bound, 1, __ATOMIC_SEQ_CST);
 	if (ep->srx_ctx)
 		__atomic_fetch_sub(&ep->srx_ctx->srx_bound, 1, __ATOMIC_SEQ_CST);
-	__atomic_fetch_sub(&ep->dom->eps, 1, __ATOMIC_SEQ_CST);
+	ffs_domain_hold(ep->dom, -1);
 	if (left) {
 		/* The records stay (with the hidden CQ) for completions that
 		 * may still come; the domain frees the hidden CQ. */
@@ -1659,7 +1659,19 @@ static void init_fid(struct ffs_ep *ep, size_t fclass, void *context)
 	ep->ep_fid.tagged = &ep_tagged_ops;
 	ep->ep_fid.rma = &ep_rma_ops;
 	ep->ep_fid.atomic = &ffs_atomic_ops;
-	__atomic_fetch_add(&ep->dom->eps, 1, __ATOMIC_SEQ_CST);
+	ffs_domain_hold(ep->dom, 1);
+}
+
+int ffs_user_id_caps(struct ffs_obj *o, const struct fi_info *info)
+{
+	if (!(info->caps & FI_AV_USER_ID))
+		return 0;
+	int ret = ffs_set(o, "attr/caps", "0x%llx", (unsigned long long)info->caps);
+	if (!ret && info->tx_attr && info->tx_attr->caps)
+		ret = ffs_set(o, "attr/tx_caps", "0x%llx", (unsigned long long)info->tx_attr->caps);
+	if (!ret && info->rx_attr && info->rx_attr->caps)
+		ret = ffs_set(o, "attr/rx_caps", "0x%llx", (unsigned long long)info->rx_attr->caps);
+	return ret;
 }
 
 int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **out, void *context)
@@ -1708,7 +1720,10 @@ int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 		 * claim key where a request of ours is expected. */
 		struct fi_info asked = *info;
 		asked.mode &= ~FI_BUFFERED_RECV;
+		asked.caps &= ~FI_AV_USER_ID;
 		if ((ret = ffs_info_block(&asked, buf, sizeof buf)) || (ret = ffs_write(&ep->obj, "info", buf)))
+			goto fail;
+		if ((ret = ffs_user_id_caps(&ep->obj, info)))
 			goto fail;
 		/* The block carries the key's size, not its bytes. */
 		if (info->ep_attr &&
@@ -1788,7 +1803,7 @@ int ffs_srx_open(struct fid_domain *domain, struct fi_rx_attr *attr, struct fid_
 	ep->ep_fid.tagged = &ep_tagged_ops;
 	ep->ep_fid.rma = &ep_rma_ops;
 	ep->ep_fid.atomic = &ffs_atomic_ops; /* post() refuses them: a receive context only receives */
-	__atomic_fetch_add(&dom->eps, 1, __ATOMIC_SEQ_CST);
+	ffs_domain_hold(dom, 1);
 	*out = &ep->ep_fid;
 	return 0;
 }

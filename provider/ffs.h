@@ -178,16 +178,28 @@ struct ffs_domain {
 	struct ffs_mr *mrs; /* registered regions (mr.c), under lock */
 	pthread_mutex_t cq_lock; /* the CQ list; taken before a CQ's lock */
 	struct ffs_cq *cqs;      /* every CQ of the domain, hidden ones too */
-	int eps;                 /* endpoints open (atomic): fi_close is -FI_EBUSY until 0 */
+	int objs; /* its objects open but CQs and regions, which the lists hold
+		   * (atomic, ffs_domain_hold): fi_close is -FI_EBUSY until 0 */
 	struct ffs_atomics *atomics; /* the tree's fi_query_atomic answers (atomic.c), read once, under lock */
 	struct ffs_eq *eq;           /* fi_domain_bind's EQ: the default of its endpoints, or NULL */
 	bool reg_mr_events;          /* bound with FI_REG_MR: each registration reports FI_MR_COMPLETE there */
+	struct ffs_domain *next_open; /* in domain.c's list of the process's open domains */
 };
 
 int ffs_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **domain, void *context);
 /* ffs_domain_of returns d as a domain of this provider, or NULL when it is
  * another provider's (fi_getinfo's hints->domain_attr->domain). */
 struct ffs_domain *ffs_domain_of(struct fid_domain *d);
+/* ffs_domain_opened is the first domain of the process still open whose
+ * domain_attr->name is name (fi_getinfo's output domain_attr->domain),
+ * or NULL. */
+struct fid_domain *ffs_domain_opened(const char *name);
+/* ffs_domain_hold counts an object made in the domain (delta 1) or closed
+ * (-1): endpoints and their contexts, AVs, counters, shared transmit
+ * contexts, poll sets. "All objects associated with the opened domain must
+ * be released prior to calling fi_close, otherwise the call will return
+ * -FI_EBUSY" (fi_domain(3)); CQs and regions are in the domain's lists. */
+void ffs_domain_hold(struct ffs_domain *dom, int delta);
 
 /* The fi_ops entries an object does not have: -FI_ENOSYS. */
 int ffs_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
@@ -406,6 +418,13 @@ int ffs_hex_data(const void *data, size_t len, char *buf, size_t size);
  * The tree takes keys of 1 to FFS_AUTH_KEY_SIZE bytes: -FI_EINVAL past. */
 #define FFS_AUTH_KEY_SIZE 64
 int ffs_auth_key(struct ffs_obj *o, const struct fi_domain_attr *dom, const uint8_t *key, size_t size);
+
+/* ffs_user_id_caps gives the tree endpoint o, made from info,
+ * FI_AV_USER_ID when info's caps have it (ep.c): the fi_info block cannot
+ * name the bit (prov.c), so the caps go to attr/caps, which the tree
+ * narrows the endpoint to, and the info's side caps after them (the tree
+ * derives its own from the caps). 0 or a negative FI_E*. */
+int ffs_user_id_caps(struct ffs_obj *o, const struct fi_info *info);
 
 int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
 

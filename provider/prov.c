@@ -166,7 +166,8 @@ static uint64_t comp_order_named(uint64_t order)
  * which fi_tostr prints by its family: the tree then reads it, and
  * FI_SOCKADDR selects what FI_FORMAT_UNSPEC would among IP entries.
  * It returns -FI_ENODATA for names no entry of the tree has, and for
- * caps, op_flags and orders fi_tostr cannot name (FI_AV_USER_ID, FI_PEER,
+ * caps, op_flags and orders fi_tostr cannot name (FI_AV_USER_ID, which
+ * callers take out of caps and give the tree another way, FI_PEER,
  * provider bits, FI_COMMIT_COMPLETE, FI_ORDER_DATA in msg_order): the
  * text would drop them, and every cap, op flag and order the tree offers
  * has a name. A comp_order with some of FI_ORDER_STRICT's bits is sent as
@@ -242,11 +243,20 @@ int ffs_info_block(const struct fi_info *hints, char *buf, size_t size)
 	return 0;
 }
 
-/* add_hints appends the hints block (ffs_info_block) to the query. */
+/* add_hints appends the hints block (ffs_info_block) to the query.
+ * FI_AV_USER_ID has no name in fi_tostr (1.17), so caps with it go as
+ * the query's -c option, in hex, and the block's caps are left 0 (a hint
+ * two ways is refused): the tree then answers only entries that have
+ * it. */
 static int add_hints(struct query *q, const struct fi_info *hints)
 {
 	char buf[8192];
-	int ret = ffs_info_block(hints, buf, sizeof buf);
+	struct fi_info h = *hints;
+	if (h.caps & FI_AV_USER_ID) {
+		addf(q, " -c 0x%llx", (unsigned long long)h.caps);
+		h.caps = 0;
+	}
+	int ret = ffs_info_block(&h, buf, sizeof buf);
 	if (!ret)
 		addf(q, "\n%s", buf);
 	return ret;
@@ -378,6 +388,15 @@ static int ffs_getinfo(uint32_t version, const char *node, const char *service, 
 			fi_freeinfo(e);
 			continue;
 		}
+		/* An opened domain: "On output from fi_getinfo, if no domain
+		 * was specified, but the user has an opened instance of the
+		 * named domain, this will reference the first opened
+		 * instance" (fi_domain(3)); one specified is the one. */
+		e->domain_attr->domain = hdom ? hdom : ffs_domain_opened(e->domain_attr->name);
+		/* FI_AV_USER_ID: asked for (add_hints), the tree answered
+		 * only entries that have it, which its text cannot say. */
+		if (hints && (hints->caps & FI_AV_USER_ID))
+			e->caps |= FI_AV_USER_ID;
 		/* "If hints->handle is set to struct fid_pep, the
 		 * hints->handle will be copied to info->handle". */
 		if (hints && hints->handle && hints->handle->fclass == FI_CLASS_PEP)

@@ -32,6 +32,7 @@ static int sep_close(struct fid *fid)
 	/* The tree holds the endpoint while contexts of it are open: it goes
 	 * when the last closes. */
 	ffs_obj_close(&sep->obj);
+	ffs_domain_hold(sep->dom, -1);
 	fi_freeinfo(sep->info);
 	free(sep);
 	return 0;
@@ -146,7 +147,7 @@ int ffs_sep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep 
 	int ret = -FI_ENOMEM;
 	if (!(sep->info = fi_dupinfo(info)) || (ret = ffs_obj_clone(&sep->obj, dom->dir, "ep")) ||
 	    (ret = ffs_set(&sep->obj, "attr/type", "%s", type == FI_EP_RDM ? "FI_EP_RDM" : "FI_EP_DGRAM")) ||
-	    (ret = ffs_set(&sep->obj, "attr/scalable", "true")) ||
+	    (ret = ffs_set(&sep->obj, "attr/scalable", "true")) || (ret = ffs_user_id_caps(&sep->obj, info)) ||
 	    (ret = ffs_set(&sep->obj, "attr/tx_ctx_cnt", "%zu", ctx_cnt(info->ep_attr->tx_ctx_cnt))) ||
 	    (ret = ffs_set(&sep->obj, "attr/rx_ctx_cnt", "%zu", ctx_cnt(info->ep_attr->rx_ctx_cnt))) ||
 	    (info->tx_attr && info->tx_attr->size &&
@@ -168,6 +169,7 @@ int ffs_sep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep 
 	sep->ep_fid.cm = &sep_cm_ops;
 	/* No data operation tables, as a passive endpoint has none: "the
 	 * scalable endpoint itself" moves no data; its contexts do. */
+	ffs_domain_hold(dom, 1);
 	*out = &sep->ep_fid;
 	return 0;
 }

@@ -18,6 +18,7 @@ static int stx_close(struct fid *fid)
 	 * endpoints hold it): closing the clone file ends it once they are
 	 * closed. */
 	ffs_obj_close(&stx->obj);
+	ffs_domain_hold(stx->dom, -1);
 	free(stx);
 	return 0;
 }
@@ -69,6 +70,7 @@ int ffs_stx_open(struct fid_domain *domain, struct fi_tx_attr *attr, struct fid_
 	stx->stx_fid.fid.context = context;
 	stx->stx_fid.fid.ops = &stx_fi_ops;
 	stx->stx_fid.ops = &stx_ops;
+	ffs_domain_hold(dom, 1);
 	*out = &stx->stx_fid;
 	return 0;
 }

@@ -539,6 +539,7 @@ static int pollset_close(struct fid *fid)
 		__atomic_sub_fetch(&ps->m[i].w->polls, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&lock);
 	pthread_mutex_destroy(&ps->plock);
+	ffs_domain_hold(ps->dom, -1);
 	free(ps->m);
 	free(ps);
 	return 0;
@@ -575,6 +576,7 @@ int ffs_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr, struct f
 	ps->poll_fid.fid.fclass = FI_CLASS_POLL;
 	ps->poll_fid.fid.ops = &pollset_fi_ops;
 	ps->poll_fid.ops = &pollset_ops;
+	ffs_domain_hold(ps->dom, 1);
 	*out = &ps->poll_fid;
 	return 0;
 }

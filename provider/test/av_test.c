@@ -2,7 +2,8 @@
  * av_test.c: address vectors over a mounted tree (FI_FABRICFS_ROOT):
  * inserts and the fi_addrs they give (checked against the tree's
  * `addrs`), per-address errors with FI_SYNC_ERR, lookup, straddr,
- * remove, insertsvc, insertsym, and the attributes refused.
+ * remove, insertsvc, insertsym, user ids (FI_AV_USER_ID), and the
+ * attributes refused.
  */
 #include "ffstest.h"
 
@@ -129,6 +130,29 @@ int main(void)
 	CHECK(has_line(av, s), "the tree has no line %s", s);
 	free(m);
 	free(mf);
+
+	/* FI_AV_USER_ID: "User-specified fi_addr_t values are provided as
+	 * part of address insertion (e.g. fi_av_insert) through the fi_addr
+	 * parameter. The fi_addr parameter acts as input/output in this
+	 * case." (fi_av(3)): each id goes to the tree with its address, the
+	 * array gets the fi_addrs; a bad address fails alone; no array is
+	 * -FI_EINVAL. */
+	struct sockaddr_in u[3] = {sin4("127.0.0.2", 1), sin4("127.0.0.2", 2), sin4("127.0.0.2", 3)};
+	u[1].sin_family = AF_INET6;
+	fi_addr_t uf[3] = {0xabc0000000000123ULL, 7, 12379};
+	ret = fi_av_insert(fav, u, 3, uf, FI_AV_USER_ID, NULL);
+	CHECK(ret == 2 && uf[0] == 10 + MANY && uf[1] == FI_ADDR_NOTAVAIL && uf[2] == 11 + MANY,
+	      "insert with FI_AV_USER_ID: %d, %llu %llu %llu", ret, (unsigned long long)uf[0], (unsigned long long)uf[1],
+	      (unsigned long long)uf[2]);
+	char line[128];
+	snprintf(line, sizeof line, "%d fi_sockaddr_in://127.0.0.2:1 user_id=12375891776014123299", 10 + MANY);
+	CHECK(has_line(av, line), "the tree has no line %s", line);
+	snprintf(line, sizeof line, "%d fi_sockaddr_in://127.0.0.2:3 user_id=12379", 11 + MANY);
+	CHECK(has_line(av, line), "the tree has no line %s", line);
+	len = sizeof got;
+	ret = fi_av_lookup(fav, 11 + MANY, &got, &len);
+	CHECK(ret == 0 && len == sizeof got && ntohs(got.sin_port) == 3, "lookup of an entry with a user id: %d", ret);
+	CHECK(fi_av_insert(fav, u, 1, NULL, FI_AV_USER_ID, NULL) == -FI_EINVAL, "FI_AV_USER_ID without ids");
 	CHECK(fi_close(&fav->fid) == 0, "close");
 
 	/* Attributes. */

@@ -20,6 +20,15 @@ __attribute__((weak)) struct ffs_domain *ffs_domain_of(struct fid_domain *d)
 	return NULL;
 }
 
+__attribute__((weak)) struct fid_domain *ffs_domain_opened(const char *name)
+{
+	return NULL;
+}
+
+__attribute__((weak)) void ffs_domain_hold(struct ffs_domain *dom, int delta)
+{
+}
+
 __attribute__((weak)) int ffs_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
 				       void *context)
 {
