@@ -108,6 +108,13 @@ func (e *EP) completed(op *Op, c Completion) {
 	if !withdrawn {
 		e.ops.count(int(op.Kind), opSize(op, c), c.Err != 0)
 	}
+	if op.Kind.IsRecv() && c.Err == 0 && c.Flags&fi.CQFlags(fi.REMOTE_WRITE) != 0 {
+		// A peer's write with remote CQ data that took this receive
+		// (FI_RX_CQ_DATA: verbs): a remote write too, which the
+		// counter bound for remote_write counts, besides the receive.
+		e.ops.count(statRemoteWrite, c.Len, false)
+		e.count(classRemoteWrite, false)
+	}
 	if !withdrawn && !discarded {
 		ent := CQEntry{Context: op.Context, Flags: c.Flags, Len: c.Len, Buf: op.offset + c.Offset, Data: c.Data,
 			Tag: c.Tag, Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc}

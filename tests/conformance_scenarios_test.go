@@ -522,8 +522,12 @@ var confScenarios = []confScenario{
 		// With FI_RX_CQ_DATA (verbs FI_EP_MSG) the remote CQ data takes
 		// a posted receive, and its entry is that receive's. libfabric's
 		// verbs adds FI_RMA to the flags, its tcp does not: either is
-		// right.
-		a, b, _ := x.confPair(t, confCfg{})
+		// right. Either way it is a remote write, which the target's
+		// counter bound for remote_write counts (fi_endpoint(3):
+		// "FI_REMOTE_WRITE Increments the specified counter whenever an
+		// RMA write or base atomic operation is initiated from a remote
+		// endpoint that targets the given endpoint").
+		a, b, _ := x.confPair(t, confCfg{b: x.rmaEvents("remote_write")})
 		if x.rxCQData {
 			b.io.recv(t, 8, confRecv{})
 		}
@@ -539,6 +543,9 @@ var confScenarios = []confScenario{
 		}
 		if got := b.io.mem(t, 4000, 500); !bytes.Equal(got, data) {
 			t.Error("the target region does not hold the written bytes")
+		}
+		if b.cntr != "" {
+			b.counts(t, 1, 0)
 		}
 	}},
 	{name: "rma_read", caps: fi.RMA | fi.READ | fi.REMOTE_READ, run: func(t *testing.T, x *confEnv) {
