@@ -238,7 +238,7 @@ struct fabricfs_cqe {
 	int32_t err;
 	int32_t prov_errno;
 	uint64_t olen;
-	uint64_t desc;
+	uint64_t desc; /* the request's; a buffered receive's report: the endpoint's attr/desc */
 	uint8_t err_data[32];
 	uint8_t reserved[16];
 };

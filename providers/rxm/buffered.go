@@ -13,9 +13,10 @@ import (
 // kept by the endpoint and reported at once on the receive CQ, matched to
 // no posted receive (core.BufferedEvents). The report's op_context is a
 // claim key, fabricfs's struct fi_recv_context; its len is the message's
-// size, and it has FI_MORE for a message with bytes: no bytes are shown
-// in the report itself (FI_OPT_BUFFERED_MIN is 0), the application
-// claims the message to read them. A receive with FI_CLAIM and the key
+// size, and it carries the bytes the endpoint holds (an eager message's,
+// the segments of a segmented one that came so far, none of a rendezvous
+// request's), which core shows up to FI_OPT_BUFFERED_LIMIT, with FI_MORE
+// when the message is longer. A receive with FI_CLAIM and the key
 // (Op.Key, a ring request's rma_key) receives the message into its
 // buffer, like any receive, and completes with its own op_context and
 // FI_CLAIM; one with FI_DISCARD drops it. A key that holds no message
@@ -57,10 +58,7 @@ func (m *matcher) buffer(msg *message) {
 	if msg.tagged {
 		c.Tag = msg.tag
 	}
-	if c.Len > 0 {
-		c.Flags |= fi.CQFlags(fi.MORE)
-	}
-	m.report(c)
+	m.report(c, kept.payload)
 }
 
 // claims reports whether op takes a buffered message: a receive with

@@ -84,7 +84,7 @@ type matcher struct {
 	// report is core.BufferedEvents.Buffered on an endpoint with
 	// FI_BUFFERED_RECV (buffered.go), nil otherwise; nextKey numbers
 	// the buffered messages.
-	report  func(core.Completion)
+	report  func(core.Completion, []byte)
 	nextKey uint64
 }
 
