@@ -182,6 +182,20 @@ struct ffs_domain {
 	struct ffs_atomics *atomics; /* the tree's fi_query_atomic answers (atomic.c), read once, under lock */
 	struct ffs_eq *eq;           /* fi_domain_bind's EQ: the default of its endpoints, or NULL */
 	bool reg_mr_events;          /* bound with FI_REG_MR: each registration reports FI_MR_COMPLETE there */
+	/* The endpoints with FI_BUFFERED_RECV by their attr/desc, which the
+	 * tree's reports carry (ep.c, buffered receives): a closed one stays
+	 * with ep NULL, so that a late report of it is dropped, never taken
+	 * for a request. bep_lock ranks below a CQ's lock, above an
+	 * endpoint's; nbeps is also read atomically. */
+	pthread_mutex_t bep_lock;
+	struct ffs_bep *beps;
+	size_t nbeps, capbeps;
+};
+
+/* An endpoint with FI_BUFFERED_RECV, by the desc its reports carry. */
+struct ffs_bep {
+	uint64_t desc;
+	struct ffs_ep *ep;
 };
 
 int ffs_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **domain, void *context);
@@ -323,9 +337,10 @@ void ffs_cq_reap(struct ffs_cq *cq);
 /* ffs_ep_complete does the endpoint's part of a completion of the tree
  * (ep.c): it maps the work request's context back to the provider's
  * request, copies received bytes out, frees what the request held, and
- * fills e with what the application sees. It returns true when the
- * application gets an entry. Called under the CQ's lock. */
-bool ffs_ep_complete(const struct fabricfs_cqe *c, struct ffs_cq_entry *e);
+ * fills e with what the application sees; a buffered receive's report
+ * of an endpoint of dom becomes its struct fi_recv_context. It returns
+ * true when the application gets an entry. Called under the CQ's lock. */
+bool ffs_ep_complete(struct ffs_domain *dom, const struct fabricfs_cqe *c, struct ffs_cq_entry *e);
 
 /* ffs_eq_bind gives the id of the tree EQ of eq in the domain directory
  * domdir (making it on first use), and notes that the tree's events for
