@@ -17,6 +17,12 @@ import (
 // until the application claims or discards one of them.
 const BufferedSlots = 64
 
+// bufferedSlotMax bounds a slot, whatever FI_OPT_BUFFERED_LIMIT a
+// provider allows: no provider holds more of a message when it reports
+// it (rxm: an eager message, 16 KiB), and the area is BufferedSlots of
+// them.
+const bufferedSlotMax = 1 << 20
+
 // bufferedArea is where an endpoint with FI_BUFFERED_RECV shows the first
 // bytes of the messages it reports: shared memory the application maps as
 // ep/N/buffered, in BufferedSlots slots of FI_OPT_BUFFERED_LIMIT bytes
@@ -50,12 +56,12 @@ type bufferedReport struct {
 // newBufferedArea makes the area of endpoint o for messages shown up to
 // limit bytes, charging its memory to o's owner.
 func newBufferedArea(o *Object, limit uint64) (*bufferedArea, error) {
-	b := &bufferedArea{slot: limit, byKey: map[uint64]uint64{}}
+	b := &bufferedArea{slot: min(limit, bufferedSlotMax), byKey: map[uint64]uint64{}}
 	for i := uint64(BufferedSlots); i > 0; i-- {
 		b.free = append(b.free, i-1) // slot 0 first
 	}
-	if limit > 0 {
-		shm, err := o.Dom.fab.alloc(o, "buffered", int(limit*BufferedSlots))
+	if b.slot > 0 {
+		shm, err := o.Dom.fab.alloc(o, "buffered", int(b.slot*BufferedSlots))
 		if err != nil {
 			return nil, err
 		}
