@@ -241,7 +241,8 @@ func TestBufferedRecvShell(t *testing.T) {
 // FI_OPT_BUFFERED_MIN: "Defines the minimum size of a buffered message
 // that will be reported." With the limit 64 and the minimum 32, a
 // 500-byte message shows its first 64 bytes with FI_MORE, a 40-byte one
-// all of its bytes without, and a claim still receives all 500. The
+// all of its bytes without, a 20000-byte one (rendezvous) its first 32,
+// and a claim still receives all of a message. The
 // endpoint shows core.BufferedSlots messages at once: the next report
 // comes once a claim or a discard takes one ("Buffered receives must be
 // claimed or discarded in a timely manner. Failure to do so may result in
@@ -277,6 +278,30 @@ func TestBufferedRecvLimits(t *testing.T) {
 	b.post(t, ring.WR{Op: ring.OpRecv, Flags: uint64(fi.CLAIM), Context: 7, Offset: 2000, Len: 512, Addr: anyAddr, RMAKey: e.Context})
 	if c := b.recvDone(t); c.Err != 0 || c.Len != 500 || !bytes.Equal(b.mr.Mem()[2000:2500], mem[:500]) {
 		t.Fatalf("claim of the 500-byte message: %+v", c)
+	}
+	// A rendezvous message (above 16384 bytes) carries no bytes with its
+	// request: its first buffered_min bytes are read before its report,
+	// and the report of the message sent after it waits, so that reports
+	// keep the messages' order.
+	for k := range mem[4096:24096] {
+		mem[4096+k] = byte(k*5 + 1)
+	}
+	a.post(t, ring.WR{Op: ring.OpSend, Context: 3, Offset: 4096, Len: 20000, Addr: dst})
+	a.post(t, ring.WR{Op: ring.OpSend, Context: 4, Offset: 3000, Len: 8, Addr: dst})
+	big, after := b.recvDone(t), b.recvDone(t)
+	if big.Flags != uint64(fi.RECV|fi.MSG)|uint64(fi.MORE) || big.Len != 20000 || !bytes.Equal(shownAt(big, 32), mem[4096:4128]) {
+		t.Fatalf("report of a 20000-byte rendezvous message: %+v, want FI_MORE and its first 32 bytes (buffered_min)", big)
+	}
+	if after.Len != 8 || !bytes.Equal(shownAt(after, 8), mem[3000:3008]) {
+		t.Fatalf("the report after the rendezvous message's: %+v, want the 8-byte message's", after)
+	}
+	b.post(t, ring.WR{Op: ring.OpRecv, Flags: uint64(fi.CLAIM), Context: 8, Offset: 30000, Len: 20000, Addr: anyAddr, RMAKey: big.Context})
+	if c := b.recvDone(t); c.Err != 0 || c.Len != 20000 || !bytes.Equal(b.mr.Mem()[30000:50000], mem[4096:24096]) {
+		t.Fatalf("claim of the rendezvous message: %+v", c)
+	}
+	b.post(t, ring.WR{Op: ring.OpRecv, Flags: uint64(fi.DISCARD), Context: 9, Addr: anyAddr, RMAKey: after.Context})
+	if c := b.recvDone(t); c.Err != 0 || c.Context != 9 {
+		t.Fatalf("discard: %+v", c)
 	}
 	// One slot is in use (the 40-byte message's): fill the others, then
 	// two more wait.
