@@ -219,8 +219,9 @@ int ffs_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, 
  * provider (ep.c), else NULL. */
 const char *ffs_ep_dir(struct fid *fid);
 
-/* Lock order: dom->cq_lock, then a CQ's lock, then an endpoint's lock,
- * then an EQ's lock (fi_ep_bind of an EQ). The data path calls
+/* Lock order: dom->cq_lock, then a CQ's lock, then dom->bep_lock (a
+ * buffered receive's report), then an endpoint's lock, then an EQ's lock
+ * (fi_ep_bind of an EQ). The data path calls
  * ffs_mr_lookup (dom->lock) before it takes the endpoint's lock. */
 
 /* ffs_domain_progress finishes what the daemon completed for the domain's
