@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -124,10 +125,12 @@ type CQ struct {
 	opened   bool         // the ring was handed out; attributes are frozen
 	shm      *ring.Region // nil until first needed
 	r        *ring.Ring
-	overflow []ring.CQE // completions that did not fit the ring, in order
-	draining bool       // a goroutine moves overflow into the ring
-	overruns uint64     // lost completions the next FI_EOVERRUN entry reports
-	lost     uint64     // completions lost to overruns since the CQ was made (status)
+	overflow []ring.CQE   // completions that did not fit the ring, in order
+	draining bool         // a goroutine moves overflow into the ring
+	overruns uint64       // lost completions the next FI_EOVERRUN entry reports
+	promised uint64       // completions owed by operations that hold room (reserve)
+	waiters  []*workQueue // rings reserve refused, woken when room may have come
+	lost     uint64       // completions lost to overruns since the CQ was made (status)
 	total    uint64
 	errs     uint64        // error entries posted (stats)
 	reads    uint64        // entries read through the events file (stats)
@@ -205,7 +208,7 @@ func (c *CQ) post(e CQEntry) {
 			return
 		}
 	}
-	if uint64(len(c.overflow)) >= min(c.size*CQOverflowFactor, CQOverflowMax) {
+	if uint64(len(c.overflow)) >= c.overflowMax() {
 		c.overruns++
 		c.lost++
 	} else {
@@ -217,6 +220,61 @@ func (c *CQ) post(e CQEntry) {
 		go c.drain()
 	}
 	c.mu.Unlock()
+}
+
+// overflowMax is how many completions the CQ holds behind its ring;
+// past them it loses completions (FI_EOVERRUN).
+func (c *CQ) overflowMax() uint64 { return min(c.size*CQOverflowFactor, CQOverflowMax) }
+
+// errCQFull is reserve's refusal: one value, as a ring waiting for room
+// may be refused again at each wake.
+var errCQFull = Errorf(fi.EAGAIN, "the CQ has no room for the operation's completion (FI_RM_ENABLED)")
+
+// reserve holds room for the completion of one operation of an endpoint
+// with resource management: fi_domain(3), "When RM is enabled, providers
+// may use different mechanisms to prevent CQ overruns. This includes
+// failing (returning -FI_EAGAIN) the posting of operations that could
+// result in CQ overruns." The room is the ring and the completions held
+// behind it (overflowMax); while the entries there and the completions
+// already promised fill it, the operation is refused with fi.EAGAIN, and
+// q, the ring it came from (nil: the shell), is woken once room may have
+// come (wakeLocked): its request waits in the ring meanwhile. release
+// gives the room back.
+func (c *CQ) reserve(q *workQueue) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, err := c.ringLocked()
+	if err != nil {
+		return err
+	}
+	if uint64(r.Len())+uint64(len(c.overflow))+c.promised < uint64(r.Entries())+c.overflowMax() {
+		c.promised++
+		return nil
+	}
+	if q != nil && !slices.Contains(c.waiters, q) {
+		c.waiters = append(c.waiters, q)
+	}
+	return errCQFull
+}
+
+// release gives back the room reserve held: the operation's completion
+// is in the CQ now, or will never be.
+func (c *CQ) release() {
+	c.mu.Lock()
+	c.promised--
+	c.wakeLocked()
+	c.mu.Unlock()
+}
+
+// wakeLocked wakes the rings reserve refused, as room may have come (a
+// promise kept, entries read or moved into the ring); a ring still
+// refused waits again.
+func (c *CQ) wakeLocked() {
+	for i, q := range c.waiters {
+		q.unblock()
+		c.waiters[i] = nil
+	}
+	c.waiters = c.waiters[:0]
 }
 
 // flushLocked moves held completions into the ring while it has room, and
@@ -252,6 +310,7 @@ func (c *CQ) flushLocked() int {
 	}
 	if n > 0 {
 		c.notifyLocked()
+		c.wakeLocked()
 	}
 	return n
 }
@@ -339,6 +398,7 @@ func (c *CQ) await(ctx context.Context, block bool, take func(*ring.Ring) bool) 
 		}
 		c.flushLocked()
 		if take(r) {
+			c.wakeLocked() // a read made room
 			c.mu.Unlock()
 			return nil
 		}

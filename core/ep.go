@@ -58,8 +58,9 @@ type EP struct {
 	txBusy    int    // transmits among them: an FI_FENCE request waits for 0
 	// cancelling counts the Cancel calls under way: see opPool.
 	cancelling atomic.Int32
-	rings      *epRings   // after enable
-	ringMu     sync.Mutex // serialises the engine's consume with closing the rings
+	rings      *epRings      // after enable
+	buffered   *bufferedArea // FI_BUFFERED_RECV: where reports show bytes (epbuffered.go); after enable
+	ringMu     sync.Mutex    // serialises the engine's consume with closing the rings
 
 	dataMu     readerLock // serialises readers of the data file
 	pending    []byte     // the rest of a message a data-file read did not take
@@ -383,13 +384,25 @@ func (e *EP) enableLocked() error {
 	if err != nil {
 		return err
 	}
-	if err := e.makeProvLocked(); err != nil {
+	var b *bufferedArea // kept from an earlier enable, if any
+	if e.info.Mode&fi.BUFFERED_RECV != 0 && e.buffered == nil {
+		if b, err = newBufferedArea(e.obj, e.optLocked("buffered_limit")); err != nil {
+			rs.free(e.obj.Dom.fab, e.obj.Owner)
+			return err
+		}
+	}
+	if err = e.makeProvLocked(); err == nil {
+		err = e.prov.Enable()
+	}
+	if err != nil {
 		rs.free(e.obj.Dom.fab, e.obj.Owner)
+		if b != nil {
+			b.close()
+		}
 		return err
 	}
-	if err := e.prov.Enable(); err != nil {
-		rs.free(e.obj.Dom.fab, e.obj.Owner)
-		return err
+	if b != nil {
+		e.buffered = b // the provider's reports wait for e.mu, held until then
 	}
 	e.startRingsLocked(rs)
 	return nil
@@ -790,6 +803,7 @@ func (e *EP) Attrs() []Attr {
 		}
 	}
 	attrs = append(attrs, Attr{Name: "mapping", Get: func() string { return e.obj.Dom.fab.Shm.Mode }},
+		Attr{Name: "desc", Get: func() string { return fmt.Sprintf("%#x", e.obj.Serial) }},
 		guarded(&e.mu, "cancel_on_close", func() error { return nil },
 			func() string { return strconv.FormatBool(e.cancelOnClose) }, func(s string) error {
 				v, err := strconv.ParseBool(strings.TrimSpace(s))
@@ -863,6 +877,9 @@ func (e *EP) Close() error {
 	}
 	e.releaseRegions(rs)
 	e.mu.Lock()
+	if e.buffered != nil {
+		e.buffered.close() // the provider endpoint reports no more
+	}
 	txcq, rxcq, eq, av, srx, stx, cntrs := e.txcq, e.rxcq, e.eq, e.av, e.srx, e.stx, e.cntrs
 	e.txcq, e.rxcq, e.eq, e.av, e.srx, e.stx, e.cntrs = nil, nil, nil, nil, nil, nil, [numClasses]*Cntr{}
 	e.mu.Unlock()

@@ -25,6 +25,16 @@ func (e *EP) post(op *Op, wait func(Completion)) error {
 	if e.sep != nil && e.ctxDir == ctxRx {
 		op.RxCtx = uint8(e.ctxIdx) // it takes only the messages sent to its context
 	}
+	if d := e.info.DomainAttr; d != nil && d.ResourceMgmt == fi.RM_ENABLED {
+		// Room for its completion, or FI_EAGAIN (CQ.reserve).
+		if cq := e.sinkLocked(op.Kind.class()).cq; cq != nil {
+			if err := cq.reserve(op.queue); err != nil {
+				e.mu.Unlock()
+				return err
+			}
+			op.credit = cq
+		}
+	}
 	prov := e.prov
 	e.inflight.add(op)
 	if !op.Kind.IsRecv() {
@@ -43,9 +53,18 @@ func (e *EP) post(op *Op, wait func(Completion)) error {
 			e.txBusy--
 		}
 		e.mu.Unlock()
+		op.releaseCredit()
 		return err
 	}
 	return nil
+}
+
+// releaseCredit gives back the room op held in a CQ (CQ.reserve), if any.
+func (op *Op) releaseCredit() {
+	if op.credit != nil {
+		op.credit.release()
+		op.credit = nil
+	}
 }
 
 // fenced is FI_FENCE for a transmit from the endpoint's ring: fi_rma(3),
@@ -120,6 +139,16 @@ func (e *EP) completed(op *Op, c Completion) {
 			Tag: c.Tag, Err: c.Err, ProvErrno: c.ProvErrno, OLen: c.OLen, Desc: op.desc}
 		ent.source(av, c.Src, caps)
 		to.deliver(ent, op.Flags&fi.COMPLETION != 0)
+	}
+	if final {
+		op.releaseCredit() // after the entry, so that it is never over the room
+		// A claim or discard took its buffered message (fi.ENOMSG: there
+		// was none; another error leaves it claimable): its slot is free.
+		if op.Flags&(fi.CLAIM|fi.DISCARD) != 0 && op.Flags&fi.PEEK == 0 && (c.Err == 0 || c.Err == fi.ETRUNC) {
+			if b := e.bufferedArea(); b != nil {
+				b.taken(op.Key, e.obj.Serial)
+			}
+		}
 	}
 	if op.wait != nil {
 		op.wait(c)

@@ -424,6 +424,7 @@ func (e *EP) take(w *ring.WR, q *workQueue) error {
 	if !q.kind.IsRecv() && e.rings.flusher != nil {
 		op.Flags |= fi.MORE // written at flush, with the rest of the pass
 	}
+	op.queue = q // woken when its CQ has room, if it has none now
 	if err := e.post(op, nil); err != nil {
 		freeOp(op) // the provider did not take it
 		return err

@@ -259,7 +259,11 @@ type BufferedEvents interface {
 	// with fi.CLAIM (its bytes into the receive's buffer) or fi.DISCARD
 	// (dropped) and that Op.Key takes the message. It becomes the
 	// completion's op_context, as fi_recv_context is in libfabric.
-	Buffered(c Completion)
+	// bytes are the message's first bytes the provider holds: all of
+	// them, or those that have arrived. core copies them before Buffered
+	// returns or, for a report that waits, before the message is claimed
+	// or discarded; the provider does not change them meanwhile.
+	Buffered(c Completion, bytes []byte)
 }
 
 // EndpointOptions is an optional interface of a ProviderDomain whose
@@ -434,6 +438,8 @@ type Op struct {
 	offset     uint64           // and the offset of Buf in it
 	list       *opList          // ep's inflight list while listed, under ep.mu
 	prev, next *Op              // its neighbours there
+	credit     *CQ              // the CQ that holds room for its completion (FI_RM_ENABLED), until it completes
+	queue      *workQueue       // the ring it came from, woken when credit's CQ has room; nil for the shell
 
 	// withdrawn (under ep.mu) marks a data-file receive that an
 	// interrupted read cancels: its FI_ECANCELED is not reported.

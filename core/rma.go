@@ -103,19 +103,18 @@ func (ev epEvents) Remote(c Completion) {
 // Buffered is BufferedEvents: a message the provider buffered completes
 // on the receive CQ, always (fi_msg(3): "When a provider receives a
 // message, it will write an entry to the completion queue associated
-// with the receiving endpoint"), with its claim key as op_context and no
-// place in the application's memory (buf 0). It is counted once claimed
-// or discarded, as the receive that takes it.
-func (ev epEvents) Buffered(c Completion) {
+// with the receiving endpoint"), with its claim key as op_context and its
+// first bytes in the endpoint's buffered area (bufferedArea.report). It
+// is counted once claimed or discarded, as the receive that takes it.
+func (ev epEvents) Buffered(c Completion, bytes []byte) {
 	e := ev.e
 	e.mu.Lock()
-	cq, av, caps := e.rxcq, e.av, e.info.Caps
+	cq, av, caps, b := e.rxcq, e.av, e.info.Caps, e.buffered
 	e.mu.Unlock()
-	if cq != nil {
+	if cq != nil && b != nil {
 		// Its sender as fi_addr (or user id), but never FI_SOURCE_ERR's
 		// error: the report is no data yet, and the claim that takes it
 		// completes as a receive.
-		cq.post(CQEntry{Context: c.Key, Flags: c.Flags, Len: c.Len, Data: c.Data, Tag: c.Tag,
-			Src: source(av, c.Src, caps&fi.AV_USER_ID != 0)})
+		b.report(c, bytes, cq, source(av, c.Src, caps&fi.AV_USER_ID != 0), e.obj.Serial)
 	}
 }

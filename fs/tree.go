@@ -398,6 +398,7 @@ const (
 	slotRx
 	slotWait
 	slotInfo
+	slotBuffered
 )
 
 func (t *tree) objectDir(o *core.Object) *dir {
@@ -485,6 +486,7 @@ func (t *tree) kindFiles(o *core.Object, f fileMaker, j jsonMaker, rw, ro meta) 
 			}),
 			t.ringEntry(o, "tx", slotTx, func() (*ring.Region, error) { return impl.Ring("tx") }, func() (uint64, error) { return impl.RingSize("tx") }),
 			t.ringEntry(o, "rx", slotRx, func() (*ring.Region, error) { return impl.Ring("rx") }, func() (uint64, error) { return impl.RingSize("rx") }),
+			t.shmEntry(o, "buffered", slotBuffered, impl.Buffered),
 			epOpsEntry(o, impl),
 		}
 	case *core.SRX:

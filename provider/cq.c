@@ -53,7 +53,7 @@ void ffs_cq_reap(struct ffs_cq *cq)
 	struct fabricfs_cqe c;
 	while (cq->qlen < cq->qcap && fabricfs_reap(&cq->ring, &c)) {
 		struct ffs_cq_entry *e = &cq->q[(cq->qhead + cq->qlen) % cq->qcap];
-		if (!ffs_ep_complete(&c, e))
+		if (!ffs_ep_complete(cq->dom, &c, e))
 			continue;
 		if (cq->hidden)
 			ffs_debug("%s: hidden CQ drops a completion (err %d)", cq->obj.dir, e->err);

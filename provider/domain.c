@@ -124,6 +124,8 @@ static int domain_close(struct fid *fid)
 		ffs_eq_hold(dom->eq, -1);
 	pthread_mutex_destroy(&dom->lock);
 	pthread_mutex_destroy(&dom->cq_lock);
+	pthread_mutex_destroy(&dom->bep_lock);
+	free(dom->beps);
 	fi_freeinfo(dom->info);
 	free(dom);
 	return 0;
@@ -187,6 +189,7 @@ int ffs_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
 	dom->fab = fabric ? container_of(fabric, struct ffs_fabric, fabric_fid) : NULL;
 	pthread_mutex_init(&dom->lock, NULL);
 	pthread_mutex_init(&dom->cq_lock, NULL);
+	pthread_mutex_init(&dom->bep_lock, NULL);
 	dom->domain_fid.fid.fclass = FI_CLASS_DOMAIN;
 	dom->domain_fid.fid.context = context;
 	dom->domain_fid.fid.ops = &domain_fi_ops;

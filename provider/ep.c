@@ -92,6 +92,18 @@ struct ffs_req {
 	struct ffs_req *next_free;
 };
 
+/* The reports of buffered receives the tree has unclaimed at once per
+ * endpoint (core.BufferedSlots, docs/abi.md). */
+#define FFS_BUFFERED_SLOTS 64
+
+/* A buffered receive's report as the application has it (buffered
+ * receives, below): its struct fi_recv_context and the tree's claim key. */
+struct ffs_brecv {
+	struct fi_recv_context rc;
+	uint64_t key;
+	bool in_use;
+};
+
 /* An inject's staging, freed once the daemon took the request. */
 struct inject {
 	uint32_t idx; /* its tx ring index */
@@ -124,6 +136,14 @@ struct ffs_ep {
 	struct inject *inj; /* a circular queue of tx.count */
 	size_t inj_head, inj_len;
 	size_t inject_size, max_msg_size;
+	/* FI_BUFFERED_RECV (buffered receives, below): the endpoint's
+	 * attr/desc, its buffered file mapped (blen bytes, slots of bslot),
+	 * and a record per report the tree may have unclaimed at once. */
+	bool buffered;
+	uint64_t bdesc;
+	uint8_t *bmap;
+	size_t blen, bslot;
+	struct ffs_brecv brecv[FFS_BUFFERED_SLOTS];
 };
 
 /* ---- addresses and private data ---- */
@@ -428,9 +448,175 @@ static void reclaim_injects(struct ffs_ep *ep)
 	}
 }
 
+/* ---- buffered receives ---- */
+
+/*
+ * FI_BUFFERED_RECV (fi_msg(3), "Buffered Receives") on FI_EP_RDM: the tree
+ * reports every message at once on the receive CQ, with a claim key as
+ * op_context, the endpoint's attr/desc as desc and the message's first
+ * bytes at buf in the endpoint's buffered file (docs/abi.md). The report
+ * the application reads has a struct fi_recv_context of the endpoint's as
+ * op_context ("the CQ entry op_context will point to a struct
+ * fi_recv_context. ... The `ep' field will point to the receiving endpoint
+ * or Rx context, and `context' will be NULL"), a record holding the key,
+ * and buf pointing into the mapped file. A receive with FI_CLAIM or
+ * FI_DISCARD whose context is that structure goes to the tree with the key
+ * and completes with the context the application put there. The tree has
+ * at most FFS_BUFFERED_SLOTS reports unclaimed at once per endpoint, so a
+ * record each is enough; a record is free again once its claim or discard
+ * is posted ("Once a buffered receive has been claimed or discarded, the
+ * original CQ entry `buf' or struct fi_recv_context data may no longer be
+ * accessed by the application").
+ */
+
+/* buffered_report turns c, if it is a report of an endpoint of dom with
+ * FI_BUFFERED_RECV (its desc is one's), into the application's entry e;
+ * *show: the application gets it (not for a closing endpoint). False: c
+ * is no report. */
+static bool buffered_report(struct ffs_domain *dom, const struct fabricfs_cqe *c, struct ffs_cq_entry *e, bool *show)
+{
+	if (!c->desc || !__atomic_load_n(&dom->nbeps, __ATOMIC_ACQUIRE))
+		return false;
+	pthread_mutex_lock(&dom->bep_lock);
+	size_t i = 0;
+	while (i < dom->nbeps && dom->beps[i].desc != c->desc)
+		i++;
+	if (i == dom->nbeps) {
+		pthread_mutex_unlock(&dom->bep_lock);
+		return false;
+	}
+	struct ffs_ep *ep = dom->beps[i].ep;
+	*show = false;
+	if (ep) {
+		pthread_mutex_lock(&ep->lock);
+		struct ffs_brecv *b = NULL;
+		for (size_t k = 0; k < FFS_BUFFERED_SLOTS && !b; k++)
+			if (!ep->brecv[k].in_use)
+				b = &ep->brecv[k];
+		if (!b)
+			ffs_warn("%s: a buffered report while %d are unclaimed; dropped", ep->obj.dir, FFS_BUFFERED_SLOTS);
+		else if (!ep->closing) {
+			b->in_use = true;
+			b->key = c->op_context;
+			b->rc.ep = &ep->ep_fid;
+			b->rc.context = NULL;
+			e->op_context = &b->rc;
+			if (ep->bmap && c->buf <= ep->blen && ep->bslot <= ep->blen - c->buf)
+				e->buf = ep->bmap + c->buf;
+			*show = true;
+		}
+		pthread_mutex_unlock(&ep->lock);
+	}
+	pthread_mutex_unlock(&dom->bep_lock);
+	return true;
+}
+
+/* buffered_add notes ep, an endpoint with FI_BUFFERED_RECV not yet shared,
+ * in its domain's list, by its attr/desc. */
+static int buffered_add(struct ffs_ep *ep)
+{
+	int ret = ffs_get_u64(&ep->obj, "attr/desc", &ep->bdesc);
+	if (ret)
+		return ret;
+	struct ffs_domain *dom = ep->dom;
+	pthread_mutex_lock(&dom->bep_lock);
+	if (dom->nbeps == dom->capbeps) {
+		size_t cap = dom->capbeps ? 2 * dom->capbeps : 8;
+		struct ffs_bep *b = realloc(dom->beps, cap * sizeof *b);
+		if (!b) {
+			pthread_mutex_unlock(&dom->bep_lock);
+			return -FI_ENOMEM;
+		}
+		dom->beps = b;
+		dom->capbeps = cap;
+	}
+	dom->beps[dom->nbeps] = (struct ffs_bep){.desc = ep->bdesc, .ep = ep};
+	__atomic_store_n(&dom->nbeps, dom->nbeps + 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&dom->bep_lock);
+	ep->buffered = true;
+	return 0;
+}
+
+/* buffered_forget leaves ep's desc in the list without it: its reports
+ * still in a ring are dropped from now on. */
+static void buffered_forget(struct ffs_ep *ep)
+{
+	struct ffs_domain *dom = ep->dom;
+	pthread_mutex_lock(&dom->bep_lock);
+	for (size_t i = 0; i < dom->nbeps; i++)
+		if (dom->beps[i].ep == ep)
+			dom->beps[i].ep = NULL;
+	pthread_mutex_unlock(&dom->bep_lock);
+}
+
+/* buffered_map maps the endpoint's buffered file after enable (under its
+ * lock): slots of FI_OPT_BUFFERED_LIMIT bytes, none with a limit of 0. */
+static int buffered_map(struct ffs_ep *ep)
+{
+	uint64_t limit;
+	int ret = ffs_get_u64(&ep->obj, "attr/opt_buffered_limit", &limit);
+	if (ret)
+		return ret;
+	ep->bslot = limit;
+	if (!limit)
+		return 0;
+	size_t size;
+	void *m = ffs_map(&ep->obj, "buffered", &size);
+	if (!m)
+		return -ffs_fi_errno(errno);
+	ep->bmap = m;
+	ep->blen = size;
+	return 0;
+}
+
+static ssize_t post(struct ffs_ep *ep, const struct ffs_op *o);
+
+/* post_claim posts o, a receive with FI_CLAIM or FI_DISCARD (without
+ * FI_PEEK) on an endpoint with FI_BUFFERED_RECV: its context is the
+ * struct fi_recv_context of a report ("The struct fi_recv_context returned
+ * as part of the notification must be provided as the receive operation's
+ * context"), whose key goes to the tree; the receive completes with the
+ * structure's context ("The `context' of the associated CQ entry will be
+ * set to the `context' value passed in through the fi_recv_context
+ * structure"). A discard's buffers are ignored ("When the FI_DISCARD flag
+ * is set for a receive operation, the receive input buffer(s) and length
+ * parameters are ignored"). */
+static ssize_t post_claim(struct ffs_ep *ep, struct ffs_op *o)
+{
+	struct fi_recv_context *rc = o->context;
+	struct ffs_brecv *b = NULL;
+	pthread_mutex_lock(&ep->lock);
+	for (size_t k = 0; k < FFS_BUFFERED_SLOTS && !b; k++)
+		if (ep->brecv[k].in_use && &ep->brecv[k].rc == rc)
+			b = &ep->brecv[k];
+	if (b) {
+		o->rma_key = b->key;
+		o->context = rc->context;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	if (!b)
+		return -FI_EINVAL; /* no report's structure, or claimed already */
+	if (o->flags & FI_DISCARD)
+		o->count = 0;
+	ssize_t ret = post(ep, o);
+	if (!ret) {
+		pthread_mutex_lock(&ep->lock);
+		b->in_use = false;
+		pthread_mutex_unlock(&ep->lock);
+	}
+	return ret;
+}
+
+/* claims says whether a receive with flags on ep takes a buffered
+ * message (post_claim). */
+static bool claims(const struct ffs_ep *ep, uint64_t flags)
+{
+	return ep->buffered && (flags & (FI_CLAIM | FI_DISCARD)) && !(flags & FI_PEEK);
+}
+
 /* ---- completions ---- */
 
-bool ffs_ep_complete(const struct fabricfs_cqe *c, struct ffs_cq_entry *e)
+bool ffs_ep_complete(struct ffs_domain *dom, const struct fabricfs_cqe *c, struct ffs_cq_entry *e)
 {
 	memset(e, 0, offsetof(struct ffs_cq_entry, errline) + 1);
 	e->flags = c->flags;
@@ -441,6 +627,9 @@ bool ffs_ep_complete(const struct fabricfs_cqe *c, struct ffs_cq_entry *e)
 	e->err = c->err;
 	e->prov_errno = c->prov_errno;
 	e->olen = c->olen;
+	bool report_shown;
+	if (buffered_report(dom, c, e, &report_shown))
+		return report_shown;
 	struct ffs_req *r = (struct ffs_req *)(uintptr_t)c->op_context;
 	if (!r) {
 		/* No request of ours: an inject's error, a peer's write with
@@ -786,9 +975,10 @@ static ssize_t ep_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc
 
 static ssize_t ep_recvmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
 {
-	return post(ep_of(fid), &(struct ffs_op){.op = FABRICFS_OP_RECV, .iov = msg->msg_iov, .desc = msg->desc,
-						 .count = msg->iov_count, .addr = msg->addr, .context = msg->context,
-						 .flags = flags});
+	struct ffs_ep *ep = ep_of(fid);
+	struct ffs_op o = {.op = FABRICFS_OP_RECV, .iov = msg->msg_iov, .desc = msg->desc, .count = msg->iov_count,
+			   .addr = msg->addr, .context = msg->context, .flags = flags};
+	return claims(ep, flags) ? post_claim(ep, &o) : post(ep, &o);
 }
 
 static ssize_t ep_send(struct fid_ep *fid, const void *buf, size_t len, void *desc, fi_addr_t dest, void *context)
@@ -864,12 +1054,17 @@ static ssize_t ep_trecvv(struct fid_ep *fid, const struct iovec *iov, void **des
  * (fi_tagged(3)). */
 static ssize_t ep_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, uint64_t flags)
 {
+	struct ffs_ep *ep = ep_of(fid);
+	struct ffs_op o = {.op = FABRICFS_OP_TRECV, .iov = msg->msg_iov, .desc = msg->desc, .count = msg->iov_count,
+			   .addr = msg->addr, .tag = msg->tag, .ignore = msg->ignore, .context = msg->context,
+			   .flags = flags};
+	if (claims(ep, flags))
+		return post_claim(ep, &o);
 	if ((flags & FI_DISCARD) && !(flags & (FI_PEEK | FI_CLAIM)))
 		return -FI_EINVAL;
-	return post(ep_of(fid), &(struct ffs_op){.op = FABRICFS_OP_TRECV, .iov = msg->msg_iov, .desc = msg->desc,
-						 .count = msg->iov_count, .addr = msg->addr, .tag = msg->tag,
-						 .ignore = msg->ignore, .context = msg->context, .flags = flags,
-						 .rma_key = (flags & FI_CLAIM) ? (uint64_t)(uintptr_t)msg->context : 0});
+	if (flags & FI_CLAIM)
+		o.rma_key = (uint64_t)(uintptr_t)msg->context;
+	return post(ep, &o);
 }
 
 static ssize_t ep_tsend(struct fid_ep *fid, const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t tag,
@@ -1276,6 +1471,8 @@ static int enable(struct ffs_ep *ep)
 	if ((!ep->is_srx && (ret = ffs_ring_map(&ep->obj, "tx", &ep->tx))) ||
 	    (ret = ffs_ring_map(&ep->obj, "rx", &ep->rx)))
 		return ret;
+	if (ep->buffered && !ep->bslot && (ret = buffered_map(ep)))
+		return ret;
 	uint64_t v;
 	if (!ep->is_srx) {
 		if ((ret = ffs_get_u64(&ep->obj, "attr/tx_inject_size", &v)))
@@ -1490,6 +1687,8 @@ static void free_ep(struct ffs_ep *ep)
 {
 	if (ep->hidden)
 		ffs_cq_free(ep->hidden);
+	if (ep->bmap)
+		munmap(ep->bmap, ep->blen);
 	free(ep->reqs);
 	free(ep->inj);
 	free(ep->connreq);
@@ -1548,6 +1747,8 @@ static int ep_close(struct fid *fid)
 		ffs_domain_progress(ep->dom); /* what it completed before it left */
 		left = 0;
 	}
+	if (ep->buffered)
+		buffered_forget(ep);
 	struct ffs_cq *cqs[2] = {ep->txcq, ep->rxcq};
 	for (int i = 0; i < 2; i++)
 		if (cqs[i])
@@ -1715,13 +1916,14 @@ int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 			goto fail;
 		/* The endpoint is the one the application's fi_info describes:
 		 * the tree takes the whole entry (ep/N/info) and narrows to it,
-		 * but for FI_BUFFERED_RECV, which this provider does not hand
-		 * over (prov.c): a buffered message's report would carry a
-		 * claim key where a request of ours is expected. */
+		 * FI_BUFFERED_RECV included (buffered receives, above); its caps
+		 * without FI_AV_USER_ID, which the block cannot name
+		 * (ffs_user_id_caps puts it back). */
 		struct fi_info asked = *info;
-		asked.mode &= ~FI_BUFFERED_RECV;
 		asked.caps &= ~FI_AV_USER_ID;
 		if ((ret = ffs_info_block(&asked, buf, sizeof buf)) || (ret = ffs_write(&ep->obj, "info", buf)))
+			goto fail;
+		if ((info->mode & FI_BUFFERED_RECV) && ep->type == FI_EP_RDM && (ret = buffered_add(ep)))
 			goto fail;
 		if ((ret = ffs_user_id_caps(&ep->obj, info)))
 			goto fail;
@@ -1754,6 +1956,8 @@ int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 	*out = &ep->ep_fid;
 	return 0;
 fail:
+	if (ep->buffered)
+		buffered_forget(ep);
 	ffs_obj_close(&ep->obj);
 	fi_freeinfo(ep->info);
 	free(ep);

@@ -184,6 +184,20 @@ struct ffs_domain {
 	struct ffs_eq *eq;           /* fi_domain_bind's EQ: the default of its endpoints, or NULL */
 	bool reg_mr_events;          /* bound with FI_REG_MR: each registration reports FI_MR_COMPLETE there */
 	struct ffs_domain *next_open; /* in domain.c's list of the process's open domains */
+	/* The endpoints with FI_BUFFERED_RECV by their attr/desc, which the
+	 * tree's reports carry (ep.c, buffered receives): a closed one stays
+	 * with ep NULL, so that a late report of it is dropped, never taken
+	 * for a request. bep_lock ranks below a CQ's lock, above an
+	 * endpoint's; nbeps is also read atomically. */
+	pthread_mutex_t bep_lock;
+	struct ffs_bep *beps;
+	size_t nbeps, capbeps;
+};
+
+/* An endpoint with FI_BUFFERED_RECV, by the desc its reports carry. */
+struct ffs_bep {
+	uint64_t desc;
+	struct ffs_ep *ep;
 };
 
 int ffs_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **domain, void *context);
@@ -217,8 +231,9 @@ int ffs_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, 
  * provider (ep.c), else NULL. */
 const char *ffs_ep_dir(struct fid *fid);
 
-/* Lock order: dom->cq_lock, then a CQ's lock, then an endpoint's lock,
- * then an EQ's lock (fi_ep_bind of an EQ). The data path calls
+/* Lock order: dom->cq_lock, then a CQ's lock, then dom->bep_lock (a
+ * buffered receive's report), then an endpoint's lock, then an EQ's lock
+ * (fi_ep_bind of an EQ). The data path calls
  * ffs_mr_lookup (dom->lock) before it takes the endpoint's lock. */
 
 /* ffs_domain_progress finishes what the daemon completed for the domain's
@@ -335,9 +350,10 @@ void ffs_cq_reap(struct ffs_cq *cq);
 /* ffs_ep_complete does the endpoint's part of a completion of the tree
  * (ep.c): it maps the work request's context back to the provider's
  * request, copies received bytes out, frees what the request held, and
- * fills e with what the application sees. It returns true when the
- * application gets an entry. Called under the CQ's lock. */
-bool ffs_ep_complete(const struct fabricfs_cqe *c, struct ffs_cq_entry *e);
+ * fills e with what the application sees; a buffered receive's report
+ * of an endpoint of dom becomes its struct fi_recv_context. It returns
+ * true when the application gets an entry. Called under the CQ's lock. */
+bool ffs_ep_complete(struct ffs_domain *dom, const struct fabricfs_cqe *c, struct ffs_cq_entry *e);
 
 /* ffs_eq_bind gives the id of the tree EQ of eq in the domain directory
  * domdir (making it on first use), and notes that the tree's events for

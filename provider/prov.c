@@ -410,12 +410,6 @@ static int ffs_getinfo(uint32_t version, const char *node, const char *service, 
 		if (FI_VERSION_GE(version, FI_VERSION(1, 5)) && hints && hints->domain_attr &&
 		    (hints->domain_attr->mr_mode & FI_MR_PROV_KEY))
 			e->domain_attr->mr_mode |= FI_MR_PROV_KEY;
-		/* FI_BUFFERED_RECV: the tree offers it on FI_EP_RDM, but this
-		 * provider does not yet hand buffered messages over (struct
-		 * fi_recv_context, FI_CLAIM and FI_DISCARD naming them): the
-		 * application gets receives into its own buffers, as an entry
-		 * without the mode promises. */
-		e->mode &= ~FI_BUFFERED_RECV;
 		/* libfabric names the provider of each entry (prov_name NULL). */
 		free(e->fabric_attr->prov_name);
 		e->fabric_attr->prov_name = NULL;

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fabricfs/fabricfs/clients/go/fabricfs"
+	"github.com/fabricfs/fabricfs/core"
 	"github.com/fabricfs/fabricfs/core/fi"
 	"github.com/fabricfs/fabricfs/core/ring"
 )
@@ -29,7 +30,13 @@ import (
 // The struct fi_recv_context returned as part of the notification must be
 // provided as the receive operation's context." In the tree the report's
 // op_context is the claim key, which a RECV with FI_CLAIM (or FI_DISCARD)
-// gives in rma_key; its own context comes back with FI_CLAIM.
+// gives in rma_key; its own context comes back with FI_CLAIM. "The CQ
+// entry's `buf' will point to a provider managed buffer where the start of
+// the received message is located": an offset in ep/N/buffered, which the
+// application maps, and the entry's desc is the endpoint's attr/desc (the
+// endpoint a report on a shared CQ came from). "If the sent message is
+// larger than the buffered amount, the CQ entry `flags' will have the
+// FI_MORE bit set": a rendezvous message (above 16384 bytes) shows none.
 func TestBufferedRecvRings(t *testing.T) {
 	d := mount(t)
 	for _, c := range []struct {
@@ -75,13 +82,32 @@ func TestBufferedRecvRings(t *testing.T) {
 		a.post(t, ring.WR{Op: ring.OpSend, Context: 100, Offset: off, Len: n, Addr: dst})
 		e := b.recvDone(t)
 		want := uint64(fi.RECV | fi.MSG)
-		if n > 0 {
+		if n > 16384 {
 			want |= uint64(fi.MORE)
 		}
 		if e.Err != 0 || e.Flags != want || e.Len != n || e.Context == 0 {
 			t.Fatalf("report of a %d-byte message: %+v, want flags %#x and a claim key", n, e, want)
 		}
 		reports = append(reports, e)
+		off += n
+	}
+	shown, err := os.ReadFile(filepath.Join(b.ep.Dir, "buffered"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := b.ep.Attr("desc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	off = 0
+	for i, n := range sizes {
+		e := reports[i]
+		if got := fmt.Sprintf("%#x", e.Desc); got != strings.TrimSpace(desc) {
+			t.Errorf("report %d: desc %s, want the endpoint's attr/desc %s", i, got, desc)
+		}
+		if n <= 16384 && (e.Buf+n > uint64(len(shown)) || !bytes.Equal(shown[e.Buf:][:n], mem[off:][:n])) {
+			t.Errorf("report %d: the %d bytes at buf %#x of ep/N/buffered are not the message's", i, n, e.Buf)
+		}
 		off += n
 	}
 	// Claim the first three into b's region, discard the last.
@@ -115,8 +141,9 @@ func TestBufferedRecvRings(t *testing.T) {
 }
 
 // newBufferedNode is newRDMNode with FI_BUFFERED_RECV asked in the
-// endpoint's info block before enable.
-func newBufferedNode(t *testing.T, dom *fabricfs.Domain) *rdmNode {
+// endpoint's info block before enable, and the ctl commands setup run
+// before enable.
+func newBufferedNode(t *testing.T, dom *fabricfs.Domain, setup ...string) *rdmNode {
 	t.Helper()
 	return newRDMNodeEP(t, dom, func(av *fabricfs.AV, cq *fabricfs.CQ) (*fabricfs.EP, error) {
 		e, err := dom.NewEP()
@@ -131,7 +158,7 @@ func newBufferedNode(t *testing.T, dom *fabricfs.Domain) *rdmNode {
 		if mode, merr := e.Attr("mode"); err == nil && (merr != nil || !strings.Contains(mode, "FI_BUFFERED_RECV")) {
 			err = fmt.Errorf("attr/mode %q, %v after the info block", mode, merr)
 		}
-		for _, cmd := range []string{"bind av " + av.ID(), "bind cq " + cq.ID() + " send,recv", "enable"} {
+		for _, cmd := range append(setup, "bind av "+av.ID(), "bind cq "+cq.ID()+" send,recv", "enable") {
 			if err == nil {
 				err = e.Ctl(cmd)
 			}
@@ -174,8 +201,8 @@ func TestBufferedRecvShell(t *testing.T) {
 				continue
 			}
 			m := regexp.MustCompile(`op_context=(0x[0-9a-f]+) flags=(\S+) len=(\d+)`).FindStringSubmatch(l)
-			if m == nil || m[2] != "FI_RECV|FI_MSG|FI_MORE" {
-				t.Fatalf("report %q, want op_context, flags FI_RECV|FI_MSG|FI_MORE and len", l)
+			if m == nil || m[2] != "FI_RECV|FI_MSG" {
+				t.Fatalf("report %q, want op_context, flags FI_RECV|FI_MSG (all of the message shown) and len", l)
 			}
 			keys = append(keys, m[1])
 		}
@@ -202,5 +229,110 @@ func TestBufferedRecvShell(t *testing.T) {
 	// An endpoint without the mode has neither verb.
 	if err := a.ep.Ctl("discard " + keys[1]); !errors.Is(err, syscall.EOPNOTSUPP) {
 		t.Errorf("discard on an endpoint without FI_BUFFERED_RECV: %v, want EOPNOTSUPP", err)
+	}
+}
+
+// TestBufferedRecvLimits: FI_OPT_BUFFERED_LIMIT and FI_OPT_BUFFERED_MIN as
+// fi_msg(3) and fi_endpoint(3) give them. "The maximum sized message that
+// a provider can buffer is limited by an FI_OPT_BUFFERED_LIMIT ... If the
+// sent message is larger than the buffered amount, the CQ entry `flags'
+// will have the FI_MORE bit set. When the FI_MORE bit is set, `buf' will
+// reference at least FI_OPT_BUFFERED_MIN bytes of data"; fi_endpoint(3),
+// FI_OPT_BUFFERED_MIN: "Defines the minimum size of a buffered message
+// that will be reported." With the limit 64 and the minimum 32, a
+// 500-byte message shows its first 64 bytes with FI_MORE, a 40-byte one
+// all of its bytes without, a 20000-byte one (rendezvous) its first 32,
+// and a claim still receives all of a message. The
+// endpoint shows core.BufferedSlots messages at once: the next report
+// comes once a claim or a discard takes one ("Buffered receives must be
+// claimed or discarded in a timely manner. Failure to do so may result in
+// ... communication stalls"), in the order the messages came.
+func TestBufferedRecvLimits(t *testing.T) {
+	d := mount(t)
+	dom := d.tree(t).Domain("tcp", "lo")
+	a := newRDMNode(t, dom)
+	b := newBufferedNode(t, dom, "setopt buffered_limit 64", "setopt buffered_min 32")
+	dst := a.insert(t, b)
+	mem := a.mr.Mem()
+	for k := range mem[:4096] {
+		mem[k] = byte(k*7 + 3)
+	}
+	shownAt := func(e ring.CQE, n uint64) []byte {
+		t.Helper()
+		shown, err := os.ReadFile(filepath.Join(b.ep.Dir, "buffered"))
+		if err != nil || e.Buf+n > uint64(len(shown)) {
+			t.Fatalf("ep/N/buffered: %d bytes, %v; want %d at %#x", len(shown), err, n, e.Buf)
+		}
+		return shown[e.Buf:][:n]
+	}
+	a.post(t, ring.WR{Op: ring.OpSend, Context: 1, Offset: 0, Len: 500, Addr: dst})
+	e := b.recvDone(t)
+	if e.Flags != uint64(fi.RECV|fi.MSG)|uint64(fi.MORE) || e.Len != 500 || !bytes.Equal(shownAt(e, 64), mem[:64]) {
+		t.Fatalf("report of 500 bytes with limit 64: %+v, want FI_MORE, len 500 and the first 64 bytes shown", e)
+	}
+	a.post(t, ring.WR{Op: ring.OpSend, Context: 2, Offset: 1000, Len: 40, Addr: dst})
+	small := b.recvDone(t)
+	if small.Flags != uint64(fi.RECV|fi.MSG) || small.Len != 40 || !bytes.Equal(shownAt(small, 40), mem[1000:1040]) {
+		t.Fatalf("report of 40 bytes: %+v, want no FI_MORE and its 40 bytes shown", small)
+	}
+	b.post(t, ring.WR{Op: ring.OpRecv, Flags: uint64(fi.CLAIM), Context: 7, Offset: 2000, Len: 512, Addr: anyAddr, RMAKey: e.Context})
+	if c := b.recvDone(t); c.Err != 0 || c.Len != 500 || !bytes.Equal(b.mr.Mem()[2000:2500], mem[:500]) {
+		t.Fatalf("claim of the 500-byte message: %+v", c)
+	}
+	// A rendezvous message (above 16384 bytes) carries no bytes with its
+	// request: its first buffered_min bytes are read before its report,
+	// and the report of the message sent after it waits, so that reports
+	// keep the messages' order.
+	for k := range mem[4096:24096] {
+		mem[4096+k] = byte(k*5 + 1)
+	}
+	a.post(t, ring.WR{Op: ring.OpSend, Context: 3, Offset: 4096, Len: 20000, Addr: dst})
+	a.post(t, ring.WR{Op: ring.OpSend, Context: 4, Offset: 3000, Len: 8, Addr: dst})
+	big, after := b.recvDone(t), b.recvDone(t)
+	if big.Flags != uint64(fi.RECV|fi.MSG)|uint64(fi.MORE) || big.Len != 20000 || !bytes.Equal(shownAt(big, 32), mem[4096:4128]) {
+		t.Fatalf("report of a 20000-byte rendezvous message: %+v, want FI_MORE and its first 32 bytes (buffered_min)", big)
+	}
+	if after.Len != 8 || !bytes.Equal(shownAt(after, 8), mem[3000:3008]) {
+		t.Fatalf("the report after the rendezvous message's: %+v, want the 8-byte message's", after)
+	}
+	b.post(t, ring.WR{Op: ring.OpRecv, Flags: uint64(fi.CLAIM), Context: 8, Offset: 30000, Len: 20000, Addr: anyAddr, RMAKey: big.Context})
+	if c := b.recvDone(t); c.Err != 0 || c.Len != 20000 || !bytes.Equal(b.mr.Mem()[30000:50000], mem[4096:24096]) {
+		t.Fatalf("claim of the rendezvous message: %+v", c)
+	}
+	b.post(t, ring.WR{Op: ring.OpRecv, Flags: uint64(fi.DISCARD), Context: 9, Addr: anyAddr, RMAKey: after.Context})
+	if c := b.recvDone(t); c.Err != 0 || c.Context != 9 {
+		t.Fatalf("discard: %+v", c)
+	}
+	// One slot is in use (the 40-byte message's): fill the others, then
+	// two more wait.
+	for i := range core.BufferedSlots + 1 {
+		a.post(t, ring.WR{Op: ring.OpSend, Context: uint64(10 + i), Offset: uint64(i), Len: 8, Addr: dst})
+	}
+	var reports []ring.CQE
+	for range core.BufferedSlots - 1 {
+		reports = append(reports, b.recvDone(t))
+	}
+	time.Sleep(50 * time.Millisecond)
+	if c := b.cq.Poll(1); len(c) != 0 {
+		t.Fatalf("a report while every slot holds a message: %+v", c[0])
+	}
+	for i, key := range []uint64{small.Context, reports[0].Context} {
+		b.post(t, ring.WR{Op: ring.OpRecv, Flags: uint64(fi.DISCARD), Context: uint64(900 + i), Addr: anyAddr, RMAKey: key})
+		var got []ring.CQE
+		for len(got) < 2 {
+			got = append(got, b.recvDone(t))
+		}
+		// The discard's completion and the report that waited for its
+		// slot, the next message in order.
+		var report ring.CQE
+		for _, c := range got {
+			if c.Context != uint64(900+i) {
+				report = c
+			}
+		}
+		k := core.BufferedSlots - 1 + i
+		if report.Len != 8 || !bytes.Equal(shownAt(report, 8), mem[k:k+8]) {
+			t.Fatalf("after discard %d: %+v, want the report of message %d", i, got, k)
+		}
 	}
 }

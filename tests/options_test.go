@@ -79,6 +79,10 @@ func TestEndpointOptions(t *testing.T) {
 		if err := ep.Ctl("setopt buffered_min 16385"); !errors.Is(err, syscall.EMSGSIZE) {
 			t.Errorf("setopt buffered_min 16385: %v, want EMSGSIZE", err)
 		}
+		// A report shows at most an eager message's 16384 bytes.
+		if err := ep.Ctl("setopt buffered_limit 16385"); !errors.Is(err, syscall.EMSGSIZE) {
+			t.Errorf("setopt buffered_limit 16385: %v, want EMSGSIZE", err)
+		}
 		// The smallest buffered message reported cannot be larger than the
 		// largest.
 		if err := ep.Ctl("setopt buffered_limit 100"); !errors.Is(err, syscall.EINVAL) {

@@ -105,8 +105,7 @@ var provNameRE = regexp.MustCompile(`(?m)^        prov_name: ([^;\n]+).*$`)
 // "Names"): domain and fabric names prefixed "PROV/", prov_name fabricfs,
 // prov_version the provider's (1.0); and mr_mode with FI_MR_PROV_KEY,
 // which the provider adds when the hints' mr_mode has it, as fi_info's
-// hints do (every bit but FI_MR_BASIC and FI_MR_SCALABLE); mode without
-// FI_BUFFERED_RECV, which the provider leaves out.
+// hints do (every bit but FI_MR_BASIC and FI_MR_SCALABLE).
 func asProvider(t *testing.T, entry string) string {
 	t.Helper()
 	m := provNameRE.FindStringSubmatch(entry)
@@ -128,14 +127,6 @@ func asProvider(t *testing.T, entry string) string {
 				t.Fatalf("%q: %v", l, err)
 			}
 			lines[i] = "        mr_mode: " + (m | fi.MR_PROV_KEY).String()
-		case strings.HasPrefix(l, "    mode: "):
-			// The provider does not hand buffered messages over yet:
-			// its entries leave FI_BUFFERED_RECV out (provider/prov.c).
-			m, err := fi.Parse[fi.Mode](strings.TrimPrefix(l, "    mode: "))
-			if err != nil {
-				t.Fatalf("%q: %v", l, err)
-			}
-			lines[i] = "    mode: " + (m &^ fi.BUFFERED_RECV).String()
 		}
 	}
 	return strings.Join(lines, "\n")

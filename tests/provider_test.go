@@ -182,6 +182,17 @@ func TestProviderRDM(t *testing.T) {
 		[]string{"verbs/" + verbsDevice + "-dgram", "dgram"})
 }
 
+// TestProviderBufferedRecv runs provider/test/buftest.c in the tree's tcp
+// and verbs domains: FI_BUFFERED_RECV through the libfabric provider
+// (fi_msg(3), "Buffered Receives"): reports whose op_context is a struct
+// fi_recv_context of the endpoint and whose buf holds the message's first
+// FI_OPT_BUFFERED_LIMIT bytes, FI_MORE for a longer message, a claim into
+// the application's buffer completing with the context put in the
+// structure and FI_CLAIM, a discard, and a report claimed only once.
+func TestProviderBufferedRecv(t *testing.T) {
+	runProviderC(t, "buftest", []string{"tcp/lo"}, []string{"verbs/" + verbsDevice})
+}
+
 // TestProviderSharedContexts runs provider/test/srxtest.c in the tree's
 // tcp and verbs domains: fi_srx_context and fi_stx_context shared by two
 // FI_EP_RDM endpoints, receives posted once on the receive context and

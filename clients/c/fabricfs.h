@@ -226,7 +226,10 @@ struct fabricfs_wr {
 
 /* A completion, the entry of cq/N/data. err_data: with err
  * -FI_EADDRNOTAVAIL (FI_SOURCE_ERR) the sender's address, a struct
- * sockaddr_in or sockaddr_in6 by its family; zero otherwise. */
+ * sockaddr_in or sockaddr_in6 by its family; zero otherwise. A buffered
+ * receive's report (docs/abi.md) has its claim key in op_context, the
+ * offset of its bytes in the endpoint's buffered file in buf, and the
+ * endpoint's attr/desc in desc. */
 struct fabricfs_cqe {
 	uint64_t op_context;
 	uint64_t flags;

@@ -10,7 +10,8 @@
  * event, a reject with private data, authorization keys (a listener
  * refuses another key), fi_domain_bind (FI_REG_MR's FI_MR_COMPLETE
  * events, the domain's EQ as its endpoints' default), fi_open_ops and
- * fi_set_ops (check_ops), and a counter bound to a memory region.
+ * fi_set_ops (check_ops), a counter bound to a memory region, and an
+ * endpoint opened from an fi_info whose handle is a passive endpoint.
  *
  *	FI_PROVIDER_PATH=bin FI_FABRICFS_ROOT=/fabric msgtest [DOMAIN]
  *
@@ -19,6 +20,11 @@
  * prints "FAIL: ..." and exits 1. tests/provider_test.go runs it.
  */
 #include "fitest.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "../fi_ext_fabricfs.h"
 
@@ -122,6 +128,19 @@ static void check_bytes(const uint8_t *p, size_t n, size_t seed, const char *wha
 	for (size_t i = 0; i < n; i++)
 		if (p[i] != pattern(seed, i))
 			fail("%s: byte %zu is %#x, want %#x", what, i, p[i], pattern(seed, i));
+}
+
+/* free_port is a TCP port of at's address no socket holds now. */
+static uint16_t free_port(const struct sockaddr_in *at)
+{
+	struct sockaddr_in a = *at;
+	socklen_t len = sizeof a;
+	a.sin_port = 0;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || getsockname(fd, (struct sockaddr *)&a, &len))
+		fail("a free port: %s", strerror(errno));
+	close(fd);
+	return ntohs(a.sin_port);
 }
 
 /* connect_pair connects a client endpoint to the passive endpoint with
@@ -624,6 +643,74 @@ int main(int argc, char **argv)
 		fi_freeinfo(ki);
 		fi_freeinfo(kb);
 		printf("ok authorization keys\n");
+	}
+
+	/* fi_info.handle: "If hints->handle is set to struct fid_pep, the
+	 * hints->handle will be copied to info->handle on output from
+	 * fi_getinfo" (fi_getinfo(3)); "An active endpoint may acquire the
+	 * properties of a passive endpoint by setting the fi_info handle field
+	 * to the passive endpoint fabric descriptor. This is useful for
+	 * applications that need to reserve the fabric address of an endpoint
+	 * prior to knowing if the endpoint will be used on the active or
+	 * passive side of a connection" (fi_endpoint(3)): the endpoint made
+	 * from such an fi_info has the passive endpoint's address, which the
+	 * peer that accepts it sees, and the passive endpoint is closed after
+	 * ("The user is expected to close the passive endpoint after opening
+	 * the active endpoint"). */
+	{
+		struct sockaddr_in reserved;
+		size_t rlen = sizeof reserved;
+		CHECK(fi_getname(&pep->fid, &reserved, &rlen));
+		if (rlen != sizeof reserved || reserved.sin_family != AF_INET)
+			fail("the passive endpoint's name is not a sockaddr_in (%zu bytes)", rlen);
+		reserved.sin_port = htons(free_port(&reserved));
+		struct fid_pep *hpep;
+		CHECK(fi_passive_ep(fabric, info, &hpep, NULL));
+		CHECK(fi_setname(&hpep->fid, &reserved, sizeof reserved));
+		struct fi_info *h = fi_dupinfo(info), *hi;
+		if (!h)
+			fail("out of memory");
+		h->handle = &hpep->fid;
+		CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &hi));
+		if (hi->handle != &hpep->fid)
+			fail("fi_getinfo with a passive endpoint as hints->handle: info->handle %p, want %p",
+			     (void *)hi->handle, (void *)&hpep->fid);
+		struct side c, s;
+		open_side(&c, FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_CONTEXT);
+		CHECK(fi_endpoint(domain, hi, &c.ep, NULL));
+		CHECK(fi_close(&hpep->fid));
+		bind_side(&c);
+		char addr[128];
+		size_t alen = sizeof addr;
+		CHECK(fi_getname(&pep->fid, addr, &alen));
+		CHECK(fi_connect(c.ep, addr, NULL, 0));
+		uint32_t event;
+		struct fi_eq_cm_entry e;
+		if (eq_wait(&event, &e, sizeof e) < 0 || event != FI_CONNREQ)
+			fail("handle: want FI_CONNREQ");
+		open_side(&s, FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_CONTEXT);
+		CHECK(fi_endpoint(domain, e.info, &s.ep, NULL));
+		fi_freeinfo(e.info);
+		bind_side(&s);
+		CHECK(fi_accept(s.ep, NULL, 0));
+		for (int i = 0; i < 2; i++)
+			if (eq_wait(&event, &e, sizeof e) < 0 || event != FI_CONNECTED)
+				fail("handle: want FI_CONNECTED, got event %u", event);
+		struct sockaddr_in name, peer;
+		size_t nl = sizeof name, pl = sizeof peer;
+		CHECK(fi_getname(&c.ep->fid, &name, &nl));
+		CHECK(fi_getpeer(s.ep, &peer, &pl));
+		if (nl != sizeof name || name.sin_port != reserved.sin_port)
+			fail("the endpoint made from the handle has port %u, want the passive endpoint's %u",
+			     ntohs(name.sin_port), ntohs(reserved.sin_port));
+		if (pl != sizeof peer || peer.sin_port != reserved.sin_port)
+			fail("the accepting side sees port %u, want the passive endpoint's %u", ntohs(peer.sin_port),
+			     ntohs(reserved.sin_port));
+		close_side(&c);
+		close_side(&s);
+		fi_freeinfo(hi);
+		fi_freeinfo(h);
+		printf("ok fi_endpoint from a passive endpoint's handle\n");
 	}
 
 	/* fi_domain_bind (fi_domain(3)): "Binding an event queue to a domain

@@ -13,9 +13,11 @@ import (
 // kept by the endpoint and reported at once on the receive CQ, matched to
 // no posted receive (core.BufferedEvents). The report's op_context is a
 // claim key, fabricfs's struct fi_recv_context; its len is the message's
-// size, and it has FI_MORE for a message with bytes: no bytes are shown
-// in the report itself (FI_OPT_BUFFERED_MIN is 0), the application
-// claims the message to read them. A receive with FI_CLAIM and the key
+// size, and it carries the bytes the endpoint holds (an eager message's,
+// the segments of a segmented one that came so far, and of a rendezvous
+// request the first FI_OPT_BUFFERED_MIN, read from the sender before the
+// report, which the reports behind it wait for), which core shows up to
+// FI_OPT_BUFFERED_LIMIT, with FI_MORE when the message is longer. A receive with FI_CLAIM and the key
 // (Op.Key, a ring request's rma_key) receives the message into its
 // buffer, like any receive, and completes with its own op_context and
 // FI_CLAIM; one with FI_DISCARD drops it. A key that holds no message
@@ -57,10 +59,57 @@ func (m *matcher) buffer(msg *message) {
 	if msg.tagged {
 		c.Tag = msg.tag
 	}
-	if c.Len > 0 {
-		c.Flags |= fi.CQFlags(fi.MORE)
+	p := &pendingReport{c: c, bytes: kept.payload, ready: true}
+	// A segmented message's first segment has EagerLimit bytes, at least
+	// any FI_OPT_BUFFERED_MIN.
+	if kept.rndv != nil && m.bufferedMin > 0 && kept.size > 0 {
+		// FI_OPT_BUFFERED_MIN: "When the FI_MORE bit is set, `buf' will
+		// reference at least FI_OPT_BUFFERED_MIN bytes of data" (fi_msg(3)).
+		// A rendezvous request carries none: the worker reads the first
+		// ones from the sender first, as a claim would read them all,
+		// but without the read-done, which would end the rendezvous.
+		p.ready = false
+		r := newRndvRecv(nil, make([]byte, min(m.bufferedMin, kept.size)), kept, core.Completion{})
+		r.peek = p
+		m.started = append(m.started, r)
 	}
-	m.report(c)
+	m.reports = append(m.reports, p)
+	m.flushReports()
+}
+
+// pendingReport is a buffered message's report, ready once its bytes are
+// (a rendezvous message's first ones may still be read).
+type pendingReport struct {
+	c     core.Completion
+	bytes []byte
+	ready bool
+}
+
+// flushReports makes the reports that are ready, in order, up to the first
+// that is not (endpoint.mu held).
+func (m *matcher) flushReports() {
+	for len(m.reports) > 0 && m.reports[0].ready {
+		p := m.reports[0]
+		m.reports[0] = nil
+		m.reports = m.reports[1:]
+		m.report(p.c, p.bytes)
+	}
+	if len(m.reports) == 0 {
+		m.reports = nil
+	}
+}
+
+// peeked ends the reads of a rendezvous message's first bytes, r: its
+// report shows them (none if a read failed: the connection is ending, and
+// a claim will fail too), and the reports behind it follow.
+func (e *endpoint) peeked(r *rndvRecv) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r.peek.ready = true
+	if r.err == 0 {
+		r.peek.bytes = r.buf
+	}
+	e.rx.flushReports()
 }
 
 // claims reports whether op takes a buffered message: a receive with

@@ -9,16 +9,17 @@ import (
 	"github.com/fabricfs/fabricfs/core/fi"
 )
 
-// buffered takes the next buffered-message report of r.
-func (r *rdm) buffered(t *testing.T) core.Completion {
+// buffered takes the next buffered-message report of r, and the bytes it
+// carries.
+func (r *rdm) buffered(t *testing.T) (core.Completion, []byte) {
 	t.Helper()
 	select {
-	case c := <-r.ev.bufs:
-		return c
+	case b := <-r.ev.bufs:
+		return b.c, b.bytes
 	case <-time.After(waitTime):
 		t.Fatalf("no buffered message after %v (async errors: %v)", waitTime, r.ev.errors())
 	}
-	return core.Completion{}
+	return core.Completion{}, nil
 }
 
 // TestBufferedRecv: an endpoint whose fi_info's mode has FI_BUFFERED_RECV.
@@ -36,12 +37,22 @@ func (r *rdm) buffered(t *testing.T) core.Completion {
 // a receive operation with the FI_DISCARD flag set." Eager, rendezvous
 // and tagged messages are reported without a posted receive, claimed
 // (the bytes as sent) or discarded; a key that holds nothing is ENOMSG.
+// A report carries the bytes the endpoint holds ("The CQ entry's `buf'
+// will point to a provider managed buffer where the start of the
+// received message is located"): an eager message's, and of a rendezvous
+// request the first FI_OPT_BUFFERED_MIN bytes, read before the report
+// ("When the FI_MORE bit is set, `buf' will reference at least
+// FI_OPT_BUFFERED_MIN bytes of data"); core shows them and sets FI_MORE.
 func TestBufferedRecv(t *testing.T) {
 	p, d := testDomain(t)
 	a := newRDM(t, p, d)
 	info := loInfo(t, p)
 	info.Mode |= fi.BUFFERED_RECV
 	b := newRDMWith(t, d, info)
+	const bufferedMin = 64
+	if err := b.ep.SetOpt("buffered_min", bufferedMin); err != nil {
+		t.Fatal(err)
+	}
 
 	msgs := []struct {
 		kind core.OpKind
@@ -57,18 +68,22 @@ func TestBufferedRecv(t *testing.T) {
 	var reports []core.Completion
 	for _, m := range msgs {
 		s := a.send(t, m.kind, b.addr, m.body, m.tag)
-		c := b.buffered(t)
+		c, shown := b.buffered(t)
 		reports = append(reports, c)
 		recvKind := core.OpRecv
 		if m.kind == core.OpTSend {
 			recvKind = core.OpTRecv
 		}
 		want := recvKind.CQFlags()
-		if len(m.body) > 0 {
-			want |= fi.CQFlags(fi.MORE)
-		}
 		if c.Flags != want || c.Len != uint64(len(m.body)) || c.Tag != m.tag || c.Key&bufferedKey == 0 || c.Src != a.addr {
 			t.Fatalf("report of a %d-byte message: %+v, want flags %v, tag %#x, a claim key, source %v", len(m.body), c, want, m.tag, a.addr)
+		}
+		wantBytes := m.body
+		if len(m.body) > EagerLimit {
+			wantBytes = m.body[:bufferedMin] // a rendezvous request: the first bytes, read from the sender
+		}
+		if !bytes.Equal(shown, wantBytes) {
+			t.Fatalf("report of a %d-byte message carries %d bytes, want %d", len(m.body), len(shown), len(wantBytes))
 		}
 		if len(m.body) <= EagerLimit {
 			if sc := a.waitFor(t, s); sc.Err != 0 {

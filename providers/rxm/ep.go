@@ -384,15 +384,17 @@ func (e *endpoint) Close() error {
 	return nil
 }
 
-// SetOpt takes FI_OPT_MIN_MULTI_RECV; the other options (buffered_min,
-// buffered_limit) concern FI_BUFFERED_RECV, which fabricfs does not ask
-// for, and are ignored.
+// SetOpt takes FI_OPT_MIN_MULTI_RECV and FI_OPT_BUFFERED_MIN (buffered.go);
+// buffered_limit is core's (the bytes a report shows).
 func (e *endpoint) SetOpt(name string, value uint64) error {
-	if name == "min_multi_recv" {
-		e.mu.Lock()
+	e.mu.Lock()
+	switch name {
+	case "min_multi_recv":
 		e.rx.minMulti = value
-		e.mu.Unlock()
+	case "buffered_min":
+		e.rx.bufferedMin = value
 	}
+	e.mu.Unlock()
 	return nil
 }
 

@@ -25,10 +25,16 @@ type events struct {
 	mu      sync.Mutex
 	errs    []error
 	remotes []core.Completion
-	bufs    chan core.Completion // buffered messages (core.BufferedEvents)
+	bufs    chan buffered // buffered messages (core.BufferedEvents)
 }
 
-func (ev *events) Buffered(c core.Completion) { ev.bufs <- c }
+// buffered is a buffered message's report and the bytes it carries.
+type buffered struct {
+	c     core.Completion
+	bytes []byte
+}
+
+func (ev *events) Buffered(c core.Completion, bytes []byte) { ev.bufs <- buffered{c, bytes} }
 
 func (ev *events) Remote(c core.Completion) {
 	ev.mu.Lock()
@@ -116,7 +122,7 @@ func newRDMWith(t testing.TB, d core.ProviderDomain, info *fi.Info) *rdm {
 // newRDMOf makes an enabled RDM endpoint of uid owner.
 func newRDMOf(t testing.TB, d core.ProviderDomain, info *fi.Info, owner uint32) *rdm {
 	t.Helper()
-	ev := &events{owner: owner, bufs: make(chan core.Completion, 1<<10)}
+	ev := &events{owner: owner, bufs: make(chan buffered, 1<<10)}
 	ep, err := d.NewEndpoint(info, nil, ev)
 	if err != nil {
 		t.Fatal(err)

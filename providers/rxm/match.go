@@ -84,8 +84,13 @@ type matcher struct {
 	// report is core.BufferedEvents.Buffered on an endpoint with
 	// FI_BUFFERED_RECV (buffered.go), nil otherwise; nextKey numbers
 	// the buffered messages.
-	report  func(core.Completion)
+	report  func(core.Completion, []byte)
 	nextKey uint64
+	// bufferedMin is FI_OPT_BUFFERED_MIN; reports are the reports not
+	// yet made, in the order of their messages: one waits while the
+	// first bytes of a rendezvous message before it are being read.
+	bufferedMin uint64
+	reports     []*pendingReport
 }
 
 func queueOf(tagged bool) int {

@@ -227,7 +227,9 @@ func (d *domain) NewPassiveEndpoint(info *fi.Info, ev core.PassiveEvents) (core.
 // rxm's, FI_OPT_MIN_MULTI_RECV and the thresholds of FI_BUFFERED_RECV
 // (buffered_min 0 and buffered_limit one rxm buffer, as rxm sets them for
 // a tcp connection, whose inject size is too small for its default
-// buffered_min); the other types' are the wrapped domain's.
+// buffered_min; neither above an eager message, the most of a message
+// the endpoint holds when it reports it); the other types' are the
+// wrapped domain's.
 func (d *domain) EndpointOptions(t fi.EPType, passive bool) []core.Option {
 	if t == fi.EP_RDM {
 		if passive {
@@ -236,7 +238,7 @@ func (d *domain) EndpointOptions(t fi.EPType, passive bool) []core.Option {
 		return []core.Option{
 			{Name: "min_multi_recv", Value: DefaultMinMultiRecv, Max: math.MaxUint64},
 			{Name: "buffered_min", Value: 0, Max: EagerLimit, BeforeEnable: true},
-			{Name: "buffered_limit", Value: EagerLimit, Max: math.MaxUint64, BeforeEnable: true},
+			{Name: "buffered_limit", Value: EagerLimit, Max: EagerLimit, BeforeEnable: true},
 		}
 	}
 	if o, ok := d.inner.(core.EndpointOptions); ok {

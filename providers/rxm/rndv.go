@@ -60,6 +60,10 @@ type rndvRecv struct {
 	err     fi.Errno        // a read failed
 	done    core.Op         // the read-done message
 	hdr     [wire.HeaderSize]byte
+	// peek is a buffered message's report waiting for buf, the message's
+	// first FI_OPT_BUFFERED_MIN bytes (buffered.go): the reads end there,
+	// without a read-done, and op is nil.
+	peek *pendingReport
 }
 
 // newRndvRecv plans the reads of msg into buf, a part of op's buffer:
@@ -233,10 +237,10 @@ func (e *endpoint) startRndv() {
 		switch c := r.conn; {
 		case c.dead || c.tcp == nil:
 			failed = append(failed, r)
-		case c.ctrl+len(r.parts)+1 > ctrlSends:
+		case c.ctrl+r.ctrlNeeded() > ctrlSends:
 			keep = append(keep, r)
 		default:
-			c.ctrl += len(r.parts) + 1
+			c.ctrl += r.ctrlNeeded()
 			r.pending = len(r.parts)
 			start = append(start, r)
 		}
@@ -268,6 +272,15 @@ func (e *endpoint) startRndv() {
 	for _, r := range read {
 		e.sendReadDone(r)
 	}
+}
+
+// ctrlNeeded is the connection's control slots r takes: its reads, and
+// its read-done unless it only peeks.
+func (r *rndvRecv) ctrlNeeded() int {
+	if r.peek != nil {
+		return len(r.parts)
+	}
+	return len(r.parts) + 1
 }
 
 // rndvReadDone is the completion of one of r's reads. After the last, the
@@ -306,6 +319,10 @@ func (e *endpoint) readDoneSent(r *rndvRecv) {
 // completes when that message is sent. A failed read fails the receive
 // instead (its connection is ending).
 func (e *endpoint) sendReadDone(r *rndvRecv) {
+	if r.peek != nil {
+		e.peeked(r)
+		return
+	}
 	fail := func(code fi.Errno) {
 		e.readDoneSent(r)
 		e.completeRndv(r, core.Completion{Flags: r.comp.Flags, Offset: r.comp.Offset, Err: code})
@@ -336,6 +353,11 @@ func (e *endpoint) sendReadDone(r *rndvRecv) {
 // FI_MULTI_RECV, the buffer's release comes after every part read into it
 // (multiRecv.partDone).
 func (e *endpoint) completeRndv(r *rndvRecv, c core.Completion) {
+	if r.peek != nil {
+		r.err = c.Err // the connection is gone: the report shows nothing
+		e.peeked(r)
+		return
+	}
 	if r.multi == nil {
 		r.op.Complete(c)
 		return
