@@ -28,18 +28,6 @@ struct node {
 	fi_addr_t addr;
 };
 
-static uint8_t pattern(size_t seed, size_t i)
-{
-	return (uint8_t)(i * 11 + seed * 31 + 5);
-}
-
-static void check_bytes(const uint8_t *p, size_t n, size_t seed, const char *what)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i] != pattern(seed, i))
-			fail("%s: byte %zu is %#x, want %#x", what, i, p[i], pattern(seed, i));
-}
-
 /* cq_wait reads one entry of cq within 5 s; an error entry fails. */
 static void cq_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *e, const char *what)
 {

@@ -2,7 +2,7 @@
  * fitest.h: what the provider's libfabric test programs share (msgtest,
  * rdmtest, waittest: programs that use only libfabric's API, with
  * FI_PROVIDER_PATH pointing at the provider): the headers, fail, now,
- * POST (with the program's progress) and CHECK, which fails the program with the call, its code and
+ * the test data (pattern, fill, check_bytes), POST (with the program's progress) and CHECK, which fails the program with the call, its code and
  * fi_strerror's text when a call does not return 0.
  */
 #ifndef FITEST_H
@@ -21,6 +21,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,26 @@ static inline double now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* pattern is byte i of test data number seed: fill writes it, check_bytes
+ * fails the program where p differs from it. */
+static inline uint8_t pattern(size_t seed, size_t i)
+{
+	return (uint8_t)(i * 7 + (i >> 9) + seed * 13 + 1);
+}
+
+static inline void fill(uint8_t *p, size_t n, size_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = pattern(seed, i);
+}
+
+static inline void check_bytes(const uint8_t *p, size_t n, size_t seed, const char *what)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != pattern(seed, i))
+			fail("%s: byte %zu is %#x, want %#x", what, i, p[i], pattern(seed, i));
 }
 
 #define CHECK(call)                                                                                                    \

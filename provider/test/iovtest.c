@@ -42,8 +42,6 @@ static const size_t segoff[NSEG] = {0, 200, 300, 1000};
 static const size_t woff[NSEG] = {4096, 4106, 4400, 5000}, wlen[NSEG] = {10, 90, 500, 400};
 static const size_t roff[NSEG] = {4096, 4101, 4400, 5000}, rlen[NSEG] = {5, 95, 500, 400};
 
-/* pattern is byte i of the message whose seed is seed. */
-static uint8_t pattern(unsigned seed, size_t i) { return (uint8_t)(seed * 31 + i * 7 + 1); }
 
 static struct fi_info *info;
 static struct fid_fabric *fabric;
@@ -132,8 +130,9 @@ static void segments(uint8_t *buf, struct iovec *iov)
 		iov[i] = (struct iovec){buf + segoff[i], seglen[i]};
 }
 
-/* fill puts message seed into the segments and 0xee in the gaps. */
-static void fill(uint8_t *buf, unsigned seed)
+/* fill_segs puts message seed (pattern) into the segments and 0xee in
+ * the gaps. */
+static void fill_segs(uint8_t *buf, unsigned seed)
 {
 	memset(buf, 0xee, PAGE);
 	for (size_t i = 0, at = 0; i < NSEG; i++)
@@ -146,7 +145,7 @@ static void fill(uint8_t *buf, unsigned seed)
 static void check(const uint8_t *buf, unsigned seed, const char *what)
 {
 	uint8_t want[PAGE];
-	fill(want, seed);
+	fill_segs(want, seed);
 	for (size_t i = 0; i < PAGE; i++)
 		if (buf[i] != want[i])
 			fail("%s: byte %zu is %#x, want %#x", what, i, buf[i], want[i]);
@@ -296,11 +295,11 @@ int main(int argc, char **argv)
 	struct fi_context ctx;
 	struct fi_cq_data_entry e;
 
-	fill(local, 1);
+	fill_segs(local, 1);
 	segments(local, iov);
 	POST(fi_sendv(ep, iov, desc, NSEG, peer, &ctx));
 	cq_ok(txcq, &ctx, &e, "fi_sendv of 4 registered segments");
-	fill(plain, 2);
+	fill_segs(plain, 2);
 	segments(plain, piov);
 	struct fi_msg m = {.msg_iov = piov, .desc = nodesc, .iov_count = NSEG, .addr = peer, .context = &ctx};
 	POST(fi_sendmsg(ep, &m, FI_COMPLETION));
@@ -309,7 +308,7 @@ int main(int argc, char **argv)
 	       "fi_recvmsg of 4 (registered, unregistered)\n");
 
 	/* fi_writemsg: 4 local segments into 4 remote ones. */
-	fill(local, 3);
+	fill_segs(local, 3);
 	struct fi_rma_iov rma[NSEG];
 	for (int i = 0; i < NSEG; i++)
 		rma[i] = (struct fi_rma_iov){raddr + woff[i], wlen[i], key};

@@ -112,24 +112,6 @@ static void close_side(struct side *s)
 	CHECK(fi_close(&s->rxcq->fid));
 }
 
-static uint8_t pattern(size_t seed, size_t i)
-{
-	return (uint8_t)(i * 7 + (i >> 9) + seed * 13 + 1);
-}
-
-static void fill(uint8_t *p, size_t n, size_t seed)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = pattern(seed, i);
-}
-
-static void check_bytes(const uint8_t *p, size_t n, size_t seed, const char *what)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i] != pattern(seed, i))
-			fail("%s: byte %zu is %#x, want %#x", what, i, p[i], pattern(seed, i));
-}
-
 /* free_port is a TCP port of at's address no socket holds now. */
 static uint16_t free_port(const struct sockaddr_in *at)
 {

@@ -91,24 +91,6 @@ static int trecv_flags(struct node *n, uint64_t tag, uint64_t flags, void *ctx, 
 	}
 }
 
-static uint8_t pattern(size_t seed, size_t i)
-{
-	return (uint8_t)(i * 5 + (i >> 10) + seed * 29 + 3);
-}
-
-static void fill(uint8_t *p, size_t n, size_t seed)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = pattern(seed, i);
-}
-
-static void check_bytes(const uint8_t *p, size_t n, size_t seed, const char *what)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i] != pattern(seed, i))
-			fail("%s: byte %zu is %#x, want %#x", what, i, p[i], pattern(seed, i));
-}
-
 /* open_node makes an endpoint bound to the AV, with one CQ for both
  * directions (flags FI_TRANSMIT | FI_RECV, maybe FI_SELECTIVE_COMPLETION)
  * or only some, and a counter for receives if cntr is given. */
