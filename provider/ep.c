@@ -1736,15 +1736,20 @@ int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 		 * the handle (its address goes to the new endpoint, as
 		 * libfabric's tcp hands over the socket), or the info's
 		 * src_addr when it names a port (port 0 is the tree's choice
-		 * anyway) or is a name of the shm domain (fi_ns://NODE:SERVICE
-		 * from fi_getinfo with FI_SOURCE, fi_shm://NAME), which the
-		 * endpoint takes. An FI_EP_RDM endpoint listens there, an
-		 * FI_EP_MSG one connects from there. */
+		 * anyway) or is the name fi_getinfo made of a node and service
+		 * in the shm domain (fi_ns://NODE:SERVICE, with FI_SOURCE),
+		 * which the endpoint takes, as libfabric's shm does. An
+		 * fi_shm://NAME src_addr is not passed: libfabric's shm makes
+		 * each endpoint a name of its own under it (NAME:UID:N), and
+		 * the tree does as much (fi_shm://fabricfs.N); fi_setname
+		 * takes a name as it is. An FI_EP_RDM endpoint listens there,
+		 * an FI_EP_MSG one connects from there. */
 		char a[128] = "";
 		if (info->handle)
 			snprintf(a, sizeof a, "%s", ffs_pep_name(info->handle));
 		else if (info->src_addr && info->src_addrlen >= sizeof(sa_family_t) &&
-			 (ffs_name_len(info->src_addr, info->src_addrlen) || ffs_sockaddr_port(info->src_addr)) &&
+			 ((ffs_name_len(info->src_addr, info->src_addrlen) && !strncmp(info->src_addr, "fi_ns://", 8)) ||
+			  ffs_sockaddr_port(info->src_addr)) &&
 			 (ret = ffs_addr_format(info->src_addr, info->src_addrlen, a, sizeof a)))
 			goto fail;
 		if (a[0] && (ret = ffs_ctl(&ep->obj, "setname %s", a)))

@@ -25,9 +25,9 @@
 // target's events (FI_RMA_EVENT). A send to a name no enabled endpoint
 // has completes with FI_EHOSTUNREACH.
 //
-// Names: an endpoint takes the name its fi_info's src_addr gives
-// (fi_setname before enable, or what fi_getinfo made of a node and
-// service with FI_SOURCE: fi_ns://NODE:SERVICE), so that a peer that
+// Names: an endpoint takes the name its fi_info's src_addr gives (core's
+// setname before enable: fi_setname's, or what fi_getinfo made of a node
+// and service with FI_SOURCE, fi_ns://NODE:SERVICE), so that a peer that
 // inserts that string into its AV reaches it; with the entry's own
 // src_addr, fi_shm://fabricfs, the tree names it fi_shm://fabricfs.N.
 // Names are the daemon's, as libfabric's shm names are the host's

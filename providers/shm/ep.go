@@ -38,6 +38,7 @@ type endpoint struct {
 	ev     core.EndpointEvents
 	name   fi.Addr
 	rxSize int
+	inject int // tx_attr.inject_size, at most InjectSize
 	caps   fi.Caps
 	key    []byte // ep_attr.auth_key
 
@@ -118,6 +119,17 @@ func (e *endpoint) Post(op *core.Op) error {
 	defer e.active.Add(-1)
 	if e.closed.Load() {
 		return core.Errorf(fi.EOPBADSTATE, "shm: endpoint closed")
+	}
+	if op.Flags&fi.INJECT != 0 {
+		// fi_msg(3) FI_INJECT: "This flag can only be used with
+		// messages smaller than inject_size"; nothing comes back to an
+		// injected operation.
+		switch {
+		case op.Kind == core.OpRead || op.Kind == core.OpFetchAtomic || op.Kind == core.OpCompareAtomic:
+			return core.Errorf(fi.EINVAL, "shm: operation kind %d cannot be injected", op.Kind)
+		case len(op.Buf) > e.inject:
+			return core.Errorf(fi.EINVAL, "shm: inject of %d bytes; inject_size is %d", len(op.Buf), e.inject)
+		}
 	}
 	switch op.Kind {
 	case core.OpRecv, core.OpTRecv:
@@ -340,7 +352,7 @@ func (e *endpoint) rma(op *core.Op) {
 		op.Complete(c)
 		return
 	}
-	access, remote := fi.REMOTE_WRITE, core.Completion{Flags: fi.CQFlags(fi.RMA | fi.REMOTE_WRITE), Len: c.Len}
+	access, remote := fi.REMOTE_WRITE, core.Completion{Flags: fi.CQFlags(fi.RMA | fi.REMOTE_WRITE), Len: c.Len, Key: op.Key}
 	if op.Kind == core.OpRead {
 		access, remote.Flags = fi.REMOTE_READ, fi.CQFlags(fi.RMA|fi.REMOTE_READ)
 	}

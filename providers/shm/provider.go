@@ -179,6 +179,10 @@ func (d *domain) NewEndpoint(in *fi.Info, req core.ConnReq, ev core.EndpointEven
 	if rx > MaxQueueSize {
 		return nil, core.Errorf(fi.EINVAL, "shm: rx_size %d: at most %d", rx, MaxQueueSize)
 	}
+	inject := InjectSize
+	if in.TxAttr != nil && in.TxAttr.InjectSize < InjectSize {
+		inject = int(in.TxAttr.InjectSize)
+	}
 	name, err := d.prov.endpointName(in.SrcAddr)
 	if err != nil {
 		return nil, err
@@ -186,7 +190,7 @@ func (d *domain) NewEndpoint(in *fi.Info, req core.ConnReq, ev core.EndpointEven
 	if !d.prov.open.Hold(EPCnt) {
 		return nil, core.Errorf(fi.ENOSPC, "shm: domain %s has its %d endpoints (ep_cnt)", DomainName, EPCnt)
 	}
-	return &endpoint{prov: d.prov, ev: ev, name: name, rxSize: rx, caps: in.Caps, key: slices.Clone(in.EPAttr.AuthKey),
+	return &endpoint{prov: d.prov, ev: ev, name: name, rxSize: rx, inject: inject, caps: in.Caps, key: slices.Clone(in.EPAttr.AuthKey),
 		multi: map[*core.Op]*multiRecv{}, minMulti: DefaultMinMultiRecv}, nil
 }
 

@@ -354,8 +354,8 @@ func TestRMA(t *testing.T) {
 		t.Errorf("read: %+v %q", c, rd.Buf)
 	}
 	want := []core.Completion{
-		{Flags: fi.CQFlags(fi.RMA | fi.REMOTE_WRITE | fi.REMOTE_CQ_DATA), Len: 7, Data: 9},
-		{Flags: fi.CQFlags(fi.RMA | fi.REMOTE_READ), Len: 6},
+		{Flags: fi.CQFlags(fi.RMA | fi.REMOTE_WRITE | fi.REMOTE_CQ_DATA), Len: 7, Data: 9, Key: regionKey},
+		{Flags: fi.CQFlags(fi.RMA | fi.REMOTE_READ), Len: 6, Key: regionKey},
 	}
 	if fmt.Sprint(b.ev.remote) != fmt.Sprint(want) {
 		t.Errorf("target's reports %+v, want %+v", b.ev.remote, want)
@@ -420,6 +420,19 @@ func TestLimits(t *testing.T) {
 	inj.Peer, inj.Flags = b.name, fi.INJECT
 	if err := a.Post(inj); core.Code(err) != fi.EAGAIN {
 		t.Errorf("inject over the unexpected limit: %v, want FI_EAGAIN", err)
+	}
+	// fi_msg(3) FI_INJECT: "This flag can only be used with messages
+	// smaller than inject_size."; a read brings data back, so it cannot
+	// be injected.
+	big, _ := op(core.OpSend, make([]byte, InjectSize+1))
+	big.Peer, big.Flags = b.name, fi.INJECT
+	if err := a.Post(big); core.Code(err) != fi.EINVAL {
+		t.Errorf("inject of inject_size+1 bytes: %v, want FI_EINVAL", err)
+	}
+	rd, _ := op(core.OpRead, make([]byte, 8))
+	rd.Peer, rd.Key, rd.Flags = b.name, regionKey, fi.INJECT
+	if err := a.Post(rd); core.Code(err) != fi.EINVAL {
+		t.Errorf("injected read: %v, want FI_EINVAL", err)
 	}
 	over, or := op(core.OpSend, []byte("x"))
 	over.Peer = b.name
