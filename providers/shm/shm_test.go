@@ -815,3 +815,19 @@ func TestAuthKey(t *testing.T) {
 		t.Errorf("receive from the same key: %+v", got)
 	}
 }
+
+// FI_OPT_MIN_MULTI_RECV is the one endpoint option (fi_endpoint(3):
+// "Defines the minimum receive buffer space available when the receive
+// buffer is released by the provider"), 4096 until set as libfabric's
+// shm; there is no FI_OPT_CM_DATA_SIZE, as there are no connections, and
+// a passive endpoint has none.
+func TestShmEndpointOptions(t *testing.T) {
+	o := domainOf(t).(core.EndpointOptions)
+	got := o.EndpointOptions(fi.EP_RDM, false)
+	if len(got) != 1 || got[0].Name != "min_multi_recv" || got[0].Value != 4096 {
+		t.Errorf("FI_EP_RDM options %+v, want min_multi_recv 4096 alone", got)
+	}
+	if got := o.EndpointOptions(fi.EP_RDM, true); len(got) != 0 {
+		t.Errorf("passive endpoint options %+v, want none", got)
+	}
+}
