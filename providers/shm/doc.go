@@ -19,7 +19,8 @@
 // What is implemented: FI_MSG and FI_TAGGED sends and receives (tag
 // matching with ignore bits, FI_DIRECTED_RECV, FI_SOURCE, remote CQ data,
 // inject, receives without a buffer, truncation with FI_ETRUNC, cancel,
-// FI_MULTI_RECV with FI_OPT_MIN_MULTI_RECV), unexpected messages kept up
+// FI_PEEK, FI_CLAIM and FI_DISCARD, FI_MULTI_RECV with
+// FI_OPT_MIN_MULTI_RECV), unexpected messages kept up
 // to UnexpectedLimit bytes per endpoint, FI_RMA writes and reads and
 // FI_ATOMIC operations with peers' RMA and atomics reported through the
 // target's events (FI_RMA_EVENT). A send to a name no enabled endpoint

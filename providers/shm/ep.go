@@ -57,7 +57,8 @@ type endpoint struct {
 	multi    map[*core.Op]*multiRecv // the posted untagged ones with FI_MULTI_RECV
 	minMulti uint64                  // FI_OPT_MIN_MULTI_RECV
 	unexp    [2][]*message           // unexpected messages, in arrival order
-	bytes    int                     // what the eager ones hold
+	claimed  map[uint64]*message     // messages claimed by FI_PEEK|FI_CLAIM, by claim key
+	bytes    int                     // what the eager and claimed ones hold
 }
 
 var _ core.Endpoint = (*endpoint)(nil)
@@ -310,15 +311,39 @@ func (msg *message) sent(err fi.Errno) {
 	msg.from.active.Add(-1)
 }
 
-// peekLocked serves a tagged receive with FI_PEEK (fi_tagged(3)): it
-// completes with the length, tag and data of the first unexpected message
-// it matches, which it also drops with FI_DISCARD, or with fi.ENOMSG.
-// FI_CLAIM is not implemented: fi.ENOSYS. It unlocks e.mu.
+// peekLocked serves a tagged receive with FI_PEEK or FI_CLAIM
+// (fi_tagged(3)), which never waits. FI_PEEK completes with the length,
+// tag and data of the first unexpected message it matches, or with
+// fi.ENOMSG; with FI_DISCARD the message is dropped; with FI_CLAIM it is
+// set aside, copied out of a sender still waiting, for the FI_CLAIM
+// receive of the same claim key (Op.Key, the application's context):
+// "Claimed messages can only be retrieved using a subsequent, paired
+// receive operation with the FI_CLAIM flag set." That receive places it
+// (its completion has FI_CLAIM: fi_msg(3), "the CQ entry flags will have
+// the FI_CLAIM bit set"), or drops it with FI_DISCARD; with no message
+// claimed under its key it completes with fi.ENOMSG. A claimed message
+// counts against UnexpectedLimit until taken. It unlocks e.mu.
 func (e *endpoint) peekLocked(r *core.Op) error {
 	c := core.Completion{Flags: r.Kind.CQFlags(), Err: fi.ENOMSG}
-	if r.Flags&fi.CLAIM != 0 {
+	if r.Flags&fi.PEEK == 0 {
+		msg := e.claimed[r.Key]
+		if msg == nil {
+			e.mu.Unlock()
+			r.Complete(c)
+			return nil
+		}
+		delete(e.claimed, r.Key)
+		e.bytes -= len(msg.kept)
 		e.mu.Unlock()
-		c.Err = fi.ENOSYS
+		if r.Flags&fi.DISCARD != 0 {
+			r.Complete(core.Completion{Flags: r.Kind.CQFlags() | msg.flags | fi.CQFlags(fi.CLAIM), Data: msg.data, Tag: msg.tag, Src: msg.src})
+			return nil
+		}
+		if r.Buf == nil {
+			r.Buf = make([]byte, len(msg.kept))
+		}
+		c = placed(r, msg, msg.kept, r.Buf)
+		c.Flags |= fi.CQFlags(fi.CLAIM)
 		r.Complete(c)
 		return nil
 	}
@@ -330,12 +355,27 @@ func (e *endpoint) peekLocked(r *core.Op) error {
 	}
 	msg := e.unexp[1][i]
 	c = core.Completion{Flags: r.Kind.CQFlags() | msg.flags, Len: uint64(len(msg.payload())), Data: msg.data, Tag: msg.tag, Src: msg.src}
-	if r.Flags&fi.DISCARD == 0 {
+	switch {
+	case r.Flags&fi.DISCARD != 0:
+		e.takeLocked(1, i)
+	case r.Flags&fi.CLAIM != 0 && e.claimed[r.Key] != nil:
+		e.mu.Unlock()
+		r.Complete(core.Completion{Flags: r.Kind.CQFlags(), Err: fi.EINVAL}) // the key holds a claim already
+		return nil
+	case r.Flags&fi.CLAIM != 0:
+		e.takeLocked(1, i)
+		kept := *msg
+		kept.op, kept.from, kept.kept = nil, nil, slices.Clone(msg.payload())
+		e.bytes += len(kept.kept)
+		if e.claimed == nil {
+			e.claimed = map[uint64]*message{}
+		}
+		e.claimed[r.Key] = &kept
+	default:
 		e.mu.Unlock()
 		r.Complete(c)
 		return nil
 	}
-	e.takeLocked(1, i)
 	e.mu.Unlock()
 	r.Complete(c)
 	msg.sent(0)
@@ -416,7 +456,7 @@ func (e *endpoint) Close() error {
 		}
 	}
 	unexp := e.unexp
-	e.recvs, e.unexp, e.bytes = [2][]*core.Op{}, [2][]*message{}, 0
+	e.recvs, e.unexp, e.claimed, e.bytes = [2][]*core.Op{}, [2][]*message{}, nil, 0
 	for q := range unexp {
 		for _, msg := range unexp[q] {
 			if msg.op != nil {

@@ -831,3 +831,58 @@ func TestShmEndpointOptions(t *testing.T) {
 		t.Errorf("passive endpoint options %+v, want none", got)
 	}
 }
+
+// fi_tagged(3) FI_CLAIM: with FI_PEEK, "the message is claimed by
+// caller. Claimed messages can only be retrieved using a subsequent,
+// paired receive operation with the FI_CLAIM flag set."; a claimed
+// message is no longer unexpected (a peek does not find it), it is taken
+// once and by its key only, and FI_CLAIM with FI_DISCARD drops it. A long send waiting at its target completes when claimed.
+func TestClaim(t *testing.T) {
+	d := domainOf(t)
+	a, b := newEP(t, d), newEP(t, d)
+	recv := func(flags fi.OpFlags, key uint64, buf []byte) core.Completion {
+		t.Helper()
+		o, r := op(core.OpTRecv, buf)
+		o.Tag, o.Flags, o.Key = 5, flags, key
+		post(t, b, o)
+		return one(t, "receive", r)
+	}
+	long := bytes.Repeat([]byte("L"), EagerLimit+1) // waits at b, unexpected
+	send, sr := op(core.OpTSend, long)
+	send.Peer, send.Tag = b.name, 5
+	post(t, a, send)
+	none(t, "long unexpected send", sr)
+	if c := recv(fi.PEEK|fi.CLAIM, 1, nil); c.Err != 0 || c.Len != uint64(len(long)) || c.Tag != 5 {
+		t.Fatalf("peek and claim: %+v", c)
+	}
+	if c := one(t, "claimed send", sr); c.Err != 0 {
+		t.Errorf("the claimed send completes: %+v", c)
+	}
+	if c := recv(fi.PEEK, 0, nil); c.Err != fi.ENOMSG {
+		t.Errorf("peek after the claim: %+v, want FI_ENOMSG", c)
+	}
+	buf := make([]byte, len(long))
+	if c := recv(fi.CLAIM, 2, buf); c.Err != fi.ENOMSG {
+		t.Errorf("claim under another key: %+v, want FI_ENOMSG", c)
+	}
+	c := recv(fi.CLAIM, 1, buf)
+	if c.Err != 0 || c.Len != uint64(len(long)) || c.Flags&fi.CQFlags(fi.CLAIM) == 0 || !bytes.Equal(buf, long) {
+		t.Errorf("claim: %+v, want the message with FI_CLAIM", c)
+	}
+	if c := recv(fi.CLAIM, 1, buf); c.Err != fi.ENOMSG {
+		t.Errorf("second claim: %+v, want FI_ENOMSG", c)
+	}
+
+	short, _ := op(core.OpTSend, []byte("short"))
+	short.Peer, short.Tag = b.name, 5
+	post(t, a, short)
+	if c := recv(fi.PEEK|fi.CLAIM, 3, nil); c.Err != 0 {
+		t.Fatalf("peek and claim: %+v", c)
+	}
+	if c := recv(fi.CLAIM|fi.DISCARD, 3, nil); c.Err != 0 || c.Len != 0 {
+		t.Errorf("claim and discard: %+v, want no bytes", c)
+	}
+	if c := recv(fi.CLAIM, 3, buf); c.Err != fi.ENOMSG {
+		t.Errorf("claim after discard: %+v, want FI_ENOMSG", c)
+	}
+}
