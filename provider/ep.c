@@ -184,17 +184,6 @@ size_t ffs_sockaddr_len(const void *addr, size_t room)
 	return n <= room ? n : 0;
 }
 
-size_t ffs_name_len(const void *addr, size_t room)
-{
-	if (!addr)
-		return 0;
-	size_t n = strnlen(addr, room);
-	const char *s = addr;
-	if (n == room || (strncmp(s, "fi_shm://", 9) && strncmp(s, "fi_ns://", 8)) || strpbrk(s, " \t\r\n"))
-		return 0;
-	return n + 1;
-}
-
 int ffs_addr_format(const void *addr, size_t addrlen, char *buf, size_t size)
 {
 	char host[INET6_ADDRSTRLEN];
