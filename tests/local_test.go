@@ -185,3 +185,15 @@ cat $D/ep/s/local`, "D="+D)
 		t.Errorf("enable of an endpoint named fi_shm://fabricfs.1: %v, want EADDRNOTAVAIL", err)
 	}
 }
+
+// TestLocalOps: fi_open_ops (fi_domain(3): "fi_open_ops is used to open
+// provider specific interfaces.") names no set of the shm domain or its
+// endpoints: their ops directories list nothing, as shm has neither a
+// socket nor a device whose options a set would give.
+func TestLocalOps(t *testing.T) {
+	d := mount(t)
+	dom := d.tree(t).Domain("shm", "shm")
+	checkOps(t, filepath.Join(dom.Dir, "ops"))
+	a := newRDMNode(t, dom)
+	checkOps(t, filepath.Join(a.ep.Dir, "ops"))
+}
