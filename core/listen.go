@@ -43,10 +43,22 @@ func WithCaller(ctx context.Context, pid uint32) context.Context {
 //   - A port below the kernel's ip_unprivileged_port_start (1024 unless
 //     changed) needs what bind(2) needs: uid 0 or CAP_NET_BIND_SERVICE
 //     (MayBindPort); else FI_EACCES.
+//   - A name (fi_shm://NAME, fi_ns://NAME: fi.Addr.IsName) is an address
+//     of a domain whose entries are named (FI_ADDR_STR without an IP,
+//     the shm provider's), taken as it is: its provider refuses, when
+//     the endpoint is enabled, a name another endpoint has.
 //
 // Listeners a provider opens by itself (an RDM endpoint's, at enable) take
 // the domain's address and a free port, which these rules allow.
 func (d *Domain) listenAddr(ctx context.Context, uid uint32, a fi.Addr) (fi.Addr, error) {
+	if a.IsName() {
+		for _, in := range d.Infos() {
+			if in.Named() {
+				return a, nil
+			}
+		}
+		return fi.Addr{}, Errorf(fi.EADDRNOTAVAIL, "%s is a name; the endpoints of domain %s are not named", a.Str, d.Name)
+	}
 	var own []netip.Addr
 	loopback := false
 	for _, in := range d.Infos() {

@@ -2,7 +2,7 @@
  * av.c: address vectors (fi_av_open and the fi_av_* calls) over the
  * tree's av objects. Addresses are the domain's sockaddrs (FI_SOCKADDR_IN
  * or FI_SOCKADDR_IN6), or in the shm domain names (FI_ADDR_STR,
- * "fi_shm://NAME", each NUL-terminated and packed one after the other in
+ * "fi_shm://NAME" or "fi_ns://NODE:SERVICE", each NUL-terminated and packed one after the other in
  * an insert's array, as libfabric's shm takes them); the tree takes them
  * as text (`insert ADDR...`) and lists them with their fi_addr in `addrs`.
  *
@@ -46,11 +46,10 @@
  * (core.MaxAVEntries). */
 #define FFS_AV_MAX (1 << 16)
 
-/* The longest address text: "fi_shm://" and a name of the tree's
- * (fi_shm://fabricfs.N), or "[" IPv6 "]:" port. Longer names are
- * refused (FI_EINVAL). */
+/* The longest address text: a name of the shm domain (fi_shm://NAME,
+ * fi_ns://NODE:SERVICE) of up to 109 characters, or "[" IPv6 "]:" port.
+ * Longer names are refused (FI_EINVAL). */
 #define ADDR_TEXT (INET6_ADDRSTRLEN + 64)
-#define SHM_SCHEME "fi_shm://"
 
 /* sock_size is the size of one sockaddr of an AV of a socket format. */
 static size_t sock_size(const struct ffs_av *av)
@@ -71,14 +70,14 @@ static size_t addr_size(const struct ffs_av *av, const void *a)
 }
 
 /* addr_text writes sa as the tree's ADDR ("1.2.3.4:5", "[::1]:5",
- * "fi_shm://NAME", which the tree checks); it returns false if sa is not
+ * a name of the shm domain, which the tree checks); it returns false if sa is not
  * of the AV's format. */
 static bool addr_text(const struct ffs_av *av, const void *sa, char *out, size_t size)
 {
 	char ip[INET6_ADDRSTRLEN];
 	if (av->addr_format == FI_ADDR_STR) {
-		size_t n = addr_size(av, sa);
-		if (!n || n > size || strncmp(sa, SHM_SCHEME, strlen(SHM_SCHEME)) || strpbrk(sa, " \t\n"))
+		size_t n = ffs_name_len(sa, ADDR_TEXT);
+		if (!n || n > size)
 			return false;
 		memcpy(out, sa, n);
 		return true;
@@ -312,7 +311,7 @@ static int av_remove(struct fid_av *fid, fi_addr_t *fi_addr, size_t count, uint6
 }
 
 /* parse_entry turns the tree's address text (fi_sockaddr_in://1.2.3.4:5,
- * fi_sockaddr_in6://[::1]:5, fi_shm://NAME) into a sockaddr or the
+ * fi_sockaddr_in6://[::1]:5, a name of the shm domain) into a sockaddr or the
  * FI_ADDR_STR string with its NUL; it returns its size, or 0. */
 static size_t parse_entry(const char *text, struct sockaddr_storage *ss)
 {
@@ -320,10 +319,8 @@ static size_t parse_entry(const char *text, struct sockaddr_storage *ss)
 	char ip[INET6_ADDRSTRLEN];
 	unsigned port;
 	memset(ss, 0, sizeof *ss);
-	if (!strncmp(text, SHM_SCHEME, strlen(SHM_SCHEME))) {
-		size_t n = strlen(text) + 1;
-		if (n > sizeof *ss)
-			return 0;
+	size_t n = ffs_name_len(text, sizeof *ss);
+	if (n) {
 		memcpy(ss, text, n);
 		return n;
 	}

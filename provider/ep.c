@@ -156,15 +156,15 @@ int ffs_name_get(struct ffs_obj *o, const char *file, void *addr, size_t *addrle
 		return (int)n;
 	if (n == 0)
 		return -FI_EOPBADSTATE;
-	if (!strncmp(text, "fi_shm://", 9)) {
+	size_t name = ffs_name_len(text, sizeof text);
+	if (name) {
 		/* The shm domain's names are FI_ADDR_STR: the string is the
 		 * address, its NUL included. */
-		size_t need = strcspn(text, "\n") + 1, room = *addrlen;
-		*addrlen = need;
-		if (!addr || room < need)
+		size_t room = *addrlen;
+		*addrlen = name;
+		if (!addr || room < name)
 			return -FI_ETOOSMALL;
-		memcpy(addr, text, need - 1);
-		((char *)addr)[need - 1] = 0;
+		memcpy(addr, text, name);
 		return 0;
 	}
 	void *sa;
@@ -207,6 +207,13 @@ size_t ffs_sockaddr_len(const void *addr, size_t room)
 int ffs_addr_format(const void *addr, size_t addrlen, char *buf, size_t size)
 {
 	char host[INET6_ADDRSTRLEN];
+	size_t name = ffs_name_len(addr, addrlen);
+	if (name) {
+		if (name > size)
+			return -FI_EINVAL;
+		memcpy(buf, addr, name);
+		return 0;
+	}
 	if (!addr || addrlen < sizeof(sa_family_t))
 		return -FI_EINVAL;
 	sa_family_t family;
@@ -1934,14 +1941,21 @@ int ffs_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 		/* The source address (`setname`): a passive endpoint's given as
 		 * the handle (its address goes to the new endpoint, as
 		 * libfabric's tcp hands over the socket), or the info's
-		 * src_addr when it names a port; port 0 is the tree's choice
-		 * anyway. An FI_EP_RDM endpoint listens there, an FI_EP_MSG one
-		 * connects from there. */
+		 * src_addr when it names a port (port 0 is the tree's choice
+		 * anyway) or is the name fi_getinfo made of a node and service
+		 * in the shm domain (fi_ns://NODE:SERVICE, with FI_SOURCE),
+		 * which the endpoint takes, as libfabric's shm does. An
+		 * fi_shm://NAME src_addr is not passed: libfabric's shm makes
+		 * each endpoint a name of its own under it (NAME:UID:N), and
+		 * the tree does as much (fi_shm://fabricfs.N); fi_setname
+		 * takes a name as it is. An FI_EP_RDM endpoint listens there,
+		 * an FI_EP_MSG one connects from there. */
 		char a[128] = "";
 		if (info->handle)
 			snprintf(a, sizeof a, "%s", ffs_pep_name(info->handle));
 		else if (info->src_addr && info->src_addrlen >= sizeof(sa_family_t) &&
-			 ffs_sockaddr_port(info->src_addr) &&
+			 ((ffs_name_len(info->src_addr, info->src_addrlen) && !strncmp(info->src_addr, "fi_ns://", 8)) ||
+			  ffs_sockaddr_port(info->src_addr)) &&
 			 (ret = ffs_addr_format(info->src_addr, info->src_addrlen, a, sizeof a)))
 			goto fail;
 		if (a[0] && (ret = ffs_ctl(&ep->obj, "setname %s", a)))

@@ -421,6 +421,11 @@ unsigned ffs_sockaddr_port(const void *addr);
 /* ffs_sockaddr_len is the size of the sockaddr_in or sockaddr_in6 at addr
  * (room bytes there), 0 for another family or too little room. */
 size_t ffs_sockaddr_len(const void *addr, size_t room);
+/* ffs_name_len (tree.c) is the size, with its NUL, of the shm domain's
+ * name at addr (FI_ADDR_STR "fi_shm://NAME" or "fi_ns://NODE:SERVICE", no
+ * white space, NUL within room bytes), 0 if addr holds none.
+ * ffs_addr_format writes such a name as it is. */
+size_t ffs_name_len(const void *addr, size_t room);
 int ffs_addr_format(const void *addr, size_t addrlen, char *buf, size_t size);
 /* ffs_hex_data writes private data as the tree's DATA word (hex:...), or
  * an empty string when len is 0. ep.c. */

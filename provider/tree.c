@@ -284,3 +284,16 @@ void ffs_ring_unmap(struct fabricfs_ring *r)
 		munmap(r->mem, r->size);
 	r->mem = NULL;
 }
+
+/* ffs_name_len (ffs.h) is here, beside the tree's I/O, so that every
+ * part of the provider links with it (av.c alone in its unit test). */
+size_t ffs_name_len(const void *addr, size_t room)
+{
+	if (!addr)
+		return 0;
+	size_t n = strnlen(addr, room);
+	const char *s = addr;
+	if (n == room || (strncmp(s, "fi_shm://", 9) && strncmp(s, "fi_ns://", 8)) || strpbrk(s, " \t\r\n"))
+		return 0;
+	return n + 1;
+}

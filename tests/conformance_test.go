@@ -36,6 +36,7 @@ var confRuns = []confRun{
 	{prov: "tcp", dom: "lo", typ: "FI_EP_RDM"},
 	{prov: "verbs", dom: verbsDevice, typ: "FI_EP_MSG", noCancel: "a receive posted to a QP cannot be taken back (libfabric's verbs: fi_no_cancel)"},
 	{prov: "verbs", dom: verbsDevice, typ: "FI_EP_RDM"},
+	{prov: "shm", dom: "shm", typ: "FI_EP_RDM"},
 }
 
 // confRun is a provider, a domain and an endpoint type; noCancel says why

@@ -2,8 +2,11 @@ package tests
 
 import (
 	"bytes"
+	"errors"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/fabricfs/fabricfs/core/fi"
@@ -137,4 +140,60 @@ cat $D/ep/r/err`, "D="+D, "N="+strings.TrimSpace(out))
 	if mem := d.read(t, "shm", "shm", "mr", "m", "data"); !strings.HasPrefix(mem, "XXXXYYYY") {
 		t.Errorf("root's region is %q after the refused write, want XXXXYYYY...", mem[:8])
 	}
+}
+
+// TestLocalNames: `setname` before enable names an shm endpoint
+// (fi_cm(3): "The fi_setname call may be used to modify or assign the
+// address of the local endpoint."), fi_ns://NODE:SERVICE as fi_getinfo
+// makes it with FI_SOURCE, or fi_shm://NAME; a peer that inserts the
+// string reaches it; a second endpoint with the name fails to enable
+// (EADDRINUSE) while the first lives, and the tree's own names
+// (fi_shm://fabricfs.N) are not for the taking (EADDRNOTAVAIL).
+func TestLocalNames(t *testing.T) {
+	d := mount(t)
+	D := d.path("shm", "shm")
+	out, err := shell(`
+set -eu
+mkdir $D/cq/c $D/av/v $D/ep/s $D/ep/c $D/ep/twin $D/ep/thief
+for e in s c twin thief; do
+	echo FI_EP_RDM > $D/ep/$e/attr/type
+	echo bind cq c send,recv > $D/ep/$e/ctl
+	echo bind av v > $D/ep/$e/ctl
+done
+echo setname fi_ns://127.0.0.1:9228 > $D/ep/s/ctl
+echo enable > $D/ep/s/ctl
+echo enable > $D/ep/c/ctl
+echo insert fi_ns://127.0.0.1:9228 > $D/av/v/ctl
+echo dest 0 > $D/ep/c/ctl
+echo hello > $D/ep/c/data
+echo setname fi_ns://127.0.0.1:9228 > $D/ep/twin/ctl
+echo setname fi_shm://fabricfs.1 > $D/ep/thief/ctl
+cat $D/ep/s/local`, "D="+D)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if name := strings.TrimSpace(out); name != "fi_ns://127.0.0.1:9228" {
+		t.Errorf("the named endpoint's local address is %q", name)
+	}
+	if msg := d.read(t, "shm", "shm", "ep", "s", "data"); msg != "hello\n" {
+		t.Errorf("the named endpoint received %q, want hello", msg)
+	}
+	if err := ctl(filepath.Join(D, "ep", "twin", "ctl"), "enable"); !errors.Is(err, syscall.EADDRINUSE) {
+		t.Errorf("enable of a second endpoint named fi_ns://127.0.0.1:9228: %v, want EADDRINUSE", err)
+	}
+	if err := ctl(filepath.Join(D, "ep", "thief", "ctl"), "enable"); !errors.Is(err, syscall.EADDRNOTAVAIL) {
+		t.Errorf("enable of an endpoint named fi_shm://fabricfs.1: %v, want EADDRNOTAVAIL", err)
+	}
+}
+
+// TestLocalOps: fi_open_ops (fi_domain(3): "fi_open_ops is used to open
+// provider specific interfaces.") names no set of the shm domain or its
+// endpoints: their ops directories list nothing, as shm has neither a
+// socket nor a device whose options a set would give.
+func TestLocalOps(t *testing.T) {
+	d := mount(t)
+	dom := d.tree(t).Domain("shm", "shm")
+	checkOps(t, filepath.Join(dom.Dir, "ops"))
+	a := newRDMNode(t, dom)
+	checkOps(t, filepath.Join(a.ep.Dir, "ops"))
 }

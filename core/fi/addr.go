@@ -94,15 +94,18 @@ func ResolveAddr(ctx context.Context, s string) (Addr, error) {
 // Hosts must be numeric (ResolveAddr resolves names); the port is
 // required, in decimal. An IPv6 address may carry a zone ("[fe80::1%eth0]:7").
 // The result's Format is SOCKADDR_IN or SOCKADDR_IN6, by the address's
-// family. The shm provider's endpoints are named instead, in the form of
-// libfabric's shm provider, fi_shm://NAME (ShmScheme): that is an Addr
-// of Format ADDR_STR with the whole string as Str.
+// family. The shm provider's endpoints are named instead, in the forms of
+// libfabric's shm provider, fi_shm://NAME (ShmScheme) and
+// fi_ns://NODE:SERVICE (NsScheme): that is an Addr of Format ADDR_STR
+// with the whole string as Str (IsName).
 func ParseAddr(s string) (Addr, error) {
 	rest, want := s, FORMAT_UNSPEC
 	if scheme, r, ok := strings.Cut(s, "://"); ok {
 		switch strings.ToLower(scheme) {
 		case "fi_shm":
-			return parseShmAddr(s, r)
+			return parseName(s, ShmScheme, r, "")
+		case "fi_ns":
+			return parseName(s, NsScheme, r, ":[]%")
 		case "fi_sockaddr_in":
 			want = SOCKADDR_IN
 		case "fi_sockaddr_in6":
@@ -110,7 +113,7 @@ func ParseAddr(s string) (Addr, error) {
 		case "fi_sockaddr":
 			want = SOCKADDR
 		default:
-			return Addr{}, fmt.Errorf("address %q: unsupported format %q; use host:port, [v6]:port, fi_sockaddr_in://, fi_sockaddr_in6://, fi_sockaddr:// or fi_shm://", s, scheme+"://")
+			return Addr{}, fmt.Errorf("address %q: unsupported format %q; use host:port, [v6]:port, fi_sockaddr_in://, fi_sockaddr_in6://, fi_sockaddr://, fi_shm:// or fi_ns://", s, scheme+"://")
 		}
 		rest = r
 	}
@@ -143,26 +146,37 @@ func ParseAddr(s string) (Addr, error) {
 // provider, as libfabric's shm writes its names ("fi_shm://24482").
 const ShmScheme = "fi_shm://"
 
-// nsScheme begins the name libfabric's shm makes of a node and service
-// (fi_ns://NODE:SERVICE).
-const nsScheme = "fi_ns://"
+// NsScheme begins the name libfabric's shm makes of a node and service
+// (fi_ns://NODE:SERVICE, fi_ns://SERVICE): fi_getinfo gives it as the
+// shm entry's dest_addr, and with FI_SOURCE as its src_addr, which an
+// endpoint opened from that entry takes as its name.
+const NsScheme = "fi_ns://"
 
-// MaxShmName is the longest NAME of an fi_shm:// address: libfabric's
-// shm keeps names in 256 bytes with their NUL (SMR_NAME_MAX).
+// MaxShmName is the longest NAME of an fi_shm:// or fi_ns:// address:
+// libfabric's shm keeps names in 256 bytes with their NUL (SMR_NAME_MAX).
 const MaxShmName = 255
 
-// parseShmAddr reads the NAME of fi_shm://NAME: 1 to MaxShmName letters,
-// digits, '.', '_' or '-'.
-func parseShmAddr(s, name string) (Addr, error) {
+// IsName reports whether a is the name of an endpoint of the shm
+// provider: FI_ADDR_STR, fi_shm://NAME or fi_ns://NAME.
+func (a Addr) IsName() bool {
+	return a.Format == ADDR_STR && !a.IP.Addr().IsValid() &&
+		(strings.HasPrefix(a.Str, ShmScheme) || strings.HasPrefix(a.Str, NsScheme))
+}
+
+// parseName reads the NAME of scheme+NAME: 1 to MaxShmName letters,
+// digits, '.', '_', '-' or one of extra (fi_ns:// names hold a node and
+// a service: "fi_ns://127.0.0.1:9228", "fi_ns://[::1]:9228").
+func parseName(s, scheme, name, extra string) (Addr, error) {
 	if name == "" || len(name) > MaxShmName {
-		return Addr{}, fmt.Errorf("address %q: an fi_shm:// name has 1 to %d characters", s, MaxShmName)
+		return Addr{}, fmt.Errorf("address %q: an %s name has 1 to %d characters", s, scheme, MaxShmName)
 	}
 	for _, c := range []byte(name) {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return Addr{}, fmt.Errorf("address %q: an fi_shm:// name has letters, digits, '.', '_' and '-' only", s)
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-' ||
+			strings.IndexByte(extra, c) >= 0) {
+			return Addr{}, fmt.Errorf("address %q: an %s name has only the characters [A-Za-z0-9._%s-]", s, scheme, extra)
 		}
 	}
-	return Addr{Format: ADDR_STR, Str: ShmScheme + name}, nil
+	return Addr{Format: ADDR_STR, Str: scheme + name}, nil
 }
 
 // splitHostPort splits host:port or [host]:port, the brackets being

@@ -27,8 +27,15 @@ var parseAddrTests = []struct {
 	{"fi_shm://24482", Addr{Format: ADDR_STR, Str: "fi_shm://24482"}, ""},
 	{"FI_SHM://fabricfs.7", Addr{Format: ADDR_STR, Str: "fi_shm://fabricfs.7"}, ""},
 	{"fi_shm://", Addr{}, `address "fi_shm://": an fi_shm:// name has 1 to 255 characters`},
-	{"fi_shm://a b", Addr{}, `address "fi_shm://a b": an fi_shm:// name has letters, digits, '.', '_' and '-' only`},
-	{"fi_shm://../x/", Addr{}, `address "fi_shm://../x/": an fi_shm:// name has letters, digits, '.', '_' and '-' only`},
+	{"fi_shm://a b", Addr{}, `address "fi_shm://a b": an fi_shm:// name has only the characters [A-Za-z0-9._-]`},
+	{"fi_shm://../x/", Addr{}, `address "fi_shm://../x/": an fi_shm:// name has only the characters [A-Za-z0-9._-]`},
+	{"fi_shm://a:1", Addr{}, `address "fi_shm://a:1": an fi_shm:// name has only the characters [A-Za-z0-9._-]`},
+	// The names libfabric's shm makes of a node and service (smr_resolve_addr).
+	{"fi_ns://127.0.0.1:9228", Addr{Format: ADDR_STR, Str: "fi_ns://127.0.0.1:9228"}, ""},
+	{"FI_NS://9228", Addr{Format: ADDR_STR, Str: "fi_ns://9228"}, ""},
+	{"fi_ns://[fe80::1%lo]:9228", Addr{Format: ADDR_STR, Str: "fi_ns://[fe80::1%lo]:9228"}, ""},
+	{"fi_ns://", Addr{}, `address "fi_ns://": an fi_ns:// name has 1 to 255 characters`},
+	{"fi_ns://a/b:1", Addr{}, `address "fi_ns://a/b:1": an fi_ns:// name has only the characters [A-Za-z0-9._:[]%-]`},
 
 	{"", Addr{}, `address "": missing port`},
 	{"127.0.0.1", Addr{}, `address "127.0.0.1": missing port`},
@@ -45,8 +52,8 @@ var parseAddrTests = []struct {
 	{"1.2.3:80", Addr{}, `address "1.2.3:80": host "1.2.3" is not a numeric IP address (names are resolved elsewhere)`},
 	{"fi_sockaddr_in://[::1]:7000", Addr{}, `address "fi_sockaddr_in://[::1]:7000": fi_sockaddr_in:// needs an IPv4 address`},
 	{"fi_sockaddr_in6://127.0.0.1:7000", Addr{}, `address "fi_sockaddr_in6://127.0.0.1:7000": fi_sockaddr_in6:// needs an IPv6 address in brackets`},
-	{"fi_addr_psmx://1234", Addr{}, `address "fi_addr_psmx://1234": unsupported format "fi_addr_psmx://"; use host:port, [v6]:port, fi_sockaddr_in://, fi_sockaddr_in6://, fi_sockaddr:// or fi_shm://`},
-	{"tcp://127.0.0.1:80", Addr{}, `address "tcp://127.0.0.1:80": unsupported format "tcp://"; use host:port, [v6]:port, fi_sockaddr_in://, fi_sockaddr_in6://, fi_sockaddr:// or fi_shm://`},
+	{"fi_addr_psmx://1234", Addr{}, `address "fi_addr_psmx://1234": unsupported format "fi_addr_psmx://"; use host:port, [v6]:port, fi_sockaddr_in://, fi_sockaddr_in6://, fi_sockaddr://, fi_shm:// or fi_ns://`},
+	{"tcp://127.0.0.1:80", Addr{}, `address "tcp://127.0.0.1:80": unsupported format "tcp://"; use host:port, [v6]:port, fi_sockaddr_in://, fi_sockaddr_in6://, fi_sockaddr://, fi_shm:// or fi_ns://`},
 	{" 127.0.0.1:80", Addr{}, `address " 127.0.0.1:80": host " 127.0.0.1" is not a numeric IP address (names are resolved elsewhere)`},
 }
 
@@ -59,6 +66,26 @@ func TestParseAddr(t *testing.T) {
 		}
 		if got != tt.want || errs != tt.err {
 			t.Errorf("ParseAddr(%q) = %v, %q, want %v, %q", tt.in, got, errs, tt.want, tt.err)
+		}
+	}
+}
+
+// TestIsName: the shm provider's names are FI_ADDR_STR fi_shm:// and
+// fi_ns:// strings; a socket address, or another FI_ADDR_STR string, is not.
+func TestIsName(t *testing.T) {
+	for _, tt := range []struct {
+		a    Addr
+		want bool
+	}{
+		{Addr{Format: ADDR_STR, Str: "fi_shm://fabricfs.1"}, true},
+		{Addr{Format: ADDR_STR, Str: "fi_ns://127.0.0.1:9228"}, true},
+		{Addr{Format: FORMAT_UNSPEC, Str: "fi_shm://x"}, false},
+		{Addr{Format: ADDR_STR, Str: "fi_sockaddr_in://127.0.0.1:1"}, false},
+		{Addr{Format: ADDR_STR, IP: ap("127.0.0.1:1")}, false},
+		{Addr{}, false},
+	} {
+		if got := tt.a.IsName(); got != tt.want {
+			t.Errorf("%#v.IsName() = %v, want %v", tt.a, got, tt.want)
 		}
 	}
 }

@@ -45,6 +45,28 @@ var getinfoAddrTests = []getinfoCase{
 		}),
 	},
 	{
+		// fabtests' servers: fi_getinfo(NODE, SERVICE, FI_SOURCE), an
+		// endpoint of the answer, found by its clients at the same name.
+		name:    "named entry makes its src_addr of FI_SOURCE node and service",
+		quote:   "FI_SOURCE: Indicates that the node and service parameters specify the local source address to associate with an endpoint.",
+		offered: withShm,
+		flags:   uint64(SOURCE), node: "127.0.0.1", service: "7000", hints: &Info{FabricAttr: &FabricAttr{ProvName: "shm"}},
+		want: []string{"shm shm rdm"},
+		check: each(func(in *Info) string {
+			return expectAddr("src", in.SrcAddr, "fi_ns://127.0.0.1:7000") + expectAddr("dest", in.DestAddr, "")
+		}),
+	},
+	{
+		name:    "named entry takes an FI_ADDR_STR node as its src_addr",
+		quote:   "Applications may also pass in an FI_ADDR_STR formatted address (see format details below) as the node parameter.",
+		offered: withShm,
+		flags:   uint64(SOURCE), node: "fi_shm://mine", hints: &Info{FabricAttr: &FabricAttr{ProvName: "shm"}},
+		want: []string{"shm shm rdm"},
+		check: each(func(in *Info) string {
+			return expectAddr("src", in.SrcAddr, "fi_shm://mine") + expectAddr("dest", in.DestAddr, "")
+		}),
+	},
+	{
 		name:    "named entry has no socket format",
 		quote:   "addr_format - If specified, indicates the format of addresses referenced by the fabric interfaces and data structures.",
 		offered: withShm,

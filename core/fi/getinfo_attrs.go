@@ -100,19 +100,22 @@ func (q *getinfoQuery) mrOutput(prov, need, pref MRMode) (MRMode, bool) {
 // addr_format, src_addr and dest_addr.
 func (m *entryMatch) addrs() string {
 	q, h, e, out := m.q, m.q.h, m.e, m.out
-	if e.AddrFormat == ADDR_STR && (e.SrcAddr == nil || !e.SrcAddr.IP.Addr().IsValid()) {
+	if e.Named() {
 		// An entry whose endpoints are named (the shm provider's
 		// fi_shm://NAME) takes FI_ADDR_STR only, and the names the
-		// hints give as its addresses. A node and service name no
-		// endpoint of it: libfabric's shm makes names of them
-		// (smr_resolve_addr), the tree names its endpoints itself
-		// (ep/N/local), so they are left out of the entry.
+		// hints give as its addresses. A node and service become the
+		// name libfabric's shm makes of them (smr_resolve_addr,
+		// fi_ns://NODE:SERVICE): with FI_SOURCE the src_addr, which an
+		// endpoint opened from the entry takes as its name.
 		if h.AddrFormat != FORMAT_UNSPEC && h.AddrFormat != ADDR_STR {
 			return fmt.Sprintf("addr_format %v", h.AddrFormat)
 		}
 		out.AddrFormat = ADDR_STR
-		if q.src != nil && q.src.name != nil {
+		switch {
+		case q.src != nil && q.src.name != nil:
 			out.SrcAddr = q.src.name
+		case q.src != nil && q.src.nsName != "":
+			out.SrcAddr = &Addr{Format: ADDR_STR, Str: q.src.nsName}
 		}
 		switch {
 		case q.dst != nil && q.dst.name != nil:

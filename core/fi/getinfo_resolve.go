@@ -18,8 +18,9 @@ type addrChoice struct {
 	ips  []netip.Addr
 	port uint16
 	desc string // as the application wrote it, for messages
-	// name is a hints address that is a name, not an IP address
-	// (fi_shm://NAME): only an entry with named endpoints takes it.
+	// name is a hints address or FI_ADDR_STR node that is a name, not an
+	// IP address (fi_shm://NAME, fi_ns://NAME; Addr.IsName): only an
+	// entry with named endpoints takes it.
 	name *Addr
 	// nsName is the name a node and service make for an entry with
 	// named endpoints, as libfabric's shm makes it (smr_resolve_addr):
@@ -57,7 +58,7 @@ func (q *getinfoQuery) resolve(ctx context.Context, node, service string, flags 
 		}
 		ip := a.IP.Addr()
 		switch {
-		case !ip.IsValid() && a.Format == ADDR_STR && strings.HasPrefix(a.Str, ShmScheme):
+		case a.IsName():
 			n := *a
 			return &addrChoice{name: &n, desc: a.Str}, nil
 		case !ip.IsValid():
@@ -106,6 +107,9 @@ func (q *getinfoQuery) nodeAddr(ctx context.Context, node, service string, flags
 		if err != nil {
 			return nil, getinfoErrorf(EINVAL, "node %q: %v", node, err)
 		}
+		if a.IsName() {
+			return &addrChoice{name: &a, desc: node}, nil
+		}
 		return &addrChoice{ips: []netip.Addr{a.IP.Addr()}, port: a.IP.Port(), desc: node}, nil
 	}
 	c := &addrChoice{desc: node, nsName: ShmScheme + node}
@@ -116,9 +120,9 @@ func (q *getinfoQuery) nodeAddr(ctx context.Context, node, service string, flags
 		}
 		c.port = p
 		c.desc = net.JoinHostPort(node, service)
-		c.nsName = nsScheme + service
+		c.nsName = NsScheme + service
 		if node != "" {
-			c.nsName = nsScheme + node + ":" + service
+			c.nsName = NsScheme + node + ":" + service
 		}
 	}
 	switch {

@@ -61,6 +61,13 @@ type Info struct {
 	AutoProgress bool
 }
 
+// Named reports whether the entry's endpoints are named rather than
+// addressed by IP, as the shm provider's (fi_shm://NAME, Addr.IsName):
+// FI_ADDR_STR without an IP source address.
+func (in *Info) Named() bool {
+	return in.AddrFormat == ADDR_STR && (in.SrcAddr == nil || !in.SrcAddr.IP.Addr().IsValid())
+}
+
 // TxAttr is struct fi_tx_attr.
 type TxAttr struct {
 	Caps        Caps

@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"bytes"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -37,7 +38,9 @@ type endpoint struct {
 	ev     core.EndpointEvents
 	name   fi.Addr
 	rxSize int
+	inject int // tx_attr.inject_size, at most InjectSize
 	caps   fi.Caps
+	key    []byte // ep_attr.auth_key
 
 	// active counts Posts under way on this endpoint and its held sends
 	// a receive has taken and not completed yet: Close waits for none.
@@ -47,12 +50,15 @@ type endpoint struct {
 	// looks for them only when there are some.
 	held atomic.Int64
 
-	mu      sync.Mutex
-	enabled bool
-	gone    bool          // closed: takes no more messages
-	recvs   [2][]*core.Op // posted receives: untagged, tagged
-	unexp   [2][]*message // unexpected messages, in arrival order
-	bytes   int           // what the eager ones hold
+	mu       sync.Mutex
+	enabled  bool
+	gone     bool                    // closed: takes no more messages
+	recvs    [2][]*core.Op           // posted receives: untagged, tagged
+	multi    map[*core.Op]*multiRecv // the posted untagged ones with FI_MULTI_RECV
+	minMulti uint64                  // FI_OPT_MIN_MULTI_RECV
+	unexp    [2][]*message           // unexpected messages, in arrival order
+	claimed  map[uint64]*message     // messages claimed by FI_PEEK|FI_CLAIM, by claim key
+	bytes    int                     // what the eager and claimed ones hold
 }
 
 var _ core.Endpoint = (*endpoint)(nil)
@@ -64,19 +70,26 @@ func queueOf(tagged bool) int {
 	return 0
 }
 
-// Enable puts the endpoint in the provider's table under its name.
+// Enable puts the endpoint in the provider's table under its name, which
+// no other enabled endpoint may have: FI_EADDRINUSE, as bind(2) of an
+// address in use (libfabric's shm fails with FI_EBUSY when a live process
+// has the name).
 func (e *endpoint) Enable() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.gone {
 		return core.Errorf(fi.EOPBADSTATE, "shm: endpoint closed")
 	}
-	if !e.enabled {
-		e.prov.mu.Lock()
-		e.prov.eps[e.name.Str] = e
-		e.prov.mu.Unlock()
-		e.enabled = true
+	if e.enabled {
+		return nil
 	}
+	e.prov.mu.Lock()
+	defer e.prov.mu.Unlock()
+	if _, taken := e.prov.eps[e.name.Str]; taken {
+		return core.Errorf(fi.EADDRINUSE, "shm: an endpoint named %s exists", e.name.Str)
+	}
+	e.prov.eps[e.name.Str] = e
+	e.enabled = true
 	return nil
 }
 
@@ -108,6 +121,17 @@ func (e *endpoint) Post(op *core.Op) error {
 	if e.closed.Load() {
 		return core.Errorf(fi.EOPBADSTATE, "shm: endpoint closed")
 	}
+	if op.Flags&fi.INJECT != 0 {
+		// fi_msg(3) FI_INJECT: "This flag can only be used with
+		// messages smaller than inject_size"; nothing comes back to an
+		// injected operation.
+		switch {
+		case op.Kind == core.OpRead || op.Kind == core.OpFetchAtomic || op.Kind == core.OpCompareAtomic:
+			return core.Errorf(fi.EINVAL, "shm: operation kind %d cannot be injected", op.Kind)
+		case len(op.Buf) > e.inject:
+			return core.Errorf(fi.EINVAL, "shm: inject of %d bytes; inject_size is %d", len(op.Buf), e.inject)
+		}
+	}
 	switch op.Kind {
 	case core.OpRecv, core.OpTRecv:
 		return e.postRecv(op)
@@ -116,17 +140,36 @@ func (e *endpoint) Post(op *core.Op) error {
 	case core.OpWrite, core.OpRead:
 		e.rma(op)
 		return nil
+	case core.OpAtomic, core.OpFetchAtomic, core.OpCompareAtomic:
+		e.atomic(op)
+		return nil
 	}
 	return core.Errorf(fi.EOPNOTSUPP, "shm: operation kind %d not supported", op.Kind)
+}
+
+// peer is the enabled endpoint called a, which e may talk to: one with
+// the same authorization key (fi_endpoint(3) auth_key: "Only peer
+// endpoints that are programmed to use the same authorization key may
+// communicate"), else fi.ECONNREFUSED, as an FI_EP_RDM peer over tcp
+// refuses the connection; fi.EHOSTUNREACH if there is none.
+func (e *endpoint) peer(a fi.Addr) (*endpoint, fi.Errno) {
+	t := e.prov.lookup(a)
+	switch {
+	case t == nil:
+		return nil, fi.EHOSTUNREACH
+	case !bytes.Equal(t.key, e.key):
+		return nil, fi.ECONNREFUSED
+	}
+	return t, 0
 }
 
 // send delivers op to the first matching receive of its target, or leaves
 // it there as an unexpected message.
 func (e *endpoint) send(op *core.Op) error {
-	t := e.prov.lookup(op.Peer)
 	c := core.Completion{Flags: op.Kind.CQFlags(), Len: uint64(len(op.Buf))}
-	if t == nil {
-		c.Err = fi.EHOSTUNREACH
+	t, err := e.peer(op.Peer)
+	if err != 0 {
+		c.Err = err
 		op.Complete(c)
 		return nil
 	}
@@ -144,6 +187,11 @@ func (e *endpoint) send(op *core.Op) error {
 	}
 	if i := slices.IndexFunc(t.recvs[q], func(r *core.Op) bool { return matches(r, &msg) }); i >= 0 {
 		r := t.recvs[q][i]
+		if mr := t.multi[r]; mr != nil {
+			t.placeMulti(r, mr, i, &msg, op.Buf)
+			op.Complete(c)
+			return nil
+		}
 		t.recvs[q] = slices.Delete(t.recvs[q], i, i+1)
 		t.mu.Unlock()
 		deliver(r, &msg, op.Buf)
@@ -181,37 +229,54 @@ func matches(r *core.Op, msg *message) bool {
 	return r.Peer == (fi.Addr{}) || r.Peer == msg.src
 }
 
-// deliver completes the receive r with payload placed: copied, truncated
-// with fi.ETRUNC if longer than its buffer. A receive without a buffer
-// gets one of the message's size, at most MaxDynamicRecv.
+// deliver completes the receive r with payload placed in its buffer. A
+// receive without a buffer gets one of the message's size, at most
+// MaxDynamicRecv.
 func deliver(r *core.Op, msg *message, payload []byte) {
+	if r.Buf == nil {
+		r.Buf = make([]byte, min(len(payload), MaxDynamicRecv))
+	}
+	r.Complete(placed(r, msg, payload, r.Buf))
+}
+
+// placed copies payload into buf, the part of r's buffer msg takes, and
+// returns r's completion for it: truncated with fi.ETRUNC if longer.
+func placed(r *core.Op, msg *message, payload, buf []byte) core.Completion {
 	c := core.Completion{Flags: r.Kind.CQFlags() | msg.flags, Data: msg.data, Src: msg.src}
 	if msg.tagged {
 		c.Tag = msg.tag
 	}
-	if r.Buf == nil {
-		r.Buf = make([]byte, min(len(payload), MaxDynamicRecv))
-	}
-	n := copy(r.Buf, payload)
+	n := copy(buf, payload)
 	c.Len = uint64(n)
 	if rest := len(payload) - n; rest > 0 {
 		c.Err, c.OLen = fi.ETRUNC, uint64(rest)
 	}
-	r.Complete(c)
+	return c
 }
 
 // postRecv delivers the first unexpected message r matches, or queues r.
+// A receive with FI_MULTI_RECV is postMulti's.
 func (e *endpoint) postRecv(r *core.Op) error {
 	q := queueOf(r.Kind == core.OpTRecv)
+	if isMulti(r) && (r.Kind != core.OpRecv || e.caps&fi.MULTI_RECV == 0) {
+		return core.Errorf(fi.EOPNOTSUPP, "shm: FI_MULTI_RECV is for untagged receives of endpoints with the FI_MULTI_RECV capability")
+	}
 	e.mu.Lock()
 	if r.Kind == core.OpTRecv && r.Flags&(fi.PEEK|fi.CLAIM) != 0 {
 		return e.peekLocked(r)
+	}
+	if isMulti(r) {
+		return e.postMulti(r)
 	}
 	i := slices.IndexFunc(e.unexp[q], func(m *message) bool { return matches(r, m) })
 	if i < 0 {
 		if len(e.recvs[0])+len(e.recvs[1]) >= e.rxSize {
 			e.mu.Unlock()
 			return core.Errorf(fi.EAGAIN, "shm: %d receives posted (rx_size)", e.rxSize)
+		}
+		if e.gone {
+			e.mu.Unlock()
+			return core.Errorf(fi.EOPBADSTATE, "shm: endpoint closed")
 		}
 		e.recvs[q] = append(e.recvs[q], r)
 		e.mu.Unlock()
@@ -246,15 +311,39 @@ func (msg *message) sent(err fi.Errno) {
 	msg.from.active.Add(-1)
 }
 
-// peekLocked serves a tagged receive with FI_PEEK (fi_tagged(3)): it
-// completes with the length, tag and data of the first unexpected message
-// it matches, which it also drops with FI_DISCARD, or with fi.ENOMSG.
-// FI_CLAIM is not implemented: fi.ENOSYS. It unlocks e.mu.
+// peekLocked serves a tagged receive with FI_PEEK or FI_CLAIM
+// (fi_tagged(3)), which never waits. FI_PEEK completes with the length,
+// tag and data of the first unexpected message it matches, or with
+// fi.ENOMSG; with FI_DISCARD the message is dropped; with FI_CLAIM it is
+// set aside, copied out of a sender still waiting, for the FI_CLAIM
+// receive of the same claim key (Op.Key, the application's context):
+// "Claimed messages can only be retrieved using a subsequent, paired
+// receive operation with the FI_CLAIM flag set." That receive places it
+// (its completion has FI_CLAIM: fi_msg(3), "the CQ entry flags will have
+// the FI_CLAIM bit set"), or drops it with FI_DISCARD; with no message
+// claimed under its key it completes with fi.ENOMSG. A claimed message
+// counts against UnexpectedLimit until taken. It unlocks e.mu.
 func (e *endpoint) peekLocked(r *core.Op) error {
 	c := core.Completion{Flags: r.Kind.CQFlags(), Err: fi.ENOMSG}
-	if r.Flags&fi.CLAIM != 0 {
+	if r.Flags&fi.PEEK == 0 {
+		msg := e.claimed[r.Key]
+		if msg == nil {
+			e.mu.Unlock()
+			r.Complete(c)
+			return nil
+		}
+		delete(e.claimed, r.Key)
+		e.bytes -= len(msg.kept)
 		e.mu.Unlock()
-		c.Err = fi.ENOSYS
+		if r.Flags&fi.DISCARD != 0 {
+			r.Complete(core.Completion{Flags: r.Kind.CQFlags() | msg.flags | fi.CQFlags(fi.CLAIM), Data: msg.data, Tag: msg.tag, Src: msg.src})
+			return nil
+		}
+		if r.Buf == nil {
+			r.Buf = make([]byte, len(msg.kept))
+		}
+		c = placed(r, msg, msg.kept, r.Buf)
+		c.Flags |= fi.CQFlags(fi.CLAIM)
 		r.Complete(c)
 		return nil
 	}
@@ -266,12 +355,27 @@ func (e *endpoint) peekLocked(r *core.Op) error {
 	}
 	msg := e.unexp[1][i]
 	c = core.Completion{Flags: r.Kind.CQFlags() | msg.flags, Len: uint64(len(msg.payload())), Data: msg.data, Tag: msg.tag, Src: msg.src}
-	if r.Flags&fi.DISCARD == 0 {
+	switch {
+	case r.Flags&fi.DISCARD != 0:
+		e.takeLocked(1, i)
+	case r.Flags&fi.CLAIM != 0 && e.claimed[r.Key] != nil:
+		e.mu.Unlock()
+		r.Complete(core.Completion{Flags: r.Kind.CQFlags(), Err: fi.EINVAL}) // the key holds a claim already
+		return nil
+	case r.Flags&fi.CLAIM != 0:
+		e.takeLocked(1, i)
+		kept := *msg
+		kept.op, kept.from, kept.kept = nil, nil, slices.Clone(msg.payload())
+		e.bytes += len(kept.kept)
+		if e.claimed == nil {
+			e.claimed = map[uint64]*message{}
+		}
+		e.claimed[r.Key] = &kept
+	default:
 		e.mu.Unlock()
 		r.Complete(c)
 		return nil
 	}
-	e.takeLocked(1, i)
 	e.mu.Unlock()
 	r.Complete(c)
 	msg.sent(0)
@@ -282,13 +386,13 @@ func (e *endpoint) peekLocked(r *core.Op) error {
 // events resolve it, and reports it there.
 func (e *endpoint) rma(op *core.Op) {
 	c := core.Completion{Flags: op.Kind.CQFlags(), Len: uint64(len(op.Buf))}
-	t := e.prov.lookup(op.Peer)
-	if t == nil {
-		c.Err = fi.EHOSTUNREACH
+	t, perr := e.peer(op.Peer)
+	if perr != 0 {
+		c.Err = perr
 		op.Complete(c)
 		return
 	}
-	access, remote := fi.REMOTE_WRITE, core.Completion{Flags: fi.CQFlags(fi.RMA | fi.REMOTE_WRITE), Len: c.Len}
+	access, remote := fi.REMOTE_WRITE, core.Completion{Flags: fi.CQFlags(fi.RMA | fi.REMOTE_WRITE), Len: c.Len, Key: op.Key}
 	if op.Kind == core.OpRead {
 		access, remote.Flags = fi.REMOTE_READ, fi.CQFlags(fi.RMA|fi.REMOTE_READ)
 	}
@@ -319,8 +423,9 @@ func (e *endpoint) Cancel(op *core.Op) bool {
 	for q := range e.recvs {
 		if i := slices.Index(e.recvs[q], op); i >= 0 {
 			e.recvs[q] = slices.Delete(e.recvs[q], i, i+1)
+			done := e.endRecvLocked(op, core.Completion{Flags: op.Kind.CQFlags(), Err: fi.ECANCELED})
 			e.mu.Unlock()
-			op.Complete(core.Completion{Flags: op.Kind.CQFlags(), Err: fi.ECANCELED})
+			done()
 			return true
 		}
 	}
@@ -344,8 +449,14 @@ func (e *endpoint) Close() error {
 
 	e.mu.Lock()
 	e.gone = true
-	recvs, unexp := e.recvs, e.unexp
-	e.recvs, e.unexp, e.bytes = [2][]*core.Op{}, [2][]*message{}, 0
+	var ended []func()
+	for q := range e.recvs {
+		for _, r := range e.recvs[q] {
+			ended = append(ended, e.endRecvLocked(r, core.Completion{Flags: r.Kind.CQFlags(), Err: fi.ECANCELED}))
+		}
+	}
+	unexp := e.unexp
+	e.recvs, e.unexp, e.claimed, e.bytes = [2][]*core.Op{}, [2][]*message{}, nil, 0
 	for q := range unexp {
 		for _, msg := range unexp[q] {
 			if msg.op != nil {
@@ -355,10 +466,10 @@ func (e *endpoint) Close() error {
 		}
 	}
 	e.mu.Unlock()
-	for q := range recvs {
-		for _, r := range recvs[q] {
-			r.Complete(core.Completion{Flags: r.Kind.CQFlags(), Err: fi.ECANCELED})
-		}
+	for _, done := range ended {
+		done()
+	}
+	for q := range unexp {
 		for _, msg := range unexp[q] {
 			msg.sent(fi.EHOSTUNREACH)
 		}

@@ -2,7 +2,9 @@ package shm
 
 import (
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -44,13 +46,16 @@ const (
 const provVersion = 117<<16 | 0
 
 // Capabilities. Every operation is placed in the order it is posted
-// (package doc), so each ordering of sends, reads and writes holds.
+// (package doc), so each ordering of sends, reads, writes and atomics
+// holds.
 const (
-	txCaps  = fi.MSG | fi.TAGGED | fi.SEND | fi.RMA | fi.READ | fi.WRITE | fi.FENCE
-	rxCaps  = fi.MSG | fi.TAGGED | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.RMA | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT
+	txCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE | fi.FENCE
+	rxCaps = fi.MSG | fi.TAGGED | fi.RECV | fi.SOURCE | fi.DIRECTED_RECV | fi.MULTI_RECV | fi.RMA | fi.ATOMIC |
+		fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT
 	epCaps  = txCaps | rxCaps | fi.SHARED_AV | fi.LOCAL_COMM
 	orderly = fi.ORDER_RAR | fi.ORDER_RAW | fi.ORDER_RAS | fi.ORDER_WAR | fi.ORDER_WAW | fi.ORDER_WAS |
-		fi.ORDER_SAR | fi.ORDER_SAW | fi.ORDER_SAS | fi.ORDER_RMA_RAR | fi.ORDER_RMA_RAW | fi.ORDER_RMA_WAR | fi.ORDER_RMA_WAW
+		fi.ORDER_SAR | fi.ORDER_SAW | fi.ORDER_SAS | fi.ORDER_RMA_RAR | fi.ORDER_RMA_RAW | fi.ORDER_RMA_WAR | fi.ORDER_RMA_WAW |
+		fi.ORDER_ATOMIC_RAR | fi.ORDER_ATOMIC_RAW | fi.ORDER_ATOMIC_WAR | fi.ORDER_ATOMIC_WAW
 )
 
 // Provider is the shm provider: one domain, and the table of its enabled
@@ -64,8 +69,10 @@ type Provider struct {
 
 var _ core.Provider = (*Provider)(nil)
 
-// namePrefix starts the name of every endpoint: fi_shm://fabricfs.N.
-const namePrefix = "fabricfs"
+// stem is the entry's src_addr, fi_shm://fabricfs: an endpoint opened
+// with it as its src_addr is named by the tree, fi_shm://fabricfs.N
+// (endpointName).
+const stem = fi.ShmScheme + "fabricfs"
 
 // New returns the shm provider.
 func New() *Provider { return &Provider{eps: map[string]*endpoint{}} }
@@ -83,7 +90,7 @@ func info() *fi.Info {
 		// The domain's address: the stem of its endpoints' names, as
 		// libfabric's shm gives fi_shm://PID as an entry's source. The
 		// tree names each endpoint (ep/N/local).
-		SrcAddr: &fi.Addr{Format: fi.ADDR_STR, Str: fi.ShmScheme + namePrefix},
+		SrcAddr: &fi.Addr{Format: fi.ADDR_STR, Str: stem},
 		TxAttr: &fi.TxAttr{
 			Caps:        txCaps,
 			MsgOrder:    orderly,
@@ -150,7 +157,8 @@ func (p *Provider) OpenDomain(name string) (core.ProviderDomain, error) {
 // domain is the opened domain.
 type domain struct{ prov *Provider }
 
-// NewEndpoint makes an FI_EP_RDM endpoint, named fi_shm://fabricfs.N.
+// NewEndpoint makes an FI_EP_RDM endpoint, named after its src_addr
+// (endpointName).
 func (d *domain) NewEndpoint(in *fi.Info, req core.ConnReq, ev core.EndpointEvents) (core.Endpoint, error) {
 	switch {
 	case in == nil || in.EPAttr == nil:
@@ -171,11 +179,37 @@ func (d *domain) NewEndpoint(in *fi.Info, req core.ConnReq, ev core.EndpointEven
 	if rx > MaxQueueSize {
 		return nil, core.Errorf(fi.EINVAL, "shm: rx_size %d: at most %d", rx, MaxQueueSize)
 	}
+	inject := InjectSize
+	if in.TxAttr != nil && in.TxAttr.InjectSize < InjectSize {
+		inject = int(in.TxAttr.InjectSize)
+	}
+	name, err := d.prov.endpointName(in.SrcAddr)
+	if err != nil {
+		return nil, err
+	}
 	if !d.prov.open.Hold(EPCnt) {
 		return nil, core.Errorf(fi.ENOSPC, "shm: domain %s has its %d endpoints (ep_cnt)", DomainName, EPCnt)
 	}
-	name := fi.Addr{Format: fi.ADDR_STR, Str: fi.ShmScheme + namePrefix + "." + strconv.FormatUint(d.prov.next.Add(1), 10)}
-	return &endpoint{prov: d.prov, ev: ev, name: name, rxSize: rx, caps: in.Caps}, nil
+	return &endpoint{prov: d.prov, ev: ev, name: name, rxSize: rx, inject: inject, caps: in.Caps, key: slices.Clone(in.EPAttr.AuthKey),
+		multi: map[*core.Op]*multiRecv{}, minMulti: DefaultMinMultiRecv}, nil
+}
+
+// endpointName is the name of an endpoint whose src_addr is src: src
+// itself when it is a name (fi_shm://NAME, fi_ns://NODE:SERVICE) the
+// application chose, or the tree's next fi_shm://fabricfs.N when src is
+// the entry's stem or none. The tree's names are its own: src may not be
+// one of them (FI_EADDRNOTAVAIL). Enable checks that no other endpoint
+// has the name.
+func (p *Provider) endpointName(src *fi.Addr) (fi.Addr, error) {
+	switch {
+	case src == nil || src.Str == stem:
+		return fi.Addr{Format: fi.ADDR_STR, Str: stem + "." + strconv.FormatUint(p.next.Add(1), 10)}, nil
+	case !src.IsName():
+		return fi.Addr{}, core.Errorf(fi.EADDRNOTAVAIL, "shm: src_addr %v is not a name (fi_shm://NAME or fi_ns://NAME)", src)
+	case strings.HasPrefix(src.Str, stem+"."):
+		return fi.Addr{}, core.Errorf(fi.EADDRNOTAVAIL, "shm: src_addr %s: names %s.N are the tree's", src.Str, stem)
+	}
+	return *src, nil
 }
 
 // NewPassiveEndpoint fails: FI_EP_RDM has no passive endpoints.
