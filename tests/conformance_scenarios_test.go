@@ -257,8 +257,12 @@ var confScenarios = []confScenario{
 		a.io.fill(t, confRMAOff, data)
 		a.io.rma(t, true, confRMAOff, 3000, 4000, x.num(t, mr, "attr/key"), nil)
 		wantCQE(t, "write", a.io.poll(t, 1)[0], cqWrite, 3000, 0)
-		if got := x.regionBytes(t, mr, 4000, 3000); !bytes.Equal(got, data) {
-			t.Error("the asynchronously registered region does not hold the written bytes")
+		// The write completes once sent (transmit complete), not
+		// necessarily placed: the bytes may come a moment later.
+		for deadline := time.Now().Add(10 * time.Second); !bytes.Equal(x.regionBytes(t, mr, 4000, 3000), data); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the asynchronously registered region does not hold the written bytes")
+			}
 		}
 	}},
 	// fi_endpoint(3), "Traffic Class (tclass)": "Traffic classes can be a
