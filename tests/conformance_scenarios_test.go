@@ -222,6 +222,77 @@ var confScenarios = []confScenario{
 			t.Errorf("send to a peer with another key: %v, want FI_ECONNREFUSED", err.Name())
 		}
 	}},
+	// fi_av(3): "Address vectors may be shared across multiple processes
+	// which access the same named domain on the same node. The name field
+	// allows the underlying provider to identify a shared AV." A named AV
+	// is av/NAME, made with mkdir (for both implementations: the Go
+	// client's AVs are clone objects); a's endpoint binds it by its name,
+	// a second process (a shell) inserts b's address into it, and a sends
+	// to the fi_addr that process got.
+	{name: "shared_av", caps: fi.MSG | fi.SHARED_AV, run: func(t *testing.T, x *confEnv) {
+		av := mkobj(t, x.dom, "av", "confshared")
+		a, b, _ := x.confPair(t, confCfg{a: confSide{av: av}})
+		transfer(t, a, b, pattern(100, 25))
+		transfer(t, b, a, pattern(200, 26))
+	}},
+	// fi_domain(3): "Binding an event queue to a domain with the FI_REG_MR
+	// flag indicates that the provider should perform all memory
+	// registration operations asynchronously, with the completion
+	// reported through the event queue." Here per region (mr bind eq,
+	// through the files for both implementations: the Go client
+	// registers synchronously): reg returns, the EQ reports mr_complete,
+	// and then the region takes a's RMA write.
+	{name: "mr_async", caps: fi.RMA | fi.WRITE | fi.REMOTE_WRITE, run: func(t *testing.T, x *confEnv) {
+		eq := x.impl.obj(t, x, "eq") // first: removed after the region bound to it
+		a, _, _ := x.confPair(t, confCfg{})
+		mr := mkobj(t, x.dom, "mr", "confasync")
+		must(t, ctl(filepath.Join(mr, "attr", "len"), "8192"))
+		must(t, ctl(filepath.Join(mr, "attr", "access"), confMRAccess))
+		ctlOK(t, mr, "bind eq "+filepath.Base(eq))
+		ctlOK(t, mr, "reg")
+		if ev := x.events(t, eq, "mr_complete fid=mr/confasync"); len(ev) != 1 {
+			t.Errorf("events %q, want the registration's only", ev)
+		}
+		data := pattern(3000, 24)
+		a.io.fill(t, confRMAOff, data)
+		a.io.rma(t, true, confRMAOff, 3000, 4000, x.num(t, mr, "attr/key"), nil)
+		wantCQE(t, "write", a.io.poll(t, 1)[0], cqWrite, 3000, 0)
+		// The write completes once sent (transmit complete), not
+		// necessarily placed: the bytes may come a moment later.
+		for deadline := time.Now().Add(10 * time.Second); !bytes.Equal(x.regionBytes(t, mr, 4000, 3000), data); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the asynchronously registered region does not hold the written bytes")
+			}
+		}
+	}},
+	// fi_endpoint(3), "Traffic Class (tclass)": "Traffic classes can be a
+	// differentiated services code point (DSCP) value, one of the
+	// following defined labels, or a provider-specific definition." a
+	// takes a label and b a DSCP value (fi_tc_dscp_set(10)) before
+	// enable; both read back after and carry messages. A class that is
+	// neither is refused (EINVAL), and so is a change after enable (EBADFD:
+	// FI_EOPBADSTATE). Their DSCP on the wire: TestTrafficClass.
+	{name: "tclass", caps: fi.MSG, run: func(t *testing.T, x *confEnv) {
+		a, b, _ := x.confPair(t, confCfg{a: confSide{tclass: "FI_TC_LOW_LATENCY"}, b: confSide{tclass: "0x10a"}})
+		for _, c := range []struct {
+			n    *confNode
+			want string
+		}{{a, "0x201"}, {b, "0x10a"}} {
+			if got := fileText(t, c.n.ep, "attr/tx_tclass"); got != c.want {
+				t.Errorf("%s: attr/tx_tclass %q after enable, want %q", c.n.name, got, c.want)
+			}
+		}
+		transfer(t, a, b, pattern(300, 27))
+		transfer(t, b, a, pattern(300, 28))
+		err := ctl(filepath.Join(a.ep, "attr", "tx_tclass"), "FI_TC_BULK_DATA")
+		wantErrno(t, "tx_tclass after enable", err, syscall.EBADFD)
+		if got := fileText(t, a.ep, "attr/tx_tclass"); got != "0x201" {
+			t.Errorf("%s: attr/tx_tclass %q after the refused change, want 0x201", a.name, got)
+		}
+		idle := x.impl.obj(t, x, "ep")
+		err = ctl(filepath.Join(idle, "attr", "tx_tclass"), "FI_TC_FASTEST")
+		wantErrno(t, "tx_tclass FI_TC_FASTEST", err, syscall.EINVAL)
+	}},
 	{name: "remote_cq_data", caps: fi.MSG, cqData: true, run: func(t *testing.T, x *confEnv) {
 		a, b, _ := x.confPair(t, confCfg{})
 		msg, data := pattern(64, 1), uint64(0xfeedf00d)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -194,6 +195,11 @@ type confSide struct {
 	cntr      string // bind cntr FLAGS, if not empty
 	srx, stx  string // the directories of the shared contexts to bind, if not empty
 	authKey   string // attr/auth_key, if not empty (FI_EP_MSG: the pep's is confCfg.pepKey)
+	tclass    string // attr/tx_tclass, if not empty
+	// av (FI_EP_RDM) is the directory of a named AV to bind in place of
+	// one of its own; another process inserts the peer into it
+	// (insertShared).
+	av string
 }
 
 // confCfg sets up a pair; the data fields are FI_EP_MSG private data.
@@ -258,7 +264,10 @@ func (x *confEnv) confPair(t *testing.T, cfg confCfg) (a, b *confNode, events []
 		if s.cntr != "" {
 			n.cntr = x.impl.obj(t, x, "cntr")
 		}
-		if !x.run.msg() {
+		switch {
+		case s.av != "":
+			n.av = s.av
+		case !x.run.msg():
 			n.av = x.impl.obj(t, x, "av")
 		}
 		return n
@@ -273,6 +282,9 @@ func (x *confEnv) confPair(t *testing.T, cfg confCfg) (a, b *confNode, events []
 		}
 		if s.authKey != "" {
 			must(t, ctl(filepath.Join(n.ep, "attr", "auth_key"), s.authKey))
+		}
+		if s.tclass != "" {
+			must(t, ctl(filepath.Join(n.ep, "attr", "tx_tclass"), s.tclass))
 		}
 		cmds := []string{"bind cq " + filepath.Base(n.cq) + " send,recv"}
 		if s.selective {
@@ -300,7 +312,13 @@ func (x *confEnv) confPair(t *testing.T, cfg confCfg) (a, b *confNode, events []
 		a.ep, b.ep = x.impl.obj(t, x, "ep"), x.impl.obj(t, x, "ep")
 		setup(a, cfg.a)
 		setup(b, cfg.b)
-		a.peer, b.peer = x.insert(t, a, b), x.insert(t, b, a)
+		insert := func(from, to *confNode, s confSide) uint64 {
+			if s.av != "" {
+				return x.insertShared(t, from, to)
+			}
+			return x.insert(t, from, to)
+		}
+		a.peer, b.peer = insert(a, b, cfg.a), insert(b, a, cfg.b)
 		a.io, b.io = x.impl.io(t, x, a), x.impl.io(t, x, b)
 		return a, b, nil
 	}
@@ -337,6 +355,51 @@ func (x *confEnv) insert(t *testing.T, from, to *confNode) uint64 {
 	ctlOK(t, from.av, "insert "+fileText(t, to.ep, "local"))
 	lines := strings.Split(fileText(t, from.av, "addrs"), "\n")
 	return x.numField(t, strings.Fields(lines[len(lines)-1])[0])
+}
+
+// insertShared puts to's address into from's named AV from another
+// process, a shell, and returns the fi_addr that process read from addrs;
+// it checks that this process's addrs shows the same entry.
+func (x *confEnv) insertShared(t *testing.T, from, to *confNode) uint64 {
+	t.Helper()
+	local := fileText(t, to.ep, "local")
+	out, err := exec.Command("sh", "-c", `echo "insert $1" > "$2/ctl" && tail -n 1 "$2/addrs"`, "sh", local, from.av).CombinedOutput()
+	if err != nil {
+		t.Fatalf("the second process's insert into %s: %v: %s (err: %s)", from.av, err, out, fileText(t, from.av, "err"))
+	}
+	f := strings.Fields(string(out))
+	if len(f) != 2 || f[1] != local {
+		t.Fatalf("the second process read the entry %q from %s/addrs, want FIADDR %s", out, from.av, local)
+	}
+	if lines := strings.Split(fileText(t, from.av, "addrs"), "\n"); !slices.Contains(lines, strings.Join(f, " ")) {
+		t.Errorf("%s/addrs %q lacks the entry %q the second process inserted", from.av, lines, strings.Join(f, " "))
+	}
+	return x.numField(t, f[0])
+}
+
+// regionBytes is n bytes at off of the region mr (a directory), which the
+// rings see by mapping its data file and the shell by reading it.
+func (x *confEnv) regionBytes(t *testing.T, mr string, off, n int) []byte {
+	t.Helper()
+	if _, ok := x.impl.(*ringsImpl); ok {
+		reg, err := ring.MapFile(filepath.Join(mr, "data"))
+		must(t, err)
+		defer reg.Close()
+		return bytes.Clone(reg.Mem[off : off+n])
+	}
+	return readRegion(t, mr, off, n)
+}
+
+// readRegion reads n bytes at off of the region mr's data file.
+func readRegion(t *testing.T, mr string, off, n int) []byte {
+	t.Helper()
+	f, err := os.Open(filepath.Join(mr, "data"))
+	must(t, err)
+	defer f.Close()
+	b := make([]byte, n)
+	_, err = f.ReadAt(b, int64(off))
+	must(t, err)
+	return b
 }
 
 // events reads the EQ until a line starting with each of want has come,
@@ -1001,13 +1064,7 @@ func (s *shellIO) atomic(t *testing.T, kind, op, dt string, off, cmp, res, n, ra
 
 func (s *shellIO) mem(t *testing.T, off, n int) []byte {
 	t.Helper()
-	f, err := os.Open(filepath.Join(s.n.mr, "data"))
-	must(t, err)
-	defer f.Close()
-	b := make([]byte, n)
-	_, err = f.ReadAt(b, int64(off))
-	must(t, err)
-	return b
+	return readRegion(t, s.n.mr, off, n)
 }
 
 func (s *shellIO) fill(t *testing.T, off int, b []byte) {
