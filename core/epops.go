@@ -80,6 +80,9 @@ func (e *EP) completed(op *Op, c Completion) {
 	// over when its buffer is released.
 	final := op.Flags&fi.OpFlags(fi.MULTI_RECV) == 0 || c.Flags&fi.CQFlags(fi.MULTI_RECV) != 0
 	op.received(c)
+	if final {
+		op.mrs.release() // the provider and received are done with its buffers
+	}
 	// One hold of the lock for the bookkeeping and where the entry goes.
 	var rings, drained *epRings
 	var q *workQueue // the ring the completion frees room in, if made
@@ -179,8 +182,10 @@ func newOp() *Op {
 	return op
 }
 
-// freeOp zeroes op, dropping its buffer and callbacks, and pools it.
+// freeOp lets go of op's memory regions, zeroes it, dropping its buffer
+// and callbacks, and pools it.
 func freeOp(op *Op) {
+	op.mrs.release()
 	*op = Op{}
 	opPool.Put(op)
 }
