@@ -12,14 +12,20 @@ import (
 )
 
 // TestMRCloseInFlight: closing a memory region ends it at once, while a
-// receive naming it is in flight: fi_mr(3) "fi_close ... When closing the
-// MR, there must be no opened endpoints or counters associated with it"
-// is about the application's bindings, and fi_cntr(3)'s fi_close "the
-// counter must not be bound to any objects" is then true. Its directory
-// goes, its requested key can be registered again, its counter closes,
-// and a new request naming its desc fails (FI_EINVAL). Its memory stays
-// (the receive lands in it) until the receive completes, then goes back
-// to the user's limit; a peer's read with its key fails afterwards.
+// receive naming it is in flight. fi_mr(3): "When closing the MR, there
+// must be no opened endpoints or counters associated with the MR" is
+// about the application's bindings (fi_mr_bind), not the requests that
+// named it, and "Note that accesses to a closed MR from a remote peer
+// will result in an error at the peer." fi_cntr(3): "When closing the
+// counter, there must be no opened endpoints, transmit contexts, receive
+// contexts or memory regions associated with the counter": the closed
+// region is not. Its directory goes, its requested key can be registered
+// again, its counter closes, and a new request naming its desc fails
+// (FI_EINVAL). Its memory stays (the receive lands in it; fi_mr(3):
+// "Active or queued operations that reference a memory region being
+// closed may fail or result in accesses to invalid memory", which the
+// daemon must not make) until the receive completes, then goes back to
+// the user's limit; a peer's read with its key fails afterwards.
 func TestMRCloseInFlight(t *testing.T) {
 	ctx := context.Background()
 	f, d := loFabric(t)
