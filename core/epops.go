@@ -84,7 +84,7 @@ func (e *EP) completed(op *Op, c Completion) {
 		op.mrs.release() // the provider and received are done with its buffers
 	}
 	// One hold of the lock for the bookkeeping and where the entry goes.
-	var rings, drained *epRings
+	var rings *epRings
 	var q *workQueue // the ring the completion frees room in, if made
 	e.mu.Lock()
 	if final {
@@ -95,9 +95,6 @@ func (e *EP) completed(op *Op, c Completion) {
 		rings = e.rings
 		if rings != nil {
 			q = rings.queueFor(op.Kind)
-		}
-		if e.releaseOnDrain && e.inflight.n == 0 {
-			e.releaseOnDrain, drained = false, rings
 		}
 	}
 	withdrawn := final && op.withdrawn && c.Err == fi.ECANCELED
@@ -125,9 +122,6 @@ func (e *EP) completed(op *Op, c Completion) {
 	}
 	if final && op.pooled && e.cancelling.Load() == 0 {
 		freeOp(op)
-	}
-	if drained != nil {
-		e.releaseRegions(drained)
 	}
 }
 

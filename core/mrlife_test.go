@@ -168,3 +168,37 @@ func TestMRCloseAfterUse(t *testing.T) {
 		t.Errorf("a send naming the closed region's desc completed %+v, want error FI_EINVAL", cs[0])
 	}
 }
+
+// TestMRCloseSRX: a receive posted to a shared receive context holds its
+// region's memory, not the region: the region closes at once, the
+// message still lands in the memory, which then goes back; a receive
+// naming the closed region's desc fails (FI_EINVAL, on the first bound
+// endpoint's receive CQ, as every failed receive of the context).
+func TestMRCloseSRX(t *testing.T) {
+	f, d := loFabric(t)
+	p := newSharedPair(t, d, 1)
+	memory := func() int64 { return f.Held(0)[core.MemoryBytes] }
+	before := memory()
+	p.post(t, 1, 0)
+	p.await(t, "posted=1")
+	if err := p.mr.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if present(d, core.KindMR, p.mr.ID) {
+		t.Error("the region is still there after its close")
+	}
+	if got := memory(); got != before {
+		t.Errorf("with the receive posted the user holds %d bytes, want %d", got, before)
+	}
+	p.send(t, 0, "hello")
+	if c := next(t, p.cqs[0]); c.Err != 0 || c.Len != 5 || c.Context != 1 {
+		t.Errorf("the receive into the closed region completed %+v, want 5 bytes", c)
+	}
+	if got := memory(); got != before-4096 {
+		t.Errorf("after the receive the user holds %d bytes, want %d", got, before-4096)
+	}
+	p.post(t, 2, 0)
+	if c := next(t, p.cqs[0]); c.Err != fi.EINVAL || c.Context != 2 {
+		t.Errorf("a receive naming the closed region's desc completed %+v, want FI_EINVAL", c)
+	}
+}
