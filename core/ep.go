@@ -82,10 +82,6 @@ type EP struct {
 	// parent is the endpoint the endpoint is an alias of (fi_ep_alias),
 	// if it is one.
 	parent *EP
-	// releaseOnDrain: a context or alias closed with operations under way
-	// on the provider endpoint it shares; the last of them to complete
-	// releases the memory regions they use.
-	releaseOnDrain bool
 
 	// ops are its stats (stats.go): atomic, counted without mu, in an
 	// allocation of their own, so that their cache lines hold no field
@@ -852,8 +848,9 @@ func (e *EP) setEngineCPU(s string) error {
 // (an enable, a bind, a connect) acquires anything from then on; then the
 // engine stops serving the rings, the provider endpoint closes
 // (completing what was outstanding) or, for a connection request nobody
-// accepted or rejected, the request is rejected; then the memory regions
-// and bindings are released.
+// accepted or rejected, the request is rejected; then the endpoint forgets
+// the memory regions its requests named (each operation holds the memory
+// it uses until it completes) and its bindings are released.
 func (e *EP) Close() error {
 	e.mu.Lock()
 	e.state = stateClosed
@@ -864,11 +861,9 @@ func (e *EP) Close() error {
 	switch {
 	case e.sep != nil || e.parent != nil:
 		// The provider endpoint is the scalable endpoint's or the
-		// parent's: operations under way may outlive this call, and
-		// the last to complete lets go of the regions.
-		if !e.closeShared(p) {
-			rs = nil
-		}
+		// parent's: operations under way may outlive this call, each
+		// holding the memory of its regions until it completes.
+		e.closeShared(p)
 	case p != nil:
 		e.keepProvStats(p)
 		err = p.Close()

@@ -99,8 +99,11 @@ func (e *EP) completed(op *Op, c Completion) {
 	// over when its buffer is released.
 	final := op.Flags&fi.OpFlags(fi.MULTI_RECV) == 0 || c.Flags&fi.CQFlags(fi.MULTI_RECV) != 0
 	op.received(c)
+	if final {
+		op.mrs.release() // the provider and received are done with its buffers
+	}
 	// One hold of the lock for the bookkeeping and where the entry goes.
-	var rings, drained *epRings
+	var rings *epRings
 	var q *workQueue // the ring the completion frees room in, if made
 	e.mu.Lock()
 	if final {
@@ -111,9 +114,6 @@ func (e *EP) completed(op *Op, c Completion) {
 		rings = e.rings
 		if rings != nil {
 			q = rings.queueFor(op.Kind)
-		}
-		if e.releaseOnDrain && e.inflight.n == 0 {
-			e.releaseOnDrain, drained = false, rings
 		}
 	}
 	withdrawn := final && op.withdrawn && c.Err == fi.ECANCELED
@@ -158,9 +158,6 @@ func (e *EP) completed(op *Op, c Completion) {
 	}
 	if final && op.pooled && e.cancelling.Load() == 0 {
 		freeOp(op)
-	}
-	if drained != nil {
-		e.releaseRegions(drained)
 	}
 }
 
@@ -215,8 +212,10 @@ func newOp() *Op {
 	return op
 }
 
-// freeOp zeroes op, dropping its buffer and callbacks, and pools it.
+// freeOp lets go of op's memory regions, zeroes it, dropping its buffer
+// and callbacks, and pools it.
 func freeOp(op *Op) {
+	op.mrs.release()
 	*op = Op{}
 	opPool.Put(op)
 }

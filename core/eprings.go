@@ -9,7 +9,7 @@ import (
 )
 
 // epRings are an enabled endpoint's work queues (docs/abi.md) and the
-// memory regions its requests have used. The rings themselves are made
+// memory regions its requests have named. The rings themselves are made
 // when the tx or rx file is first opened (Ring), not at enable: their
 // memory is charged to the owner at enable (so enable fails when it would
 // not fit, as before), but an endpoint driven through its data file never
@@ -21,8 +21,8 @@ type epRings struct {
 	rxShm      *ring.Region
 	txEntries  uint32 // the rings' entries, for the files' sizes before they exist
 	rxEntries  uint32
-	reserved   int64          // bytes charged at enable that no region holds yet
-	mrs        map[uint64]*MR // by desc; each held until the endpoint closes
+	reserved   int64       // bytes charged at enable that no region holds yet
+	mrs        regionCache // the regions its requests named
 	closed     bool
 	injectSize uint64
 	poller     Poller   // the provider endpoint, if the engine can drive its progress
@@ -52,7 +52,7 @@ func (e *EP) newRingsFor(info *fi.Info) (*epRings, error) {
 	if err := e.obj.Dom.fab.takeMemory(e.obj, "tx and rx", size); err != nil {
 		return nil, err
 	}
-	return &epRings{txEntries: tx, rxEntries: rx, reserved: int64(size), mrs: map[uint64]*MR{}, injectSize: info.TxAttr.InjectSize}, nil
+	return &epRings{txEntries: tx, rxEntries: rx, reserved: int64(size), injectSize: info.TxAttr.InjectSize}, nil
 }
 
 // ringEntries is the entries of the work ring called name of at least
@@ -232,25 +232,20 @@ func (rs *epRings) stop(o *Object, mu *sync.Mutex) {
 	rs.free(o.Dom.fab, o.Owner)
 }
 
-// releaseRegions lets go of the memory regions the endpoint's requests
-// used (through its rings rs, nil if it had none); the provider endpoint
-// is closed, so none is in use.
+// releaseRegions forgets the memory regions the endpoint's requests
+// named (through its rings rs, nil if it had none).
 func (e *EP) releaseRegions(rs *epRings) {
 	if rs != nil {
 		rs.release(&e.ringMu)
 	}
 }
 
-// release lets go of the memory regions the rings' requests used; mu is
-// their owner's lock of lockRing.
+// release forgets the memory regions the rings' requests named; mu is
+// their owner's lock of lockRing. The operations hold what they use.
 func (rs *epRings) release(mu *sync.Mutex) {
 	mu.Lock()
-	mrs := rs.mrs
-	rs.mrs = nil
+	rs.mrs = regionCache{}
 	mu.Unlock()
-	for _, m := range mrs {
-		m.obj.drop()
-	}
 }
 
 // Ring returns the shared memory of the tx or rx ring, for ep/N/tx and
@@ -509,7 +504,7 @@ func (e *EP) opFromWR(w *ring.WR, q *workQueue) (*Op, error) {
 // memory regions w names.
 func (e *EP) wrBufs(op *Op, w *ring.WR) error {
 	if !op.Kind.isAtomic() {
-		m, err := e.regionFor(w.Desc)
+		m, err := e.regionFor(op, w.Desc)
 		if err != nil {
 			return err
 		}
@@ -523,12 +518,12 @@ func (e *EP) wrBufs(op *Op, w *ring.WR) error {
 	var m, rm *MR
 	var err error
 	if usesOperand(op.Kind, op.AtomicOp) {
-		if m, err = e.regionFor(w.Desc); err != nil {
+		if m, err = e.regionFor(op, w.Desc); err != nil {
 			return err
 		}
 	}
 	if op.Kind != OpAtomic {
-		if rm, err = e.regionFor(w.ResultDesc); err != nil {
+		if rm, err = e.regionFor(op, w.ResultDesc); err != nil {
 			return err
 		}
 	}
@@ -557,32 +552,103 @@ func (e *EP) peerRx(fiAddr uint64) (fi.Addr, uint8, error) {
 	return a, rx, nil
 }
 
-// regionFor finds the memory region named by desc for this endpoint, and
-// holds it until the endpoint closes.
-func (e *EP) regionFor(desc uint64) (*MR, error) {
-	return holdRegion(e.obj, e.rings.mrs, desc)
+// regionFor finds the memory region named by desc for this endpoint's
+// operation op, which holds its memory until its final completion.
+func (e *EP) regionFor(op *Op, desc uint64) (*MR, error) {
+	m, err := e.rings.mrs.find(e.obj, desc)
+	if err != nil {
+		return nil, err
+	}
+	if !op.mrs.hold(m) {
+		return nil, unknownDesc(e.obj.Dom, desc)
+	}
+	return m, nil
 }
 
-// holdRegion finds the memory region named by desc for the requests of
-// o's rings, in its domain and of its owner, and holds it in mrs, where
-// it stays until o closes.
-func holdRegion(o *Object, mrs map[uint64]*MR, desc uint64) (*MR, error) {
-	if m, ok := mrs[desc]; ok {
-		return m, nil
+// regionCache finds the memory regions the requests of o's rings name by
+// desc, in o's domain and of o's owner: a region found once is found
+// again by one map lookup and an atomic load, and a closed one is
+// forgotten (and its desc fails, as an unknown one). Its user holds its
+// lock of lockRing.
+type regionCache struct {
+	m       map[uint64]*MR
+	sweepAt int // the size at which closed regions are swept out
+}
+
+// find returns the live region with desc.
+func (c *regionCache) find(o *Object, desc uint64) (*MR, error) {
+	if m, ok := c.m[desc]; ok {
+		if !m.closed.Load() {
+			return m, nil
+		}
+		delete(c.m, desc)
 	}
 	r, ok := o.Dom.lookupSerial(KindMR, desc)
 	if !ok {
-		return nil, Errorf(fi.EINVAL, "no memory region with desc %#x in domain %s", desc, o.Dom.Name)
+		return nil, unknownDesc(o.Dom, desc)
 	}
 	if r.Owner != o.Owner {
 		return nil, Errorf(fi.EACCES, "memory region %s belongs to another user", r.ID)
 	}
-	if err := r.hold(); err != nil {
-		return nil, err
-	}
 	m := r.Impl.(*MR)
-	mrs[desc] = m
+	if m.closed.Load() {
+		return nil, unknownDesc(o.Dom, desc)
+	}
+	if c.m == nil {
+		c.m = map[uint64]*MR{}
+	}
+	if len(c.m) >= c.sweepAt {
+		// Regions closed and never named again leave: the map stays
+		// within twice the live regions named, at a cost per region
+		// named of O(1) on average.
+		for d, x := range c.m {
+			if x.closed.Load() {
+				delete(c.m, d)
+			}
+		}
+		c.sweepAt = 2*len(c.m) + 64
+	}
+	c.m[desc] = m
 	return m, nil
+}
+
+// unknownDesc is the error of a desc that names no live memory region.
+func unknownDesc(d *Domain, desc uint64) error {
+	return Errorf(fi.EINVAL, "no memory region with desc %#x in domain %s", desc, d.Name)
+}
+
+// opMRs are the memory regions an operation from a ring uses, each held
+// once (MR.use) until its final completion, so that closing one keeps
+// its memory until then: the array and segments of a segment array, or
+// an atomic's operand and result.
+type opMRs struct {
+	m [ring.IOVLimit + 1]*MR
+	n uint8
+}
+
+// hold holds m for the operation, once however many of its buffers lie
+// in it; false if m is closed.
+func (h *opMRs) hold(m *MR) bool {
+	for _, x := range h.m[:h.n] {
+		if x == m {
+			return true
+		}
+	}
+	if int(h.n) == len(h.m) || !m.use() {
+		return false
+	}
+	h.m[h.n] = m
+	h.n++
+	return true
+}
+
+// release lets go of the regions held.
+func (h *opMRs) release() {
+	for i, m := range h.m[:h.n] {
+		m.unuse()
+		h.m[i] = nil
+	}
+	h.n = 0
 }
 
 // requestFailed reports a request that could not be posted as an error

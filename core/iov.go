@@ -57,7 +57,7 @@ func (e *EP) wrSegs(op *Op, w *ring.WR) error {
 	case n > 1 && op.Flags&fi.OpFlags(fi.MULTI_RECV) != 0:
 		return Errorf(fi.EOPNOTSUPP, "FI_MULTI_RECV takes one segment")
 	}
-	am, err := e.regionFor(w.Desc)
+	am, err := e.regionFor(op, w.Desc)
 	if err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func (e *EP) wrSegs(op *Op, w *ring.WR) error {
 	var mem Memory
 	var memOff uint64
 	for i, s := range local[:n] {
-		sm, err := e.regionFor(s.Desc)
+		sm, err := e.regionFor(op, s.Desc)
 		if err != nil {
 			return err
 		}

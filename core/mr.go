@@ -43,6 +43,13 @@ const MaxMRPieces = 256
 // lives, after the regions it came from close. The libfabric provider
 // registers buffers that share pages with live registrations this way.
 //
+// Closing a region ends it at once for everything that names it: its
+// directory, its key (a peer's RMA with it fails as with an unknown key),
+// its desc (a new work request naming it fails), its counter bindings.
+// Its memory stays mapped, registered and charged only while operations
+// taken before the close still use it (use, unuse): the last of them
+// frees it.
+//
 // With an EQ bound (`bind eq ID`, fi_domain_bind's FI_REG_MR for this one
 // region), `reg` returns at once and the registration completes
 // asynchronously: an FI_MR_COMPLETE event, or an error event, on that EQ
@@ -66,7 +73,8 @@ type MR struct {
 	pieces       []mrPiece    // where those bytes are: its own memory, or its windows in order
 	windowed     bool         // made of windows: no memory of its own
 	mem          Memory       // the provider's registration of shm, if the domain makes them
-	closed       bool         // by Close: nothing is registered again
+	closed       atomic.Bool  // by Close: nothing is registered again, and no new operation uses it
+	users        atomic.Int64 // after reg: 1 for the registration, plus the operations using its memory; 0 is final
 	eq           *EQ          // where an asynchronous registration reports
 	registering  bool         // an asynchronous registration is under way
 	cntrs        [2]*Cntr     // bound by BindCntr: peers' reads, peers' writes
@@ -161,7 +169,7 @@ func (m *MR) BindCntr(c *Cntr, flags fi.Caps) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed {
+	if m.closed.Load() {
 		return gone(m.obj)
 	}
 	for i, f := range [2]fi.Caps{fi.REMOTE_READ, fi.REMOTE_WRITE} {
@@ -250,7 +258,7 @@ func (m *MR) Window(src *Object, off, n uint64) error {
 func (m *MR) window(off, n uint64) ([]mrPiece, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed {
+	if m.closed.Load() {
 		return nil, gone(m.obj)
 	}
 	if m.shm == nil {
@@ -289,7 +297,7 @@ func (m *MR) Register() error {
 	m.mu.Unlock()
 	go func() {
 		m.mu.Lock()
-		closed := m.closed // by the application: nothing to report
+		closed := m.closed.Load() // by the application: nothing to report
 		err := m.registerLocked()
 		m.registering = false
 		m.mu.Unlock()
@@ -307,7 +315,7 @@ func (m *MR) Register() error {
 }
 
 func (m *MR) registerLocked() error {
-	if m.closed {
+	if m.closed.Load() {
 		return gone(m.obj)
 	}
 	if m.shm != nil {
@@ -356,6 +364,7 @@ func (m *MR) registerLocked() error {
 		own.refs.Store(1)
 		m.pieces = []mrPiece{{own, 0, m.length}}
 	}
+	m.users.Store(1)
 	m.counts.registered(m.length)
 	return nil
 }
@@ -421,7 +430,7 @@ func (d *Domain) regionByKey(key uint64) (*Object, bool) {
 func (m *MR) Region() (*ring.Region, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed {
+	if m.closed.Load() {
 		return nil, gone(m.obj)
 	}
 	if m.windowed {
@@ -492,7 +501,7 @@ func (m *MR) Status() Record {
 }
 
 func (m *MR) frozen() error {
-	if m.closed {
+	if m.closed.Load() {
 		return gone(m.obj)
 	}
 	if m.shm != nil {
@@ -576,7 +585,13 @@ func (m *MR) Close() error {
 	m.mu.Lock()
 	eq, cntrs := m.eq, m.cntrs
 	m.eq, m.cntrs = nil, [2]*Cntr{}
-	err := m.closeLocked()
+	m.closed.Store(true)
+	registered := m.shm != nil
+	var err error
+	if !registered {
+		err = releasePieces(m.pieces) // windows taken before reg
+		m.pieces = nil
+	}
 	m.mu.Unlock()
 	if eq != nil {
 		eq.obj.drop()
@@ -587,16 +602,51 @@ func (m *MR) Close() error {
 			c.unbind()
 		}
 	}
-	return err
+	if !registered {
+		return err
+	}
+	d := m.obj.Dom
+	d.mu.Lock()
+	if d.mrKeys[m.key] == m.obj {
+		delete(d.mrKeys, m.key)
+	}
+	d.mu.Unlock()
+	if m.users.Add(-1) == 0 { // the registration's
+		return m.free()
+	}
+	return nil
 }
 
-func (m *MR) closeLocked() error {
-	m.closed = true
-	pieces := m.pieces
-	m.pieces = nil
-	if m.shm == nil {
-		return releasePieces(pieces) // windows taken before reg
+// use holds the registered region's memory for an operation, which calls
+// unuse once done with it. It fails (false) before reg and once the
+// region is closed: an operation taken then does not reach it.
+func (m *MR) use() bool {
+	for {
+		n := m.users.Load()
+		if n == 0 || m.closed.Load() {
+			return false
+		}
+		if m.users.CompareAndSwap(n, n+1) {
+			return true
+		}
 	}
+}
+
+// unuse lets go of what use held; the last user of a closed region frees
+// its memory.
+func (m *MR) unuse() {
+	if m.users.Add(-1) == 0 {
+		if err := m.free(); err != nil {
+			m.obj.SetErr(fmt.Errorf("freeing its memory: %w", err))
+		}
+	}
+}
+
+// free gives back the memory of a closed region that nothing uses: the
+// provider's registration, its mapping of windows, its holds on memory.
+func (m *MR) free() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	var err error
 	if m.mem != nil {
 		err = m.mem.Close()
@@ -609,15 +659,9 @@ func (m *MR) closeLocked() error {
 			err = e
 		}
 	}
-	if e := releasePieces(pieces); err == nil {
+	if e := releasePieces(m.pieces); err == nil {
 		err = e
 	}
-	m.shm = nil
-	d := m.obj.Dom
-	d.mu.Lock()
-	if d.mrKeys[m.key] == m.obj {
-		delete(d.mrKeys, m.key)
-	}
-	d.mu.Unlock()
+	m.shm, m.pieces = nil, nil
 	return err
 }

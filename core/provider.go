@@ -434,6 +434,7 @@ type Op struct {
 	ep         *EP              // the endpoint that posted it, for done
 	wait       func(Completion) // also gets the completion, if not nil (ep's data file)
 	pooled     bool             // made by newOp for a work request: freeOp after its final completion
+	mrs        opMRs            // a work request's memory regions, held until its final completion
 	desc       uint64           // the work request's memory region, for its completion
 	offset     uint64           // and the offset of Buf in it
 	list       *opList          // ep's inflight list while listed, under ep.mu

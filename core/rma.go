@@ -43,16 +43,13 @@ func (e *EP) RMA(ctx context.Context, kind OpKind, mr *Object, off, n, raddr, ke
 // key (sameKey), and holding [addr, addr+n). addr is
 // an offset from the region's base (attr/base; byte 0 unless set): the
 // domain's mr_mode has no FI_MR_VIRT_ADDR, as libfabric's tcp, and peers
-// reach only [base, len). The region stays registered until release is
-// called.
+// reach only [base, len). The region's memory stays until release is
+// called, even if the region closes meanwhile.
 func (ev epEvents) Region(key, addr, n uint64, access fi.Caps) ([]byte, func(), error) {
 	e := ev.e
 	o, ok := e.obj.Dom.regionByKey(key)
-	if !ok || o.Owner != e.obj.Owner {
+	if !ok || o.Owner != e.obj.Owner || !o.Impl.(*MR).use() {
 		return nil, nil, Errorf(fi.EINVAL, "no memory region with key %#x for %s", key, e.obj)
-	}
-	if err := o.hold(); err != nil {
-		return nil, nil, err
 	}
 	m := o.Impl.(*MR)
 	m.mu.Lock()
@@ -69,11 +66,11 @@ func (ev epEvents) Region(key, addr, n uint64, access fi.Caps) ([]byte, func(), 
 		err = Errorf(fi.EINVAL, "key %#x: %v", key, err)
 	}
 	if err != nil {
-		o.drop()
+		m.unuse()
 		return nil, nil, err
 	}
 	m.counts.remotes.Add(1)
-	return buf, o.drop, nil
+	return buf, m.unuse, nil
 }
 
 // Remote reports a peer's write into (c.Flags has fi.REMOTE_WRITE) or read

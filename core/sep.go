@@ -254,10 +254,8 @@ func (e *EP) refusesLocked(k OpKind) error {
 // closeShared ends e, a context of a scalable endpoint or an alias, whose
 // provider endpoint is another's and stays: e's operations not under way
 // are cancelled (their completions are dropped, as at any endpoint's
-// close), and a context's place is free again. It reports whether none is
-// left under way; otherwise the last to complete releases e's memory
-// regions (releaseOnDrain), which they may still use.
-func (e *EP) closeShared(p Endpoint) bool {
+// close), and a context's place is free again.
+func (e *EP) closeShared(p Endpoint) {
 	e.mu.Lock()
 	e.cancelling.Add(1)
 	defer e.cancelling.Add(-1)
@@ -272,19 +270,14 @@ func (e *EP) closeShared(p Endpoint) bool {
 			p.Cancel(op)
 		}
 	}
-	e.mu.Lock()
-	drained := e.inflight.n == 0
-	e.releaseOnDrain = !drained
-	e.mu.Unlock()
 	if parent != nil {
 		parent.obj.drop()
-		return drained
+		return
 	}
 	sep.mu.Lock()
 	sep.ctxs[dir][idx] = nil
 	sep.mu.Unlock()
 	sep.obj.drop()
-	return drained
 }
 
 // MakeAlias is fi_ep_alias: the idle endpoint e, bound to nothing, becomes

@@ -317,22 +317,24 @@ func TestAlias(t *testing.T) {
 // TestContextCloseCancels: closing a receive context with a receive
 // posted cancels it on the shared provider endpoint ("Outstanding
 // operations posted to the endpoint when fi_close is called will be
-// discarded"), which lets go of its memory region; the scalable endpoint
-// then goes too.
+// discarded"), which lets go of the memory of its region, closed while
+// the receive was posted; the scalable endpoint then goes too.
 func TestContextCloseCancels(t *testing.T) {
 	p, _ := tcp.New(tcp.Config{})
-	_, d := fabricOf(t, rxm.Wrap(p))
+	f, d := fabricOf(t, rxm.Wrap(p))
 	create(t, d, core.KindAV, "v")
 	create(t, d, core.KindCQ, "q")
 	sep := create(t, d, core.KindEP, "s")
 	setAttr(t, sep, "type", "FI_EP_RDM")
 	setAttr(t, sep, "scalable", "true")
 	run(t, sep, "bind av v")
+	memory := func() int64 { return f.Held(0)[core.MemoryBytes] }
 	c := create(t, d, core.KindEP, "c")
 	for _, cmd := range []string{"context s rx 0", "bind cq q recv", "enable"} {
 		run(t, c, cmd)
 	}
 	wantCode(t, "rx_ctx_cnt once the provider endpoint exists", trySet(sep, "rx_ctx_cnt", "1"), fi.EOPBADSTATE)
+	before := memory()
 	mr := create(t, d, core.KindMR, "m")
 	setAttr(t, mr, "len", "4096")
 	run(t, mr, "reg")
@@ -352,12 +354,28 @@ func TestContextCloseCancels(t *testing.T) {
 			t.Fatalf("the receive is not posted: %s", c.Status().String())
 		}
 	}
-	wantCode(t, "rmdir of a region a posted receive holds", mr.Remove(), fi.EBUSY)
+	if err := mr.Remove(); err != nil {
+		t.Errorf("rmdir of a region a posted receive uses: %v", err)
+	}
+	if got := memory(); got != before+4096 {
+		t.Errorf("with the receive posted the user holds %d bytes, want %d (the region's memory stays)", got, before+4096)
+	}
+	var rings int64 // given back with the context
+	for _, name := range []string{"tx", "rx"} {
+		n, err := c.Impl.(*core.EP).RingSize(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rings += int64(n)
+	}
 	if err := c.Remove(); err != nil {
 		t.Fatal(err)
 	}
-	if err := mr.Remove(); err != nil {
-		t.Errorf("rmdir of the region after its context closed: %v", err)
+	// The cancelled receive lets go of the region: its memory goes too.
+	for deadline := time.Now().Add(5 * time.Second); memory() != before-rings; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the context closed the user holds %d bytes, want %d", memory(), before-rings)
+		}
 	}
 	if err := sep.Remove(); err != nil {
 		t.Errorf("rmdir of the scalable endpoint after its context closed: %v", err)

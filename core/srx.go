@@ -150,6 +150,7 @@ type srxRecv struct {
 	flags        fi.OpFlags
 	context      uint64
 	buf          []byte
+	mr           *MR // the region buf lies in, held (MR.use) until the receive is over; nil for the data file's
 	desc, offset uint64
 	tag, ignore  uint64
 	src          fi.Addr // FI_DIRECTED_RECV: the only sender it takes; zero: any
@@ -158,6 +159,14 @@ type srxRecv struct {
 	// arrived is closed (for poll).
 	shell   chan []byte
 	arrived chan struct{}
+}
+
+// release lets go of r's memory region: r is over, and its buffer unused.
+func (r *srxRecv) release() {
+	if r.mr != nil {
+		r.mr.unuse()
+		r.mr = nil
+	}
 }
 
 // srxMsg is a message an endpoint bound to the context received.
@@ -236,7 +245,7 @@ func (s *SRX) enableLocked() error {
 	if err != nil {
 		return err
 	}
-	rs := &epRings{rxShm: reg, mrs: map[uint64]*MR{}}
+	rs := &epRings{rxShm: reg}
 	rs.rx = &workQueue{to: s, rs: rs, r: r, kind: OpRecv}
 	s.rings, s.state = rs, stateEnabled
 	s.obj.Dom.fab.eng.add(nil, rs.rx, -1)
@@ -281,15 +290,28 @@ func (s *SRX) take(w *ring.WR, q *workQueue) error {
 	if f := flags & (fi.OpFlags(fi.MULTI_RECV) | fi.PEEK | fi.CLAIM | fi.DISCARD | fi.INJECT); f != 0 {
 		return Errorf(fi.EOPNOTSUPP, "%v on a shared receive context", f)
 	}
-	m, err := holdRegion(s.obj, s.rings.mrs, w.Desc)
+	m, err := s.rings.mrs.find(s.obj, w.Desc)
 	if err != nil {
 		return err
 	}
-	buf, _, _, err := m.sliceMem(w.Offset, w.Len)
-	if err != nil {
+	if !m.use() {
+		return unknownDesc(s.obj.Dom, w.Desc)
+	}
+	r := &srxRecv{kind: kind, flags: flags, context: w.Context, mr: m, desc: w.Desc, offset: w.Offset, tag: w.Tag, ignore: w.Ignore}
+	if err := s.postFrom(r, w); err != nil {
+		r.release()
 		return err
 	}
-	r := &srxRecv{kind: kind, flags: flags, context: w.Context, buf: buf, desc: w.Desc, offset: w.Offset, tag: w.Tag, ignore: w.Ignore}
+	return nil
+}
+
+// postFrom posts r, holding its region, with the buffer and sender the
+// work request w names.
+func (s *SRX) postFrom(r *srxRecv, w *ring.WR) error {
+	var err error
+	if r.buf, _, _, err = r.mr.sliceMem(w.Offset, w.Len); err != nil {
+		return err
+	}
 	if w.Addr != fi.ADDR_UNSPEC {
 		s.mu.Lock()
 		directed, eps := s.info.RxAttr.Caps&fi.DIRECTED_RECV != 0, slices.Clone(s.eps)
@@ -378,6 +400,7 @@ func (s *SRX) Cancel(context uint64) error {
 	if r == nil {
 		return Errorf(fi.ENOENT, "no cancelable receive with context %#x", context)
 	}
+	r.release()
 	s.toFirst(CQEntry{Context: r.context, Flags: r.kind.CQFlags(), Err: fi.ECANCELED, Src: uint64(fi.ADDR_NOTAVAIL),
 		Desc: r.desc, Buf: r.offset})
 	return nil
@@ -567,6 +590,7 @@ func (s *SRX) complete(r *srxRecv, m *srxMsg) {
 		r.buf = m.data
 	}
 	n := copy(r.buf, m.data)
+	r.release()
 	ent := CQEntry{Context: r.context, Flags: m.c.Flags | r.kind.CQFlags(), Len: uint64(n), Buf: r.offset,
 		Data: m.c.Data, Tag: m.c.Tag, Desc: r.desc}
 	if m.c.Flags&fi.CQFlags(fi.REMOTE_WRITE) != 0 {
@@ -600,6 +624,7 @@ func (s *SRX) Close() error {
 	s.state = stateClosed
 	rs := s.rings
 	for _, r := range s.posted {
+		r.release()
 		if r.shell != nil {
 			close(r.shell) // a blocked read of the data file fails
 			close(r.arrived)

@@ -17,10 +17,10 @@ import (
 // symlink to the daemon's memfd, and on verbs too).
 
 // buildProviderTest compiles provider/test/NAME_test.c with tree.c,
-// wait.c (the wait objects every object kind may have), provider/NAME.c
-// and provider/test/stubs.c (weak stand-ins for the other files) into dir,
-// with every warning an error.
-func buildProviderTest(t *testing.T, dir, name string) string {
+// wait.c (the wait objects every object kind may have), provider/NAME.c,
+// provider/EXTRA.c for each of extra, and provider/test/stubs.c (weak
+// stand-ins for the other files) into dir, with every warning an error.
+func buildProviderTest(t *testing.T, dir, name string, extra ...string) string {
 	t.Helper()
 	needCmd(t, "gcc")
 	if _, err := os.Stat("/usr/include/rdma/fabric.h"); err != nil {
@@ -30,8 +30,11 @@ func buildProviderTest(t *testing.T, dir, name string) string {
 	args := []string{"-std=gnu11", "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter",
 		"-Wno-missing-field-initializers", "-I", "../clients/c", "-o", bin,
 		"../provider/test/" + name + "_test.c", "../provider/tree.c", "../provider/wait.c", "../provider/" + name + ".c",
-		"../provider/test/stubs.c",
-		"-lfabric", "-lpthread"}
+		"../provider/test/stubs.c"}
+	for _, x := range extra {
+		args = append(args, "../provider/"+x+".c")
+	}
+	args = append(args, "-lfabric", "-lpthread")
 	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
 		t.Fatalf("gcc %s: %v\n%s", name, err, out)
 	}
@@ -52,12 +55,12 @@ func runProviderTest(t *testing.T, d *daemon, bin, name string, args ...string) 
 	}
 }
 
-// TestProviderMR runs mr_test in each mapping mode on tcp/lo and on the
+// TestProviderMR runs mr_test (with cntr.c) in each mapping mode on tcp/lo and on the
 // verbs domain, whose keys are the device's (FI_MR_PROV_KEY) and whose
 // device reaches a region from its attr/base.
 func TestProviderMR(t *testing.T) {
 	needFUSE(t)
-	bin := buildProviderTest(t, t.TempDir(), "mr")
+	bin := buildProviderTest(t, t.TempDir(), "mr", "cntr") // cntr: fi_close of a counter bound to a closed registration
 	forEachMapping(t, func(t *testing.T, d *daemon) {
 		runProviderTest(t, d, bin, "mr")
 		runProviderTest(t, d, bin, "mr", "verbs", verbsDevice, "FI_MR_PROV_KEY")

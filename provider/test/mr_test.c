@@ -536,6 +536,82 @@ static void calls(struct ffs_domain *dom)
 
 /* mr_test [PROV DOMAIN [FI_MR_PROV_KEY]]: the tree domain to register in,
  * tcp/lo by default. */
+/*
+ * closed_in_use: fi_close of a registration whose tree region a work
+ * request in flight names ends the region at once. fi_mr(3): "When
+ * closing the MR, there must be no opened endpoints or counters
+ * associated with the MR" is about fi_mr_bind, and fi_cntr(3): "When
+ * closing the counter, there must be no opened endpoints, transmit
+ * contexts, receive contexts or memory regions associated with the
+ * counter": so once the registration is closed, fi_close of the counter
+ * bound to it returns 0 (not -FI_EBUSY), its key can be registered again,
+ * and its tree region leaves mr/; its memory goes back to /limits when the
+ * receive ends (its endpoint closes).
+ */
+static void closed_in_use(struct ffs_domain *dom)
+{
+	char start[600];
+	daemon_state(dom, start, sizeof start);
+	struct ffs_obj eq, cq, pep, a, b;
+	if (!connected_pair(dom, &eq, &cq, &pep, &a, &b)) {
+		CHECK(false, "connecting two tree endpoints");
+		return;
+	}
+	int entries = mr_entries(dom);
+	uint8_t *buf = aligned_alloc(page, page);
+	memset(buf, 0, page);
+	struct fid_mr *mr = NULL;
+	int ret = fi_mr_reg(&dom->domain_fid, buf, page, FI_RECV | FI_REMOTE_WRITE, 0, 0x99, 0, &mr, NULL);
+	CHECK(ret == 0, "fi_mr_reg: %d", ret);
+	struct fi_cntr_attr attr = {.events = FI_CNTR_EVENTS_COMP};
+	struct fid_cntr *cntr = NULL;
+	ret = ffs_cntr_open(&dom->domain_fid, &attr, &cntr, NULL);
+	CHECK(ret == 0, "fi_cntr_open: %d", ret);
+	if (!mr || !cntr)
+		return;
+	ret = fi_mr_bind(mr, &cntr->fid, FI_REMOTE_WRITE);
+	CHECK(ret == 0, "fi_mr_bind of the counter: %d", ret);
+
+	/* A receive naming the tree region, posted on a's rx ring. */
+	struct fabricfs_ring rx;
+	ret = ffs_ring_map(&a, "rx", &rx);
+	CHECK(ret == 0, "mapping a's rx ring: %d", ret);
+	if (ret)
+		return;
+	struct fabricfs_wr wr = {.op = FABRICFS_OP_RECV, .context = 1, .desc = tree_num(mr, "attr/desc"), .len = 64};
+	CHECK(fabricfs_post(&rx, &wr) == 0, "posting a receive");
+	char status[256] = "";
+	for (int i = 0; i < 500 && !strstr(status, "ops=1"); i++) {
+		usleep(10000);
+		obj_read(a.dir, "status", status, sizeof status);
+	}
+	CHECK(strstr(status, "ops=1"), "the receive is not in flight: %s", status);
+
+	ret = fi_close(&mr->fid);
+	CHECK(ret == 0, "fi_close(mr) with a receive in flight: %d", ret);
+	ret = fi_close(&cntr->fid);
+	CHECK(ret == 0, "fi_close(cntr) bound to the closed registration: %d (%s)", ret, fi_strerror(-ret));
+	int n = -1;
+	for (int i = 0; i < 200 && (n = mr_entries(dom)) != entries; i++)
+		usleep(10000);
+	CHECK(n == entries, "mr/ has %d entries after fi_close, want %d", n, entries);
+	if (!prov_key) {
+		struct fid_mr *again = NULL;
+		ret = fi_mr_reg(&dom->domain_fid, buf, page, FI_RECV | FI_REMOTE_WRITE, 0, 0x99, 0, &again, NULL);
+		CHECK(ret == 0, "fi_mr_reg of the closed registration's key 0x99: %d", ret);
+		if (again)
+			fi_close(&again->fid);
+	}
+	ffs_ring_unmap(&rx);
+	ffs_obj_close(&a);
+	ffs_obj_close(&b);
+	ffs_obj_close(&pep);
+	ffs_obj_close(&cq);
+	ffs_obj_close(&eq);
+	CHECK(settles(dom, start), "the daemon's memory and objects after the receive ended");
+	free(buf);
+}
+
 int main(int argc, char **argv)
 {
 	page = sysconf(_SC_PAGESIZE);
@@ -558,6 +634,7 @@ int main(int argc, char **argv)
 	unmappable(dom);
 	forked(dom);
 	calls(dom);
+	closed_in_use(dom);
 	CHECK(dom->mrs == NULL, "registrations left in the domain's list");
 	return done("mr");
 }
