@@ -361,12 +361,12 @@ run_pingpong() {
 		common+=(-d tcp/lo)
 	fi
 	common+=(-I "$n" -S "$size")
-	timeout "$limit" fi_pingpong "${common[@]}" -B "$port" >"$tmp/fi_srv.out" 2>&1 &
+	timeout -k 5 "$limit" fi_pingpong "${common[@]}" -B "$port" >"$tmp/fi_srv.out" 2>&1 &
 	spid=$!
 	started+=("$spid")
 	# The server listens once its fi_getinfo is done; retry until it does.
 	for _ in $(seq 100); do
-		if run_fg timeout "$limit" fi_pingpong "${common[@]}" -P "$port" 127.0.0.1 >"$tmp/fi_cli.out" 2>&1; then
+		if run_fg timeout -k 5 "$limit" fi_pingpong "${common[@]}" -P "$port" 127.0.0.1 >"$tmp/fi_cli.out" 2>&1; then
 			rc=0
 			break
 		fi
@@ -400,7 +400,7 @@ run_fabricfs() {
 	local xf
 	read -ra xf <<<"$xflags" # words
 	local common=(-mnt "${4:-$mnt}" -e "$ep" -sizes "$size" -iters "$n" -warmup "$warmup" -json "${xf[@]}")
-	timeout "$limit" "${srv_wrap[@]}" bin/ringpong "${common[@]}" "${srv_flags[@]}" -role server -q >"$tmp/rp_srv.out" 2>"$tmp/rp_srv.err" &
+	timeout -k 5 "$limit" "${srv_wrap[@]}" bin/ringpong "${common[@]}" "${srv_flags[@]}" -role server -q >"$tmp/rp_srv.out" 2>"$tmp/rp_srv.err" &
 	spid=$!
 	started+=("$spid")
 	for _ in $(seq 500); do
@@ -419,7 +419,7 @@ run_fabricfs() {
 	fi
 	# A client that failed leaves its server waiting: end it rather than
 	# wait out its time limit.
-	run_fg timeout "$limit" "${cli_wrap[@]}" bin/ringpong "${common[@]}" "${cli_flags[@]}" -role client -addr "$addr" >"$tmp/rp_cli.out" 2>"$tmp/rp_cli.err" || { rc=1; kill "$spid" 2>/dev/null || true; }
+	run_fg timeout -k 5 "$limit" "${cli_wrap[@]}" bin/ringpong "${common[@]}" "${cli_flags[@]}" -role client -addr "$addr" >"$tmp/rp_cli.out" 2>"$tmp/rp_cli.err" || { rc=1; kill "$spid" 2>/dev/null || true; }
 	wait "$spid" || rc=1
 	forget "$spid"
 	if [ $rc -ne 0 ]; then
@@ -475,7 +475,7 @@ msg_extra=(relay)
 run_relay() {
 	local shape=$1 size=$2 n=$3
 	# shellcheck disable=SC2086 # the flags are words
-	run_fg timeout "$limit" bin/relay ${shape_flags[$shape]} -S "$size" -I "$n" -w "$warmup" >"$tmp/relay.out" 2>&1 || {
+	run_fg timeout -k 5 "$limit" bin/relay ${shape_flags[$shape]} -S "$size" -I "$n" -w "$warmup" >"$tmp/relay.out" 2>&1 || {
 		say "relay ${shape_flags[$shape]} -S $size failed:"
 		cat "$tmp/relay.out" >&2
 		return 1
@@ -614,7 +614,7 @@ run_stream_fabtests() {
 		local -x FI_PROVIDER_PATH=$PWD/bin FI_FABRICFS_ROOT=$mnt
 		common+=(-d tcp/lo)
 	fi
-	timeout "$limit" "$fabtests_bin/${prog[0]}" "${common[@]}" -B "$port" >"$tmp/ft_srv.out" 2>&1 &
+	timeout -k 5 "$limit" "$fabtests_bin/${prog[0]}" "${common[@]}" -B "$port" >"$tmp/ft_srv.out" 2>&1 &
 	spid=$!
 	started+=("$spid")
 	for _ in $(seq 500); do
@@ -622,7 +622,7 @@ run_stream_fabtests() {
 		kill -0 "$spid" 2>/dev/null || break
 		sleep 0.01
 	done
-	run_fg timeout "$limit" "$fabtests_bin/${prog[0]}" "${common[@]}" -P "$port" 127.0.0.1 >"$tmp/ft_cli.out" 2>&1 || { rc=1; kill "$spid" 2>/dev/null || true; }
+	run_fg timeout -k 5 "$limit" "$fabtests_bin/${prog[0]}" "${common[@]}" -P "$port" 127.0.0.1 >"$tmp/ft_cli.out" 2>&1 || { rc=1; kill "$spid" 2>/dev/null || true; }
 	wait "$spid" || rc=1
 	forget "$spid"
 	if [ $rc -ne 0 ]; then

@@ -232,3 +232,11 @@ func TestProviderExitWhileWaiting(t *testing.T) {
 func TestProviderWait(t *testing.T) {
 	runProviderC(t, "waittest", []string{"tcp/lo"}, []string{"verbs/" + verbsDevice})
 }
+
+// TestProviderStream runs provider/test/streamtest.c in the tree's tcp
+// domain: windows of messages on an FI_EP_MSG endpoint of FI_TC_BULK_DATA,
+// fi_msg_bw's loop, whose windows must not wait for the peer's delayed
+// ACK (40 ms) as they did while that class turned Nagle's algorithm on.
+func TestProviderStream(t *testing.T) {
+	runProviderC(t, "streamtest", []string{"tcp/lo"})
+}

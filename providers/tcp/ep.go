@@ -750,10 +750,18 @@ func kick(ch chan struct{}) {
 
 // applyTClass gives the socket the endpoint's traffic class (tx_attr.tclass,
 // fi_endpoint(3)): the DSCP it maps to (fi.TClass.IPDSCP) in the IP
-// header's traffic class byte (IP_TOS, IPV6_TCLASS), and for
-// FI_TC_BULK_DATA Nagle's algorithm back on, as libfabric's tcp does
-// ("Do not enable nodelay for bulk data traffic class"). FI_TC_UNSPEC
-// leaves the socket as it is.
+// header's traffic class byte (IP_TOS, IPV6_TCLASS). FI_TC_UNSPEC leaves
+// the socket as it is.
+//
+// Unlike libfabric's tcp, FI_TC_BULK_DATA leaves Nagle's algorithm off
+// (TCP_NODELAY, Go's default) like every class. libfabric writes each
+// operation as it is posted and lets Nagle gather them; here a pass's
+// sends already go out in one writev (FI_MORE, Flush). With Nagle on, a
+// write that ends in a short segment holds back the next write until the
+// peer ACKs it, which the peer's kernel delays (40 ms on Linux) while its
+// program has nothing to send, as a receiver waiting for the rest of a
+// window does: fabtests' bandwidth programs, which ask for this class,
+// stalled 40 ms per window (TestBulkDataNoAckStall).
 func (e *endpoint) applyTClass(rc syscall.RawConn, ipv6 bool) error {
 	t := e.info.TxAttr.TClass
 	dscp, ok := t.IPDSCP()
@@ -766,9 +774,6 @@ func (e *endpoint) applyTClass(rc syscall.RawConn, ipv6 bool) error {
 			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_TCLASS, int(dscp)<<2)
 		} else {
 			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_TOS, int(dscp)<<2)
-		}
-		if serr == nil && t == fi.TC_BULK_DATA {
-			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, 0)
 		}
 	})
 	if err == nil {
