@@ -2,7 +2,7 @@
  * fitest.h: what the provider's libfabric test programs share (msgtest,
  * rdmtest, waittest: programs that use only libfabric's API, with
  * FI_PROVIDER_PATH pointing at the provider): the headers, fail, now,
- * the test data (pattern, fill, check_bytes), POST (with the program's progress) and CHECK, which fails the program with the call, its code and
+ * the test data (pattern, fill, check_bytes), cq_take, POST (with the program's progress) and CHECK, which fails the program with the call, its code and
  * fi_strerror's text when a call does not return 0.
  */
 #ifndef FITEST_H
@@ -68,6 +68,28 @@ static inline void check_bytes(const uint8_t *p, size_t n, size_t seed, const ch
 	for (size_t i = 0; i < n; i++)
 		if (p[i] != pattern(seed, i))
 			fail("%s: byte %zu is %#x, want %#x", what, i, p[i], pattern(seed, i));
+}
+
+/* cq_take reads one tagged entry of cq within 5 s; an error entry fails
+ * the program with fi_cq_strerror's text. */
+static inline void cq_take(struct fid_cq *cq, struct fi_cq_tagged_entry *e, const char *what)
+{
+	double deadline = now() + 5;
+	for (;;) {
+		ssize_t n = fi_cq_read(cq, e, 1);
+		if (n == 1)
+			return;
+		if (n == -FI_EAVAIL) {
+			struct fi_cq_err_entry err = {0};
+			fi_cq_readerr(cq, &err, 0);
+			fail("%s: error completion %d (%s)", what, err.err,
+			     fi_cq_strerror(cq, err.prov_errno, err.err_data, NULL, 0));
+		}
+		if (n != -FI_EAGAIN)
+			fail("%s: fi_cq_read: %zd", what, n);
+		if (now() > deadline)
+			fail("%s: no completion after 5 s", what);
+	}
 }
 
 #define CHECK(call)                                                                                                    \

@@ -23,21 +23,6 @@
 #define N 4
 #define BITS 2
 
-/* cq_wait reads one entry of cq within 5 s into e. */
-static void cq_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *e, const char *what, int i)
-{
-	double deadline = now() + 5;
-	for (;;) {
-		ssize_t n = fi_cq_read(cq, e, 1);
-		if (n == 1)
-			return;
-		if (n != -FI_EAGAIN)
-			fail("%s %d: fi_cq_read: %zd", what, i, n);
-		if (now() > deadline)
-			fail("%s %d: no completion after 5 s", what, i);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -117,13 +102,13 @@ int main(int argc, char **argv)
 	}
 	struct fi_cq_tagged_entry e_;
 	for (int i = 0; i < N; i++) {
-		cq_wait(txcq[i], &e_, "send", i);
+		cq_take(txcq[i], &e_, "send");
 		if (e_.op_context != &sctx[i] || !(e_.flags & FI_SEND))
 			fail("transmit context %d: completion context %p flags %#llx", i, e_.op_context,
 			     (unsigned long long)e_.flags);
 	}
 	for (int j = 0; j < N; j++) {
-		cq_wait(rxcq[j], &e_, "receive", j);
+		cq_take(rxcq[j], &e_, "receive");
 		if (e_.op_context != &rctx[j] || !(e_.flags & FI_RECV) || strcmp(buf[j], msg[N - 1 - j]))
 			fail("receive context %d: completion context %p (want %p), bytes '%s' (want '%s')", j, e_.op_context,
 			     &rctx[j], buf[j], msg[N - 1 - j]);
@@ -180,7 +165,7 @@ int main(int argc, char **argv)
 	CHECK(fi_send(al, "alias", 6, NULL, self, &sctx[1]));
 	int recvs = 0, sends = 0;
 	for (int i = 0; i < 3; i++) {
-		cq_wait(cq, &e_, "alias test", i);
+		cq_take(cq, &e_, "alias test");
 		if (e_.flags & FI_RECV)
 			recvs++;
 		else if (e_.op_context == &sctx[1])
