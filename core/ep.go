@@ -535,9 +535,9 @@ func (e *EP) Shutdown() error {
 		e.mu.Unlock()
 		return Errorf(fi.EOPBADSTATE, "shutdown is for FI_EP_MSG endpoints; a connectionless endpoint has no connection of its own")
 	}
-	if e.state != stateConnected && e.state != stateConnecting {
+	if st := e.state; st != stateConnected && st != stateConnecting {
 		e.mu.Unlock()
-		return Errorf(fi.ENOTCONN, "endpoint is %s, not connected", stateText(e.state))
+		return Errorf(fi.ENOTCONN, "endpoint is %s, not connected", stateText(st))
 	}
 	prov := e.prov
 	e.mu.Unlock()

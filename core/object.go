@@ -241,8 +241,9 @@ func (o *Object) Remove() error {
 		d.mu.Unlock()
 		return gone(o)
 	case o.boundBy > 0:
+		n := o.boundBy
 		d.mu.Unlock()
-		return Errorf(fi.EBUSY, "%s is bound to %d other object(s); close or unbind them first", o, o.boundBy)
+		return Errorf(fi.EBUSY, "%s is bound to %d other object(s); close or unbind them first", o, n)
 	case !o.pinned:
 		d.mu.Unlock()
 		return Errorf(fi.EBUSY, "%s lives while its files are open; close them instead", o)
