@@ -238,6 +238,21 @@ static void daemon_state(struct ffs_domain *dom, char *buf, size_t size)
 	snprintf(buf, size, "%smr entries %d", lim, mr_entries(dom));
 }
 
+/* quiet_state is the daemon's state once the closes of earlier cases
+ * have arrived (the tree closes an object when its ctl's release arrives,
+ * after close returns): the same in five reads 20 ms apart, or the last
+ * read after 4 s. A case's baseline, for settles. */
+static void quiet_state(struct ffs_domain *dom, char *buf, size_t size)
+{
+	char prev[600] = "";
+	for (int same = 0, i = 0; same < 5 && i < 200; i++) {
+		daemon_state(dom, buf, size);
+		same = strcmp(buf, prev) == 0 ? same + 1 : 0;
+		snprintf(prev, sizeof prev, "%s", buf);
+		usleep(20000);
+	}
+}
+
 /* settles waits until the daemon's state is want (the tree closes an
  * object when its ctl's release arrives, after close returns). */
 static bool settles(struct ffs_domain *dom, const char *want)
@@ -317,7 +332,7 @@ static void shared_pages(struct ffs_domain *dom)
 		return;
 	}
 	char before[600];
-	daemon_state(dom, before, sizeof before);
+	quiet_state(dom, before, sizeof before);
 	uint8_t *block = aligned_alloc(page, 4 * page), want[4 * 4096];
 	fill(block, 4 * page, 9);
 	memcpy(want, block, 4 * page);
@@ -551,7 +566,7 @@ static void calls(struct ffs_domain *dom)
 static void closed_in_use(struct ffs_domain *dom)
 {
 	char start[600];
-	daemon_state(dom, start, sizeof start);
+	quiet_state(dom, start, sizeof start);
 	struct ffs_obj eq, cq, pep, a, b;
 	if (!connected_pair(dom, &eq, &cq, &pep, &a, &b)) {
 		CHECK(false, "connecting two tree endpoints");
