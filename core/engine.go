@@ -302,7 +302,7 @@ func (g *group) run() {
 			// each time to look for goroutines.
 			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 		default:
-			g.sleep(qs) // unlocks iter while asleep
+			g.sleep() // unlocks iter while asleep
 			passes = 0
 			// Asleep, the worker did not pass through the scheduler
 			// either: after 10 ms the runtime preempts it at its next
@@ -443,17 +443,27 @@ func (g *group) pollHot(sent bool) bool {
 // with it released. It does not hold iter while asleep, so after waking it
 // clears the flag only on the queues the group has then, which are mapped
 // for as long as it holds iter.
-func (g *group) sleep(qs []*workQueue) {
+func (g *group) sleep() {
 	for _, rs := range g.hot {
 		rs.hot = false
 		rs.poller.Park()
 	}
 	clear(g.hot)
 	g.hot = g.hot[:0]
+	// The control word first, then the queues as they are now, not as
+	// the pass saw them: a queue added since (engine.add: a ring made
+	// when first mapped) is in the set, or its kick comes after this load
+	// and the wait returns at once. With the pass's list, an add between
+	// the pass and this load left its ring out of the set with the kick
+	// already spent, and a request on it waited for another wake-up.
+	val := atomic.LoadUint32(g.word)
+	g.mu.Lock()
+	qs := g.queues
+	g.mu.Unlock()
 	words := make([]*uint32, 0, len(qs)+1)
 	vals := make([]uint32, 0, len(qs)+1)
 	words = append(words, g.word)
-	vals = append(vals, atomic.LoadUint32(g.word))
+	vals = append(vals, val)
 	for _, q := range qs {
 		w := q.r.WakeWord()
 		words = append(words, w)
