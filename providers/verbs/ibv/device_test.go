@@ -436,8 +436,10 @@ func TestNilPD(t *testing.T) {
 // counts (NumQPs, NumCQs) and let go of their queues and buffers, so that
 // a reference that outlives them (a stopped timer, a lingering
 // connection) keeps no queue memory alive: 100 destroyed QPs of 4096
-// send and receive work requests, still referenced, hold less than 1 KiB
-// each.
+// send and receive work requests, still referenced, hold less than 4 KiB
+// each. Their queues would be hundreds of KiB; the objects themselves are
+// about 1 KiB, and the heap also counts what the process's other
+// goroutines hold at the time (a -race CI run measured 1050 bytes).
 func TestDestroyedQPHoldsNoQueues(t *testing.T) {
 	const n = 100
 	d := openDevices(t, nil, lo1)[0]
@@ -474,8 +476,8 @@ func TestDestroyedQPHoldsNoQueues(t *testing.T) {
 	after := heap()
 	per := int64(after-before) / n
 	t.Logf("live heap %d -> %d bytes with %d destroyed QPs and CQs referenced: %d bytes each", before, after, n, per)
-	if per > 1<<10 {
-		t.Errorf("a destroyed QP and CQ still referenced hold %d bytes, want at most 1024", per)
+	if per > 4<<10 {
+		t.Errorf("a destroyed QP and CQ still referenced hold %d bytes, want at most 4096", per)
 	}
 	runtime.KeepAlive(kept)
 	runtime.KeepAlive(keptCQs)
