@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,6 +68,7 @@ func runIP(t *testing.T, args ...string) {
 // before the daemons in it, the cleanup runs after theirs.
 func newNetns(t *testing.T, suffix string) string {
 	t.Helper()
+	removeOrphanNetns(t)
 	name := fmt.Sprintf("ffns-%d-%s", os.Getpid(), suffix)
 	runIP(t, "netns", "add", name)
 	t.Cleanup(func() {
@@ -78,6 +80,33 @@ func newNetns(t *testing.T, suffix string) string {
 	})
 	runIP(t, "-n", name, "link", "set", "lo", "up")
 	return name
+}
+
+// removeOrphanNetns deletes the namespaces of test processes that are
+// gone: one killed by a signal (a stopped CI run) ran no cleanup.
+func removeOrphanNetns(t *testing.T) {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		var pid int
+		var rest string
+		if n, _ := fmt.Sscanf(strings.ReplaceAll(f[0], "-", " "), "ffns %d %s", &pid, &rest); n != 2 || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); err == nil || err == syscall.EPERM {
+			continue // its process lives: its own cleanup removes it
+		}
+		if out, err := exec.Command("ip", "netns", "del", f[0]).CombinedOutput(); err != nil {
+			t.Logf("ip netns del %s (left by process %d): %v: %s", f[0], pid, err, out)
+		}
+	}
 }
 
 // vethPair joins namespaces a and b with a veth pair, ifA in a with
