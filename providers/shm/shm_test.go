@@ -48,8 +48,14 @@ type ep struct {
 
 func newEP(t *testing.T, d core.ProviderDomain) ep {
 	t.Helper()
-	ev := &events{mem: make([]byte, 1<<16)}
-	in := info()
+	return newEPOf(t, d, info(), 1<<16)
+}
+
+// newEPOf is an enabled endpoint of in whose events have mem bytes of
+// memory, closed in cleanup.
+func newEPOf(t *testing.T, d core.ProviderDomain, in *fi.Info, mem int) ep {
+	t.Helper()
+	ev := &events{mem: make([]byte, mem)}
 	e, err := d.NewEndpoint(in, nil, ev)
 	if err != nil {
 		t.Fatal(err)
@@ -785,17 +791,9 @@ func TestMultiRecvConcurrent(t *testing.T) {
 func TestAuthKey(t *testing.T) {
 	d := domainOf(t)
 	keyed := func(key string) ep {
-		in, ev := info(), &events{mem: make([]byte, 64)}
+		in := info()
 		in.EPAttr.AuthKey, in.EPAttr.AuthKeySize = []byte(key), uint64(len(key))
-		e, err := d.NewEndpoint(in, nil, ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := e.Enable(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
-		return ep{e.(*endpoint), ev}
+		return newEPOf(t, d, in, 64)
 	}
 	a, b, c := keyed("job-1"), keyed("job-1"), keyed("job-2")
 	for _, kind := range []core.OpKind{core.OpSend, core.OpWrite, core.OpAtomic} {
