@@ -276,6 +276,25 @@ static int prov_attr_only(struct fi_info **info)
 	return 0;
 }
 
+/* listed says whether FI_FABRICFS_DOMAIN, a comma-separated list of
+ * PROV/DOMAIN names, lists the domain name; unset or empty, it lists every
+ * domain of the tree. */
+static bool listed(const char *name)
+{
+	const char *l = getenv("FI_FABRICFS_DOMAIN");
+	if (!l || !*l)
+		return true;
+	size_t n = strlen(name);
+	for (;;) {
+		size_t len = strcspn(l, ",");
+		if (len == n && !strncmp(l, name, n))
+			return true;
+		if (!l[len])
+			return false;
+		l += len + 1;
+	}
+}
+
 /* ask writes the query to ROOT/getinfo and reads the answer. */
 static int ask(const char *query, char **answer)
 {
@@ -373,7 +392,7 @@ static int ffs_getinfo(uint32_t version, const char *node, const char *service, 
 	free(answer);
 
 	/* A restriction to an opened fabric or domain of this provider is
-	 * one to its name. */
+	 * one to its name; FI_FABRICFS_DOMAIN restricts to its names. */
 	const struct fid_fabric *hfab = hints && hints->fabric_attr ? hints->fabric_attr->fabric : NULL;
 	struct fi_info **tail = info;
 	for (struct fi_info *e = list, *next; e; e = next) {
@@ -384,7 +403,8 @@ static int ffs_getinfo(uint32_t version, const char *node, const char *service, 
 			fi_freeinfo(e);
 			continue;
 		}
-		if (dom && strcmp(dom->info->domain_attr->name, e->domain_attr->name)) {
+		if ((dom && strcmp(dom->info->domain_attr->name, e->domain_attr->name)) ||
+		    !listed(e->domain_attr->name)) {
 			fi_freeinfo(e);
 			continue;
 		}
@@ -433,7 +453,8 @@ static int ffs_getinfo(uint32_t version, const char *node, const char *service, 
 		tail = &e->next;
 	}
 	if (!*info)
-		return nodata("no entry of the tree is of the opened fabric or domain in the hints", NULL);
+		return nodata("no entry of the tree is of the opened fabric or domain in the hints and in FI_FABRICFS_DOMAIN",
+			      getenv("FI_FABRICFS_DOMAIN"));
 	return 0;
 }
 

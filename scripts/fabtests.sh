@@ -317,7 +317,11 @@ run() {
 
 # fabricfs_env: sets penv for -p fabricfs: builds the provider and, unless
 # FI_FABRICFS_ROOT names a mounted tree, mounts a fresh one (once for all
-# -p fabricfs). False, after saying why, when there is no provider to build.
+# -p fabricfs). With -d, FI_FABRICFS_DOMAIN names the domain too, so that
+# fi_getinfo without hints lists that domain alone, as it would list a
+# libfabric provider's only device (fi_getinfo_test's caps4 asks for the
+# caps of the first entry without hints, then for them with -d). False,
+# after saying why, when there is no provider to build.
 ffs_env=()
 fabricfs_env() {
 	if [ ${#ffs_env[@]} -eq 0 ]; then
@@ -334,6 +338,7 @@ fabricfs_env() {
 		ffs_env=(FI_PROVIDER_PATH="$repo/bin" FI_FABRICFS_ROOT="$FI_FABRICFS_ROOT")
 	fi
 	penv=("${ffs_env[@]}")
+	[ -z "$dom" ] || penv+=(FI_FABRICFS_DOMAIN="$dom")
 }
 
 # mount_fabricfs: builds bin/fabricfs and mounts it on a new directory,

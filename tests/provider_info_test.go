@@ -204,6 +204,39 @@ func TestProviderInfo(t *testing.T) {
 		t.Errorf("%d of %d entries are not provider fabricfs:\n%s", n-m, n, list)
 	}
 
+	// FI_FABRICFS_DOMAIN keeps every fi_getinfo to the domains it names;
+	// one the tree lacks leaves nothing, and the debug line says why.
+	for _, names := range []string{"tcp/lo", "shm/shm,tcp/lo", "tcp/none"} {
+		cmd := exec.Command("fi_info", "-p", "fabricfs")
+		cmd.Env = append(env, "FI_FABRICFS_DOMAIN="+names)
+		if names == "tcp/none" {
+			cmd.Env = append(cmd.Env, "FI_LOG_LEVEL=debug")
+		}
+		out, err := cmd.CombinedOutput()
+		if names == "tcp/none" {
+			if want := "in FI_FABRICFS_DOMAIN: tcp/none"; err == nil || !strings.Contains(string(out), want) {
+				t.Errorf("FI_FABRICFS_DOMAIN=%s: %v, want a failure and %q:\n%s", names, err, want, out)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("FI_FABRICFS_DOMAIN=%s fi_info -p fabricfs: %v\n%s", names, err, out)
+		}
+		seen := map[string]bool{}
+		for _, m := range regexp.MustCompile(`(?m)^\s+domain: (\S+)$`).FindAllStringSubmatch(string(out), -1) {
+			seen[m[1]] = true
+		}
+		want := strings.Split(names, ",")
+		if len(seen) != len(want) {
+			t.Errorf("FI_FABRICFS_DOMAIN=%s: fi_info lists domains %v", names, seen)
+		}
+		for _, w := range want {
+			if !seen[w] {
+				t.Errorf("FI_FABRICFS_DOMAIN=%s: fi_info lists domains %v, not %s", names, seen, w)
+			}
+		}
+	}
+
 	// A reason to find nothing without asking the tree is a debug line:
 	// here a domain name without its provider.
 	cmd := exec.Command("fi_info", "-p", "fabricfs", "-d", verbsDevice)

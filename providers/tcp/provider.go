@@ -54,8 +54,8 @@ var provVersion = fi.MakeVersion(1, 0)
 // Capabilities implemented now. The domain capabilities are libfabric's;
 // the loopback entries drop FI_REMOTE_COMM, as libfabric's do. FI_FENCE
 // is core's (EP.fenced), for every provider. FI_RMA_PMEM, which
-// libfabric's tcp offers, is not: fabtests' fi_getinfo_test caps4 asks
-// every domain for the first entry's caps, and verbs has no FI_RMA_PMEM.
+// libfabric's tcp offers, is not: every region of the tree is memory the
+// daemon makes, never persistent memory (docs/seeds.md).
 const (
 	epCaps = fi.MSG | fi.RMA | fi.READ | fi.WRITE | fi.RECV | fi.SEND | fi.REMOTE_READ | fi.REMOTE_WRITE |
 		fi.RMA_EVENT | fi.FENCE
