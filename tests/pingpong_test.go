@@ -88,9 +88,11 @@ func startProc(t *testing.T, env []string, name string, args ...string) *proc {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	running.Store(p, nil)
 	go func() {
 		p.cmd.Wait()
 		p.code = p.cmd.ProcessState.ExitCode()
+		running.Delete(p)
 		close(p.done)
 	}()
 	t.Cleanup(func() {
@@ -112,6 +114,13 @@ func (p *proc) wait(t *testing.T, limit time.Duration) int {
 	case <-time.After(limit):
 		t.Errorf("%s did not finish in %v; killing it", p.name, limit)
 		t.Logf("where it waits:\n%s", stacks(p.cmd.Process.Pid))
+		running.Range(func(k, _ any) bool {
+			if q := k.(*proc); q != p {
+				t.Logf("where %s %s waits meanwhile:\n%s", q.name, strings.Join(q.cmd.Args[1:], " "), stacks(q.cmd.Process.Pid))
+			}
+			return true
+		})
+		t.Logf("FUSE requests the kernel holds:\n%s", fuseWaiting())
 		dumpDaemons()
 		p.cmd.Process.Kill()
 		<-p.done

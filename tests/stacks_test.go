@@ -21,6 +21,27 @@ import (
 // live holds the daemons that are mounted now (a sync.Map of *daemon).
 var live sync.Map
 
+// running holds the processes tests started that have not exited (a
+// sync.Map of *proc): a wait that times out shows where each of them
+// sleeps too, before the daemons' dump, whose signal can itself end a
+// wait in a daemon.
+var running sync.Map
+
+// fuseWaiting lists each FUSE connection's requests that the kernel holds
+// for its daemon, unanswered (fusectl's waiting): a count above zero while
+// the daemon's goroutines are all idle means a request never reached it.
+func fuseWaiting() string {
+	dirs, _ := filepath.Glob("/sys/fs/fuse/connections/*")
+	var b strings.Builder
+	for _, d := range dirs {
+		n, err := os.ReadFile(filepath.Join(d, "waiting"))
+		if err == nil {
+			fmt.Fprintf(&b, "connection %s: %s waiting\n", filepath.Base(d), strings.TrimSpace(string(n)))
+		}
+	}
+	return b.String()
+}
+
 // dumpDaemons asks every mounted daemon for its goroutines' stacks and
 // gives them a moment to reach the logs.
 func dumpDaemons() {
