@@ -59,7 +59,7 @@ static void open_node(struct node *n, struct fi_info *info, size_t limit)
 static struct fi_recv_context *report(struct node *b, size_t len, size_t seed)
 {
 	struct fi_cq_tagged_entry e;
-	cq_take(b->cq, &e, "report");
+	cq_take(b->cq, &e, NULL, "report");
 	struct fi_recv_context *rc = e.op_context;
 	if (!rc || rc->ep != b->ep || rc->context)
 		fail("report of %zu bytes: op_context %p is not a struct fi_recv_context of the endpoint", len, e.op_context);
@@ -114,11 +114,11 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < LONG; i++)
 		tx[i] = pattern(1, i);
 	CHECK(fi_send(a.ep, tx, SHORT, NULL, b.addr, &sctx));
-	cq_take(a.cq, &e, "send");
+	cq_take(a.cq, &e, NULL, "send");
 	for (size_t i = 0; i < LONG; i++)
 		tx[i] = pattern(2, i);
 	CHECK(fi_send(a.ep, tx, LONG, NULL, b.addr, &sctx));
-	cq_take(a.cq, &e, "send");
+	cq_take(a.cq, &e, NULL, "send");
 	struct fi_recv_context *rshort = report(&b, SHORT, 1);
 	struct fi_recv_context *rlong = report(&b, LONG, 2);
 	printf("ok reports\n");
@@ -137,7 +137,7 @@ int main(int argc, char **argv)
 	struct iovec iov = {rx, sizeof rx};
 	struct fi_msg msg = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .context = rlong};
 	CHECK(fi_recvmsg(b.ep, &msg, FI_CLAIM));
-	cq_take(b.cq, &e, "claim");
+	cq_take(b.cq, &e, NULL, "claim");
 	if (e.op_context != &claim_ctx || e.len != LONG || !(e.flags & FI_CLAIM) || !(e.flags & FI_RECV))
 		fail("claim completion: context %p (want %p), len %zu, flags %#llx", e.op_context, (void *)&claim_ctx,
 		     e.len, (unsigned long long)e.flags);
@@ -152,7 +152,7 @@ int main(int argc, char **argv)
 	rshort->context = &discard_ctx;
 	struct fi_msg dmsg = {.addr = FI_ADDR_UNSPEC, .context = rshort};
 	CHECK(fi_recvmsg(b.ep, &dmsg, FI_DISCARD));
-	cq_take(b.cq, &e, "discard");
+	cq_take(b.cq, &e, NULL, "discard");
 	if (e.op_context != &discard_ctx || e.len != 0)
 		fail("discard completion: context %p (want %p), len %zu", e.op_context, (void *)&discard_ctx, e.len);
 	printf("ok discard\n");

@@ -2,7 +2,7 @@
  * fitest.h: what the provider's libfabric test programs share (msgtest,
  * rdmtest, waittest: programs that use only libfabric's API, with
  * FI_PROVIDER_PATH pointing at the provider): the headers, fail, now,
- * the test data (pattern, fill, check_bytes), cq_take, POST (with the program's progress) and CHECK, which fails the program with the call, its code and
+ * the test data (pattern, fill, check_bytes), cq_poll and cq_take, POST (with the program's progress) and CHECK, which fails the program with the call, its code and
  * fi_strerror's text when a call does not return 0.
  */
 #ifndef FITEST_H
@@ -70,15 +70,16 @@ static inline void check_bytes(const uint8_t *p, size_t n, size_t seed, const ch
 			fail("%s: byte %zu is %#x, want %#x", what, i, p[i], pattern(seed, i));
 }
 
-/* cq_take reads one tagged entry of cq within 5 s; an error entry fails
- * the program with fi_cq_strerror's text. */
-static inline void cq_take(struct fid_cq *cq, struct fi_cq_tagged_entry *e, const char *what)
+/* cq_poll reads one entry of cq's format into e, and its source into src
+ * (fi_cq_readfrom) if src is not NULL, until now() passes deadline: false
+ * if none came. An error entry fails the program with fi_cq_strerror's
+ * text. */
+static inline bool cq_poll(struct fid_cq *cq, void *e, fi_addr_t *src, double deadline, const char *what)
 {
-	double deadline = now() + 5;
 	for (;;) {
-		ssize_t n = fi_cq_read(cq, e, 1);
+		ssize_t n = src ? fi_cq_readfrom(cq, e, 1, src) : fi_cq_read(cq, e, 1);
 		if (n == 1)
-			return;
+			return true;
 		if (n == -FI_EAVAIL) {
 			struct fi_cq_err_entry err = {0};
 			fi_cq_readerr(cq, &err, 0);
@@ -88,8 +89,16 @@ static inline void cq_take(struct fid_cq *cq, struct fi_cq_tagged_entry *e, cons
 		if (n != -FI_EAGAIN)
 			fail("%s: fi_cq_read: %zd", what, n);
 		if (now() > deadline)
-			fail("%s: no completion after 5 s", what);
+			return false;
 	}
+}
+
+/* cq_take is cq_poll that fails the program when no entry comes within
+ * 5 s. */
+static inline void cq_take(struct fid_cq *cq, void *e, fi_addr_t *src, const char *what)
+{
+	if (!cq_poll(cq, e, src, now() + 5, what))
+		fail("%s: no completion after 5 s", what);
 }
 
 #define CHECK(call)                                                                                                    \

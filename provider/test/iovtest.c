@@ -61,20 +61,7 @@ static void progress(void)
 /* cq_ok waits 5 s for a successful completion of context ctx on cq. */
 static void cq_ok(struct fid_cq *cq, void *ctx, struct fi_cq_data_entry *e, const char *what)
 {
-	for (double deadline = now() + 5;;) {
-		ssize_t n = fi_cq_read(cq, e, 1);
-		if (n == 1)
-			break;
-		if (n == -FI_EAVAIL) {
-			struct fi_cq_err_entry err = {0};
-			fi_cq_readerr(cq, &err, 0);
-			fail("%s: error completion %d (%s)", what, err.err, fi_strerror(err.err));
-		}
-		if (n != -FI_EAGAIN)
-			fail("%s: fi_cq_read: %zd", what, n);
-		if (now() > deadline)
-			fail("%s: no completion after 5 s", what);
-	}
+	cq_take(cq, e, NULL, what);
 	if (e->op_context != ctx)
 		fail("%s: completion for context %p, want %p", what, e->op_context, ctx);
 }

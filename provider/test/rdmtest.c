@@ -30,39 +30,6 @@ struct node {
 	fi_addr_t addr;
 };
 
-/* cq_try reads one entry and its source within secs seconds (false if
- * none came); an error fails. */
-static bool cq_try(struct fid_cq *cq, struct fi_cq_tagged_entry *e, fi_addr_t *src, double secs, const char *what)
-{
-	double deadline = now() + secs;
-	for (;;) {
-		fi_addr_t a = FI_ADDR_NOTAVAIL;
-		ssize_t n = fi_cq_readfrom(cq, e, 1, &a);
-		if (n == 1) {
-			if (src)
-				*src = a;
-			return true;
-		}
-		if (n == -FI_EAVAIL) {
-			struct fi_cq_err_entry err = {0};
-			fi_cq_readerr(cq, &err, 0);
-			fail("%s: error completion %d (%s)", what, err.err,
-			     fi_cq_strerror(cq, err.prov_errno, err.err_data, NULL, 0));
-		}
-		if (n != -FI_EAGAIN)
-			fail("%s: fi_cq_read: %zd", what, n);
-		if (now() > deadline)
-			return false;
-	}
-}
-
-/* cq_wait reads one entry and its source within 5 s. */
-static void cq_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *e, fi_addr_t *src, const char *what)
-{
-	if (!cq_try(cq, e, src, 5, what))
-		fail("%s: no completion after 5 s", what);
-}
-
 /* trecv_flags posts fi_trecvmsg of tag with flags into buf and waits for
  * its completion: 0, or the error's positive code (FI_ENOMSG). */
 static int trecv_flags(struct node *n, uint64_t tag, uint64_t flags, void *ctx, void *buf, size_t len,
@@ -134,10 +101,10 @@ static void message(struct node *a, struct node *b, size_t len, size_t seed)
 	 * dropped (FI_EP_DGRAM is unreliable): send it again. */
 	for (int try = 0;; try++) {
 		CHECK(fi_send(a->ep, tx, len, NULL, b->addr, &sctx));
-		cq_wait(a->cq, &e, NULL, "send");
+		cq_take(a->cq, &e, NULL, "send");
 		if (e.op_context != &sctx || !(e.flags & FI_SEND))
 			fail("send completion: context %p flags %#llx", e.op_context, (unsigned long long)e.flags);
-		if (cq_try(b->cq, &e, &src, rdm ? 5 : 0.3, "recv"))
+		if (cq_poll(b->cq, &e, &src, now() + (rdm ? 5 : 0.3), "recv"))
 			break;
 		if (rdm || try == 20)
 			fail("recv: no completion");
@@ -194,7 +161,7 @@ static void source_err(struct node *a, const char *dom)
 	CHECK(fi_recv(x.ep, rx, sizeof rx, NULL, FI_ADDR_UNSPEC, &rctx));
 	CHECK(fi_send(a->ep, msg, sizeof msg, NULL, x.addr, &sctx));
 	struct fi_cq_tagged_entry e;
-	cq_wait(a->cq, &e, NULL, "send to x");
+	cq_take(a->cq, &e, NULL, "send to x");
 	ssize_t n;
 	fi_addr_t src = 0;
 	for (double deadline = now() + 5; (n = fi_cq_readfrom(x.cq, &e, 1, &src)) == -FI_EAGAIN;)
@@ -216,8 +183,8 @@ static void source_err(struct node *a, const char *dom)
 		fail("fi_av_insert of err_data");
 	CHECK(fi_recv(x.ep, rx, sizeof rx, NULL, FI_ADDR_UNSPEC, &rctx));
 	CHECK(fi_send(a->ep, msg, sizeof msg, NULL, x.addr, &sctx));
-	cq_wait(a->cq, &e, NULL, "send to x");
-	cq_wait(x.cq, &e, &src, "recv at x");
+	cq_take(a->cq, &e, NULL, "send to x");
+	cq_take(x.cq, &e, &src, "recv at x");
 	if (e.op_context != &rctx || src != fa)
 		fail("recv once inserted: context %p src %llu, want %llu", e.op_context, (unsigned long long)src,
 		     (unsigned long long)fa);
@@ -369,16 +336,16 @@ int main(int argc, char **argv)
 		CHECK(fi_tsend(a.ep, m2, sizeof m2, NULL, b.addr, t2, &s2));
 		CHECK(fi_trecv(b.ep, r2, sizeof r2, NULL, FI_ADDR_UNSPEC, 0x5500, 0, &c2));
 		struct fi_cq_tagged_entry e;
-		cq_wait(b.cq, &e, NULL, "trecv");
+		cq_take(b.cq, &e, NULL, "trecv");
 		if (e.op_context != &c2 || e.tag != t2 || strcmp(r2, "second") || !(e.flags & FI_TAGGED))
 			fail("trecv of tag %#llx got context %p tag %#llx '%s'", (unsigned long long)t2, e.op_context,
 			     (unsigned long long)e.tag, r2);
 		CHECK(fi_trecv(b.ep, r1, sizeof r1, NULL, FI_ADDR_UNSPEC, 0x1200, 0xff, &c1));
-		cq_wait(b.cq, &e, NULL, "trecv ignore");
+		cq_take(b.cq, &e, NULL, "trecv ignore");
 		if (e.op_context != &c1 || e.tag != t1 || strcmp(r1, "first"))
 			fail("trecv with ignore bits got tag %#llx '%s'", (unsigned long long)e.tag, r1);
-		cq_wait(a.cq, &e, NULL, "tsend");
-		cq_wait(a.cq, &e, NULL, "tsend");
+		cq_take(a.cq, &e, NULL, "tsend");
+		cq_take(a.cq, &e, NULL, "tsend");
 		printf("ok tagged matching\n");
 	}
 	source_err(&a, dom);
@@ -424,7 +391,7 @@ int main(int argc, char **argv)
 		if ((err = trecv_flags(&b, 0x702, FI_PEEK, &ctx, NULL, 0, &e)) != FI_ENOMSG)
 			fail("FI_PEEK after FI_DISCARD: %d, want FI_ENOMSG", err);
 		for (int i = 0; i < 3; i++)
-			cq_wait(a.cq, &e, NULL, "tsend");
+			cq_take(a.cq, &e, NULL, "tsend");
 		printf("ok FI_PEEK, FI_CLAIM, FI_DISCARD\n");
 	}
 
@@ -435,17 +402,17 @@ int main(int argc, char **argv)
 		CHECK(fi_recv(b.ep, r, sizeof r, NULL, c.addr, &rc));
 		CHECK(fi_send(a.ep, ma, sizeof ma, NULL, b.addr, &sa));
 		struct fi_cq_tagged_entry e;
-		cq_wait(a.cq, &e, NULL, "send from a");
+		cq_take(a.cq, &e, NULL, "send from a");
 		CHECK(fi_send(c.ep, mc, sizeof mc, NULL, b.addr, &sc));
 		fi_addr_t src;
-		cq_wait(b.cq, &e, &src, "directed recv");
+		cq_take(b.cq, &e, &src, "directed recv");
 		if (e.op_context != &rc || strcmp(r, "from c") || src != c.addr)
 			fail("directed receive got '%s' from %llu", r, (unsigned long long)src);
 		CHECK(fi_recv(b.ep, r2, sizeof r2, NULL, FI_ADDR_UNSPEC, &rany));
-		cq_wait(b.cq, &e, &src, "recv any");
+		cq_take(b.cq, &e, &src, "recv any");
 		if (e.op_context != &rany || strcmp(r2, "from a") || src != a.addr)
 			fail("receive from anyone got '%s' from %llu", r2, (unsigned long long)src);
-		cq_wait(c.cq, &e, NULL, "send from c");
+		cq_take(c.cq, &e, NULL, "send from c");
 		printf("ok directed receive\n");
 	}
 
@@ -468,8 +435,8 @@ int main(int argc, char **argv)
 			int sctx;
 			fill(tx[i], sizeof tx[i], 50 + i);
 			CHECK(fi_send(a.ep, tx[i], sizeof tx[i], NULL, b.addr, &sctx));
-			cq_wait(a.cq, &e, NULL, "send to multi-recv");
-			cq_wait(b.cq, &e, NULL, "multi-recv");
+			cq_take(a.cq, &e, NULL, "send to multi-recv");
+			cq_take(b.cq, &e, NULL, "multi-recv");
 			if (e.op_context != &mctx || e.len != sizeof tx[i] || !e.buf || (uint8_t *)e.buf < buf ||
 			    (uint8_t *)e.buf + e.len > buf + sizeof buf)
 				fail("multi-recv message %d: context %p len %zu buf %p", i, e.op_context, e.len, e.buf);
@@ -498,7 +465,7 @@ int main(int argc, char **argv)
 		CHECK(fi_cntr_wait(cntr, 1, 5000));
 		check_bytes(rx, sizeof rx, 77, "counted");
 		struct fi_cq_tagged_entry e;
-		cq_wait(a.cq, &e, NULL, "send to counted");
+		cq_take(a.cq, &e, NULL, "send to counted");
 		close_node(&d);
 		CHECK(fi_close(&cntr->fid));
 		printf("ok counter sees the bytes; hidden receive CQ\n");
@@ -525,7 +492,7 @@ int main(int argc, char **argv)
 		n = fi_cq_sread(b.cq, &e, 1, NULL, 5000);
 		if (n != 1 || e.op_context != &rctx || strcmp(r, "hi"))
 			fail("fi_cq_sread: %zd", n);
-		cq_wait(a.cq, &e, NULL, "send");
+		cq_take(a.cq, &e, NULL, "send");
 		printf("ok fi_cq_sread, fi_cq_signal\n");
 	}
 
@@ -543,9 +510,9 @@ int main(int argc, char **argv)
 		struct fi_msg msg = {.msg_iov = &iov, .iov_count = 1, .addr = b.addr, .context = &s2ctx};
 		CHECK(fi_sendmsg(s.ep, &msg, FI_COMPLETION));
 		struct fi_cq_tagged_entry e;
-		cq_wait(b.cq, &e, NULL, "recv");
-		cq_wait(b.cq, &e, NULL, "recv");
-		cq_wait(s.cq, &e, NULL, "selective send");
+		cq_take(b.cq, &e, NULL, "recv");
+		cq_take(b.cq, &e, NULL, "recv");
+		cq_take(s.cq, &e, NULL, "selective send");
 		if (e.op_context != &s2ctx)
 			fail("selective: the entry is for context %p, want the FI_COMPLETION send's", e.op_context);
 		if (fi_cq_read(s.cq, &e, 1) != -FI_EAGAIN)
@@ -573,12 +540,12 @@ int main(int argc, char **argv)
 					 .rma_iov_count = 1, .context = &wctx};
 		CHECK(fi_writemsg(a.ep, &msg, FI_DELIVERY_COMPLETE | FI_COMPLETION));
 		struct fi_cq_tagged_entry e;
-		cq_wait(a.cq, &e, NULL, "fi_writemsg");
+		cq_take(a.cq, &e, NULL, "fi_writemsg");
 		if (e.op_context != &wctx || !(e.flags & FI_WRITE))
 			fail("fi_writemsg: completion context %p flags %#llx", e.op_context, (unsigned long long)e.flags);
 		check_bytes(region + off, len, 88, "written");
 		CHECK(fi_read(a.ep, rx, len, NULL, b.addr, off, key, &rctx));
-		cq_wait(a.cq, &e, NULL, "fi_read");
+		cq_take(a.cq, &e, NULL, "fi_read");
 		if (e.op_context != &rctx || !(e.flags & FI_READ))
 			fail("fi_read: completion context %p", e.op_context);
 		check_bytes(rx, len, 88, "read");
@@ -587,8 +554,8 @@ int main(int argc, char **argv)
 		if (info->rx_attr->mode & FI_RX_CQ_DATA)
 			CHECK(fi_recv(b.ep, spare, sizeof spare, NULL, FI_ADDR_UNSPEC, &sctx));
 		CHECK(fi_writedata(a.ep, tx, 16, NULL, 0x99, b.addr, 0, key, &dctx));
-		cq_wait(a.cq, &e, NULL, "fi_writedata");
-		cq_wait(b.cq, &e, NULL, "fi_writedata target");
+		cq_take(a.cq, &e, NULL, "fi_writedata");
+		cq_take(b.cq, &e, NULL, "fi_writedata target");
 		if (!(e.flags & FI_REMOTE_CQ_DATA) || e.data != 0x99)
 			fail("fi_writedata: target entry flags %#llx data %#llx", (unsigned long long)e.flags,
 			     (unsigned long long)e.data);

@@ -102,13 +102,13 @@ int main(int argc, char **argv)
 	}
 	struct fi_cq_tagged_entry e_;
 	for (int i = 0; i < N; i++) {
-		cq_take(txcq[i], &e_, "send");
+		cq_take(txcq[i], &e_, NULL, "send");
 		if (e_.op_context != &sctx[i] || !(e_.flags & FI_SEND))
 			fail("transmit context %d: completion context %p flags %#llx", i, e_.op_context,
 			     (unsigned long long)e_.flags);
 	}
 	for (int j = 0; j < N; j++) {
-		cq_take(rxcq[j], &e_, "receive");
+		cq_take(rxcq[j], &e_, NULL, "receive");
 		if (e_.op_context != &rctx[j] || !(e_.flags & FI_RECV) || strcmp(buf[j], msg[N - 1 - j]))
 			fail("receive context %d: completion context %p (want %p), bytes '%s' (want '%s')", j, e_.op_context,
 			     &rctx[j], buf[j], msg[N - 1 - j]);
@@ -165,7 +165,7 @@ int main(int argc, char **argv)
 	CHECK(fi_send(al, "alias", 6, NULL, self, &sctx[1]));
 	int recvs = 0, sends = 0;
 	for (int i = 0; i < 3; i++) {
-		cq_take(cq, &e_, "alias test");
+		cq_take(cq, &e_, NULL, "alias test");
 		if (e_.flags & FI_RECV)
 			recvs++;
 		else if (e_.op_context == &sctx[1])
